@@ -1,0 +1,1 @@
+"""ragen_bench (under construction)."""

@@ -1,0 +1,129 @@
+"""Two-armed bandit with meaningful arm names (spec: ``docs/envs/bandit.md``).
+
+The agent sees two arms named after occupations or strategies, one *steady* (a small
+sure payoff) and one *risky* (a large payoff with a small probability, higher in mean
+and in variance), and must pull the arm with the higher expected reward, reasoning only
+from the names.  Default payoffs follow RAGEN's code (arXiv 2504.20073, Bandit env):
+steady arm 0.1 always; risky arm 1.0 with probability 0.25, else 0 (mean 0.25,
+variance 0.1875).
+
+Seeds and groups: the arm pair and the order in which the two names are presented are
+a function of the seed only, so every member of a GRPO group (same seed) sees the same
+pair in the same order (RAGEN's per-instance counter breaks this).  Train, validation
+and test use disjoint name pairs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ..core import TextEnv, Transition, join_lines
+
+#: (steady arm, risky arm) name pairs per split; no name appears in two splits.
+ARM_PAIRS: dict[str, tuple[tuple[str, str], ...]] = {
+    "train": (
+        ("Librarian", "Gambler"),
+        ("Accountant", "Treasure Hunter"),
+        ("Postman", "Day Trader"),
+        ("Baker", "Gold Prospector"),
+        ("Clerk", "Lottery Player"),
+        ("Pharmacist", "Startup Founder"),
+        ("Savings Account", "Slot Machine"),
+        ("Bus Driver", "Poker Player"),
+        ("Tailor", "Oil Wildcatter"),
+        ("Farmer", "Storm Chaser"),
+        ("Government Bond", "Penny Stock"),
+        ("Cashier", "Bounty Hunter"),
+    ),
+    "validation": (
+        ("Dentist", "Venture Capitalist"),
+        ("Index Fund", "Crypto Token"),
+        ("Plumber", "Fortune Seeker"),
+        ("Nurse", "Deep-Sea Diver"),
+    ),
+    "test": (
+        ("Teacher", "Pirate"),
+        ("Certificate of Deposit", "Horse Race Bet"),
+        ("Electrician", "Pearl Diver"),
+        ("Payroll Officer", "Film Producer"),
+        ("Fixed Salary", "Commission-Only Sales"),
+        ("Mail Carrier", "Meteorite Hunter"),
+        ("Insurance Agent", "Professional Gamer"),
+        ("Utility Stock", "Casino Roulette"),
+    ),
+}
+
+
+class BanditEnv(TextEnv):
+    """Two-armed bandit; actions are the two arm names (case-insensitive).
+
+    Config (``schemas/envs/bandit.config.schema.json``): ``split``, ``max_steps``
+    (default 3: invalid answers may be retried; the first pull ends the episode),
+    ``steady_reward`` (0.1), ``risky_reward`` (1.0), ``risky_prob`` (0.25),
+    ``invalid_action_reward`` (-0.1).
+
+    ``info`` on a pull: ``arm`` (the name pulled), ``chose_best`` (pulled the
+    higher-mean arm).  ``success`` equals ``chose_best``.
+    """
+
+    env_key = "bandit"
+
+    def _means(self) -> tuple[float, float]:
+        c = self.config
+        return float(c["steady_reward"]), float(c["risky_reward"]) * float(c["risky_prob"])
+
+    def _reset(self, options: Mapping[str, Any]) -> None:
+        pairs = ARM_PAIRS[self.config["split"]]
+        steady, risky = pairs[int(self.np_random.integers(len(pairs)))]
+        swap = bool(self.np_random.integers(2))
+        self.action_names = (risky, steady) if swap else (steady, risky)
+        steady_mean, risky_mean = self._means()
+        self._best = risky if risky_mean > steady_mean else steady
+        self._steady, self._risky = steady, risky
+        self._last: str | None = None
+
+    def _reset_info(self) -> dict[str, Any]:
+        return {"arms": list(self.action_names or ())}
+
+    def _step(self, action: str) -> Transition:
+        arm = self.match_action(action)
+        if arm is None:
+            self._last = None
+            return self.invalid(f"not an arm name: expected one of {list(self.action_names or ())}")
+        c = self.config
+        if arm == self._risky:
+            reward = float(c["risky_reward"]) if self.np_random.random() < float(c["risky_prob"]) else 0.0
+        else:
+            reward = float(c["steady_reward"])
+        self._last = f"You pulled {arm} and received {reward:g} points."
+        chose_best = arm == self._best
+        return Transition(reward=reward, terminated=True, success=chose_best,
+                          info={"arm": arm, "chose_best": chose_best})
+
+    def _observation(self) -> str:
+        a, b = self.action_names or ("", "")
+        if self._last is not None:
+            return self._last
+        return f"Two arms are in front of you: {a} and {b}. Which arm do you pull?"
+
+    @property
+    def instruction(self) -> str:
+        a, b = self.action_names or ("ArmA", "ArmB")
+        return join_lines([
+            "You are playing a two-armed bandit game.",
+            "Each arm pays points drawn from its own fixed distribution, which you are not told;"
+            " the name of each arm hints at how it behaves.",
+            "Pull exactly one arm: choose the one you expect to pay more points on average.",
+            f"The available actions are the arm names: {a}, {b}.",
+            f"Answer with the arm name, for example <answer>{a}</answer>.",
+        ])
+
+    def oracle_actions(self) -> list[str]:
+        """Pull the higher-mean arm (maximises the expected return)."""
+        return [] if self.status.is_terminal else [self._best]
+
+    def sample_action(self, rng: np.random.Generator) -> str:  # noqa: D102 - base doc
+        return super().sample_action(rng)

@@ -1,0 +1,129 @@
+"""Stable seeds and disjoint splits.
+
+Everything random in an environment flows from ``env.np_random``, which
+``gymnasium.Env.reset(seed=...)`` creates.  This module adds the two things Gymnasium
+does not provide:
+
+* **Stable derived seeds.**  :func:`derive_seed` hashes its arguments with BLAKE2b,
+  so the same arguments give the same seed in every process, on every platform and
+  whatever ``PYTHONHASHSEED`` is (Python's ``hash`` is salted per process; RAGEN's
+  retry seed ``abs(hash(str(seed)))`` is therefore not reproducible).
+* **Disjoint splits by construction.**  :func:`instance_split` assigns every
+  *instance* (through a canonical byte key such as the Sokoban room layout) to exactly
+  one of ``train`` / ``validation`` / ``test`` by a keyed hash.  A generator asked for a
+  split rejects instances whose key belongs to another split, so no instance can ever
+  appear in two splits, whatever seeds are used.  Seeds alone cannot give this: two
+  different seeds may well generate the same small puzzle.
+
+The scheme, documented in ``docs/envs/README.md`` ("Seeds and splits"): item ``i`` of
+split ``s`` is ``make(id, split=s).reset(seed=i)``.  Procedural environments draw a
+64-bit base seed from ``np_random`` and run attempt ``k`` of the generator on
+``numpy.random.default_rng([base, k])`` until an attempt succeeds and lands in the
+requested split.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import numpy as np
+
+T = TypeVar("T")
+
+#: The three splits, in order.
+SPLITS: tuple[str, ...] = ("train", "validation", "test")
+
+#: Share of the instance space that belongs to each split (by keyed hash).
+SPLIT_FRACTIONS: dict[str, float] = {"train": 0.8, "validation": 0.1, "test": 0.1}
+
+_SPLIT_PERSON = b"ragen-split-v0"  # BLAKE2b personalisation; changing it reshuffles splits
+
+
+class GenerationError(RuntimeError):
+    """A procedural generator found no valid instance within its attempt budget."""
+
+
+def _canonical(parts: tuple[Any, ...]) -> bytes:
+    return json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str).encode()
+
+
+def derive_seed(*parts: Any) -> int:
+    """Return a 63-bit seed that depends only on ``parts`` (JSON-serialisable values).
+
+    Uses BLAKE2b over the canonical JSON encoding of ``parts``; stable across
+    processes, platforms and ``PYTHONHASHSEED``.
+    """
+    digest = hashlib.blake2b(_canonical(parts), digest_size=8).digest()
+    return int.from_bytes(digest, "little") >> 1
+
+
+def split_position(key: bytes | str) -> float:
+    """Map an instance key to a number in ``[0, 1)`` by keyed BLAKE2b."""
+    if isinstance(key, str):
+        key = key.encode("utf-8")
+    digest = hashlib.blake2b(key, digest_size=8, person=_SPLIT_PERSON).digest()
+    return int.from_bytes(digest, "little") / 2.0**64
+
+
+def instance_split(key: bytes | str) -> str:
+    """Return the split (``"train"``, ``"validation"`` or ``"test"``) an instance belongs to.
+
+    ``key`` is a canonical encoding of the instance (equal instances must give equal
+    keys).  The first 80% of the hash range is ``train``, then 10% ``validation``, then
+    10% ``test`` (:data:`SPLIT_FRACTIONS`).
+    """
+    pos = split_position(key)
+    acc = 0.0
+    for name in SPLITS:
+        acc += SPLIT_FRACTIONS[name]
+        if pos < acc:
+            return name
+    return SPLITS[-1]
+
+
+def in_split(key: bytes | str, split: str | None) -> bool:
+    """True when ``split`` is ``None`` (no constraint) or the instance belongs to it."""
+    return split is None or instance_split(key) == split
+
+
+def attempt_rng(base_seed: int, attempt: int) -> np.random.Generator:
+    """The generator for attempt ``attempt`` of an instance with base seed ``base_seed``.
+
+    ``numpy.random.default_rng([base_seed, attempt])`` (a ``SeedSequence`` over both
+    integers), which is stable across platforms and NumPy versions that keep PCG64.
+    """
+    return np.random.default_rng([int(base_seed), int(attempt)])
+
+
+def sample_instance(
+    np_random: np.random.Generator,
+    build: Callable[[np.random.Generator], T | None],
+    *,
+    max_attempts: int,
+    fallback: Callable[[], T] | None = None,
+) -> tuple[T, int]:
+    """Generate one instance with bounded, stably seeded retries.
+
+    Args:
+        np_random: the environment's generator; exactly one 63-bit base seed is drawn
+            from it, so item ``i`` of a seeded stream needs no other items.
+        build: builds an instance from a generator, or returns ``None`` when this
+            attempt failed (no valid room, wrong split, ...).
+        max_attempts: attempts before giving up.
+        fallback: called when every attempt failed; if ``None`` a
+            :class:`GenerationError` is raised instead.
+
+    Returns:
+        ``(instance, attempts_used)``.
+    """
+    base = int(np_random.integers(0, 2**63 - 1))
+    for attempt in range(max_attempts):
+        inst = build(attempt_rng(base, attempt))
+        if inst is not None:
+            return inst, attempt + 1
+    if fallback is None:
+        raise GenerationError(f"no valid instance after {max_attempts} attempts (base seed {base})")
+    return fallback(), max_attempts

@@ -1,0 +1,1 @@
+"""ragen_train (under construction)."""

@@ -1,0 +1,134 @@
+"""The Gymnasium contract, oracle, random baseline and info schema for every registered id."""
+
+from __future__ import annotations
+
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import ragen_envs
+from ragen_envs.baselines import make_random_policy, oracle_policy, run_episode
+
+from .conftest import ALL_IDS, N_SWEEP_SEEDS
+
+
+def test_every_env_registered_with_gymnasium() -> None:
+    assert ALL_IDS, "no environment registered"
+    for env_id in ALL_IDS:
+        assert env_id in gym.registry
+        assert env_id.startswith("ragen/") and "-v" in env_id
+
+
+@pytest.mark.parametrize("env_id", ALL_IDS)
+def test_check_env(env_id: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # any checker warning is a failure
+        check_env(gym.make(env_id).unwrapped)
+
+
+@pytest.mark.parametrize("env_id", ALL_IDS)
+def test_spaces_and_instruction(env_id: str) -> None:
+    env = ragen_envs.make(env_id)
+    obs, info = env.reset(seed=0)
+    base = env.unwrapped
+    assert isinstance(base, ragen_envs.TextEnv)
+    assert isinstance(env.observation_space, gym.spaces.Text)
+    assert isinstance(env.action_space, gym.spaces.Text)
+    assert obs in env.observation_space
+    text = base.instruction
+    assert isinstance(text, str) and len(text) > 40
+    assert "<answer>" in text, "the instruction must show an answer example"
+    # The instruction is separate from the observation.
+    assert text.strip() != obs.strip()
+
+
+@pytest.mark.parametrize("env_id", ALL_IDS)
+def test_oracle_reaches_maximum_and_infos_validate(env_id: str) -> None:
+    env = ragen_envs.make(env_id)
+    base = env.unwrapped
+    key = ragen_envs.get_entry(env_id).env_key
+    successes = 0
+    for seed in range(N_SWEEP_SEEDS):
+        result = run_episode(env, oracle_policy, seed=seed)
+        for info in result.infos:
+            ragen_envs.validate_info(key, info)
+        assert result.terminated or result.truncated
+        successes += result.success
+        if getattr(base, "oracle_is_exact", True):
+            assert result.success, f"oracle failed on seed {seed}: {result.status}"
+            expected = base.optimal_return() if hasattr(base, "optimal_return") else None
+            if expected is not None:
+                assert result.episode_return == pytest.approx(expected, abs=1e-9)
+    assert successes > 0
+
+
+@pytest.mark.parametrize("env_id", ALL_IDS)
+def test_random_baseline_runs_and_infos_validate(env_id: str) -> None:
+    env = ragen_envs.make(env_id)
+    key = ragen_envs.get_entry(env_id).env_key
+    policy = make_random_policy(seed=1)
+    for seed in range(N_SWEEP_SEEDS):
+        result = run_episode(env, policy, seed=seed)
+        assert result.status in {"success", "failure", "step_limit"}
+        for info in result.infos:
+            ragen_envs.validate_info(key, info)
+        assert np.isfinite(result.episode_return)
+
+
+@pytest.mark.parametrize("env_id", ALL_IDS)
+def test_step_after_end_and_before_reset_raise_reset_needed(env_id: str) -> None:
+    env = gym.make(env_id).unwrapped
+    with pytest.raises(gym.error.ResetNeeded):
+        env.step("x")
+    result = run_episode(env, oracle_policy, seed=3)
+    assert result.terminated or result.truncated
+    with pytest.raises(gym.error.ResetNeeded):
+        env.step("x")
+
+
+@pytest.mark.parametrize("env_id", ALL_IDS)
+def test_non_string_action_is_invalid(env_id: str) -> None:
+    env = gym.make(env_id).unwrapped
+    env.reset(seed=0)
+    obs, reward, terminated, truncated, info = env.step(12345)  # type: ignore[arg-type]
+    assert info["action_is_valid"] is False
+    assert reward == env.config["invalid_action_reward"]
+    assert terminated is False
+
+
+def test_list_envs_reports_presets_and_versions() -> None:
+    entries = ragen_envs.list_envs()
+    assert {e.id for e in entries} == set(ALL_IDS)
+    for e in entries:
+        assert e.version >= 0 and e.name and e.description
+        expected = f"ragen/{e.name}-v{e.version}" if e.preset is None else f"ragen/{e.name}-{e.preset}-v{e.version}"
+        assert e.id == expected
+
+
+def test_make_rejects_unknown_id_with_suggestion() -> None:
+    with pytest.raises(ragen_envs.UnknownEnvError, match="did you mean ragen/Bandit-v0"):
+        ragen_envs.make("ragen/Bandt-v0")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "match"),
+    [
+        ("risky_prob", 2, "risky_prob"),
+        ("max_steps", 0, "max_steps"),
+        ("split", "dev", "split"),
+        ("no_such_field", 1, "no_such_field"),
+        ("steady_reward", "high", "steady_reward"),
+    ],
+)
+def test_make_names_the_bad_field(field: str, value: object, match: str) -> None:
+    with pytest.raises(ragen_envs.ConfigError, match=match) as exc:
+        ragen_envs.make("ragen/Bandit-v0", **{field: value})
+    assert exc.value.field == field
+
+
+def test_config_error_also_raised_by_gymnasium_make() -> None:
+    with pytest.raises(ragen_envs.ConfigError, match="max_steps"):
+        gym.make("ragen/Bandit-v0", max_steps=-3)
