@@ -40,12 +40,15 @@ class ConfigError(ValueError):
 
 @functools.cache
 def _registry() -> Registry:
+    """Every schema under :func:`schema_dir`, keyed by relative path and by ``$id``."""
+    root = schema_dir()
     resources = []
-    for path in sorted((schema_dir() / "envs").glob("*.schema.json")):
-        schema = load_schema(f"envs/{path.name}")
+    for path in sorted(root.rglob("*.schema.json")):
+        rel = path.relative_to(root).as_posix()
+        schema = load_schema(rel)
         resource = Resource.from_contents(schema, default_specification=DRAFT202012)
-        resources.append((path.name, resource))
-        if "$id" in schema:
+        resources.append((rel, resource))
+        if "$id" in schema and schema["$id"] != rel:
             resources.append((schema["$id"], resource))
     return Registry().with_resources(resources)
 

@@ -38,6 +38,9 @@ class EnvEntry:
         kwargs: the preset's config overrides (validated at registration).
         description: one line for ``ragen-bench ls`` and the README table.
         procedural: instances are generated from the seed (``False`` for data-backed envs).
+        agent_defaults: the agent-loop settings this task is meant to be played with
+            (``max_turns``, ``max_actions_per_turn``, ...); the harness and trainer use
+            them unless the user overrides them.
     """
 
     id: str
@@ -49,6 +52,7 @@ class EnvEntry:
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     description: str = ""
     procedural: bool = True
+    agent_defaults: Mapping[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-friendly view (used by ``ragen-bench ls --json``)."""
@@ -61,6 +65,7 @@ class EnvEntry:
             "config": dict(self.kwargs),
             "description": self.description,
             "procedural": self.procedural,
+            "agent_defaults": dict(self.agent_defaults),
         }
 
 
@@ -81,9 +86,10 @@ def register_env(
     env_key: str,
     entry_point: str,
     description: str,
-    presets: Mapping[str, tuple[str, Mapping[str, Any]]] | None = None,
+    presets: Mapping[str, tuple[Any, ...]] | None = None,
     base_kwargs: Mapping[str, Any] | None = None,
     procedural: bool = True,
+    agent_defaults: Mapping[str, Any] | None = None,
 ) -> list[EnvEntry]:
     """Register an environment and its presets with Gymnasium.
 
@@ -96,6 +102,9 @@ def register_env(
         presets: ``{preset_name: (description, config_overrides)}``.
         base_kwargs: config overrides of the base id.
         procedural: see :class:`EnvEntry`.
+        agent_defaults: see :class:`EnvEntry`; shared by the base id and its presets
+            (a preset may override with a ``(description, kwargs, agent_defaults)``
+            triple).
 
     Returns:
         The registered entries (base id first).
@@ -103,14 +112,17 @@ def register_env(
     Raises:
         ConfigError: a preset's config does not validate.
     """
+    agent = dict(agent_defaults or {})
     entries = [
         EnvEntry(f"{NAMESPACE}/{name}-v{version}", name, None, version, env_key, entry_point,
-                 dict(base_kwargs or {}), description, procedural)
+                 dict(base_kwargs or {}), description, procedural, agent)
     ]
-    for preset, (desc, kwargs) in (presets or {}).items():
+    for preset, spec in (presets or {}).items():
+        desc, kwargs = spec[0], spec[1]
+        preset_agent = {**agent, **(spec[2] if len(spec) > 2 else {})}
         entries.append(
             EnvEntry(f"{NAMESPACE}/{name}-{preset}-v{version}", name, preset, version, env_key,
-                     entry_point, dict(kwargs), desc, procedural)
+                     entry_point, dict(kwargs), desc, procedural, preset_agent)
         )
     for entry in entries:
         validate_config(env_key, entry.kwargs)

@@ -1,0 +1,5 @@
+"""``python -m ragen_bench`` = ``ragen-bench``."""
+
+from .cli import main
+
+main()

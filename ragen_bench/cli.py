@@ -1,0 +1,261 @@
+"""The ``ragen-bench`` command line (typer).
+
+    ragen-bench run --backend hf --model tiny --env ragen/Sokoban-v0 --episodes 8
+    ragen-bench run --resume runs/<run-id>
+    ragen-bench ls
+    ragen-bench show runs/<run-id>
+    ragen-bench validate runs/<run-id>/episodes.jsonl
+    ragen-bench leaderboard add runs/<run-id> --board leaderboards/procedural.json
+    ragen-bench leaderboard render --board leaderboards/procedural.json
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Evaluate any policy on any ragen environment; publish leaderboards.")
+board_app = typer.Typer(no_args_is_help=True, help="Add runs to leaderboards and render them.")
+app.add_typer(board_app, name="leaderboard")
+console = Console(stderr=True)
+out = Console()
+
+
+def _parse_kv(items: list[str] | None, what: str) -> dict[str, Any]:
+    """``key=value`` strings to a dict; values are parsed as JSON when they can be."""
+    result: dict[str, Any] = {}
+    for item in items or []:
+        if "=" not in item:
+            raise typer.BadParameter(f"{what} must look like key=value, got {item!r}")
+        key, raw = item.split("=", 1)
+        try:
+            result[key.strip()] = json.loads(raw)
+        except ValueError:
+            result[key.strip()] = raw
+    return result
+
+
+def _progress_runner(total_hint: int, enabled: bool):
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    if not enabled:
+        return None, None
+    progress = Progress(TextColumn("[bold]episodes"), BarColumn(), MofNCompleteColumn(),
+                        TextColumn("success {task.fields[rate]}"), TimeElapsedColumn(), TimeRemainingColumn(),
+                        console=console, transient=False)
+    task = progress.add_task("run", total=total_hint, rate="–")
+    state = {"n": 0, "s": 0}
+
+    def on_episode(record, finished: int, total: int) -> None:
+        state["n"] += 1
+        state["s"] += int(record.success)
+        progress.update(task, completed=finished, total=total, rate=f"{100 * state['s'] / state['n']:.1f}%")
+
+    return progress, on_episode
+
+
+@app.command()
+def run(
+    env: Annotated[Optional[str], typer.Option("--env", "-e", help="Environment id, e.g. ragen/Sokoban-v0 (see `ragen-bench ls`).")] = None,
+    model: Annotated[Optional[str], typer.Option("--model", "-m", help="Model: a directory, a hub id, 'tiny' (built offline), or the served model name for endpoints.")] = None,
+    backend: Annotated[str, typer.Option(help="Policy back-end: hf | random | oracle | openai | vllm | vllm-server.")] = "hf",
+    episodes: Annotated[int, typer.Option(help="Episodes to play (a multiple of --group-size).")] = 32,
+    group_size: Annotated[int, typer.Option(help="Episodes per env seed (for pass@k).")] = 1,
+    split: Annotated[str, typer.Option(help="Instance split: train | validation | test.")] = "test",
+    seed: Annotated[int, typer.Option(help="Base env seed; group g uses seed + g.")] = 0,
+    max_turns: Annotated[Optional[int], typer.Option(help="Turns per episode (default: the env's agent default).")] = None,
+    max_actions_per_turn: Annotated[Optional[int], typer.Option(help="Actions executed per turn (default: env's).")] = None,
+    temperature: Annotated[float, typer.Option(help="Sampling temperature (0 = greedy).")] = 0.5,
+    top_p: Annotated[float, typer.Option(help="Nucleus sampling mass.")] = 1.0,
+    max_new_tokens: Annotated[int, typer.Option(help="Token limit per response; longer ones are truncated (invalid).")] = 256,
+    context_mode: Annotated[Optional[str], typer.Option(help="full | last_k | single_turn.")] = None,
+    context_window: Annotated[Optional[int], typer.Option(help="Earlier turns kept in last_k mode.")] = None,
+    max_context_tokens: Annotated[Optional[int], typer.Option(help="Prompt token budget; oldest turns dropped first.")] = None,
+    think: Annotated[bool, typer.Option("--think/--no-think", help="Ask for <think>…</think> before <answer>.")] = True,
+    format_penalty: Annotated[float, typer.Option(help="Reward added to a turn with an invalid answer.")] = -0.1,
+    max_invalid_answers: Annotated[Optional[int], typer.Option(help="Consecutive invalid answers that end an episode.")] = None,
+    env_config: Annotated[Optional[list[str]], typer.Option("--env-config", help="Env config override key=value (repeatable).")] = None,
+    out_dir: Annotated[Path, typer.Option("--out", help="Parent folder of run directories.")] = Path("runs"),
+    run_id: Annotated[Optional[str], typer.Option(help="Run directory name (default: timestamp_env_model).")] = None,
+    resume: Annotated[Optional[Path], typer.Option(help="Finish an interrupted run directory (other options ignored).")] = None,
+    device: Annotated[str, typer.Option(help="hf: torch device.")] = "cpu",
+    dtype: Annotated[str, typer.Option(help="hf: float32 | bfloat16 | float16.")] = "float32",
+    batch_size: Annotated[int, typer.Option(help="hf: largest generation batch.")] = 32,
+    max_parallel: Annotated[Optional[int], typer.Option(help="Episodes alive at once (default: from the back-end).")] = None,
+    policy_seed: Annotated[int, typer.Option(help="random: seed of the random baseline.")] = 0,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
+    print_json: Annotated[bool, typer.Option("--json", help="Print summary.json to stdout at the end.")] = False,
+) -> None:
+    """Evaluate a policy on an environment; write runs/<run-id>/{episodes.jsonl,summary.json}."""
+    from ragen_envs import ConfigError, UnknownEnvError
+
+    from .runner import RunRequest, resume_run, start_run
+
+    try:
+        if resume is not None:
+            meta = json.loads((resume / "run.json").read_text()) if (resume / "run.json").exists() else None
+            if meta is None:
+                raise typer.BadParameter(f"{resume} is not a run directory (no run.json)", param_hint="--resume")
+            bar, cb = _progress_runner(meta["episodes"], progress)
+            with bar or _Null():
+                path = resume_run(resume, progress=cb)
+        else:
+            if not env:
+                raise typer.BadParameter("--env is required (see `ragen-bench ls`)", param_hint="--env")
+            options: dict[str, Any] = {}
+            if backend == "hf":
+                options = {"device": device, "dtype": dtype, "max_batch_size": batch_size}
+            elif backend == "random":
+                options = {"seed": policy_seed}
+            rollout = {
+                "max_turns": max_turns, "max_actions_per_turn": max_actions_per_turn, "enable_think": think,
+                "context_mode": context_mode, "context_window": context_window,
+                "max_context_tokens": max_context_tokens, "format_penalty": format_penalty,
+                "max_invalid_answers": max_invalid_answers,
+                "sampling": {"temperature": temperature, "top_p": top_p, "max_new_tokens": max_new_tokens},
+            }
+            req = RunRequest(env_id=env, backend=backend, model=model, episodes=episodes, group_size=group_size,
+                             split=split, seed=seed, env_config=_parse_kv(env_config, "--env-config"),
+                             rollout=rollout, policy_options=options, out=str(out_dir), run_id=run_id,
+                             max_parallel=max_parallel)
+            bar, cb = _progress_runner(episodes, progress)
+            with bar or _Null():
+                path = start_run(req, progress=cb)
+    except (UnknownEnvError, ConfigError, FileExistsError, FileNotFoundError, ValueError, ImportError) as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    summary = json.loads((path / "summary.json").read_text())
+    _print_summary(summary, path)
+    if print_json:
+        out.print_json(data=summary)
+
+
+class _Null:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _fmt(est: dict[str, Any], pct: bool = False) -> str:
+    if est.get("mean") is None:
+        return "–"
+    m, se, (lo, hi) = est["mean"], est["stderr"], est["ci95"]
+    if pct:
+        return f"{100 * m:.1f}% ± {100 * se:.1f}  [{100 * lo:.1f}, {100 * hi:.1f}]"
+    return f"{m:.3f} ± {se:.3f}  [{lo:.3f}, {hi:.3f}]"
+
+
+def _print_summary(summary: dict[str, Any], path: Path | None = None) -> None:
+    title = f"{', '.join(summary['env']['ids'])} · {summary['policy'].get('model') or summary['policy']['backend']}"
+    table = Table(title=title, caption="mean ± stderr  [95% bootstrap CI over groups]")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for key, est in summary["metrics"].items():
+        pct = key in ("success", "valid_action_rate", "format_valid_rate") or key.startswith("pass@")
+        table.add_row(key, _fmt(est, pct))
+    eps = summary["episodes"]
+    table.add_row("episodes", f"{eps['scored']} scored / {eps['requested']} requested ({eps['missing']} missing)")
+    table.add_row("statuses", ", ".join(f"{k} {v}" for k, v in sorted(summary["counts"].items())))
+    table.add_row("wall time", f"{summary['wall_time_s']:.1f} s")
+    out.print(table)
+    if path is not None:
+        out.print(f"results: {path}")
+
+
+@app.command()
+def show(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) -> None:
+    """Print a run's summary as a table."""
+    p = run_dir / "summary.json"
+    if not p.exists():
+        console.print(f"[red]error:[/red] {run_dir} has no summary.json")
+        raise typer.Exit(2)
+    _print_summary(json.loads(p.read_text()), run_dir)
+
+
+@app.command("ls")
+def list_envs(
+    name: Annotated[Optional[str], typer.Argument(help="Only this environment (e.g. Sokoban).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """List environment ids, presets and versions."""
+    import ragen_envs
+
+    entries = ragen_envs.list_envs(name)
+    if as_json:
+        out.print_json(data=[e.as_dict() for e in entries])
+        return
+    table = Table(title="ragen environments")
+    for col in ("id", "version", "preset", "description"):
+        table.add_column(col)
+    for e in entries:
+        table.add_row(e.id, str(e.version), e.preset or "–", e.description)
+    out.print(table)
+
+
+@app.command()
+def validate(
+    files: Annotated[list[Path], typer.Argument(help="Files to check (episodes.jsonl, summary.json, run.json, boards...).")],
+    schema: Annotated[Optional[str], typer.Option(help="Force a schema: episode | summary | run | leaderboard | metrics | train_config.")] = None,
+) -> None:
+    """Check files against their JSON Schemas; exit 1 on the first invalid file."""
+    import jsonschema
+
+    from .validate import validate_file
+
+    bad = 0
+    for f in files:
+        try:
+            kind, n = validate_file(f, schema)
+            out.print(f"[green]ok[/green] {f} ({kind}, {n} object{'s' if n != 1 else ''})")
+        except (jsonschema.ValidationError, ValueError, FileNotFoundError) as exc:
+            bad += 1
+            out.print(f"[red]invalid[/red] {f}: {getattr(exc, 'message', exc)}")
+    raise typer.Exit(1 if bad else 0)
+
+
+@board_app.command("add")
+def board_add(
+    run_dir: Annotated[Path, typer.Argument(help="A finished run directory.")],
+    board: Annotated[Path, typer.Option(help="Leaderboard JSON file (created if missing).")],
+    label: Annotated[Optional[str], typer.Option(help="Model name on the board (default: the run's model).")] = None,
+    description: Annotated[str, typer.Option(help="Description for a new board.")] = "",
+) -> None:
+    """Add or update a run's entry; refuses a different env version, split or protocol."""
+    from .leaderboard import LeaderboardError, add_run
+
+    try:
+        entry = add_run(board, run_dir, label=label, description=description)
+    except (LeaderboardError, FileNotFoundError) as exc:
+        console.print(f"[red]refused:[/red] {exc}")
+        raise typer.Exit(1) from None
+    out.print(f"{board}: {entry['model']} on {entry['env_id']} — success {100 * entry['metrics']['success']['mean']:.1f}%")
+
+
+@board_app.command("render")
+def board_render(board: Annotated[Path, typer.Option(help="Leaderboard JSON file.")]) -> None:
+    """Print a leaderboard as markdown."""
+    from .leaderboard import load_board, render_markdown
+
+    data = load_board(board)
+    if data is None:
+        console.print(f"[red]error:[/red] no board at {board}")
+        raise typer.Exit(2)
+    sys.stdout.write(render_markdown(data))
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

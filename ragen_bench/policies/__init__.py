@@ -1,0 +1,42 @@
+"""Policy back-ends.  ``make_policy(backend, model, **options)`` builds one by name.
+
+Back-ends import their heavy dependencies (torch, transformers, openai, vllm) only when
+constructed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import Policy
+from .baselines import OraclePolicy, RandomPolicy
+
+BACKENDS = ("hf", "random", "oracle", "openai", "vllm", "vllm-server")
+
+
+def make_policy(backend: str, model: str | None = None, **options: Any) -> Policy:
+    """Build a policy back-end.
+
+    Args:
+        backend: one of :data:`BACKENDS`.
+        model: model directory / hub id / ``"tiny"`` (``hf``, ``vllm``), or the served
+            model name (``openai``); ignored by ``random`` and ``oracle``.
+        **options: back-end specific keyword arguments.
+
+    Raises:
+        ValueError: unknown back-end or missing model.
+    """
+    if backend == "random":
+        return RandomPolicy(seed=int(options.get("seed", 0)))
+    if backend == "oracle":
+        return OraclePolicy()
+    if backend == "hf":
+        if not model:
+            raise ValueError("the hf back-end needs --model (a directory, a hub id or 'tiny')")
+        from .hf import HFPolicy
+
+        return HFPolicy(model, **options)
+    raise ValueError(f"unknown back-end {backend!r}; choose one of {', '.join(BACKENDS)}")
+
+
+__all__ = ["BACKENDS", "OraclePolicy", "Policy", "RandomPolicy", "make_policy"]

@@ -1,0 +1,243 @@
+"""Run directories: ``episodes.jsonl`` written one finished episode at a time, resume, summary.
+
+A run directory ``runs/<run-id>/`` holds
+
+* ``run.json`` — what was asked (env, episodes, groups, seeds, back-end, sampling, rollout
+  settings) and one entry per session (start, end, episodes written), so ``--resume``
+  can rebuild the exact same specs;
+* ``episodes.jsonl`` — one line per finished episode (``schemas/episode.schema.json``),
+  appended and flushed as each episode finishes; when an episode is re-run (an
+  ``endpoint_error`` retried by ``--resume``) the later line supersedes the earlier one;
+* ``summary.json`` — aggregate metrics (``schemas/summary.schema.json``).
+
+Crash safety: a process killed mid-write leaves at most one torn last line; it is
+detected (no trailing newline, or invalid JSON) and cut off on resume, and that episode
+is re-run.  Finished lines are never rewritten.  Writes are flushed to the operating
+system after every episode (enough for a killed process); ``fsync=True`` also survives
+power loss.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import subprocess
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .records import EpisodeRecord
+from .stats import mean_with_uncertainty, pass_at_k_over_groups
+
+EPISODES_FILE = "episodes.jsonl"
+SUMMARY_FILE = "summary.json"
+RUN_FILE = "run.json"
+
+#: Episode statuses that ``--resume`` plays again.
+RETRY_STATUSES = frozenset({"endpoint_error"})
+
+SUMMARY_METRICS = ("success", "return", "env_return", "turns", "actions", "valid_action_rate",
+                   "format_valid_rate", "tokens")
+
+
+def git_commit() -> str | None:
+    """The git commit of the ragen source tree, when it is a checkout (else ``None``)."""
+    root = Path(__file__).resolve().parent.parent
+    if not (root / ".git").exists():
+        return None
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=5, check=True)
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=5).stdout.strip()
+        return out.stdout.strip() + ("-dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def now_iso() -> str:
+    """Current UTC time, ISO 8601 with seconds."""
+    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
+
+
+class RunDir:
+    """One run directory.
+
+    Args:
+        path: the directory (created if missing).
+        fsync: also ``fsync`` after each episode.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, fsync: bool = False):
+        self.path = Path(path)
+        self.fsync = fsync
+        self._fh: Any = None
+
+    @property
+    def episodes_path(self) -> Path:
+        return self.path / EPISODES_FILE
+
+    # ---------------------------------------------------------------- run.json
+    def write_run(self, meta: dict[str, Any]) -> None:
+        """Write ``run.json`` atomically."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        _atomic_write_json(self.path / RUN_FILE, meta)
+
+    def read_run(self) -> dict[str, Any]:
+        """Read ``run.json``.
+
+        Raises:
+            FileNotFoundError: not a run directory.
+        """
+        p = self.path / RUN_FILE
+        if not p.is_file():
+            raise FileNotFoundError(f"{self.path} is not a run directory (no {RUN_FILE})")
+        return json.loads(p.read_text(encoding="utf-8"))
+
+    # ---------------------------------------------------------- episodes.jsonl
+    def repair(self) -> int:
+        """Cut a torn last line off ``episodes.jsonl``; return the bytes removed."""
+        p = self.episodes_path
+        if not p.exists():
+            return 0
+        data = p.read_bytes()
+        keep = len(data)
+        if data and not data.endswith(b"\n"):
+            keep = data.rfind(b"\n") + 1
+        else:
+            # A complete-looking last line may still be invalid JSON (a torn write that
+            # happened to end in a newline); check it.
+            start = data.rfind(b"\n", 0, max(0, len(data) - 1)) + 1
+            if data[start:].strip():
+                try:
+                    json.loads(data[start:])
+                except ValueError:
+                    keep = start
+        if keep < len(data):
+            with open(p, "r+b") as fh:
+                fh.truncate(keep)
+        return len(data) - keep
+
+    def read_episodes(self) -> dict[int, dict[str, Any]]:
+        """The latest record per episode index (after :meth:`repair`).
+
+        Raises:
+            ValueError: a line other than the last is not valid JSON (the file was
+                edited or corrupted; we refuse to guess).
+        """
+        out: dict[int, dict[str, Any]] = {}
+        p = self.episodes_path
+        if not p.exists():
+            return out
+        with open(p, encoding="utf-8") as fh:
+            for n, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except ValueError as exc:
+                    raise ValueError(f"{p}:{n}: not valid JSON ({exc})") from None
+                out[int(obj["episode_index"])] = obj
+        return out
+
+    def open_for_append(self) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.repair()
+        self._fh = open(self.episodes_path, "a", encoding="utf-8")
+
+    def append(self, record: EpisodeRecord | dict[str, Any]) -> None:
+        """Append one episode as one line and flush it."""
+        if self._fh is None:
+            self.open_for_append()
+        obj = record.to_json() if isinstance(record, EpisodeRecord) else record
+        self._fh.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n")
+        self._fh.flush()
+        if self.fsync:
+            os.fsync(self._fh.fileno())
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+    # ---------------------------------------------------------------- summary
+    def write_summary(self, summary: dict[str, Any]) -> Path:
+        p = self.path / SUMMARY_FILE
+        _atomic_write_json(p, summary)
+        return p
+
+    def read_summary(self) -> dict[str, Any]:
+        return json.loads((self.path / SUMMARY_FILE).read_text(encoding="utf-8"))
+
+
+def summarize(episodes: Iterable[dict[str, Any]], run: dict[str, Any]) -> dict[str, Any]:
+    """Build ``summary.json`` from episode objects (one per index) and ``run.json``.
+
+    Metrics (each with mean, stderr and bootstrap 95% interval over groups): success
+    rate, return, env return, turns, actions, valid-action rate, format-valid rate,
+    completion tokens per episode; pass@k for k = 1, 2, 4, ... up to the group size.
+    Episodes still recorded as ``endpoint_error`` are excluded from the metrics and
+    counted in ``counts.endpoint_error`` (``--resume`` retries them).
+    """
+    eps = sorted(episodes, key=lambda e: e["episode_index"])
+    scored = [e for e in eps if e["status"] not in RETRY_STATUSES]
+    groups = [e["group"] for e in scored]
+    metrics = {m: mean_with_uncertainty([e["metrics"][m] for e in scored], groups) for m in SUMMARY_METRICS}
+    by_group: dict[int, list[bool]] = {}
+    for e in scored:
+        by_group.setdefault(e["group"], []).append(bool(e["success"]))
+    gsize = int(run.get("group_size", 1))
+    ks = [k for k in (1, 2, 4, 8, 16, 32, 64, 128) if k <= gsize]
+    if gsize not in ks:
+        ks.append(gsize)
+    metrics.update(pass_at_k_over_groups(by_group, ks))
+    counts: dict[str, int] = {}
+    for e in eps:
+        counts[e["status"]] = counts.get(e["status"], 0) + 1
+    env_versions = sorted({(e["env_id"], e["env_version"]) for e in eps})
+    sessions = run.get("sessions", [])
+    wall = sum(float(s.get("wall_s", 0.0)) for s in sessions)
+    return {
+        "schema_version": 1,
+        "run_id": run.get("run_id"),
+        "created": run.get("created"),
+        "updated": now_iso(),
+        "env": {"ids": [i for i, _ in env_versions], "versions": {i: v for i, v in env_versions},
+                "split": run.get("split"), "config": run.get("env_config", {})},
+        "policy": run.get("policy", {}),
+        "sampling": run.get("rollout", {}).get("sampling", {}),
+        "rollout": run.get("rollout", {}),
+        "protocol": protocol_of(run),
+        "seeds": {"base": run.get("seed"), "groups": run.get("episodes", 0) // max(1, gsize),
+                  "group_size": gsize, "rule": "group g uses env seed base + g"},
+        "episodes": {"requested": run.get("episodes"), "recorded": len(eps), "scored": len(scored),
+                     "missing": max(0, int(run.get("episodes") or 0) - len(scored))},
+        "counts": counts,
+        "metrics": metrics,
+        "harness_version": __version__,
+        "git_commit": run.get("git_commit"),
+        "wall_time_s": round(wall, 3),
+    }
+
+
+def protocol_of(run: dict[str, Any]) -> dict[str, Any]:
+    """The settings that must match for two runs to be comparable on a leaderboard."""
+    r = run.get("rollout", {})
+    return {
+        "max_turns": r.get("max_turns"),
+        "max_actions_per_turn": r.get("max_actions_per_turn"),
+        "enable_think": r.get("enable_think"),
+        "context_mode": r.get("context_mode"),
+        "context_window": r.get("context_window"),
+        "format_penalty": r.get("format_penalty"),
+        "max_new_tokens": r.get("sampling", {}).get("max_new_tokens"),
+        "group_size": run.get("group_size"),
+    }
+
+
+def _atomic_write_json(path: Path, obj: Any) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)

@@ -1,0 +1,158 @@
+"""``ragen-bench run``: from arguments to a finished run directory.
+
+:func:`start_run` creates ``runs/<run-id>/run.json`` and plays every episode;
+:func:`resume_run` re-reads ``run.json`` and plays exactly the episodes that are missing
+(or were recorded as ``endpoint_error``), then rewrites ``summary.json``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import ragen_envs
+
+from . import __version__
+from .policies import make_policy
+from .policies.base import Policy
+from .records import EpisodeRecord
+from .results import RETRY_STATUSES, RunDir, git_commit, now_iso, summarize
+from .rollout import EpisodeSpec, RolloutConfig, RolloutEngine, make_specs
+from .types import SamplingParams
+
+
+@dataclass
+class RunRequest:
+    """Everything ``ragen-bench run`` needs (``run.json`` stores it)."""
+
+    env_id: str
+    backend: str
+    model: str | None = None
+    episodes: int = 32
+    group_size: int = 1
+    split: str = "test"
+    seed: int = 0
+    env_config: dict[str, Any] | None = None
+    rollout: dict[str, Any] | None = None
+    policy_options: dict[str, Any] | None = None
+    out: str = "runs"
+    run_id: str | None = None
+    max_parallel: int | None = None
+
+
+def rollout_config_from(env_id: str, overrides: dict[str, Any] | None) -> RolloutConfig:
+    """The env's ``agent_defaults`` overlaid with ``overrides`` (``None`` values ignored)."""
+    entry = ragen_envs.get_entry(env_id)
+    values: dict[str, Any] = {**entry.agent_defaults}
+    for k, v in (overrides or {}).items():
+        if v is not None:
+            values[k] = v
+    sampling = values.pop("sampling", None) or {}
+    if isinstance(sampling, dict):
+        sampling = SamplingParams(**{k: (tuple(v) if k == "stop" else v) for k, v in sampling.items()})
+    return RolloutConfig(sampling=sampling, **values)
+
+
+def default_run_id(env_id: str, model: str | None, backend: str) -> str:
+    """``<UTC timestamp>_<EnvName>_<model>``, filesystem-safe."""
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    env = env_id.split("/")[-1]
+    who = Path(model).name if model else backend
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", f"{stamp}_{env}_{who}")
+
+
+def start_run(req: RunRequest, *, policy: Policy | None = None,
+              progress: Callable[[EpisodeRecord, int, int], None] | None = None) -> Path:
+    """Create a run directory and play all episodes.  Returns the run directory.
+
+    Raises:
+        UnknownEnvError, ConfigError: bad env id or env config (before anything runs).
+        FileExistsError: the run directory already holds episodes (use resume).
+    """
+    ragen_envs.get_entry(req.env_id)
+    env_config = {"split": req.split, **(req.env_config or {})}
+    ragen_envs.make(req.env_id, **env_config).close()  # validate the config now, naming the field
+    rollout = rollout_config_from(req.env_id, req.rollout)
+    run_id = req.run_id or default_run_id(req.env_id, req.model, req.backend)
+    run_dir = RunDir(Path(req.out) / run_id)
+    if run_dir.episodes_path.exists():
+        raise FileExistsError(f"{run_dir.path} already has episodes; use --resume {run_dir.path}")
+    policy = policy or make_policy(req.backend, req.model, **(req.policy_options or {}))
+    meta = {
+        "schema_version": 1,
+        "run_id": run_id,
+        "created": now_iso(),
+        "env_id": req.env_id,
+        "env_version": ragen_envs.get_entry(req.env_id).version,
+        "env_config": env_config,
+        "split": env_config.get("split"),
+        "episodes": req.episodes,
+        "group_size": req.group_size,
+        "seed": req.seed,
+        "backend": req.backend,
+        "model": req.model,
+        "policy": policy.describe(),
+        "policy_options": req.policy_options or {},
+        "rollout": rollout.as_dict(),
+        "max_parallel": req.max_parallel,
+        "harness_version": __version__,
+        "git_commit": git_commit(),
+        "sessions": [],
+    }
+    run_dir.write_run(meta)
+    return _play(run_dir, meta, policy, progress)
+
+
+def resume_run(path: str | Path, *, policy: Policy | None = None,
+               progress: Callable[[EpisodeRecord, int, int], None] | None = None) -> Path:
+    """Finish a run: play the missing (or ``endpoint_error``) episodes, rewrite the summary."""
+    run_dir = RunDir(path)
+    meta = run_dir.read_run()
+    policy = policy or make_policy(meta["backend"], meta.get("model"), **meta.get("policy_options", {}))
+    return _play(run_dir, meta, policy, progress)
+
+
+def _rollout_from_meta(meta: dict[str, Any]) -> RolloutConfig:
+    r = dict(meta["rollout"])
+    sampling = r.pop("sampling")
+    return RolloutConfig(sampling=SamplingParams(**{**sampling, "stop": tuple(sampling.get("stop", ()))}), **r)
+
+
+def _play(run_dir: RunDir, meta: dict[str, Any], policy: Policy,
+          progress: Callable[[EpisodeRecord, int, int], None] | None) -> Path:
+    rollout = _rollout_from_meta(meta)
+    specs = make_specs(meta["env_id"], episodes=meta["episodes"], group_size=meta["group_size"],
+                       seed=meta["seed"], env_config=meta["env_config"])
+    run_dir.repair()
+    existing = run_dir.read_episodes()
+    done = {i for i, e in existing.items() if e["status"] not in RETRY_STATUSES}
+    todo: list[EpisodeSpec] = [s for s in specs if s.index not in done]
+    total = len(specs)
+    finished = [len(done)]
+
+    def on_episode(record: EpisodeRecord) -> None:
+        run_dir.append(record)
+        finished[0] += 1
+        if progress is not None:
+            progress(record, finished[0], total)
+
+    session = {"started": now_iso(), "episodes_before": len(done), "to_play": len(todo)}
+    t0 = time.perf_counter()
+    run_dir.open_for_append()
+    try:
+        if todo:
+            engine = RolloutEngine(policy, rollout, max_parallel=meta.get("max_parallel"), on_episode=on_episode)
+            engine.run(todo)
+    finally:
+        run_dir.close()
+        session.update({"ended": now_iso(), "wall_s": round(time.perf_counter() - t0, 3)})
+        meta.setdefault("sessions", []).append(session)
+        run_dir.write_run(meta)
+    episodes = run_dir.read_episodes()
+    run_dir.write_summary(summarize(episodes.values(), meta))
+    return run_dir.path

@@ -1,0 +1,249 @@
+"""The Countdown answer checker: an ``ast`` whitelist with exact rational arithmetic.
+
+An answer is an arithmetic expression over the instance's numbers, optionally followed
+by ``= <target>``.  The grammar (spec: ``docs/envs/countdown.md``, "Action grammar")::
+
+    answer     := expression [ "=" integer ]
+    expression := integer | expression op expression | "(" expression ")"
+    op         := "+" | "-" | "*" | "/"        (aliases: "×" for "*", "÷" for "/",
+                                                 "−" U+2212 for "-")
+
+with the usual precedence (``*`` and ``/`` bind tighter than ``+`` and ``-``, left
+associative).  The text is parsed by :func:`ast.parse` after a character whitelist and
+a length bound, and the tree is accepted only if it is made of binary ``+ - * /`` nodes
+over non-negative integer literals (``ast.Constant`` of type ``int``).  Everything else is
+rejected with a reason: ``**``, ``//``, ``%``, unary ``+``/``-``, decimals, names,
+calls, comparisons, and so on.
+
+The literals must be exactly the instance's numbers as a multiset (each given number
+used once, all of them).  Only then is the tree evaluated, with
+:class:`fractions.Fraction` (exact, so ``7/2`` is ``7/2``, never ``3`` and never a
+rounding artefact; RAGEN compares floats with a 1e-5 tolerance, reference §1.3), and by
+a recursion whose depth is bounded by the number of literals.  Because the leaves are
+the given numbers, intermediate values are bounded by products of them: no blow-up.
+
+RAGEN evaluates the answer with Python ``eval`` and no time limit (reference §6.10);
+nothing here calls ``eval`` or ``compile`` on model text, and :func:`check_answer`
+never raises on any input.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+__all__ = [
+    "ALIASES",
+    "AnswerStatus",
+    "CheckResult",
+    "DEFAULT_MAX_CHARS",
+    "check_answer",
+    "format_value",
+]
+
+#: Accepted spellings of the operators, mapped to the ASCII ones.
+ALIASES: dict[str, str] = {"×": "*", "÷": "/", "−": "-"}
+
+#: Default bound on the answer length in characters (config ``max_answer_chars``).
+DEFAULT_MAX_CHARS = 200
+
+_ALLOWED_CHARS = frozenset("0123456789+-*/() =\t\n\r")
+_RHS_RE = re.compile(r"[0-9]+")
+
+_BINOPS: dict[type, str] = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
+_FORBIDDEN_BINOPS: dict[type, str] = {
+    ast.Pow: "**", ast.FloorDiv: "//", ast.Mod: "%", ast.MatMult: "@",
+    ast.LShift: "<<", ast.RShift: ">>", ast.BitOr: "|", ast.BitAnd: "&", ast.BitXor: "^",
+}
+
+
+class AnswerStatus(str, enum.Enum):
+    """Outcome of checking one answer."""
+
+    #: well-formed, uses every number once, equals the target.
+    CORRECT = "correct"
+    #: well-formed, uses every number once, but its value is not the target.
+    WRONG = "wrong"
+    #: not an answer under the grammar (see :attr:`CheckResult.reason`).
+    INVALID = "invalid"
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """What :func:`check_answer` found.
+
+    Attributes:
+        status: correct, wrong or invalid.
+        reason: why the answer is invalid (``None`` otherwise); a short sentence of ours
+            that never quotes more than a few characters of the answer.
+        value: the exact value of the expression (``None`` when invalid).
+        expression: the expression in canonical form (``ast.unparse``: ASCII
+            operators, single spaces, only the parentheses precedence needs), ``None``
+            when invalid.
+    """
+
+    status: AnswerStatus
+    reason: str | None = None
+    value: Fraction | None = None
+    expression: str | None = None
+
+    @property
+    def is_valid(self) -> bool:
+        """True unless the status is invalid."""
+        return self.status is not AnswerStatus.INVALID
+
+
+def format_value(value: Fraction) -> str:
+    """``Fraction(7, 2) -> "7/2"``, ``Fraction(6) -> "6"``."""
+    return str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
+
+
+def _invalid(reason: str) -> CheckResult:
+    return CheckResult(AnswerStatus.INVALID, reason=reason)
+
+
+def _describe(node: ast.AST) -> str:
+    if isinstance(node, ast.BinOp):
+        sym = _FORBIDDEN_BINOPS.get(type(node.op), type(node.op).__name__)
+        return f"the operator {sym} is not allowed (only + - * /)"
+    if isinstance(node, ast.UnaryOp):
+        return "unary + and - are not allowed (every operator needs two operands)"
+    if isinstance(node, ast.Constant):
+        return "only non-negative integer literals are allowed"
+    if isinstance(node, ast.Call):
+        return "calls are not allowed (write * between a number and a parenthesis)"
+    return f"{type(node).__name__} expressions are not allowed"
+
+
+def _leaves(tree: ast.expr) -> list[int] | str:
+    """The integer literals of ``tree`` in order, or the reason it is not allowed.
+
+    Iterative (explicit stack), so a deep tree cannot exhaust the Python stack.
+    """
+    leaves: list[int] = []
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+            stack.append(node.right)
+            stack.append(node.left)
+        elif isinstance(node, ast.Constant) and type(node.value) is int:
+            leaves.append(node.value)
+        else:
+            return _describe(node)
+    return leaves
+
+
+def _evaluate(node: ast.expr) -> Fraction:
+    """Exact value of a whitelisted tree (depth <= number of literals).
+
+    Raises:
+        ZeroDivisionError: a divisor evaluates to zero.
+    """
+    if isinstance(node, ast.Constant):
+        return Fraction(node.value)
+    assert isinstance(node, ast.BinOp)
+    left, right = _evaluate(node.left), _evaluate(node.right)
+    op = type(node.op)
+    if op is ast.Add:
+        return left + right
+    if op is ast.Sub:
+        return left - right
+    if op is ast.Mult:
+        return left * right
+    return left / right  # ast.Div; Fraction raises ZeroDivisionError on 0
+
+
+def _numbers_text(values: Sequence[int]) -> str:
+    shown = sorted(values)
+    if len(shown) > 8:
+        return f"{len(shown)} numbers"
+    return "[" + ", ".join(str(v) for v in shown) + "]"
+
+
+def check_answer(answer: object, numbers: Sequence[int], target: int, *,
+                 max_chars: int = DEFAULT_MAX_CHARS) -> CheckResult:
+    """Check a Countdown answer.
+
+    Args:
+        answer: the action text (anything; non-strings are invalid).
+        numbers: the instance's numbers (non-negative ints), each to be used once.
+        target: the integer the expression must equal.
+        max_chars: answers longer than this (before any normalisation) are invalid.
+
+    Returns:
+        A :class:`CheckResult`.  Rules, in the order they are checked:
+
+        1. a string of at most ``max_chars`` characters, not blank;
+        2. only digits, ``+ - * / ( ) =``, whitespace and the :data:`ALIASES`;
+        3. at most one ``=``; if present, the right-hand side is an integer literal
+           equal to ``target``;
+        4. the left-hand side parses (``ast.parse(mode="eval")``) to binary
+           ``+ - * /`` nodes over integer literals only;
+        5. the literals are ``numbers`` as a multiset;
+        6. no division by zero.
+
+        Then the status is correct when the exact value equals ``target``, else wrong.
+
+    Never raises.
+    """
+    try:
+        return _check(answer, numbers, target, max_chars)
+    except Exception as exc:  # pragma: no cover - defence in depth, no known path
+        return _invalid(f"the answer could not be checked ({type(exc).__name__})")
+
+
+def _check(answer: object, numbers: Sequence[int], target: int, max_chars: int) -> CheckResult:
+    if not isinstance(answer, str):
+        return _invalid(f"the answer must be a string, got {type(answer).__name__}")
+    if len(answer) > max_chars:
+        return _invalid(f"the answer is too long ({len(answer)} characters; at most {max_chars})")
+    text = answer
+    for alias, ascii_op in ALIASES.items():
+        text = text.replace(alias, ascii_op)
+    if not text.strip():
+        return _invalid("the answer is empty")
+    for ch in text:
+        if ch not in _ALLOWED_CHARS:
+            if ch == ".":
+                return _invalid("decimals are not allowed (only integers)")
+            if ch == "%":
+                return _invalid("the operator % is not allowed (only + - * /)")
+            shown = ch if ch.isprintable() and not ch.isspace() else f"U+{ord(ch):04X}"
+            return _invalid(f"the character {shown!r} is not allowed (only digits, + - * / ( ) and =)")
+    text = text.replace("\t", " ").replace("\n", " ").replace("\r", " ")
+    if text.count("=") > 1:
+        return _invalid("at most one '=' is allowed")
+    if "=" in text:
+        text, rhs = text.split("=")
+        rhs = rhs.strip()
+        if not _RHS_RE.fullmatch(rhs):
+            return _invalid("the right-hand side of '=' must be the target number")
+        if len(rhs) > 32 or int(rhs) != target:
+            return _invalid(f"the right-hand side of '=' must be the target {target}")
+    text = text.strip()
+    if not text:
+        return _invalid("the expression is empty")
+    try:
+        tree = ast.parse(text, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return _invalid("not a well-formed arithmetic expression")
+    leaves = _leaves(tree)
+    if isinstance(leaves, str):
+        return _invalid(leaves)
+    if Counter(leaves) != Counter(int(n) for n in numbers):
+        return _invalid(
+            f"the expression uses {_numbers_text(leaves)} but must use each of "
+            f"{_numbers_text([int(n) for n in numbers])} exactly once"
+        )
+    try:
+        value = _evaluate(tree)
+    except ZeroDivisionError:
+        return _invalid("the expression divides by zero")
+    status = AnswerStatus.CORRECT if value == target else AnswerStatus.WRONG
+    return CheckResult(status, value=value, expression=ast.unparse(tree))
