@@ -63,6 +63,7 @@ def _progress_runner(total_hint: int, enabled: bool):
 
 @app.command()
 def run(
+    ctx: typer.Context,
     env: Annotated[Optional[str], typer.Option("--env", "-e", help="Environment id, e.g. ragen/Sokoban-v0 (see `ragen-bench ls`).")] = None,
     model: Annotated[Optional[str], typer.Option("--model", "-m", help="Model: a directory, a hub id, 'tiny' (built offline), or the served model name for endpoints.")] = None,
     backend: Annotated[str, typer.Option(help="Policy back-end: hf | random | oracle | openai | vllm | vllm-server.")] = "hf",
@@ -92,6 +93,20 @@ def run(
     policy_seed: Annotated[int, typer.Option(help="random: seed of the random baseline.")] = 0,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
     print_json: Annotated[bool, typer.Option("--json", help="Print summary.json to stdout at the end.")] = False,
+    base_url: Annotated[Optional[list[str]], typer.Option("--base-url", help="openai: endpoint base URL, e.g. http://127.0.0.1:8000/v1; repeat to load-balance over several servers.")] = None,
+    api_key_env: Annotated[Optional[str], typer.Option(help="openai: NAME of the environment variable holding the API key (the key is never recorded).")] = None,
+    endpoints: Annotated[Optional[Path], typer.Option("--endpoints", help="TOML file of endpoint aliases; --model ALIAS resolves through it (docs/endpoints.md).")] = None,
+    concurrency: Annotated[Optional[int], typer.Option(help="openai / vllm-server: requests in flight at once (default 16).")] = None,
+    stream: Annotated[Optional[bool], typer.Option("--stream/--no-stream", help="openai: stream answers (server-sent events; enables --idle-timeout). Default: no stream.")] = None,
+    logprobs: Annotated[Optional[bool], typer.Option("--logprobs/--no-logprobs", help="openai: request per-token log-probabilities.")] = None,
+    connect_timeout: Annotated[Optional[float], typer.Option(help="openai: seconds to connect (default 10).")] = None,
+    read_timeout: Annotated[Optional[float], typer.Option(help="openai: seconds to wait for the answer, or for the first stream chunk (default 300).")] = None,
+    idle_timeout: Annotated[Optional[float], typer.Option(help="openai: longest gap between stream chunks in seconds (default 60).")] = None,
+    total_timeout: Annotated[Optional[float], typer.Option(help="openai: wall-clock limit of one attempt in seconds (default 900).")] = None,
+    max_retries: Annotated[Optional[int], typer.Option(help="openai: retries of a 429 / 5xx / dropped / timed-out request before the episode is recorded as endpoint_error (default 5).")] = None,
+    answer_from_reasoning: Annotated[bool, typer.Option("--answer-from-reasoning", help="Parse the answer from the reasoning field when the content is empty (counted in metric answer_from_reasoning_turns).")] = False,
+    vllm_python: Annotated[Optional[str], typer.Option(help="vllm-server: Python interpreter that has vLLM (default $RAGEN_VLLM_PYTHON or this one).")] = None,
+    policy_option: Annotated[Optional[list[str]], typer.Option("--policy-option", help="Extra back-end option key=value (repeatable), e.g. max_model_len=2048.")] = None,
 ) -> None:
     """Evaluate a policy on an environment; write runs/<run-id>/{episodes.jsonl,summary.json}."""
     from ragen_envs import ConfigError, UnknownEnvError
@@ -109,18 +124,39 @@ def run(
         else:
             if not env:
                 raise typer.BadParameter("--env is required (see `ragen-bench ls`)", param_hint="--env")
+            from .endpoints import ENDPOINT_BACKENDS, option_given, resolve_endpoint
+
+            endpoint_options: dict[str, Any] = {}
+            sampling_defaults: dict[str, Any] = {}
+            if backend in ENDPOINT_BACKENDS or endpoints is not None:
+                res = resolve_endpoint(backend, model, endpoints_file=endpoints, backend_explicit=option_given(ctx, "backend"),
+                                       base_urls=base_url, api_key_env=api_key_env, cli_options={
+                                           "concurrency": concurrency, "stream": stream, "logprobs": logprobs,
+                                           "connect_timeout": connect_timeout, "read_timeout": read_timeout,
+                                           "idle_timeout": idle_timeout, "total_timeout": total_timeout,
+                                           "max_retries": max_retries, "python": vllm_python})
+                backend, model, sampling_defaults = res.backend, res.model, res.sampling_defaults
+                endpoint_options = res.options if backend in ENDPOINT_BACKENDS else {}
             options: dict[str, Any] = {}
             if backend == "hf":
                 options = {"device": device, "dtype": dtype, "max_batch_size": batch_size}
             elif backend == "random":
                 options = {"seed": policy_seed}
+            elif backend == "vllm":
+                options = {"max_batch_size": batch_size}
+            options.update(endpoint_options)
+            options.update(_parse_kv(policy_option, "--policy-option"))
             rollout = {
                 "max_turns": max_turns, "max_actions_per_turn": max_actions_per_turn, "enable_think": think,
                 "context_mode": context_mode, "context_window": context_window,
                 "max_context_tokens": max_context_tokens, "format_penalty": format_penalty,
                 "max_invalid_answers": max_invalid_answers,
                 "sampling": {"temperature": temperature, "top_p": top_p, "max_new_tokens": max_new_tokens},
+                "answer_from_reasoning": answer_from_reasoning,
             }
+            for key, value in sampling_defaults.items():  # an endpoint alias's defaults; flags win
+                if key == "stop" or not option_given(ctx, key):
+                    rollout["sampling"][key] = value
             req = RunRequest(env_id=env, backend=backend, model=model, episodes=episodes, group_size=group_size,
                              split=split, seed=seed, env_config=_parse_kv(env_config, "--env-config"),
                              rollout=rollout, policy_options=options, out=str(out_dir), run_id=run_id,
@@ -165,6 +201,10 @@ def _print_summary(summary: dict[str, Any], path: Path | None = None) -> None:
     eps = summary["episodes"]
     table.add_row("episodes", f"{eps['scored']} scored / {eps['requested']} requested ({eps['missing']} missing)")
     table.add_row("statuses", ", ".join(f"{k} {v}" for k, v in sorted(summary["counts"].items())))
+    if summary["policy"].get("requests"):
+        r = summary["policy"]["requests"]
+        failed = ", ".join(f"{k} {v}" for k, v in r.get("failed", {}).items()) or "none"
+        table.add_row("endpoint", f"{r.get('requests', 0)} requests, {r.get('retries', 0)} retries, failed: {failed}")
     table.add_row("wall time", f"{summary['wall_time_s']:.1f} s")
     out.print(table)
     if path is not None:

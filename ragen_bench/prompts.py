@@ -67,8 +67,14 @@ def system_message(instruction: str, *, enable_think: bool, max_actions_per_turn
 
 
 def feedback_text(reward: float | None, parsed: ParsedResponse | None, format_penalty: float,
-                  valid_actions: Sequence[str] | None = None) -> str:
-    """The line(s) that report the previous turn's outcome at the top of the next user message."""
+                  valid_actions: Sequence[str] | None = None, actions: Sequence[str] = (),
+                  infos: Sequence[dict] = ()) -> str:
+    """The line(s) that report the previous turn's outcome at the top of the next user message.
+
+    For a well-formed answer: the reward, then one line per action the environment
+    rejected, with its reason (``info["invalid_reason"]``), e.g. a Sudoku move that
+    conflicts with a given.
+    """
     if parsed is None:
         return ""
     if not parsed.valid:
@@ -80,7 +86,12 @@ def feedback_text(reward: float | None, parsed: ParsedResponse | None, format_pe
                 extra += f"; valid actions: {', '.join(valid_actions)}"
         return (f"Your last answer was invalid: {why}{extra}. The environment did not change. "
                 f"Penalty: {format_penalty:g}.")
-    return f"Reward for your last answer: {reward:g}."
+    lines = [f"Reward for your last answer: {reward:g}."]
+    for action, info in zip(actions, infos):
+        if not info.get("action_is_valid", True):
+            reason = info.get("invalid_reason") or "not a valid action here"
+            lines.append(f"The action \"{action}\" was rejected: {reason}.")
+    return "\n".join(lines)
 
 
 def turn_text(turn: int, max_turns: int, observation: str, max_actions: int, feedback: str = "") -> str:

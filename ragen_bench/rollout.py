@@ -332,7 +332,7 @@ class RolloutEngine:
                     rec.status = EpisodeStatus.INVALID_FORMAT_LIMIT.value
                     break
                 feedback = feedback_text(tr.env_reward, _parsed_obj(tr), cfg.format_penalty,
-                                         base.action_names)
+                                         base.action_names, tr.actions, tr.infos)
             else:
                 rec.status = EpisodeStatus.TURN_LIMIT.value
             rec.messages = conv.transcript()

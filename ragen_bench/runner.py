@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as _dt
 import re
 import time
@@ -82,8 +83,20 @@ def start_run(req: RunRequest, *, policy: Policy | None = None,
     run_dir = RunDir(Path(req.out) / run_id)
     if run_dir.episodes_path.exists():
         raise FileExistsError(f"{run_dir.path} already has episodes; use --resume {run_dir.path}")
+    owned = policy is None
     policy = policy or make_policy(req.backend, req.model, **(req.policy_options or {}))
-    meta = {
+    try:
+        meta = _run_meta(req, run_id, env_config, rollout, policy)
+        run_dir.write_run(meta)
+        return _play(run_dir, meta, policy, progress)
+    finally:
+        if owned:
+            close_policy(policy)
+
+
+def _run_meta(req: RunRequest, run_id: str, env_config: dict[str, Any], rollout: RolloutConfig,
+              policy: Policy) -> dict[str, Any]:
+    return {
         "schema_version": 1,
         "run_id": run_id,
         "created": now_iso(),
@@ -104,8 +117,6 @@ def start_run(req: RunRequest, *, policy: Policy | None = None,
         "git_commit": git_commit(),
         "sessions": [],
     }
-    run_dir.write_run(meta)
-    return _play(run_dir, meta, policy, progress)
 
 
 def resume_run(path: str | Path, *, policy: Policy | None = None,
@@ -113,8 +124,66 @@ def resume_run(path: str | Path, *, policy: Policy | None = None,
     """Finish a run: play the missing (or ``endpoint_error``) episodes, rewrite the summary."""
     run_dir = RunDir(path)
     meta = run_dir.read_run()
+    owned = policy is None
     policy = policy or make_policy(meta["backend"], meta.get("model"), **meta.get("policy_options", {}))
-    return _play(run_dir, meta, policy, progress)
+    try:
+        return _play(run_dir, meta, policy, progress)
+    finally:
+        if owned:
+            close_policy(policy)
+
+
+def close_policy(policy: Policy) -> None:
+    """Release a policy this module built: ``close()`` (stops a managed server) if it has one."""
+    close = getattr(policy, "close", None)
+    if callable(close):
+        close()
+
+
+async def _arun_and_release(engine: RolloutEngine, specs: list[EpisodeSpec], policy: Policy) -> None:
+    """Play ``specs``, then release the policy's per-event-loop resources (HTTP connections)."""
+    try:
+        await engine.arun(specs)
+    finally:
+        await policy.aclose()
+
+
+def _endpoint_session_stats(policy: Policy, before: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Request counters of an endpoint policy during one session (``None`` for others)."""
+    stats = getattr(policy, "stats", None)
+    if not callable(stats) or before is None:
+        return None
+    after = stats()
+    out: dict[str, Any] = {}
+    for k, v in after.items():
+        if isinstance(v, dict):
+            delta = {kk: vv - before.get(k, {}).get(kk, 0) for kk, vv in v.items()}
+            out[k] = {kk: vv for kk, vv in delta.items() if vv}
+        else:
+            out[k] = v - before.get(k, 0)
+    return out
+
+
+def _endpoint_summary(summary: dict[str, Any], meta: dict[str, Any], episodes: dict[int, dict[str, Any]]) -> None:
+    """Add endpoint request counters (all sessions) and the answer-from-reasoning metric."""
+    from .stats import mean_with_uncertainty
+
+    totals: dict[str, Any] = {}
+    for session in meta.get("sessions", []):
+        for k, v in (session.get("endpoint") or {}).items():
+            if isinstance(v, dict):
+                bucket = totals.setdefault(k, {})
+                for kk, vv in v.items():
+                    bucket[kk] = bucket.get(kk, 0) + vv
+            else:
+                totals[k] = totals.get(k, 0) + v
+    if totals:
+        summary["policy"] = {**summary.get("policy", {}), "requests": totals}
+    if meta.get("rollout", {}).get("answer_from_reasoning"):
+        scored = [e for e in sorted(episodes.values(), key=lambda e: e["episode_index"])
+                  if e["status"] not in RETRY_STATUSES]
+        counts = [sum(1 for t in e["turns"] if (t.get("extra") or {}).get("answer_from_reasoning")) for e in scored]
+        summary["metrics"]["answer_from_reasoning_turns"] = mean_with_uncertainty(counts, [e["group"] for e in scored])
 
 
 def _rollout_from_meta(meta: dict[str, Any]) -> RolloutConfig:
@@ -144,15 +213,22 @@ def _play(run_dir: RunDir, meta: dict[str, Any], policy: Policy,
     session = {"started": now_iso(), "episodes_before": len(done), "to_play": len(todo)}
     t0 = time.perf_counter()
     run_dir.open_for_append()
+    stats = getattr(policy, "stats", None)
+    stats_before = stats() if callable(stats) else None
     try:
         if todo:
             engine = RolloutEngine(policy, rollout, max_parallel=meta.get("max_parallel"), on_episode=on_episode)
-            engine.run(todo)
+            asyncio.run(_arun_and_release(engine, todo, policy))
     finally:
         run_dir.close()
         session.update({"ended": now_iso(), "wall_s": round(time.perf_counter() - t0, 3)})
+        endpoint = _endpoint_session_stats(policy, stats_before)
+        if endpoint is not None:
+            session["endpoint"] = endpoint
         meta.setdefault("sessions", []).append(session)
         run_dir.write_run(meta)
     episodes = run_dir.read_episodes()
-    run_dir.write_summary(summarize(episodes.values(), meta))
+    summary = summarize(episodes.values(), meta)
+    _endpoint_summary(summary, meta, episodes)
+    run_dir.write_summary(summary)
     return run_dir.path

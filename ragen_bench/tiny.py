@@ -6,10 +6,12 @@ with a ChatML chat template, ``generation_config.json``), so every code path loa
 exactly like a downloaded model.  It is deterministic: the same arguments give
 bit-identical files on any machine with the same torch version.
 
-Tokenizer: byte-level (the 256 byte symbols of GPT-2's byte-to-unicode map, no merges),
-plus the ChatML special tokens ``<|endoftext|>``, ``<|im_start|>``, ``<|im_end|>`` and
-the four protocol tags ``<think>``, ``</think>``, ``<answer>``, ``</answer>`` as single
-(non-special) tokens.  Any text round-trips exactly.
+Tokenizer: byte-level BPE like GPT-2 / Qwen2 (the 256 byte symbols plus merges learned
+by the ``tokenizers`` BPE trainer, vocabulary 1024, from the checked-in corpus
+``ragen_bench/data/tiny_corpus.txt`` of agent-loop conversations; about 3 characters per
+token on it), plus the ChatML special tokens ``<|endoftext|>``, ``<|im_start|>``,
+``<|im_end|>`` and the four protocol tags ``<think>``, ``</think>``, ``<answer>``,
+``</answer>`` as single (non-special) tokens.  Any text round-trips exactly.
 
 ``--model tiny`` in the CLIs resolves to :func:`tiny_model_path` (built on first use in
 ``$RAGEN_CACHE_DIR`` or ``~/.cache/ragen``).
@@ -34,6 +36,8 @@ CHATML_TEMPLATE = (
 )
 
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
+CORPUS = Path(__file__).resolve().parent / "data" / "tiny_corpus.txt"
+VOCAB_SIZE = 1024
 TAG_TOKENS = ("<think>", "</think>", "<answer>", "</answer>")
 
 
@@ -44,6 +48,7 @@ class TinyConfig:
     Defaults give about 0.5 M parameters: small enough to train on a laptop CPU.
     """
 
+    vocab_size: int = VOCAB_SIZE
     hidden_size: int = 128
     intermediate_size: int = 384
     num_hidden_layers: int = 2
@@ -59,17 +64,21 @@ class TinyConfig:
         return hashlib.sha256(blob).hexdigest()[:12]
 
 
-def build_tokenizer():
-    """Build the byte-level ChatML tokenizer (a ``PreTrainedTokenizerFast``)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+def build_tokenizer(vocab_size: int = VOCAB_SIZE):
+    """Build the byte-level BPE ChatML tokenizer (a ``PreTrainedTokenizerFast``).
+
+    Deterministic: the BPE trainer sees the same checked-in corpus every time.
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
-    vocab = {ch: i for i, ch in enumerate(alphabet)}
-    tok = Tokenizer(models.BPE(vocab=vocab, merges=[]))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     tok.decoder = decoders.ByteLevel()
-    tok.add_special_tokens(list(SPECIAL_TOKENS))
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=2, initial_alphabet=alphabet,
+                                  special_tokens=list(SPECIAL_TOKENS), show_progress=False)
+    tok.train([str(CORPUS)], trainer)
     tok.add_tokens(list(TAG_TOKENS))
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok,
@@ -100,7 +109,7 @@ def build_tiny_model(path: str | os.PathLike[str], config: TinyConfig | None = N
 
     config = config or TinyConfig()
     path = Path(path)
-    tokenizer = build_tokenizer()
+    tokenizer = build_tokenizer(config.vocab_size)
     model_cfg = Qwen2Config(
         vocab_size=len(tokenizer),
         hidden_size=config.hidden_size,

@@ -156,7 +156,8 @@ def parse_response(
     answers = [b for b in blocks if b[0] == "answer"]
     if not answers:
         return ParsedResponse(error="no_answer", **stray_kw)
-    if len(answers) > 1 or len(thinks) > 1:
+    if len(answers) > 1 or (enable_think and len(thinks) > 1):
+        # In answer-only mode think blocks are stray text (rule 3), however many there are.
         return ParsedResponse(error="multiple_blocks", **stray_kw)
 
     ans = answers[0]

@@ -36,6 +36,22 @@ def make_policy(backend: str, model: str | None = None, **options: Any) -> Polic
         from .hf import HFPolicy
 
         return HFPolicy(model, **options)
+    if backend == "openai":
+        from .openai_api import OpenAIPolicy
+
+        return OpenAIPolicy(model or "", **options)
+    if backend == "vllm":
+        if not model:
+            raise ValueError("the vllm back-end needs --model (a directory or a hub id)")
+        from .vllm_backend import VLLMPolicy
+
+        return VLLMPolicy(model, **options)
+    if backend == "vllm-server":
+        if not model:
+            raise ValueError("the vllm-server back-end needs --model (a directory or a hub id)")
+        from .vllm_backend import VLLMServerPolicy
+
+        return VLLMServerPolicy(model, **options)
     raise ValueError(f"unknown back-end {backend!r}; choose one of {', '.join(BACKENDS)}")
 
 

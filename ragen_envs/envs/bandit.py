@@ -9,8 +9,18 @@ variance 0.1875).
 
 Seeds and groups: the arm pair and the order in which the two names are presented are
 a function of the seed only, so every member of a GRPO group (same seed) sees the same
-pair in the same order (RAGEN's per-instance counter breaks this).  Train, validation
-and test use disjoint name pairs.
+pair in the same order (RAGEN's per-instance counter breaks this).
+
+Splits (``split_by``):
+
+* ``"names"`` (default, RAGEN's Bandit / BanditTest protocol): train, validation and
+  test use disjoint *names*, so a test instance asks the agent to reason about names
+  it never saw in training;
+* ``"pairs"``: every steady name can meet every risky name (24 × 24 pairings from the
+  union of the lists); each *pairing* belongs to exactly one split by the keyed hash of
+  ``ragen_envs.seeding.instance_split``.  Test instances are new combinations of known
+  names: this measures whether a policy learned which names are risky, independently of
+  what it is paired with (``ragen/Bandit-Pairs-v0``).
 """
 
 from __future__ import annotations
@@ -21,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..core import TextEnv, Transition, join_lines
+from ..seeding import in_split, sample_instance
 
 #: (steady arm, risky arm) name pairs per split; no name appears in two splits.
 ARM_PAIRS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -60,7 +71,7 @@ ARM_PAIRS: dict[str, tuple[tuple[str, str], ...]] = {
 class BanditEnv(TextEnv):
     """Two-armed bandit; actions are the two arm names (case-insensitive).
 
-    Config (``schemas/envs/bandit.config.schema.json``): ``split``, ``max_steps``
+    Config (``schemas/envs/bandit.config.schema.json``): ``split``, ``split_by``, ``max_steps``
     (default 3: invalid answers may be retried; the first pull ends the episode),
     ``steady_reward`` (0.1), ``risky_reward`` (1.0), ``risky_prob`` (0.25),
     ``invalid_action_reward`` (-0.1).
@@ -76,9 +87,20 @@ class BanditEnv(TextEnv):
         return float(c["steady_reward"]), float(c["risky_reward"]) * float(c["risky_prob"])
 
     def _reset(self, options: Mapping[str, Any]) -> None:
-        pairs = ARM_PAIRS[self.config["split"]]
-        steady, risky = pairs[int(self.np_random.integers(len(pairs)))]
-        swap = bool(self.np_random.integers(2))
+        split = self.config["split"]
+        if self.config["split_by"] == "names":
+            pairs = ARM_PAIRS[split]
+            steady, risky = pairs[int(self.np_random.integers(len(pairs)))]
+            swap = bool(self.np_random.integers(2))
+        else:
+            steadies = [p[0] for s in ARM_PAIRS.values() for p in s]
+            riskies = [p[1] for s in ARM_PAIRS.values() for p in s]
+
+            def build(rng: np.random.Generator) -> tuple[str, str, bool] | None:
+                a, b = steadies[int(rng.integers(len(steadies)))], riskies[int(rng.integers(len(riskies)))]
+                return (a, b, bool(rng.integers(2))) if in_split(f"bandit-pair|{a}|{b}", split) else None
+
+            (steady, risky, swap), _ = sample_instance(self.np_random, build, max_attempts=10_000)
         self.action_names = (risky, steady) if swap else (steady, risky)
         steady_mean, risky_mean = self._means()
         self._best = risky if risky_mean > steady_mean else steady

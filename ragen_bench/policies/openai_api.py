@@ -1,0 +1,680 @@
+"""OpenAI-compatible endpoint policy (back-end ``openai``), on the official ``openai`` client.
+
+One :class:`OpenAIPolicy` talks to one or several base URLs (vLLM, SGLang, TGI, llama.cpp,
+a hosted API or a gateway) through ``openai.AsyncOpenAI`` with the client's own retries
+switched off (``max_retries=0``), so that every retry is ours, bounded and counted.
+
+Per request (one chat completion per :class:`~ragen_bench.types.PolicyRequest`):
+
+* **Load balancing.** Several base URLs are balanced by *least outstanding requests*
+  (ties broken round-robin); a retry avoids the endpoint that just failed when another
+  one exists.
+* **Timeouts.** ``connect_timeout`` (TCP/TLS connect), ``read_timeout`` (longest wait for
+  a byte: the whole answer without streaming, the first chunk with streaming),
+  ``idle_timeout`` (longest gap between two stream chunks) and ``total_timeout`` (wall
+  clock of one attempt).
+* **Retries** for faults that a later identical request can survive: HTTP 408, 409, 429,
+  5xx, dropped or refused connections, timeouts, stalled or incomplete streams, error
+  events inside a stream, malformed 200 answers.  Delay before retry ``k`` (0-based):
+  ``d = min(backoff_max, backoff_base * 2**k)``, drawn uniformly from ``[d/2, d]``
+  ("equal jitter", Brooker, *Exponential Backoff And Jitter*, AWS Architecture Blog
+  2015); a ``Retry-After`` / ``retry-after-ms`` header raises it to at least the server's
+  value (capped at ``retry_after_max``).  After ``max_retries`` retries the request is
+  returned as ``Generation(finish_reason="error", extra={"error", "error_kind", ...})``:
+  the rollout engine records the episode as ``endpoint_error`` and ``--resume`` replays it.
+* **Never retried:** a 400 saying the context is too long (``error_kind =
+  "context_length"``: the engine ends the episode as ``context_limit`` with its rewards
+  so far — the identical request would fail again), other 4xx (bad request,
+  authentication, not found), and finish reason ``length`` (a truncated answer is a
+  valid outcome: the turn is invalid and gets the format penalty).
+* **Answers.** ``content: null`` is the empty string (the turn is an invalid answer); a
+  separate reasoning channel (``reasoning_content`` or ``reasoning``) is returned as
+  ``Generation.reasoning_text`` (the engine's ``answer_from_reasoning`` option parses it).
+  Streaming keeps the text and the usage of a usage-only last chunk (``choices: []``).
+  Token usage is recorded; with ``logprobs=True`` the per-token log-probabilities come
+  back as ``completion_logprobs``; with ``return_token_ids=True`` (a vLLM extension) the
+  prompt and completion token ids too.
+
+The API key is read from the environment variable named by ``api_key_env`` when the
+policy is built; it is never stored in the policy's description, in results or in error
+messages (every message is scrubbed of it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import importlib
+import math
+import os
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from ..types import Generation, PolicyRequest, SamplingParams
+from .base import Policy
+
+#: HTTP statuses retried (as the OpenAI client itself would, but bounded and counted by us).
+RETRY_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
+
+#: Message fragments that identify a "context too long" 400 (vLLM, OpenAI, SGLang, TGI,
+#: llama.cpp, Anthropic-style gateways).  Matched case-insensitively.
+CONTEXT_LENGTH_MARKERS = (
+    "maximum context length",
+    "context length",
+    "context_length_exceeded",
+    "context window",
+    "prompt is too long",
+    "input is too long",
+    "too many tokens",
+    "exceeds the available context size",
+    "input tokens exceed",
+    "max_model_len",
+    "reduce the length of the",
+)
+
+#: Finish reasons that mean "the model finished normally".
+_STOP_REASONS = frozenset({"stop", "eos", "end_turn", "stop_sequence", "tool_calls", "function_call"})
+
+
+class EndpointFailure(Exception):
+    """One failed attempt.
+
+    Attributes:
+        kind: ``rate_limit``, ``server_error``, ``connection``, ``timeout``,
+            ``stream_idle``, ``stream_incomplete``, ``stream_error``, ``invalid_response``,
+            ``aborted``, ``context_length``, ``bad_request``, ``auth``, ``not_found``,
+            ``client_error``.
+        retryable: whether an identical request may succeed later.
+        retry_after: the server's ``Retry-After`` in seconds, if it sent one.
+        status: the HTTP status, if any.
+    """
+
+    def __init__(self, kind: str, message: str, *, retryable: bool, retry_after: float | None = None,
+                 status: int | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.retryable = retryable
+        self.retry_after = retry_after
+        self.status = status
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Bounded exponential backoff with equal jitter.
+
+    Attributes:
+        max_retries: retries after the first attempt (``0`` disables retrying).
+        backoff_base: seconds; the un-jittered delay before retry ``k`` is
+            ``min(backoff_max, backoff_base * 2**k)``.
+        backoff_max: cap of the exponential delay, seconds.
+        retry_after_max: cap of a server's ``Retry-After``, seconds.
+    """
+
+    max_retries: int = 5
+    backoff_base: float = 1.0
+    backoff_max: float = 30.0
+    retry_after_max: float = 120.0
+
+    def __post_init__(self) -> None:
+        if self.max_retries < 0 or self.backoff_base < 0 or self.backoff_max < 0 or self.retry_after_max < 0:
+            raise ValueError("retry settings must be >= 0")
+
+    def delay(self, retry: int, retry_after: float | None, rng: random.Random) -> float:
+        """Seconds to wait before retry number ``retry`` (0-based)."""
+        d = min(self.backoff_max, self.backoff_base * (2.0 ** retry))
+        wait = rng.uniform(d / 2.0, d) if d > 0 else 0.0
+        if retry_after is not None:
+            wait = max(wait, min(retry_after, self.retry_after_max))
+        return wait
+
+
+def parse_retry_after(headers: Any) -> float | None:
+    """Seconds from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date), else ``None``.
+
+    RFC 9110 §10.2.3 defines ``Retry-After`` as delay-seconds or an HTTP-date;
+    ``retry-after-ms`` is the OpenAI API's millisecond variant.
+    """
+    if headers is None:
+        return None
+    try:
+        ms = headers.get("retry-after-ms")
+        if ms is not None:
+            return max(0.0, float(ms) / 1000.0)
+        raw = headers.get("retry-after")
+    except Exception:  # pragma: no cover - exotic header containers
+        return None
+    if raw is None:
+        return None
+    try:
+        value = float(raw)
+        return max(0.0, value) if math.isfinite(value) else None
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def is_context_length_error(status: int | None, message: str, body: Any = None) -> bool:
+    """Whether an HTTP error says the prompt (plus ``max_tokens``) exceeds the context.
+
+    True for status 400/413/422 whose ``code`` is ``context_length_exceeded`` or whose
+    message contains one of :data:`CONTEXT_LENGTH_MARKERS` (vLLM: "This model's maximum
+    context length is N tokens. However, your request has M input tokens..."; OpenAI:
+    code ``context_length_exceeded``).
+    """
+    if status not in (400, 413, 422):
+        return False
+    parts = [message or ""]
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict):
+            if str(err.get("code") or "") == "context_length_exceeded":
+                return True
+            parts.append(str(err.get("message") or ""))
+        parts.append(str(body.get("message") or ""))
+    elif body is not None:
+        parts.append(str(body))
+    text = " ".join(parts).lower()
+    return any(m in text for m in CONTEXT_LENGTH_MARKERS)
+
+
+def redact_url(url: str) -> str:
+    """``url`` without user info, query or fragment (safe to write to results)."""
+    p = urlsplit(url)
+    host = p.hostname or ""
+    if p.port:
+        host = f"{host}:{p.port}"
+    return urlunsplit((p.scheme, host, p.path, "", ""))
+
+
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    """Raw transport exception classes of the HTTP libraries the openai client may use.
+
+    Recent ``openai`` versions wrap errors raised while iterating a stream into
+    ``APIConnectionError``; older ones let ``httpx`` errors escape.  We catch both.
+    """
+    found: list[type[BaseException]] = []
+    for mod in ("httpx2", "httpx"):
+        try:
+            found.append(importlib.import_module(mod).TransportError)
+        except (ImportError, AttributeError):
+            continue
+    return tuple(found)
+
+
+@dataclass
+class _Endpoint:
+    index: int
+    base_url: str
+    outstanding: int = 0
+    client: Any = None
+    loop: Any = None
+
+
+@dataclass
+class EndpointStats:
+    """Counters over the policy's life (``describe``/``stats`` report them).
+
+    ``requests``: generations asked for; ``attempts``: HTTP requests sent; ``retries``:
+    attempts after the first; ``retried``: faults that were retried, by kind;
+    ``failed``: requests returned as errors, by kind; ``length``: answers truncated by
+    ``max_tokens``; ``reasoning_only``: answers with empty content but a reasoning
+    channel; ``prompt_tokens`` / ``completion_tokens``: usage sums.
+    """
+
+    requests: int = 0
+    attempts: int = 0
+    retries: int = 0
+    retried: dict[str, int] = field(default_factory=dict)
+    failed: dict[str, int] = field(default_factory=dict)
+    length: int = 0
+    reasoning_only: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"requests": self.requests, "attempts": self.attempts, "retries": self.retries,
+                "retried": dict(sorted(self.retried.items())), "failed": dict(sorted(self.failed.items())),
+                "length": self.length, "reasoning_only": self.reasoning_only,
+                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens}
+
+
+class OpenAIPolicy(Policy):
+    """A model behind OpenAI-compatible chat-completions endpoints.
+
+    Args:
+        model: the served model name (the request's ``model`` field).
+        base_url: one base URL (``http://host:port/v1``) or several (load-balanced).
+        api_key_env: name of the environment variable holding the API key.  ``None``:
+            ``OPENAI_API_KEY`` if set, else the placeholder ``"EMPTY"`` (local servers).
+        concurrency: requests in flight at once (``max_concurrency``).
+        stream: use server-sent events (enables the idle timeout).
+        connect_timeout / read_timeout / idle_timeout / total_timeout: seconds (module
+            docstring).
+        max_retries / backoff_base / backoff_max / retry_after_max: see :class:`RetryPolicy`.
+        logprobs: ask for per-token log-probabilities (``logprobs=true``).
+        top_logprobs: also ask for this many alternatives per token (0: none).
+        return_token_ids: ask a vLLM server for prompt/completion token ids.
+        stream_usage: ask for the usage chunk when streaming (``stream_options``).
+        max_tokens_param: ``"max_tokens"`` or ``"max_completion_tokens"`` (newer
+            OpenAI models accept only the latter).
+        extra_body: extra JSON fields for every request (``top_k``, ``min_p``,
+            ``chat_template_kwargs``, ``reasoning_effort``...).
+        jitter_seed: seed of the backoff jitter (``None``: from the OS).
+
+    Raises:
+        ImportError: the ``openai`` package is missing (``pip install 'ragen[api]'``).
+        ValueError: no base URL, a bad setting, or ``api_key_env`` names an unset variable.
+    """
+
+    name = "openai"
+    max_batch_size = 1
+
+    def __init__(self, model: str, *, base_url: str | Sequence[str] | None = None, api_key_env: str | None = None,
+                 concurrency: int = 16, stream: bool = False, connect_timeout: float = 10.0,
+                 read_timeout: float = 300.0, idle_timeout: float = 60.0, total_timeout: float = 900.0,
+                 max_retries: int = 5, backoff_base: float = 1.0, backoff_max: float = 30.0,
+                 retry_after_max: float = 120.0, logprobs: bool = False, top_logprobs: int = 0,
+                 return_token_ids: bool = False, stream_usage: bool = True, max_tokens_param: str = "max_tokens",
+                 extra_body: dict[str, Any] | None = None, jitter_seed: int | None = None):
+        try:
+            import openai
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise ImportError("the openai back-end needs the openai client: pip install 'ragen[api]'") from exc
+        self._openai = openai
+        if not model:
+            raise ValueError("the openai back-end needs --model (the served model name or an endpoint alias)")
+        urls = [base_url] if isinstance(base_url, str) else list(base_url or [])
+        urls = [u.strip().rstrip("/") for u in urls if u and u.strip()]
+        if not urls:
+            raise ValueError("the openai back-end needs --base-url (e.g. http://127.0.0.1:8000/v1)")
+        for u in urls:
+            if urlsplit(u).scheme not in ("http", "https"):
+                raise ValueError(f"base URL must start with http:// or https://, got {redact_url(u)!r}")
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+        for label, value in (("connect_timeout", connect_timeout), ("read_timeout", read_timeout),
+                             ("idle_timeout", idle_timeout), ("total_timeout", total_timeout)):
+            if not value > 0:
+                raise ValueError(f"{label} must be > 0, got {value}")
+        if max_tokens_param not in ("max_tokens", "max_completion_tokens"):
+            raise ValueError("max_tokens_param must be 'max_tokens' or 'max_completion_tokens'")
+        self._model = str(model)
+        self.api_key_env = api_key_env
+        self._api_key = self._read_key(api_key_env)
+        self.endpoints = [_Endpoint(i, u) for i, u in enumerate(urls)]
+        self.max_concurrency = int(concurrency)
+        self.stream = bool(stream)
+        self.connect_timeout, self.read_timeout = float(connect_timeout), float(read_timeout)
+        self.idle_timeout, self.total_timeout = float(idle_timeout), float(total_timeout)
+        self.retry = RetryPolicy(int(max_retries), float(backoff_base), float(backoff_max), float(retry_after_max))
+        self.logprobs, self.top_logprobs = bool(logprobs), int(top_logprobs)
+        self.return_token_ids = bool(return_token_ids)
+        self.stream_usage = bool(stream_usage)
+        self.max_tokens_param = max_tokens_param
+        self.extra_body = dict(extra_body or {})
+        self._rng = random.Random(jitter_seed)
+        self._rr = 0
+        self._transport_errors = _transport_errors()
+        self.stats_counters = EndpointStats()
+
+    # --------------------------------------------------------------- config
+    @staticmethod
+    def _read_key(api_key_env: str | None) -> str:
+        if api_key_env:
+            value = os.environ.get(api_key_env)
+            if not value:
+                raise ValueError(f"environment variable {api_key_env} (from --api-key-env) is not set or empty")
+            return value
+        return os.environ.get("OPENAI_API_KEY") or "EMPTY"
+
+    @property
+    def model_name(self) -> str:
+        return self._model
+
+    @property
+    def base_urls(self) -> list[str]:
+        return [e.base_url for e in self.endpoints]
+
+    def describe(self) -> dict[str, Any]:
+        """Settings recorded in ``run.json`` / ``summary.json`` (no key, no headers)."""
+        return {
+            "backend": self.name, "model": self._model,
+            "base_urls": [redact_url(u) for u in self.base_urls],
+            "api_key_env": self.api_key_env, "concurrency": self.max_concurrency, "stream": self.stream,
+            "timeouts_s": {"connect": self.connect_timeout, "read": self.read_timeout, "idle": self.idle_timeout,
+                           "total": self.total_timeout},
+            "retry": {"max_retries": self.retry.max_retries, "backoff_base_s": self.retry.backoff_base,
+                      "backoff_max_s": self.retry.backoff_max, "retry_after_max_s": self.retry.retry_after_max},
+            "logprobs": self.logprobs, "top_logprobs": self.top_logprobs, "return_token_ids": self.return_token_ids,
+            "max_tokens_param": self.max_tokens_param, "extra_body": self.extra_body,
+        }
+
+    def stats(self) -> dict[str, Any]:
+        """Request counters so far (see :class:`EndpointStats`)."""
+        return self.stats_counters.as_dict()
+
+    def scrub(self, text: str) -> str:
+        """``text`` with the API key replaced by ``***``."""
+        if self._api_key and self._api_key != "EMPTY":
+            text = text.replace(self._api_key, "***")
+        return text
+
+    # -------------------------------------------------------------- clients
+    def _client(self, ep: _Endpoint) -> Any:
+        """The endpoint's ``AsyncOpenAI`` for the running event loop (one per loop)."""
+        loop = asyncio.get_running_loop()
+        if ep.client is None or ep.loop is not loop:
+            # Without streaming the socket read timeout is the answer's deadline; with
+            # streaming our own first-chunk / idle timeouts govern and this is a backstop.
+            read = max(self.read_timeout, self.idle_timeout) + 1.0 if self.stream else self.read_timeout
+            timeout = self._openai.Timeout(self.total_timeout, connect=self.connect_timeout, read=read,
+                                           write=self.read_timeout, pool=self.total_timeout)
+            ep.client = self._openai.AsyncOpenAI(base_url=ep.base_url, api_key=self._api_key, max_retries=0,
+                                                 timeout=timeout)
+            ep.loop = loop
+        return ep.client
+
+    def _pick(self, avoid: int | None) -> _Endpoint:
+        """Least outstanding requests; ties round-robin; avoid the last failed one if possible."""
+        candidates = [e for e in self.endpoints if e.index != avoid] or self.endpoints
+        low = min(e.outstanding for e in candidates)
+        tied = [e for e in candidates if e.outstanding == low]
+        self._rr += 1
+        return tied[self._rr % len(tied)]
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections of the running loop (the policy stays usable)."""
+        loop = asyncio.get_running_loop()
+        for ep in self.endpoints:
+            client, ep.client = ep.client, None
+            if client is not None and ep.loop is loop:
+                try:
+                    await client.close()
+                except Exception:  # pragma: no cover - closing must never fail a run
+                    pass
+            ep.loop = None
+
+    # ------------------------------------------------------------- generate
+    async def generate(self, requests: list[PolicyRequest], params: SamplingParams) -> list[Generation]:
+        return list(await asyncio.gather(*(self._one(r, params) for r in requests)))
+
+    def _request_kwargs(self, req: PolicyRequest, params: SamplingParams) -> dict[str, Any]:
+        kw: dict[str, Any] = {
+            "model": self._model,
+            "messages": [{"role": m["role"], "content": m["content"]} for m in req.messages],
+            "temperature": params.temperature,
+            "top_p": params.top_p,
+            self.max_tokens_param: params.max_new_tokens,
+        }
+        if params.stop:
+            kw["stop"] = list(params.stop)
+        if params.seed is not None:
+            # Stable per (seed, episode, turn): the same request gets the same seed on a retry.
+            kw["seed"] = (int(params.seed) * 1_000_003 + req.episode_index * 7919 + req.turn) % (2 ** 31)
+        if self.logprobs:
+            kw["logprobs"] = True
+            if self.top_logprobs:
+                kw["top_logprobs"] = self.top_logprobs
+        body = dict(self.extra_body)
+        if self.return_token_ids:
+            body["return_token_ids"] = True
+        if body:
+            kw["extra_body"] = body
+        if self.stream:
+            kw["stream"] = True
+            if self.stream_usage:
+                kw["stream_options"] = {"include_usage": True}
+        return kw
+
+    async def _one(self, req: PolicyRequest, params: SamplingParams) -> Generation:
+        stats = self.stats_counters
+        stats.requests += 1
+        kwargs = self._request_kwargs(req, params)
+        t0 = time.perf_counter()
+        retries = 0
+        avoid: int | None = None
+        history: list[str] = []
+        while True:
+            ep = self._pick(avoid)
+            ep.outstanding += 1
+            stats.attempts += 1
+            try:
+                gen = await self._attempt(ep, kwargs)
+            except EndpointFailure as fail:
+                history.append(fail.kind)
+                if fail.retryable and retries < self.retry.max_retries:
+                    stats.retried[fail.kind] = stats.retried.get(fail.kind, 0) + 1
+                    delay = self.retry.delay(retries, fail.retry_after, self._rng)
+                    retries += 1
+                    stats.retries += 1
+                    avoid = ep.index if len(self.endpoints) > 1 else None
+                    await asyncio.sleep(delay)
+                    continue
+                stats.failed[fail.kind] = stats.failed.get(fail.kind, 0) + 1
+                note = f" after {retries} retr{'y' if retries == 1 else 'ies'}" if retries else ""
+                if fail.retryable and not note:
+                    note = " (retries disabled)"
+                message = self.scrub(f"{fail.kind}: {fail}{note}")[:1000]
+                return Generation(text="", finish_reason="error", extra={
+                    "error": message, "error_kind": fail.kind, "status": fail.status, "retries": retries,
+                    "attempts": retries + 1, "faults": history, "endpoint": ep.index,
+                    "latency_s": round(time.perf_counter() - t0, 6)})
+            finally:
+                ep.outstanding -= 1
+            gen.extra.update({"retries": retries, "attempts": retries + 1, "endpoint": ep.index,
+                              "latency_s": round(time.perf_counter() - t0, 6)})
+            if history:
+                gen.extra["faults"] = history
+            stats.prompt_tokens += gen.prompt_tokens
+            stats.completion_tokens += gen.completion_tokens
+            if gen.finish_reason == "length":
+                stats.length += 1
+            if not gen.text.strip() and gen.reasoning_text:
+                stats.reasoning_only += 1
+            return gen
+
+    async def _attempt(self, ep: _Endpoint, kwargs: dict[str, Any]) -> Generation:
+        """One HTTP request; raises :class:`EndpointFailure` on any fault."""
+        oa = self._openai
+        client = self._client(ep)
+        try:
+            async with asyncio.timeout(self.total_timeout):
+                if self.stream:
+                    return await self._attempt_stream(client, kwargs)
+                resp = await client.chat.completions.create(**kwargs)
+                return self._from_completion(resp)
+        except EndpointFailure:
+            raise
+        except TimeoutError as exc:
+            raise EndpointFailure("timeout", f"no complete answer within total_timeout={self.total_timeout:g}s",
+                                  retryable=True) from exc
+        except oa.APIStatusError as exc:
+            raise self._status_failure(exc) from None
+        except oa.APITimeoutError as exc:
+            raise EndpointFailure("timeout", f"request timed out ({_cause(exc)})", retryable=True) from None
+        except oa.APIConnectionError as exc:
+            raise EndpointFailure("connection", f"connection failed ({_cause(exc)})", retryable=True) from None
+        except oa.APIResponseValidationError as exc:
+            raise EndpointFailure("invalid_response", str(exc), retryable=True) from None
+        except oa.APIError as exc:  # an error event inside a stream, or another API error without status
+            raise EndpointFailure("stream_error", str(exc) or type(exc).__name__, retryable=True) from None
+        except self._transport_errors as exc:
+            raise EndpointFailure("connection", f"connection dropped ({type(exc).__name__}: {exc})",
+                                  retryable=True) from None
+        except ValueError as exc:  # malformed JSON / SSE in a 200 answer
+            raise EndpointFailure("invalid_response", f"{type(exc).__name__}: {exc}", retryable=True) from None
+
+    def _status_failure(self, exc: Any) -> EndpointFailure:
+        status = int(getattr(exc, "status_code", 0) or 0)
+        body = getattr(exc, "body", None)
+        message = str(getattr(exc, "message", "") or exc)
+        headers = getattr(getattr(exc, "response", None), "headers", None)
+        if is_context_length_error(status, message, body):
+            return EndpointFailure("context_length", message, retryable=False, status=status)
+        if status in RETRY_STATUSES:
+            kind = "rate_limit" if status == 429 else ("server_error" if status >= 500 else "client_error")
+            return EndpointFailure(kind, message, retryable=True, retry_after=parse_retry_after(headers),
+                                   status=status)
+        kind = {400: "bad_request", 401: "auth", 403: "auth", 404: "not_found"}.get(status, "client_error")
+        return EndpointFailure(kind, message, retryable=False, status=status)
+
+    # ------------------------------------------------------------- parsing
+    @staticmethod
+    def _extra_field(obj: Any, *names: str) -> Any:
+        """A field that the openai types may not declare (``reasoning_content``...)."""
+        if obj is None:
+            return None
+        for n in names:
+            v = getattr(obj, n, None)
+            if v is None:
+                extra = getattr(obj, "model_extra", None) or {}
+                v = extra.get(n)
+            if v is not None:
+                return v
+        return None
+
+    def _finish(self, raw: str | None) -> str:
+        if raw == "length":
+            return "length"
+        if raw == "content_filter":
+            return "content_filter"
+        if raw == "abort":
+            raise EndpointFailure("aborted", "the server aborted the request (finish_reason 'abort')", retryable=True)
+        return "stop"
+
+    def _from_completion(self, resp: Any) -> Generation:
+        choices = getattr(resp, "choices", None)
+        if not choices:
+            raise EndpointFailure("invalid_response", "the answer has no choices", retryable=True)
+        choice = choices[0]
+        msg = choice.message
+        text = msg.content if msg is not None and isinstance(msg.content, str) else ""
+        reasoning = self._extra_field(msg, "reasoning_content", "reasoning")
+        usage = getattr(resp, "usage", None)
+        gen = Generation(
+            text=text,
+            finish_reason=self._finish(choice.finish_reason),
+            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            reasoning_text=reasoning if isinstance(reasoning, str) else None,
+        )
+        if usage is None:
+            gen.extra["usage_missing"] = True
+        lp = getattr(choice, "logprobs", None)
+        if self.logprobs and lp is not None and getattr(lp, "content", None):
+            gen.completion_logprobs = [_clamp_logprob(t.logprob) for t in lp.content]
+        if choice.finish_reason not in (None, "stop", "length"):
+            gen.extra["raw_finish_reason"] = choice.finish_reason
+        ids = self._extra_field(choice, "token_ids")
+        if isinstance(ids, list):
+            gen.completion_token_ids = [int(i) for i in ids]
+        pids = self._extra_field(resp, "prompt_token_ids")
+        if isinstance(pids, list):
+            gen.prompt_token_ids = [int(i) for i in pids]
+        return gen
+
+    async def _attempt_stream(self, client: Any, kwargs: dict[str, Any]) -> Generation:
+        stream = await client.chat.completions.create(**kwargs)
+        parts: list[str] = []
+        reasoning: list[str] = []
+        logprobs: list[float] = []
+        token_ids: list[int] = []
+        prompt_ids: list[int] | None = None
+        finish: str | None = None
+        usage = None
+        first = True
+        try:
+            iterator = stream.__aiter__()
+            while True:
+                wait = self.read_timeout if first else self.idle_timeout
+                try:
+                    async with asyncio.timeout(wait):
+                        chunk = await iterator.__anext__()
+                except StopAsyncIteration:
+                    break
+                except TimeoutError:
+                    what = "first chunk" if first else "next chunk"
+                    raise EndpointFailure("stream_idle", f"stream stalled: no {what} within {wait:g}s",
+                                          retryable=True) from None
+                first = False
+                if getattr(chunk, "usage", None) is not None:
+                    usage = chunk.usage
+                pids = self._extra_field(chunk, "prompt_token_ids")
+                if isinstance(pids, list):
+                    prompt_ids = [int(i) for i in pids]
+                for ch in getattr(chunk, "choices", None) or []:  # the usage chunk has choices == []
+                    if getattr(ch, "index", 0) != 0:
+                        continue
+                    delta = ch.delta
+                    if delta is not None:
+                        if isinstance(delta.content, str):
+                            parts.append(delta.content)
+                        r = self._extra_field(delta, "reasoning_content", "reasoning")
+                        if isinstance(r, str):
+                            reasoning.append(r)
+                    lp = getattr(ch, "logprobs", None)
+                    if lp is not None and getattr(lp, "content", None):
+                        logprobs.extend(_clamp_logprob(t.logprob) for t in lp.content)
+                    ids = self._extra_field(ch, "token_ids")
+                    if isinstance(ids, list):
+                        token_ids.extend(int(i) for i in ids)
+                    if ch.finish_reason:
+                        finish = ch.finish_reason
+        finally:
+            try:
+                await stream.close()
+            except Exception:  # pragma: no cover - the connection may already be gone
+                pass
+        if finish is None:
+            raise EndpointFailure("stream_incomplete", "the stream ended without a finish reason", retryable=True)
+        gen = Generation(
+            text="".join(parts),
+            finish_reason=self._finish(finish),
+            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            reasoning_text="".join(reasoning) if reasoning else None,
+        )
+        if usage is None:
+            gen.extra["usage_missing"] = True
+        if self.logprobs and logprobs:
+            gen.completion_logprobs = logprobs
+        if token_ids:
+            gen.completion_token_ids = token_ids
+        if prompt_ids is not None:
+            gen.prompt_token_ids = prompt_ids
+        if finish not in ("stop", "length"):
+            gen.extra["raw_finish_reason"] = finish
+        return gen
+
+
+def _clamp_logprob(value: Any) -> float:
+    """A log-probability as a float <= 0 (servers may send -0.0, tiny positives or -9999)."""
+    v = float(value)
+    return min(0.0, v) if math.isfinite(v) else -9999.0
+
+
+def _cause(exc: BaseException) -> str:
+    """The root cause of a wrapped transport error, as ``Type: message``."""
+    inner = exc.__cause__ or exc.__context__
+    seen = 0
+    while inner is not None and (inner.__cause__ or inner.__context__) is not None and seen < 5:
+        inner = inner.__cause__ or inner.__context__
+        seen += 1
+    if inner is None:
+        return type(exc).__name__
+    msg = str(inner)
+    return f"{type(inner).__name__}: {msg}" if msg else type(inner).__name__
+
+
+__all__ = ["CONTEXT_LENGTH_MARKERS", "EndpointFailure", "EndpointStats", "OpenAIPolicy", "RETRY_STATUSES",
+           "RetryPolicy", "is_context_length_error", "parse_retry_after", "redact_url"]

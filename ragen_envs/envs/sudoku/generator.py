@@ -1,0 +1,120 @@
+"""Sudoku puzzle generation with a unique solution.
+
+One attempt (run by :func:`ragen_envs.seeding.sample_instance` on a stably derived
+generator):
+
+1. Draw a random complete grid by randomised backtracking (:func:`.solver.random_solution`).
+2. Reject it unless its canonical text belongs to the requested split
+   (:func:`ragen_envs.seeding.in_split`); a solution grid, and so every puzzle made
+   from it, lives in exactly one split.
+3. Visit the cells in a random order and empty each one if the puzzle keeps exactly one
+   solution: with cell ``c`` emptied, a second solution exists iff the puzzle has a
+   solution with ``c`` different from its current digit, which one bounded search with
+   that digit excluded at ``c`` decides (equivalent to counting solutions up to 2).  A
+   search that exceeds its node budget keeps the digit (never risks a second solution).
+   Stop when the target number of empty cells is reached; the attempt fails if the
+   cells run out first.
+
+RAGEN (reference facts §1.3, Sudoku) removes random cells without checking uniqueness.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...seeding import in_split
+from .grid import geometry, to_text
+from .solver import SearchBudgetExceeded, random_solution, solve
+
+#: Target number of empty cells per side and difficulty: RAGEN's removal fractions
+#: (easy / medium / hard = 40 / 50 / 60 % of the cells, rounded down; reference facts
+#: §1.3, Sudoku), i.e. 6 / 8 / 9 of 16 and 32 / 40 / 48 of 81.
+EMPTY_CELLS: dict[int, dict[str, int]] = {
+    4: {"easy": 6, "medium": 8, "hard": 9},
+    9: {"easy": 32, "medium": 40, "hard": 48},
+}
+
+#: Node budget of the search that draws a complete grid.
+FILL_BUDGET = 20_000
+#: Node budget of each uniqueness search.
+UNIQUENESS_BUDGET = 2_000
+
+
+@dataclass(frozen=True)
+class Puzzle:
+    """A generated puzzle.
+
+    Attributes:
+        givens: flat grid of the givens (0 = empty), length ``n * n``.
+        solution: its unique solution.
+    """
+
+    givens: tuple[int, ...]
+    solution: tuple[int, ...]
+
+    @property
+    def n(self) -> int:
+        """Side of the grid."""
+        return {16: 4, 81: 9}[len(self.givens)]
+
+    @property
+    def num_empty(self) -> int:
+        """Number of empty cells in the puzzle."""
+        return sum(1 for v in self.givens if v == 0)
+
+    def key(self) -> bytes:
+        """Split key: the canonical text of the solution grid."""
+        return solution_key(self.solution)
+
+
+def solution_key(solution: list[int] | tuple[int, ...]) -> bytes:
+    """Split key of a solution grid (see :meth:`Puzzle.key`)."""
+    return ("sudoku:" + to_text(solution)).encode("ascii")
+
+
+def has_unique_solution_without(grid: list[int], cell: int, digit: int, budget: int | None = UNIQUENESS_BUDGET) -> bool:
+    """True when ``grid`` with ``cell`` emptied still has exactly one solution.
+
+    ``grid`` must be uniquely solvable with ``grid[cell] == digit``; the answer is
+    "no solution with ``cell != digit``".  ``grid`` is left unchanged.
+
+    Raises:
+        SearchBudgetExceeded: the search needed more than ``budget`` nodes.
+    """
+    g = geometry({16: 4, 81: 9}[len(grid)])
+    trial = list(grid)
+    trial[cell] = 0
+    allowed = [g.full] * g.cells
+    allowed[cell] = g.full & ~(1 << digit)
+    return not solve(trial, limit=1, allowed=allowed, budget=budget)
+
+
+def generate_attempt(rng: np.random.Generator, n: int, num_empty: int, split: str | None) -> Puzzle | None:
+    """One generation attempt (see the module docstring); ``None`` when it fails.
+
+    Args:
+        rng: the attempt's generator.
+        n: side, 4 or 9.
+        num_empty: target number of empty cells.
+        split: required split of the solution grid, or ``None``.
+    """
+    solution = random_solution(n, rng, budget=FILL_BUDGET)
+    if solution is None or not in_split(solution_key(solution), split):
+        return None
+    grid = list(solution)
+    removed = 0
+    for cell in rng.permutation(n * n).tolist():
+        if removed == num_empty:
+            break
+        try:
+            unique = has_unique_solution_without(grid, cell, grid[cell])
+        except SearchBudgetExceeded:
+            unique = False
+        if unique:
+            grid[cell] = 0
+            removed += 1
+    if removed < num_empty:
+        return None
+    return Puzzle(tuple(grid), tuple(solution))

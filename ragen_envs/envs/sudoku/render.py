@@ -1,0 +1,66 @@
+"""Text rendering of a Sudoku grid.
+
+Each cell is three characters: ``[5]`` a given (fixed) digit, `` 5 `` a digit the agent
+placed, `` . `` an empty cell.  Rows and columns are labelled from 1; ``|`` and a
+``-``/``+`` line separate the boxes.  Example (4x4, givens 1 and 3, one placed 4)::
+
+        1   2     3   4
+     1 [1]  .  | [3]  4
+     2  .   .  |  .   .
+       --------+--------
+     3  .   .  |  .   .
+     4  .   .  |  .   .
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cache
+
+from .grid import geometry
+
+
+def _cell(value: int, given: bool) -> str:
+    if not value:
+        return " . "
+    return f"[{value}]" if given else f" {value} "
+
+
+@cache
+def _layout(n: int) -> tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """A ``str.format`` template with one slot per cell, and the cell tokens (placed or
+    empty / given; the last column without its trailing space)."""
+    b = geometry(n).box
+    placed = tuple(_cell(v, False) for v in range(n + 1))
+    given = tuple(_cell(v, True) for v in range(n + 1))
+
+    def line(label: str, cells: list[str], sep: str) -> str:
+        boxes = [" ".join(cells[k:k + b]) for k in range(0, n, b)]
+        return (f"{label:>2} " + sep.join(boxes)).rstrip()
+
+    header = line("", [f" {c} " for c in range(1, n + 1)], "   ")
+    rule = "   " + "-+-".join(["-" * (4 * b - 1)] * b)
+    rows = [header]
+    for r in range(n):
+        if r and r % b == 0:
+            rows.append(rule)
+        rows.append(line(str(r + 1), ["{}"] * n, " | "))
+    template = "\n".join(rows)
+    return (template, placed, given, tuple(t.rstrip() for t in placed), tuple(t.rstrip() for t in given))
+
+
+def render_grid(grid: Sequence[int], givens: Sequence[int]) -> str:
+    """Render ``grid`` (current digits) marking the cells that are ``givens`` (non-zero).
+
+    Both are flat row-major lists of length 16 or 81.  Lines carry no trailing spaces.
+    """
+    n = {16: 4, 81: 9}[len(grid)]
+    template, placed, given, placed_last, given_last = _layout(n)
+    tokens = []
+    for i, v in enumerate(grid):
+        last = i % n == n - 1
+        if givens[i]:
+            tokens.append(given_last[v] if last else given[v])
+        else:
+            tokens.append(placed_last[v] if last else placed[v])
+    return template.format(*tokens)
