@@ -93,6 +93,10 @@ def run(
     policy_seed: Annotated[int, typer.Option(help="random: seed of the random baseline.")] = 0,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
     print_json: Annotated[bool, typer.Option("--json", help="Print summary.json to stdout at the end.")] = False,
+    diagnostics: Annotated[bool, typer.Option("--diagnostics", help="After the run, add reasoning-collapse diagnostics to summary.json (docs/diagnostics.md).")] = False,
+    scorer: Annotated[Optional[str], typer.Option(help="--diagnostics scorer: hf:<model> | openai:<base_url>:<model> (default: the run's own hf model).")] = None,
+    diagnostics_samples: Annotated[int, typer.Option(help="--diagnostics: rows per sampler (RAGEN default 64).")] = 64,
+    diagnostics_sampler: Annotated[str, typer.Option(help="--diagnostics: first_turn | trajectory | both.")] = "both",
     base_url: Annotated[Optional[list[str]], typer.Option("--base-url", help="openai: endpoint base URL, e.g. http://127.0.0.1:8000/v1; repeat to load-balance over several servers.")] = None,
     api_key_env: Annotated[Optional[str], typer.Option(help="openai: NAME of the environment variable holding the API key (the key is never recorded).")] = None,
     endpoints: Annotated[Optional[Path], typer.Option("--endpoints", help="TOML file of endpoint aliases; --model ALIAS resolves through it (docs/endpoints.md).")] = None,
@@ -113,6 +117,7 @@ def run(
 
     from .runner import RunRequest, resume_run, start_run
 
+    diag_policy: Any = None  # --diagnostics on hf: the run's own model scores it
     try:
         if resume is not None:
             meta = json.loads((resume / "run.json").read_text()) if (resume / "run.json").exists() else None
@@ -161,14 +166,27 @@ def run(
                              split=split, seed=seed, env_config=_parse_kv(env_config, "--env-config"),
                              rollout=rollout, policy_options=options, out=str(out_dir), run_id=run_id,
                              max_parallel=max_parallel)
+            from .diagnostics.cli import needs_scorer
+
+            needs_scorer(backend, diagnostics, scorer)
+            if diagnostics and backend == "hf" and scorer is None:
+                from .policies import make_policy
+
+                diag_policy = make_policy(backend, model, **options)
             bar, cb = _progress_runner(episodes, progress)
             with bar or _Null():
-                path = start_run(req, progress=cb)
+                path = start_run(req, policy=diag_policy, progress=cb)
     except (UnknownEnvError, ConfigError, FileExistsError, FileNotFoundError, ValueError, ImportError) as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None
     summary = json.loads((path / "summary.json").read_text())
     _print_summary(summary, path)
+    if diagnostics:
+        from .diagnostics.cli import after_run
+
+        after_run(path, scorer=scorer, policy=diag_policy, num_samples=diagnostics_samples,
+                  samplers=diagnostics_sampler, device=device, dtype=dtype)
+        summary = json.loads((path / "summary.json").read_text())
     if print_json:
         out.print_json(data=summary)
 
@@ -290,6 +308,11 @@ def board_render(board: Annotated[Path, typer.Option(help="Leaderboard JSON file
         console.print(f"[red]error:[/red] no board at {board}")
         raise typer.Exit(2)
     sys.stdout.write(render_markdown(data))
+
+
+from .diagnostics.cli import register as _register_diagnostics  # noqa: E402
+
+_register_diagnostics(app)  # ragen-bench diagnose
 
 
 def main() -> None:

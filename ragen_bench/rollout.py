@@ -382,6 +382,9 @@ class RolloutEngine:
         )
         if from_reasoning:
             tr.extra["answer_from_reasoning"] = True
+        for key in ("retries", "faults", "endpoint"):  # endpoint back-ends: what it took to get this answer
+            if gen.extra.get(key):
+                tr.extra[key] = gen.extra[key]
         obs = tr.observation
         done = False
         t0 = time.perf_counter()

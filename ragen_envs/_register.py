@@ -145,3 +145,36 @@ register_env(
     procedural=False,
     agent_defaults={"max_turns": 1, "max_actions_per_turn": 1},
 )
+
+# SearchQA (spec: docs/envs/searchqa.md).  Data-backed: our bundled country passages and
+# questions (CC0); HotpotQA / Natural Questions files load through ragen_envs.search.questions,
+# and a Search-R1 / RAGEN retrieval server plugs in with retriever="http".  5 turns as in
+# RAGEN-2's SearchQA runs; the oracle needs at most 3 actions.
+register_env(
+    "SearchQA",
+    version=0,
+    env_key="searchqa",
+    entry_point="ragen_envs.envs.searchqa:SearchQAEnv",
+    description="Answer a question with search[query] / finish[answer] over a BM25 index (bundled country passages) "
+                "or a retrieval server; EM/F1 reward.",
+    procedural=False,
+    agent_defaults={"max_turns": 5, "max_actions_per_turn": 1},
+)
+
+# WebShop (spec: docs/envs/webshop.md).  Data-backed: goals over a procedurally generated
+# catalogue (3000 products, the same in every process) or the original WebShop files when
+# the user has them.  9 turns as RAGEN's WebShop; the oracle needs at most 8 actions.
+register_env(
+    "WebShop",
+    version=0,
+    env_key="webshop",
+    entry_point="ragen_envs.envs.webshop:WebShopEnv",
+    description="Text web shop: search, page through results, pick options and buy what the instruction asks; "
+                "published WebShop reward (generated catalogue).",
+    presets={
+        "Binary": ("WebShop with RAGEN's reward: 1 iff the purchase matches perfectly, else 0.",
+                   {"reward_mode": "binary"}),
+    },
+    procedural=False,
+    agent_defaults={"max_turns": 9, "max_actions_per_turn": 1},
+)

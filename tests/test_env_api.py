@@ -12,7 +12,7 @@ from gymnasium.utils.env_checker import check_env
 import ragen_envs
 from ragen_envs.baselines import make_random_policy, oracle_policy, run_episode
 
-from .conftest import ALL_IDS, N_SWEEP_SEEDS
+from .conftest import ALL_IDS, sweep_seeds
 
 
 def test_every_env_registered_with_gymnasium() -> None:
@@ -51,7 +51,7 @@ def test_oracle_reaches_maximum_and_infos_validate(env_id: str) -> None:
     base = env.unwrapped
     key = ragen_envs.get_entry(env_id).env_key
     successes = 0
-    for seed in range(N_SWEEP_SEEDS):
+    for seed in range(sweep_seeds(env_id)):
         result = run_episode(env, oracle_policy, seed=seed)
         for info in result.infos:
             ragen_envs.validate_info(key, info)
@@ -70,7 +70,7 @@ def test_random_baseline_runs_and_infos_validate(env_id: str) -> None:
     env = ragen_envs.make(env_id)
     key = ragen_envs.get_entry(env_id).env_key
     policy = make_random_policy(seed=1)
-    for seed in range(N_SWEEP_SEEDS):
+    for seed in range(sweep_seeds(env_id)):
         result = run_episode(env, policy, seed=seed)
         assert result.status in {"success", "failure", "step_limit"}
         for info in result.infos:

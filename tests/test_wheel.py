@@ -128,7 +128,10 @@ def test_ragen_envs_wheel_requires_only_gymnasium_numpy_jsonschema(envs_wheel: P
     plain = sorted(r.split(">")[0].split("=")[0].split("<")[0].strip() for r in reqs if ";" not in r)
     extra = sorted(r for r in reqs if ";" in r)
     assert plain == ["gymnasium", "jsonschema", "numpy"]
-    assert len(extra) == 1 and extra[0].startswith("pettingzoo") and "extra == 'pettingzoo'" in extra[0]
+    extras = {r.split(";")[1].split("==")[1].strip().strip("'\"") for r in extra}
+    assert extras == {"pettingzoo", "search", "webshop", "math"}
+    assert [r for r in extra if "extra == 'pettingzoo'" in r][0].startswith("pettingzoo")
+    assert all(r.startswith("bm25s") for r in extra if "'search'" in r or "'webshop'" in r)
 
 
 _VENV_SCRIPT = r"""
@@ -174,7 +177,8 @@ def venv(tmp_path_factory: pytest.TempPathFactory, envs_wheel: Path) -> Iterator
     py = root / "v" / "bin" / "python"
     cfg = (root / "v" / "pyvenv.cfg").read_text()
     assert "include-system-site-packages = false" in cfg
-    _run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(envs_wheel)],
+    # The search/webshop extra adds only bm25s (which needs numpy and scipy), still no torch.
+    _run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", f"{envs_wheel}[search,webshop]"],
          env=_clean_env(), cwd=str(root), timeout=900)
     yield py
 

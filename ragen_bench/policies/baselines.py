@@ -16,9 +16,18 @@ from .base import Policy
 
 
 class _EnvPolicy(Policy):
+    """Base of the env-reading baselines.
+
+    Args:
+        think: the text of the think block (default ``"<name> baseline"``); ``None`` is
+            the default.  Demonstrations for SFT use one neutral text for every baseline
+            so that it does not reveal which policy acted.
+    """
+
     privileged = True
     max_batch_size = 1 << 16
     max_concurrency = 1
+    think: str | None = None
 
     def _actions(self, request: PolicyRequest) -> list[str]:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -29,7 +38,7 @@ class _EnvPolicy(Policy):
             if req.env is None:
                 raise ValueError(f"the {self.name} baseline needs PolicyRequest.env")
             actions = self._actions(req)[: max(1, req.max_actions)]
-            think = f"{self.name} baseline" if req.enable_think else None
+            think = (self.think or f"{self.name} baseline") if req.enable_think else None
             text = format_answer(actions, think)
             out.append(Generation(text=text, finish_reason="stop"))
         return out
@@ -39,6 +48,9 @@ class OraclePolicy(_EnvPolicy):
     """Plays ``env.unwrapped.oracle_actions()``: the env's optimal policy (upper bound)."""
 
     name = "oracle"
+
+    def __init__(self, think: str | None = None):
+        self.think = think
 
     def _actions(self, request: PolicyRequest) -> list[str]:
         actions = request.env.unwrapped.oracle_actions()
@@ -58,8 +70,9 @@ class RandomPolicy(_EnvPolicy):
 
     name = "random"
 
-    def __init__(self, seed: int = 0):
+    def __init__(self, seed: int = 0, think: str | None = None):
         self.seed = int(seed)
+        self.think = think
 
     def _actions(self, request: PolicyRequest) -> list[str]:
         env = request.env.unwrapped

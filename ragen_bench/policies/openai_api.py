@@ -35,6 +35,11 @@ Per request (one chat completion per :class:`~ragen_bench.types.PolicyRequest`):
   back as ``completion_logprobs``; with ``return_token_ids=True`` (a vLLM extension) the
   prompt and completion token ids too.
 
+**Cost.** Messages are posted as they are (they are already in wire format) and each
+endpoint gets one ``AsyncOpenAI`` client per :data:`CONNECTIONS_PER_CLIENT` requests in
+flight; about 2.3 ms of CPU per request remain (mostly the client and ``httpx``), which is
+what bounds throughput on a small machine (``benchmarks/test_endpoint_throughput.py``).
+
 The API key is read from the environment variable named by ``api_key_env`` when the
 policy is built; it is never stored in the policy's description, in results or in error
 messages (every message is scrubbed of it).
@@ -211,12 +216,19 @@ def _transport_errors() -> tuple[type[BaseException], ...]:
     return tuple(found)
 
 
+#: Most requests in flight per ``AsyncOpenAI`` client.  httpcore's connection pool scans
+#: every connection on each request and response, so one client with hundreds of
+#: connections costs noticeably more CPU per request than several small ones.
+CONNECTIONS_PER_CLIENT = 8
+
+
 @dataclass
 class _Endpoint:
     index: int
     base_url: str
     outstanding: int = 0
-    client: Any = None
+    clients: list[Any] = field(default_factory=list)
+    shard_load: list[int] = field(default_factory=list)
     loop: Any = None
 
 
@@ -370,19 +382,24 @@ class OpenAIPolicy(Policy):
         return text
 
     # -------------------------------------------------------------- clients
-    def _client(self, ep: _Endpoint) -> Any:
-        """The endpoint's ``AsyncOpenAI`` for the running event loop (one per loop)."""
+    def _shard(self, ep: _Endpoint) -> int:
+        """Index of the endpoint's least loaded ``AsyncOpenAI`` client for the running loop.
+
+        Clients belong to one event loop (their connections do); a new loop gets new ones.
+        """
         loop = asyncio.get_running_loop()
-        if ep.client is None or ep.loop is not loop:
+        if not ep.clients or ep.loop is not loop:
             # Without streaming the socket read timeout is the answer's deadline; with
             # streaming our own first-chunk / idle timeouts govern and this is a backstop.
             read = max(self.read_timeout, self.idle_timeout) + 1.0 if self.stream else self.read_timeout
             timeout = self._openai.Timeout(self.total_timeout, connect=self.connect_timeout, read=read,
                                            write=self.read_timeout, pool=self.total_timeout)
-            ep.client = self._openai.AsyncOpenAI(base_url=ep.base_url, api_key=self._api_key, max_retries=0,
-                                                 timeout=timeout)
+            n = max(1, -(-self.max_concurrency // CONNECTIONS_PER_CLIENT))
+            ep.clients = [self._openai.AsyncOpenAI(base_url=ep.base_url, api_key=self._api_key, max_retries=0,
+                                                   timeout=timeout) for _ in range(n)]
+            ep.shard_load = [0] * n
             ep.loop = loop
-        return ep.client
+        return min(range(len(ep.clients)), key=ep.shard_load.__getitem__)
 
     def _pick(self, avoid: int | None) -> _Endpoint:
         """Least outstanding requests; ties round-robin; avoid the last failed one if possible."""
@@ -396,12 +413,13 @@ class OpenAIPolicy(Policy):
         """Close the HTTP connections of the running loop (the policy stays usable)."""
         loop = asyncio.get_running_loop()
         for ep in self.endpoints:
-            client, ep.client = ep.client, None
-            if client is not None and ep.loop is loop:
-                try:
-                    await client.close()
-                except Exception:  # pragma: no cover - closing must never fail a run
-                    pass
+            clients, ep.clients, ep.shard_load = ep.clients, [], []
+            if ep.loop is loop:
+                for client in clients:
+                    try:
+                        await client.close()
+                    except Exception:  # pragma: no cover - closing must never fail a run
+                        pass
             ep.loop = None
 
     # ------------------------------------------------------------- generate
@@ -409,9 +427,16 @@ class OpenAIPolicy(Policy):
         return list(await asyncio.gather(*(self._one(r, params) for r in requests)))
 
     def _request_kwargs(self, req: PolicyRequest, params: SamplingParams) -> dict[str, Any]:
+        # The messages are already in wire format (role + string content), so they go in
+        # ``extra_body``, which the client merges into the JSON body as is and which takes
+        # precedence over the (empty) ``messages`` argument.  This skips the client's
+        # per-request type transform of the whole conversation, whose CPU cost grows with
+        # the history (about 0.8 ms for a two-message Bandit prompt here) and which
+        # limits the throughput of a many-episode run on a small machine.
+        body = {"messages": [{"role": m["role"], "content": m["content"]} for m in req.messages]}
         kw: dict[str, Any] = {
             "model": self._model,
-            "messages": [{"role": m["role"], "content": m["content"]} for m in req.messages],
+            "messages": [],
             "temperature": params.temperature,
             "top_p": params.top_p,
             self.max_tokens_param: params.max_new_tokens,
@@ -425,11 +450,10 @@ class OpenAIPolicy(Policy):
             kw["logprobs"] = True
             if self.top_logprobs:
                 kw["top_logprobs"] = self.top_logprobs
-        body = dict(self.extra_body)
+        body.update(self.extra_body)
         if self.return_token_ids:
             body["return_token_ids"] = True
-        if body:
-            kw["extra_body"] = body
+        kw["extra_body"] = body
         if self.stream:
             kw["stream"] = True
             if self.stream_usage:
@@ -486,7 +510,9 @@ class OpenAIPolicy(Policy):
     async def _attempt(self, ep: _Endpoint, kwargs: dict[str, Any]) -> Generation:
         """One HTTP request; raises :class:`EndpointFailure` on any fault."""
         oa = self._openai
-        client = self._client(ep)
+        shard = self._shard(ep)
+        client = ep.clients[shard]
+        ep.shard_load[shard] += 1
         try:
             async with asyncio.timeout(self.total_timeout):
                 if self.stream:
@@ -513,6 +539,9 @@ class OpenAIPolicy(Policy):
                                   retryable=True) from None
         except ValueError as exc:  # malformed JSON / SSE in a 200 answer
             raise EndpointFailure("invalid_response", f"{type(exc).__name__}: {exc}", retryable=True) from None
+        finally:
+            if ep.clients and shard < len(ep.shard_load):
+                ep.shard_load[shard] -= 1
 
     def _status_failure(self, exc: Any) -> EndpointFailure:
         status = int(getattr(exc, "status_code", 0) or 0)

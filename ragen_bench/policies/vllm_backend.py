@@ -107,8 +107,8 @@ class VLLMPolicy(Policy):
         return self._model_name
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": self.name, "model": self._model_name, "vllm_version": getattr(self._vllm, "__version__", None),
-                **self.settings}
+        return {"backend": self.name, "model": self._model_name,
+                "vllm_version": getattr(self._vllm, "__version__", None), **self.settings}
 
     async def generate(self, requests: list[PolicyRequest], params: SamplingParams) -> list[Generation]:
         return await asyncio.to_thread(self.generate_sync, requests, params)

@@ -1,0 +1,337 @@
+"""Run a candidate program against a problem's tests in the sandbox and score it.
+
+Spec: ``docs/envs/deepcoder.md``.  Every program runs through :mod:`ragen_envs.sandbox`
+(one sandboxed process per stdin/stdout or call test; one per HumanEval ``check``).
+
+**Code extraction** (:func:`extract_code`): the last fenced block labelled ``python``,
+``py``, ``python3`` or unlabelled (``` fences are optional); if there is only a block
+in another language, the last block; with no fence, the whole answer.  An unclosed
+final fence (a truncated answer) runs to the end of the text.
+
+**Output comparison** (:func:`outputs_match`): stdout and the expected output are split
+into whitespace-separated tokens (so line breaks and repeated spaces do not matter);
+tokens must be equal, except that when both parse as numbers and at least one is not
+an integer literal they may differ by ``tol * max(1, |expected|)`` (absolute or
+relative error ``tol``, default ``1e-6`` — the usual judge rule).  Call results
+(:func:`values_match`) are compared structurally: equal types up to list/tuple, numbers
+with the same tolerance (bools are not numbers), dict keys exactly.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from ..sandbox import SandboxConfig, SandboxResult, SandboxStatus, run_python
+from .harness import MARKER, call_program, check_program
+from .problems import CallTest, CheckTest, CodeProblem, StdioTest
+
+__all__ = ["JudgeReport", "SandboxFailure", "TestOutcome", "extract_code", "judge", "outputs_match", "reference_passes", "tests_count",
+           "values_match"]
+
+_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+#.-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
+_PY_LANGS = {"", "python", "py", "python3", "py3"}
+_INT = re.compile(r"^[-+]?\d+$")
+
+
+def extract_code(answer: str) -> str | None:
+    """The program in an answer (rules in the module docstring); ``None`` if empty."""
+    if not isinstance(answer, str):
+        return None
+    blocks = [(m.group(1).lower(), m.group(2)) for m in _FENCE.finditer(answer)]
+    if blocks:
+        py = [code for lang, code in blocks if lang in _PY_LANGS]
+        code = (py or [blocks[-1][1]])[-1]
+    else:
+        code = answer
+    code = code.strip("\n")
+    return code if code.strip() else None
+
+
+def _num(token: str) -> float | None:
+    try:
+        value = float(token)
+    except ValueError:
+        return None
+    return value
+
+
+def outputs_match(got: str, expected: str, tol: float = 1e-6) -> bool:
+    """Token-wise comparison of program output with the expected output (module docstring)."""
+    a, b = got.split(), expected.split()
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if x == y:
+            continue
+        if _INT.match(x) and _INT.match(y):
+            return False
+        fx, fy = _num(x), _num(y)
+        if fx is None or fy is None or not (math.isfinite(fx) and math.isfinite(fy)):
+            return False
+        if abs(fx - fy) > tol * max(1.0, abs(fy)):
+            return False
+    return True
+
+
+def values_match(got: Any, expected: Any, tol: float = 1e-6) -> bool:
+    """Structural comparison of a call result with the expected value (module docstring)."""
+    if isinstance(got, bool) or isinstance(expected, bool):
+        return type(got) is type(expected) and got == expected
+    if isinstance(got, (int, float)) and isinstance(expected, (int, float)):
+        if isinstance(got, int) and isinstance(expected, int):
+            return got == expected
+        if not (math.isfinite(got) and math.isfinite(expected)):
+            return got == expected
+        return abs(got - expected) <= tol * max(1.0, abs(expected))
+    if isinstance(got, (list, tuple)) and isinstance(expected, (list, tuple)):
+        return len(got) == len(expected) and all(values_match(g, e, tol) for g, e in zip(got, expected))
+    if isinstance(got, dict) and isinstance(expected, dict):
+        return got.keys() == expected.keys() and all(values_match(got[k], expected[k], tol) for k in got)
+    return got == expected
+
+
+class SandboxFailure(RuntimeError):
+    """The sandbox itself failed (``sandbox_error``): an infrastructure fault, not the
+    candidate's, so it is raised rather than scored (the agent loop records ``env_error``)."""
+
+
+def _check_sandbox(res: SandboxResult) -> SandboxResult:
+    if res.status is SandboxStatus.SANDBOX_ERROR:
+        raise SandboxFailure(f"the sandbox failed: {res.detail}; stderr: {res.stderr[-500:]!r}")
+    return res
+
+
+@dataclass(frozen=True)
+class TestOutcome:
+    """The result of one test.
+
+    Attributes:
+        index: test number (from 0).
+        passed: the test passed.
+        status: ``passed``, ``wrong_answer``, ``not_run``, ``syntax_error`` or a
+            :class:`~ragen_envs.sandbox.SandboxStatus` value (``runtime_error``,
+            ``timeout``, ...).
+        feedback: a short description for the agent (input, expected, got, error),
+            each part truncated.
+    """
+
+    index: int
+    passed: bool
+    status: str
+    feedback: str = ""
+
+
+@dataclass(frozen=True)
+class JudgeReport:
+    """Scores of one candidate on one problem.
+
+    Attributes:
+        outcomes: one per test, in order.
+        syntax_error: the parser's message when the candidate does not parse (then no
+            test ran), else ``None``.
+    """
+
+    outcomes: tuple[TestOutcome, ...]
+    syntax_error: str | None = None
+
+    @property
+    def total(self) -> int:
+        """Number of tests."""
+        return len(self.outcomes)
+
+    @property
+    def passed(self) -> int:
+        """Tests passed."""
+        return sum(o.passed for o in self.outcomes)
+
+    @property
+    def pass_rate(self) -> float:
+        """``passed / total`` (0 for a problem without tests)."""
+        return self.passed / self.total if self.total else 0.0
+
+    @property
+    def all_passed(self) -> bool:
+        """Every test passed."""
+        return self.total > 0 and self.passed == self.total
+
+    @property
+    def first_failure(self) -> TestOutcome | None:
+        """The first failed test, if any."""
+        return next((o for o in self.outcomes if not o.passed), None)
+
+
+def _cut(text: str, n: int) -> str:
+    text = str(text)
+    return text if len(text) <= n else text[:n] + f"... [{len(text) - n} more characters]"
+
+
+def _error_tail(res: SandboxResult, n: int) -> str:
+    lines = [ln for ln in res.stderr.strip().splitlines() if ln.strip()]
+    return _cut(lines[-1], n) if lines else res.detail
+
+
+def _status_text(res: SandboxResult, n: int = 300) -> str:
+    if res.status is SandboxStatus.TIMEOUT:
+        return f"time limit exceeded ({res.detail} time)"
+    return f"{res.status.value.replace('_', ' ')}: {_error_tail(res, n)}"
+
+
+def _run_stdio(code: str, test: StdioTest, index: int, cfg: SandboxConfig, tol: float, n: int) -> TestOutcome:
+    res = _check_sandbox(run_python(code, stdin=test.input, config=cfg))
+    head = f"Input:\n{_cut(test.input, n)}\nExpected output:\n{_cut(test.output, n)}"
+    if res.status is SandboxStatus.OK:
+        if outputs_match(res.stdout, test.output, tol):
+            return TestOutcome(index, True, "passed")
+        return TestOutcome(index, False, "wrong_answer", f"{head}\nYour output:\n{_cut(res.stdout, n)}")
+    return TestOutcome(index, False, res.status.value,
+                       f"{head}\nYour program failed: {_status_text(res, n)}")
+
+
+def _marker_lines(stdout: str) -> list[str]:
+    return [line[len(MARKER):] for line in stdout.split("\n") if line.startswith(MARKER)]
+
+
+def _run_call(code: str, test: CallTest, index: int, cfg: SandboxConfig, tol: float, n: int) -> TestOutcome:
+    res = _check_sandbox(run_python(call_program(code, test.fn_name, test.args), config=cfg))
+    args = ", ".join(repr(a) for a in test.args)
+    head = f"Call: {test.fn_name}({_cut(args, n)})\nExpected: {_cut(repr(test.expected), n)}"
+    lines = _marker_lines(res.stdout)
+    if res.status is SandboxStatus.OK and lines:
+        text = lines[-1]
+        try:
+            got = ast.literal_eval(text)
+        except Exception:  # noqa: BLE001 - not a literal: compare the repr text
+            got = text
+        ok = values_match(got, test.expected, tol)
+        if not ok and test.accept_wrapped and isinstance(test.expected, list) and len(test.expected) == 1:
+            ok = values_match(got, test.expected[0], tol)
+        if ok:
+            return TestOutcome(index, True, "passed")
+        return TestOutcome(index, False, "wrong_answer", f"{head}\nGot: {_cut(text, n)}")
+    status = res.status.value if res.status is not SandboxStatus.OK else "runtime_error"
+    return TestOutcome(index, False, status, f"{head}\nYour code failed: {_status_text(res, n)}")
+
+
+def _run_check(code: str, test: CheckTest, first_index: int, cfg: SandboxConfig, n: int) -> list[TestOutcome]:
+    program, count = check_program(code, test.code, test.entry_point)
+    res = _check_sandbox(run_python(program, config=cfg))
+    state: dict[int, tuple[bool, str]] = {}
+    for line in _marker_lines(res.stdout):
+        parts = line.split(" ", 2)
+        if len(parts) != 3 or not parts[0].isdigit() or parts[1] not in ("0", "1"):
+            continue
+        idx, ok = int(parts[0]), parts[1] == "1"
+        if not 0 <= idx < count:
+            continue
+        try:
+            detail = ast.literal_eval(parts[2])
+        except Exception:  # noqa: BLE001
+            detail = parts[2]
+        prev = state.get(idx)
+        if prev is None or (prev[0] and not ok):
+            state[idx] = (ok if prev is None else prev[0] and ok, str(detail))
+    outcomes = []
+    for i in range(count):
+        if i in state:
+            ok, detail = state[i]
+            outcomes.append(TestOutcome(first_index + i, ok, "passed" if ok else "wrong_answer",
+                                        "" if ok else _cut(detail, 2 * n)))
+        else:
+            why = _status_text(res, n) if res.status is not SandboxStatus.OK else f"not reached: {_error_tail(res, n)}"
+            outcomes.append(TestOutcome(first_index + i, False,
+                                        res.status.value if res.status is not SandboxStatus.OK else "not_run",
+                                        f"assert {i} did not run ({why})"))
+    return outcomes
+
+
+def judge(code: str, problem: CodeProblem, *, sandbox: SandboxConfig | None = None, tol: float = 1e-6,
+          max_tests: int | None = None, stop_on_first_failure: bool = False, workers: int = 1,
+          feedback_chars: int = 300) -> JudgeReport:
+    """Run ``code`` on ``problem``'s tests; each program runs in the sandbox.
+
+    Args:
+        code: the candidate program / function definitions.
+        problem: the problem.
+        sandbox: limits per sandboxed run (default :class:`SandboxConfig()`).
+        tol: numeric tolerance of output comparison.
+        max_tests: run only the first ``max_tests`` stdin/call tests (``None``: all).
+        stop_on_first_failure: skip the remaining tests after a failure (they count
+            as failed, status ``not_run``).
+        workers: stdin/call tests run in this many threads at once.
+        feedback_chars: truncation length of each part of the feedback text.
+
+    Returns:
+        A :class:`JudgeReport`.  A candidate that does not parse fails every test
+        without running (``syntax_error`` set).
+
+    Raises:
+        SandboxFailure: a run ended in ``sandbox_error`` (the sandbox could not be set
+            up); no score is given for an infrastructure fault.
+    """
+    cfg = sandbox or SandboxConfig()
+    tests = list(problem.tests)
+    try:
+        ast.parse(code)
+    except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
+        msg = f"{type(exc).__name__}: {exc}"
+        n_total = tests_count(problem, max_tests)
+        return JudgeReport(tuple(TestOutcome(i, False, "syntax_error", msg) for i in range(n_total)), msg)
+    outcomes: list[TestOutcome] = []
+    simple = [t for t in tests if not isinstance(t, CheckTest)]
+    if max_tests is not None:
+        simple = simple[:max_tests]
+    checks = [t for t in tests if isinstance(t, CheckTest)]
+    for t in checks:
+        outcomes.extend(_run_check(code, t, len(outcomes), cfg, feedback_chars))
+
+    def run_one(i: int) -> TestOutcome:
+        t = simple[i]
+        idx = len(outcomes) + i
+        if isinstance(t, StdioTest):
+            return _run_stdio(code, t, idx, cfg, tol, feedback_chars)
+        return _run_call(code, t, idx, cfg, tol, feedback_chars)
+
+    if stop_on_first_failure or workers <= 1:
+        failed = any(not o.passed for o in outcomes) and stop_on_first_failure
+        results = []
+        for i in range(len(simple)):
+            if failed:
+                results.append(TestOutcome(len(outcomes) + i, False, "not_run", "skipped after a failure"))
+                continue
+            r = run_one(i)
+            results.append(r)
+            failed = stop_on_first_failure and not r.passed
+    else:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            results = list(pool.map(run_one, range(len(simple))))
+    outcomes.extend(results)
+    return JudgeReport(tuple(outcomes))
+
+
+def _count(test: Any) -> int:
+    if isinstance(test, CheckTest):
+        from .harness import count_asserts
+
+        return count_asserts(test.code)
+    return 1
+
+
+def tests_count(problem: CodeProblem, max_tests: int | None = None) -> int:
+    """Number of scored tests of a problem (asserts of a ``check`` count one each)."""
+    simple = [t for t in problem.tests if not isinstance(t, CheckTest)]
+    if max_tests is not None:
+        simple = simple[:max_tests]
+    return len(simple) + sum(_count(t) for t in problem.tests if isinstance(t, CheckTest))
+
+
+def reference_passes(problem: CodeProblem, **kwargs: Any) -> JudgeReport:
+    """Judge the problem's reference solution (raises ``ValueError`` if it has none)."""
+    if not problem.reference_solution:
+        raise ValueError(f"problem {problem.id} has no reference solution")
+    return judge(problem.reference_solution, problem, **kwargs)
+

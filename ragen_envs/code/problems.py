@@ -1,0 +1,354 @@
+"""Coding problems and their tests, and readers for the public data set formats.
+
+A :class:`CodeProblem` holds a statement and a tuple of tests of one of three kinds:
+
+* :class:`StdioTest` — feed ``input`` on stdin, compare stdout with ``output``;
+* :class:`CallTest` — call function ``fn_name`` with ``args``, compare the return value
+  with ``expected``;
+* :class:`CheckTest` — HumanEval style: test code defining ``check(candidate)`` whose
+  ``assert`` statements are the test cases (each ``assert`` counts as one test).
+
+:func:`problem_from_record` turns a record of any supported format into a problem.
+Formats and the fields we read (everything else is kept in ``metadata``):
+
+``ragen`` (our bundled problems)
+    ``id``, ``prompt``, ``tests`` (list of ``{"input", "output"}``),
+    ``reference_solution``.
+``humaneval`` (``openai/human-eval``, MIT)
+    ``task_id``, ``prompt`` (signature + docstring), ``entry_point``,
+    ``canonical_solution`` (function body), ``test`` (defines ``check``).
+``apps`` (``codeparrot/apps``, MIT) and ``taco`` (``BAAI/TACO``, Apache-2.0)
+    ``question``, ``input_output`` (JSON string ``{"inputs": [...], "outputs": [...],
+    "fn_name"?}``), ``solutions`` (JSON string list), ``starter_code``, and the id
+    ``problem_id`` (APPS) / ``name`` or ``url`` (TACO).  With ``fn_name`` the tests are
+    calls: ``inputs[i]`` is the argument list and ``outputs[i]`` the result, which
+    these data sets often wrap in a one-element list (we accept either, like their own
+    checkers).  Otherwise ``inputs[i]`` / ``outputs[i]`` are stdin / stdout text (a
+    list of lines is joined with newlines).
+``livecodebench`` (``livecodebench/code_generation_lite``)
+    ``question_id``, ``question_title``, ``question_content``, ``starter_code``,
+    ``public_test_cases`` and ``private_test_cases`` (JSON strings of lists of
+    ``{"input", "output", "testtype": "stdin" | "functional"}``; the private ones may
+    be base64(zlib(pickle(JSON string))) — decoded with an unpickler that refuses every
+    global, since the payload is a plain string), ``metadata`` (JSON string with
+    ``func_name``).  A functional test's ``input`` holds one JSON value per line (the
+    arguments) and ``output`` one JSON value; the function is a method of ``class
+    Solution`` when the starter code defines one.
+``deepcoder`` (``agentica-org/DeepCoder-Preview-Dataset``, MIT)
+    ``problem``, ``tests`` (JSON string), ``starter_code``?, ``metadata``?,
+    ``solutions``?.  ``tests`` is, by subset: a TACO-style dict (``taco``); a list of
+    ``{"input", "output", "testtype", "metadata": {"func_name"}}`` (``lcbv5``); a list
+    of ``{"input", "output", "type": "stdin_stdout" | "function_call", "fn_name"?}``
+    (``primeintellect``); a list of ``{"input", "output"}`` (``codeforces``).
+
+``auto`` picks the format from the record's keys.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+import pickle
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+__all__ = [
+    "FORMATS",
+    "CallTest",
+    "CheckTest",
+    "CodeProblem",
+    "ProblemFormatError",
+    "StdioTest",
+    "detect_format",
+    "problem_from_record",
+]
+
+FORMATS = ("auto", "ragen", "humaneval", "apps", "taco", "livecodebench", "deepcoder")
+
+
+class ProblemFormatError(ValueError):
+    """A record does not follow the format it was read as."""
+
+
+@dataclass(frozen=True)
+class StdioTest:
+    """Run the program with ``input`` on stdin; its stdout must match ``output``."""
+
+    input: str
+    output: str
+
+
+@dataclass(frozen=True)
+class CallTest:
+    """Call ``fn_name(*args)``; the return value must match ``expected``.
+
+    ``accept_wrapped``: also accept a result equal to ``expected[0]`` when ``expected``
+    is a one-element list (the APPS/TACO convention).
+    """
+
+    fn_name: str
+    args: tuple[Any, ...]
+    expected: Any
+    accept_wrapped: bool = False
+
+
+@dataclass(frozen=True)
+class CheckTest:
+    """HumanEval-style test code defining ``check(candidate)``; called with ``entry_point``."""
+
+    code: str
+    entry_point: str
+
+
+Test = Union[StdioTest, CallTest, CheckTest]
+
+
+@dataclass(frozen=True)
+class CodeProblem:
+    """A coding problem.
+
+    Attributes:
+        id: stable identifier (``"HumanEval/0"``, ``"ragen-stdio/gcd-lcm"``, ...).
+        source: the data set (``"humaneval"``, ``"ragen"``, ``"taco"``, ...).
+        prompt: the statement shown to the agent.
+        tests: the tests (one kind per problem in practice).
+        reference_solution: a complete program / function definition that passes every
+            test, when the data set has one (the oracle's answer).
+        starter_code: code the answer is expected to complete, if any.
+        metadata: other fields of the record.
+        key_text: the text that decides the problem's split (the statement without our
+            additions; equal statements from two data sets land in the same split).
+    """
+
+    id: str
+    source: str
+    prompt: str
+    tests: tuple[Test, ...]
+    reference_solution: str | None = None
+    starter_code: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    key_text: str = ""
+
+    @property
+    def kind(self) -> str:
+        """``"stdio"``, ``"call"`` or ``"check"`` (of the first test)."""
+        first = self.tests[0] if self.tests else None
+        return {StdioTest: "stdio", CallTest: "call", CheckTest: "check"}.get(type(first), "none")
+
+
+def _as_json(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, list):
+        return "\n".join(str(v) for v in value)
+    return "" if value is None else str(value)
+
+
+def _short_id(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=6).hexdigest()
+
+
+def detect_format(record: Mapping[str, Any]) -> str:
+    """Guess a record's format from its keys (see the module docstring).
+
+    Raises:
+        ProblemFormatError: no known format matches.
+    """
+    keys = set(record)
+    if {"task_id", "prompt", "canonical_solution", "test", "entry_point"} <= keys:
+        return "humaneval"
+    if "question_content" in keys and ("public_test_cases" in keys or "private_test_cases" in keys):
+        return "livecodebench"
+    if "problem" in keys and "tests" in keys:
+        return "deepcoder"
+    if "question" in keys and "input_output" in keys:
+        return "taco" if ({"raw_tags", "skill_types", "source", "name"} & keys) else "apps"
+    if {"prompt", "tests"} <= keys:
+        return "ragen"
+    raise ProblemFormatError(f"cannot tell the format of a record with keys {sorted(keys)}")
+
+
+def problem_from_record(record: Mapping[str, Any], fmt: str = "auto") -> CodeProblem:
+    """Convert one data set record into a :class:`CodeProblem`.
+
+    Raises:
+        ProblemFormatError: the record lacks a field its format needs, or has no test.
+    """
+    fmt = detect_format(record) if fmt == "auto" else fmt
+    reader = _READERS.get(fmt)
+    if reader is None:
+        raise ProblemFormatError(f"unknown code problem format {fmt!r}; known: {', '.join(FORMATS)}")
+    try:
+        problem = reader(record)
+    except (KeyError, TypeError, ValueError) as exc:
+        if isinstance(exc, ProblemFormatError):
+            raise
+        raise ProblemFormatError(f"{fmt} record: {type(exc).__name__}: {exc}") from None
+    if not problem.tests:
+        raise ProblemFormatError(f"{fmt} record {problem.id!r} has no test")
+    return problem
+
+
+# ------------------------------------------------------------------- readers
+def _read_ragen(r: Mapping[str, Any]) -> CodeProblem:
+    tests = tuple(StdioTest(_text(t["input"]), _text(t["output"])) for t in r["tests"])
+    return CodeProblem(str(r["id"]), str(r.get("source", "ragen")), str(r["prompt"]), tests,
+                       r.get("reference_solution"), r.get("starter_code"),
+                       {k: v for k, v in r.items() if k not in ("id", "prompt", "tests", "reference_solution")},
+                       str(r["prompt"]))
+
+
+def _read_humaneval(r: Mapping[str, Any]) -> CodeProblem:
+    entry = str(r["entry_point"])
+    prompt = (
+        f"Complete the Python function `{entry}` below. Answer with the complete function definition "
+        f"(the `def {entry}` line, its body and any imports or helper functions it needs).\n\n"
+        f"```python\n{r['prompt']}```"
+    )
+    return CodeProblem(str(r["task_id"]), "humaneval", prompt, (CheckTest(str(r["test"]), entry),),
+                       str(r["prompt"]) + str(r["canonical_solution"]), str(r["prompt"]),
+                       {"entry_point": entry}, str(r["prompt"]))
+
+
+def _taco_like_tests(io_spec: Any) -> tuple[Test, ...]:
+    spec = _as_json(io_spec)
+    if not isinstance(spec, Mapping):
+        raise ProblemFormatError("input_output is not an object")
+    inputs, outputs = list(spec.get("inputs", [])), list(spec.get("outputs", []))
+    if len(inputs) != len(outputs):
+        raise ProblemFormatError(f"{len(inputs)} inputs but {len(outputs)} outputs")
+    fn = spec.get("fn_name")
+    if fn:
+        return tuple(CallTest(str(fn), tuple(_as_json(i) if isinstance(_as_json(i), list) else [_as_json(i)]),
+                              _as_json(o), accept_wrapped=True)
+                     for i, o in zip(inputs, outputs))
+    return tuple(StdioTest(_text(i), _text(o)) for i, o in zip(inputs, outputs))
+
+
+def _first_solution(solutions: Any) -> str | None:
+    sols = _as_json(solutions)
+    if isinstance(sols, list) and sols and isinstance(sols[0], str):
+        return sols[0]
+    return None
+
+
+def _read_apps(r: Mapping[str, Any], source: str = "apps") -> CodeProblem:
+    tests = _taco_like_tests(r["input_output"])
+    ident = r.get("problem_id", r.get("name", r.get("url")))
+    ident = str(ident) if ident not in (None, "") else _short_id(str(r["question"]))
+    starter = r.get("starter_code") or None
+    prompt = str(r["question"])
+    if starter:
+        prompt += f"\n\nUse this starter code:\n```python\n{starter}\n```"
+    return CodeProblem(f"{source}/{ident}", source, prompt, tests, _first_solution(r.get("solutions")), starter,
+                       {k: v for k, v in r.items() if k not in ("question", "input_output", "solutions")},
+                       str(r["question"]))
+
+
+def _read_taco(r: Mapping[str, Any]) -> CodeProblem:
+    return _read_apps(r, "taco")
+
+
+class _StringOnlyUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:  # noqa: D102 - refuses everything
+        raise pickle.UnpicklingError(f"refusing to load global {module}.{name} from test data")
+
+
+def decode_lcb_tests(value: Any) -> list[dict[str, Any]]:
+    """Decode LiveCodeBench test cases: JSON text, or base64(zlib(pickle(JSON text))).
+
+    The pickle payload is read with an unpickler that refuses any global, so a crafted
+    file cannot run code; only plain strings/containers decode.
+
+    Raises:
+        ProblemFormatError: neither encoding applies.
+    """
+    if value is None or value == "":
+        return []
+    if isinstance(value, list):
+        return value
+    try:
+        data = json.loads(value)
+    except ValueError:
+        try:
+            raw = zlib.decompress(base64.b64decode(value))
+            data = _StringOnlyUnpickler(io.BytesIO(raw)).load()
+            if isinstance(data, (bytes, str)):
+                data = json.loads(data)
+        except Exception as exc:  # noqa: BLE001 - any decoding failure
+            raise ProblemFormatError(f"cannot decode LiveCodeBench test cases: {type(exc).__name__}: {exc}") from None
+    if not isinstance(data, list):
+        raise ProblemFormatError("LiveCodeBench test cases are not a list")
+    return data
+
+
+def _lcb_call_args(text: str) -> tuple[Any, ...]:
+    return tuple(json.loads(line) for line in str(text).split("\n") if line.strip())
+
+
+def _lcb_tests(cases: Sequence[Mapping[str, Any]], func_name: str | None) -> tuple[Test, ...]:
+    tests: list[Test] = []
+    for c in cases:
+        ttype = c.get("testtype") or c.get("type")
+        meta = c.get("metadata") or {}
+        fn = func_name or (meta.get("func_name") if isinstance(meta, Mapping) else None) or c.get("fn_name")
+        if ttype in ("functional", "function_call"):
+            if not fn:
+                raise ProblemFormatError("functional test without a function name")
+            inp = c["input"]
+            args = _lcb_call_args(inp) if isinstance(inp, str) else tuple(inp)
+            out = c["output"]
+            tests.append(CallTest(str(fn), args, _as_json(out), accept_wrapped=ttype == "function_call"))
+        else:
+            tests.append(StdioTest(_text(c["input"]), _text(c["output"])))
+    return tuple(tests)
+
+
+def _read_lcb(r: Mapping[str, Any]) -> CodeProblem:
+    meta = _as_json(r.get("metadata") or "{}")
+    fn = meta.get("func_name") if isinstance(meta, Mapping) else None
+    cases = decode_lcb_tests(r.get("public_test_cases")) + decode_lcb_tests(r.get("private_test_cases"))
+    starter = r.get("starter_code") or None
+    prompt = str(r.get("question_title", "")).strip()
+    prompt = (prompt + "\n\n" if prompt else "") + str(r["question_content"])
+    if starter:
+        prompt += f"\n\nUse this starter code:\n```python\n{starter}\n```"
+    ident = str(r.get("question_id") or _short_id(str(r["question_content"])))
+    return CodeProblem(f"livecodebench/{ident}", "livecodebench", prompt, _lcb_tests(cases, fn), None, starter,
+                       {k: v for k, v in r.items() if k not in ("public_test_cases", "private_test_cases")},
+                       str(r["question_content"]))
+
+
+def _read_deepcoder(r: Mapping[str, Any]) -> CodeProblem:
+    tests_raw = _as_json(r["tests"])
+    meta = _as_json(r.get("metadata") or "{}")
+    fn = meta.get("func_name") if isinstance(meta, Mapping) else None
+    if isinstance(tests_raw, Mapping):
+        tests = _taco_like_tests(tests_raw)
+    elif isinstance(tests_raw, list):
+        tests = _lcb_tests(tests_raw, fn)
+    else:
+        raise ProblemFormatError("tests is neither a list nor an object")
+    starter = r.get("starter_code") or None
+    prompt = str(r["problem"])
+    if starter:
+        prompt += f"\n\nUse this starter code:\n```python\n{starter}\n```"
+    ident = str(r.get("id") or r.get("problem_id") or _short_id(prompt))
+    return CodeProblem(f"deepcoder/{ident}", "deepcoder", prompt, tests, _first_solution(r.get("solutions")), starter,
+                       {k: v for k, v in r.items() if k not in ("problem", "tests", "solutions")},
+                       str(r["problem"]))
+
+
+_READERS = {"ragen": _read_ragen, "humaneval": _read_humaneval, "apps": _read_apps, "taco": _read_taco,
+            "livecodebench": _read_lcb, "deepcoder": _read_deepcoder}

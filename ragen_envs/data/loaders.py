@@ -1,0 +1,255 @@
+"""Reading data sets: local JSONL / JSON / parquet files and the Hugging Face hub.
+
+Every loader returns a list of plain ``dict`` records (one per item).  Heavy libraries
+(``pyarrow``, ``datasets``) are imported only inside the functions that need them, and
+their absence is a :class:`MissingExtraError` naming the ``pip`` extra to install.
+
+A *source spec* (the ``data_source`` field of data-backed env configs) names where the
+records come from; :func:`load_source` understands:
+
+``bundled:<name>``
+    a split shipped with ``ragen_envs`` (:mod:`ragen_envs.data.bundled`).
+``hub:<owner>/<name>[:<config>]``
+    a data set on the Hugging Face hub, every split, through ``datasets.load_dataset``
+    (cached by ``datasets`` in its own cache, ``HF_DATASETS_CACHE``).
+``<path>`` or ``file:<path>``
+    a local file (``.jsonl``, ``.jsonl.gz``, ``.ndjson``, ``.json``, ``.json.gz``,
+    ``.parquet``) or a directory of such files.  In a directory, a file whose name
+    starts with ``train`` / ``validation`` / ``val`` / ``dev`` / ``test`` gives its
+    records that *source split* (the Hugging Face layout ``test-00000-of-00001.parquet``
+    works as is); other files give records without one.
+
+Records from a source with splits carry the source split name under the key
+:data:`SOURCE_SPLIT_KEY` (``"_source_split"``), which
+:func:`ragen_envs.data.splits.partition` can honour (``split_mode="source"``).
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "SOURCE_SPLIT_KEY",
+    "DataSourceError",
+    "MissingExtraError",
+    "load_hub",
+    "load_source",
+    "read_records",
+]
+
+#: Key under which a record carries the split its source assigned it (if any).
+SOURCE_SPLIT_KEY = "_source_split"
+
+_SPLIT_ALIASES = {"train": "train", "training": "train", "validation": "validation", "valid": "validation",
+                  "val": "validation", "dev": "validation", "test": "test", "testing": "test"}
+_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".json", ".json.gz", ".parquet")
+
+
+class DataSourceError(RuntimeError):
+    """A data source could not be read (missing file, bad format, unreachable hub)."""
+
+
+class MissingExtraError(ImportError):
+    """An optional dependency is not installed.
+
+    Attributes:
+        package: the import name that failed (``"pyarrow"``).
+        extra: the ``ragen`` extra that installs it (``"datasets"``), so the fix is
+            ``pip install 'ragen[<extra>]'`` (or ``'ragen-envs[<extra>]'``).
+    """
+
+    def __init__(self, package: str, extra: str, purpose: str):
+        self.package = package
+        self.extra = extra
+        super().__init__(
+            f"{purpose} needs the optional package {package!r}; install it with "
+            f"pip install 'ragen[{extra}]' (or pip install {package})"
+        )
+
+
+def normalise_split_name(name: str | None) -> str | None:
+    """Map a source's split name to ``train`` / ``validation`` / ``test`` (None if unknown)."""
+    if name is None:
+        return None
+    return _SPLIT_ALIASES.get(str(name).strip().lower())
+
+
+def _split_from_filename(name: str) -> str | None:
+    stem = name.lower()
+    for sep in ("-", "_", "."):
+        head = stem.split(sep, 1)[0]
+        if head in _SPLIT_ALIASES:
+            return _SPLIT_ALIASES[head]
+    return None
+
+
+def _suffix(path: Path) -> str:
+    name = path.name.lower()
+    for suffix in sorted(_SUFFIXES, key=len, reverse=True):
+        if name.endswith(suffix):
+            return suffix
+    return path.suffix.lower()
+
+
+def read_records(path: str | os.PathLike[str], *, format: str | None = None) -> list[dict[str, Any]]:
+    """Read every record of one local file.
+
+    Args:
+        path: the file.
+        format: ``"jsonl"``, ``"json"`` or ``"parquet"``; inferred from the suffix when
+            ``None`` (``.jsonl``, ``.ndjson``, ``.jsonl.gz`` → jsonl; ``.json``,
+            ``.json.gz`` → json; ``.parquet`` → parquet).
+
+    JSON files hold a list of objects, or an object with a list under ``"data"`` or
+    ``"rows"``.  JSONL files hold one object per non-blank line.
+
+    Returns:
+        The records, in file order.
+
+    Raises:
+        DataSourceError: the file is missing, of an unknown format, or malformed
+            (the message names the file and line).
+        MissingExtraError: a parquet file and ``pyarrow`` is not installed.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise DataSourceError(f"no such data file: {p}")
+    suffix = _suffix(p)
+    fmt = format or {".jsonl": "jsonl", ".ndjson": "jsonl", ".jsonl.gz": "jsonl", ".json": "json",
+                     ".json.gz": "json", ".parquet": "parquet"}.get(suffix)
+    if fmt == "parquet":
+        return _read_parquet(p)
+    opener = gzip.open if p.name.lower().endswith(".gz") else open
+    if fmt == "jsonl":
+        records = []
+        with opener(p, "rt", encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    rec = json.loads(line)
+                except ValueError as exc:
+                    raise DataSourceError(f"{p}:{lineno}: invalid JSON ({exc})") from None
+                if not isinstance(rec, dict):
+                    raise DataSourceError(f"{p}:{lineno}: expected a JSON object, got {type(rec).__name__}")
+                records.append(rec)
+        return records
+    if fmt == "json":
+        try:
+            with opener(p, "rt", encoding="utf-8") as fh:
+                data = json.load(fh)
+        except ValueError as exc:
+            raise DataSourceError(f"{p}: invalid JSON ({exc})") from None
+        if isinstance(data, dict):
+            for key in ("data", "rows"):
+                if isinstance(data.get(key), list):
+                    data = data[key]
+                    break
+        if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
+            raise DataSourceError(f"{p}: expected a list of JSON objects (or {{'data': [...]}})")
+        return list(data)
+    raise DataSourceError(f"{p}: unknown data format {suffix!r} (known: {', '.join(_SUFFIXES)})")
+
+
+def _read_parquet(path: Path) -> list[dict[str, Any]]:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise MissingExtraError("pyarrow", "datasets", f"reading the parquet file {path}") from None
+    try:
+        return pq.read_table(path).to_pylist()
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises many types
+        raise DataSourceError(f"{path}: cannot read parquet ({type(exc).__name__}: {exc})") from None
+
+
+def load_hub(name: str, *, config: str | None = None, split: str | None = None,
+             cache_dir: str | None = None, revision: str | None = None) -> list[dict[str, Any]]:
+    """Load a data set from the Hugging Face hub with ``datasets.load_dataset``.
+
+    Args:
+        name: ``"owner/name"``, e.g. ``"meta-math/MetaMathQA"``.
+        config: the data set's config name (``"main"`` for ``openai/gsm8k``).
+        split: one split, or ``None`` for every split (each record then carries
+            :data:`SOURCE_SPLIT_KEY`).
+        cache_dir: passed to ``datasets`` (default: its own cache).
+        revision: a git revision of the data set, for reproducibility.
+
+    Returns:
+        The records.
+
+    Raises:
+        MissingExtraError: ``datasets`` is not installed (extra ``datasets``).
+        DataSourceError: the hub is unreachable or the data set does not exist; the
+            message says how to use a local copy instead.
+    """
+    try:
+        import datasets
+    except ImportError:
+        raise MissingExtraError("datasets", "datasets", f"loading {name!r} from the Hugging Face hub") from None
+    try:
+        loaded = datasets.load_dataset(name, config, split=split, cache_dir=cache_dir, revision=revision)
+    except Exception as exc:  # noqa: BLE001 - network, auth and format errors alike
+        raise DataSourceError(
+            f"could not load {name!r} (config {config!r}) from the Hugging Face hub: "
+            f"{type(exc).__name__}: {exc}. If the hub is unreachable, download the files "
+            "(JSONL / JSON / parquet) and set data_source to their local path."
+        ) from None
+    if split is not None:
+        return [dict(r) for r in loaded]
+    records: list[dict[str, Any]] = []
+    for split_name, part in loaded.items():
+        for r in part:
+            rec = dict(r)
+            rec[SOURCE_SPLIT_KEY] = normalise_split_name(split_name) or str(split_name)
+            records.append(rec)
+    return records
+
+
+def _load_path(path: Path) -> list[dict[str, Any]]:
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.is_file() and _suffix(p) in _SUFFIXES)
+        if not files:
+            raise DataSourceError(f"no data files ({', '.join(_SUFFIXES)}) in directory {path}")
+        records: list[dict[str, Any]] = []
+        for f in files:
+            split = _split_from_filename(f.name)
+            for rec in read_records(f):
+                if split is not None:
+                    rec = {**rec, SOURCE_SPLIT_KEY: split}
+                records.append(rec)
+        return records
+    return read_records(path)
+
+
+@functools.lru_cache(maxsize=16)
+def _load_source_cached(spec: str) -> tuple[dict[str, Any], ...]:
+    if spec.startswith("bundled:"):
+        from .bundled import load_bundled
+
+        return tuple(load_bundled(spec[len("bundled:"):]))
+    if spec.startswith("hub:"):
+        rest = spec[len("hub:"):]
+        name, _, config = rest.partition(":")
+        return tuple(load_hub(name, config=config or None))
+    path = spec[len("file:"):] if spec.startswith("file:") else spec
+    return tuple(_load_path(Path(path).expanduser()))
+
+
+def load_source(spec: str) -> tuple[dict[str, Any], ...]:
+    """Load the records named by a source spec (see the module docstring).
+
+    Results are cached per spec within the process (at most 16 sources); treat the
+    returned records as read-only.
+
+    Raises:
+        DataSourceError, MissingExtraError: see :func:`read_records` / :func:`load_hub`.
+        KeyError: an unknown bundled name.
+    """
+    if not isinstance(spec, str) or not spec.strip():
+        raise DataSourceError(f"data_source must be a non-empty string, got {spec!r}")
+    return _load_source_cached(spec.strip())

@@ -1,0 +1,434 @@
+"""Training configuration: dataclasses, presets, ``key=value`` overrides.
+
+A config is a :class:`StarPOConfig` (nested dataclasses).  It comes from a preset
+(:mod:`ragen_train.presets`) or a JSON/YAML file, then ``key=value`` overrides with
+dotted paths (``algorithm.adv_estimator=gae optim.lr=1e-5``) are applied; every value
+is type-checked against the dataclass field and a wrong or unknown key raises
+:class:`ConfigError` naming the field.  :func:`config_json_schema` derives the JSON
+Schema of the saved ``config.json`` (checked in as ``schemas/train_config.schema.json``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .filtering import LOSS_SCALING, METRICS, STRATEGIES
+
+
+class ConfigError(ValueError):
+    """A training config field is unknown, mistyped or out of range (``field`` names it)."""
+
+    def __init__(self, field_path: str, reason: str):
+        self.field = field_path
+        super().__init__(f"config field {field_path!r}: {reason}")
+
+
+@dataclass
+class LoraConfig:
+    """LoRA adapters via peft (``rank > 0`` enables them; Hu et al. 2021, arXiv 2106.09685)."""
+
+    rank: int = 0
+    alpha: int = 16
+    dropout: float = 0.0
+    target_modules: str = "all-linear"
+    save: str = "adapter"  # "adapter" | "merged"
+
+
+@dataclass
+class ModelConfig:
+    """The policy model.
+
+    ``path`` is a model directory, a hub id, or ``"tiny"`` (built offline).
+    """
+
+    path: str = "tiny"
+    dtype: str = "float32"
+    device: str = "cpu"
+    gradient_checkpointing: bool = False
+    lora: LoraConfig = field(default_factory=LoraConfig)
+
+
+@dataclass
+class EnvSection:
+    """The training environment: an id, config overrides, train/validation splits."""
+
+    id: str = "ragen/Bandit-v0"
+    config: dict[str, Any] = field(default_factory=dict)
+    train_split: str = "train"
+    val_split: str = "validation"
+    test_split: str = "test"
+
+
+@dataclass
+class RolloutSection:
+    """Rollouts per step and the agent-loop protocol (``None`` = the env's default)."""
+
+    env_groups: int = 8
+    group_size: int = 8
+    max_turns: int | None = None
+    max_actions_per_turn: int | None = None
+    enable_think: bool = True
+    context_mode: str = "full"
+    context_window: int = 2
+    max_context_tokens: int | None = None
+    format_penalty: float = -0.1
+    max_invalid_answers: int | None = None
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_new_tokens: int = 64
+    reward_placement: str = "last_token"  # "last_token" | "turn_end"
+    batch_size: int = 64
+
+
+@dataclass
+class FilterSection:
+    """Rollout filtering (see :mod:`ragen_train.filtering`)."""
+
+    strategy: str = "top_p"
+    value: float = 1.0
+    metric: str = "reward_std"
+    top_p_mode: str = "linear"
+    eps: float = 0.01
+    include_zero: bool = True
+    loss_scaling: str = "none"
+    empty_stop_steps: int = 5
+
+
+@dataclass
+class AlgorithmSection:
+    """Advantage estimation and losses (RAGEN base.yaml defaults where they exist)."""
+
+    adv_estimator: str = "grpo"
+    gamma: float = 1.0
+    lam: float = 1.0
+    turn_gamma: float = 0.95
+    whiten_advantages: bool = True
+    grpo_eps: float = 1e-6
+    loss_agg_mode: str = "token-mean"
+    norm_len: int | None = None
+    clip_low: float = 0.2
+    clip_high: float = 0.28
+    dual_clip: float | None = 3.0
+    entropy_coef: float = 0.001
+    kl_coef: float = 0.0
+    kl_estimator: str = "k3"
+    kl_in_reward: bool = False
+    value_clip: float | None = 0.5
+    vf_coef: float = 1.0
+    filter: FilterSection = field(default_factory=FilterSection)
+
+
+@dataclass
+class OptimSection:
+    """Optimisation (AdamW)."""
+
+    lr: float = 1e-6
+    critic_lr: float = 1e-5
+    weight_decay: float = 0.01
+    beta1: float = 0.9
+    beta2: float = 0.999
+    adam_eps: float = 1e-8
+    grad_clip: float = 1.0
+    warmup_steps: int = 0
+    ppo_epochs: int = 1
+    mini_batches: int = 1
+    micro_batch_size: int = 8
+
+
+@dataclass
+class SFTSection:
+    """Supervised warm start on demonstrations (``ragen-train sft``)."""
+
+    demo_policy: str = "oracle"  # "oracle" | "mixed" | "jsonl"
+    oracle_fraction: float = 1.0
+    demos_path: str | None = None
+    episodes: int = 256
+    epochs: int = 1
+    steps: int | None = None
+    lr: float = 1e-3
+    batch_size: int = 16
+    micro_batch_size: int = 8
+    seed_offset: int = 1_000_000
+
+
+@dataclass
+class TrainerSection:
+    """Loop, evaluation, checkpoints, logging."""
+
+    total_steps: int = 200
+    val_every: int = 10
+    val_episodes: int = 64
+    val_temperature: float = 0.5
+    val_before_train: bool = True
+    save_every: int = 100
+    keep_checkpoints: int = 1
+    out_dir: str = "outputs/starpo"
+    seed: int = 0
+    loggers: list[str] = field(default_factory=lambda: ["jsonl", "console"])
+    wandb_project: str = "ragen"
+    collapse_every: int = 0
+    collapse_samples: int = 32
+    distributed: str = "ddp"  # "ddp" | "fsdp2" (used under torchrun)
+    max_nonfinite_skips: int = 10
+
+
+@dataclass
+class StarPOConfig:
+    """A whole StarPO run."""
+
+    name: str = "starpo"
+    model: ModelConfig = field(default_factory=ModelConfig)
+    env: EnvSection = field(default_factory=EnvSection)
+    rollout: RolloutSection = field(default_factory=RolloutSection)
+    algorithm: AlgorithmSection = field(default_factory=AlgorithmSection)
+    optim: OptimSection = field(default_factory=OptimSection)
+    sft: SFTSection = field(default_factory=SFTSection)
+    trainer: TrainerSection = field(default_factory=TrainerSection)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+# ------------------------------------------------------------------ validation
+_CHOICES: dict[str, tuple[Any, ...]] = {
+    "model.dtype": ("float32", "bfloat16", "float16"),
+    "model.lora.save": ("adapter", "merged"),
+    "rollout.context_mode": ("full", "last_k", "single_turn"),
+    "rollout.reward_placement": ("last_token", "turn_end"),
+    "algorithm.adv_estimator": ("grpo", "dr_grpo", "rloo", "gae", "bilevel_gae"),
+    "algorithm.loss_agg_mode": ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm"),
+    "algorithm.kl_estimator": ("k1", "k2", "k3", "abs"),
+    "algorithm.filter.strategy": tuple(sorted(STRATEGIES)),
+    "algorithm.filter.metric": METRICS,
+    "algorithm.filter.top_p_mode": ("linear", "softmax"),
+    "algorithm.filter.loss_scaling": LOSS_SCALING,
+    "sft.demo_policy": ("oracle", "mixed", "jsonl"),
+    "env.train_split": ("train", "validation", "test"),
+    "env.val_split": ("train", "validation", "test"),
+    "env.test_split": ("train", "validation", "test"),
+    "trainer.distributed": ("ddp", "fsdp2"),
+}
+
+_POSITIVE = {"rollout.env_groups", "rollout.group_size", "rollout.max_new_tokens", "rollout.batch_size",
+             "optim.ppo_epochs", "optim.mini_batches", "optim.micro_batch_size", "trainer.total_steps",
+             "trainer.val_episodes", "sft.episodes", "sft.batch_size", "sft.micro_batch_size", "sft.epochs"}
+
+
+def validate(cfg: StarPOConfig) -> StarPOConfig:
+    """Check choices and ranges; return ``cfg``.
+
+    Raises:
+        ConfigError: naming the first offending field.
+    """
+    flat = _flatten(cfg.to_dict())
+    for key, choices in _CHOICES.items():
+        if flat[key] not in choices:
+            raise ConfigError(key, f"must be one of {list(choices)}, got {flat[key]!r}")
+    for key in _POSITIVE:
+        if flat[key] is not None and flat[key] < 1:
+            raise ConfigError(key, f"must be >= 1, got {flat[key]}")
+    for key in ("optim.lr", "optim.critic_lr", "sft.lr"):
+        if flat[key] <= 0:
+            raise ConfigError(key, f"must be > 0, got {flat[key]}")
+    if not 0 <= flat["sft.oracle_fraction"] <= 1:
+        raise ConfigError("sft.oracle_fraction", "must be in [0, 1]")
+    if flat["algorithm.adv_estimator"] in ("grpo", "dr_grpo", "rloo") and flat["rollout.group_size"] < 2:
+        raise ConfigError("rollout.group_size", f"{flat['algorithm.adv_estimator']} needs groups of at least 2")
+    if flat["algorithm.dual_clip"] is not None and flat["algorithm.dual_clip"] <= 1:
+        raise ConfigError("algorithm.dual_clip", "must be > 1 (or null to disable)")
+    if flat["rollout.temperature"] <= 0:
+        raise ConfigError("rollout.temperature", "training rollouts must sample (temperature > 0)")
+    return cfg
+
+
+def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict) and k != "config":
+            out.update(_flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+# --------------------------------------------------------------- construction
+def _coerce(value: Any, tp: Any, path: str) -> Any:
+    """Convert ``value`` (parsed JSON or a raw string) to the field type ``tp``."""
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        if value is None or (isinstance(value, str) and value.lower() in ("none", "null")):
+            if type(None) in args:
+                return None
+        errors = []
+        for a in args:
+            if a is type(None):
+                continue
+            try:
+                return _coerce(value, a, path)
+            except ConfigError as exc:
+                errors.append(str(exc))
+        raise ConfigError(path, f"cannot read {value!r} as {tp}")
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, dict):
+            raise ConfigError(path, f"expected a mapping, got {value!r}")
+        return from_dict(tp, value, path)
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
+            return value.lower() in ("true", "1", "yes")
+        raise ConfigError(path, f"expected true/false, got {value!r}")
+    if tp is int:
+        if isinstance(value, bool):
+            raise ConfigError(path, f"expected an integer, got {value!r}")
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, str):
+            try:
+                return int(float(value)) if float(value).is_integer() else _fail(path, value, "an integer")
+            except ValueError:
+                pass
+        raise ConfigError(path, f"expected an integer, got {value!r}")
+    if tp is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                pass
+        raise ConfigError(path, f"expected a number, got {value!r}")
+    if tp is str:
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            return str(value)
+        raise ConfigError(path, f"expected a string, got {value!r}")
+    if origin is list:
+        if isinstance(value, str):
+            value = [v for v in value.split(",") if v]
+        if not isinstance(value, list):
+            raise ConfigError(path, f"expected a list, got {value!r}")
+        return [_coerce(v, args[0], f"{path}[{i}]") for i, v in enumerate(value)] if args else list(value)
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(path, f"expected a mapping, got {value!r}")
+        return dict(value)
+    return value
+
+
+def _fail(path: str, value: Any, what: str) -> Any:
+    raise ConfigError(path, f"expected {what}, got {value!r}")
+
+
+def from_dict(cls: type, data: dict[str, Any], path: str = "") -> Any:
+    """Build dataclass ``cls`` from a (possibly partial) dict, checking every key."""
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    kwargs = {}
+    for key, value in data.items():
+        fp = f"{path}.{key}" if path else key
+        if key not in names:
+            raise ConfigError(fp, f"unknown field (known: {', '.join(sorted(names))})")
+        kwargs[key] = _coerce(value, hints[key], fp)
+    return cls(**kwargs)
+
+
+def apply_overrides(cfg: StarPOConfig, overrides: list[str]) -> StarPOConfig:
+    """Apply ``key=value`` overrides (values parsed as JSON when possible).
+
+    Raises:
+        ConfigError: malformed override, unknown key or wrong type.
+    """
+    data = cfg.to_dict()
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(item, "overrides look like section.field=value")
+        key, raw = item.split("=", 1)
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            value = raw
+        node = data
+        parts = key.strip().split(".")
+        for i, part in enumerate(parts[:-1]):
+            if not isinstance(node, dict) or part not in node:
+                raise ConfigError(".".join(parts[: i + 1]), "unknown section")
+            node = node[part]
+        leaf = parts[-1]
+        if not isinstance(node, dict) or (leaf not in node and parts[-2:-1] != ["config"]):
+            raise ConfigError(key, "unknown field")
+        node[leaf] = value
+    return validate(from_dict(StarPOConfig, data))
+
+
+def load_config(name_or_path: str, overrides: list[str] | None = None) -> StarPOConfig:
+    """A preset name or a JSON/YAML file, then overrides, validated.
+
+    Raises:
+        ConfigError: unknown preset, unreadable file, bad field.
+    """
+    from .presets import PRESETS
+
+    if name_or_path in PRESETS:
+        cfg = PRESETS[name_or_path]()
+    else:
+        p = Path(name_or_path)
+        if not p.is_file():
+            raise ConfigError("--config", f"{name_or_path!r} is neither a preset ({', '.join(sorted(PRESETS))}) nor a file")
+        text = p.read_text(encoding="utf-8")
+        if p.suffix in (".yaml", ".yml"):
+            try:
+                import yaml
+            except ImportError as exc:
+                raise ConfigError("--config", "reading YAML needs PyYAML (pip install pyyaml)") from exc
+            data = yaml.safe_load(text)
+        else:
+            data = json.loads(text)
+        cfg = from_dict(StarPOConfig, data)
+    return apply_overrides(cfg, overrides or [])
+
+
+def config_json_schema() -> dict[str, Any]:
+    """JSON Schema (Draft 2020-12) of :class:`StarPOConfig` as saved in ``config.json``."""
+
+    def schema_of(tp: Any, path: str) -> dict[str, Any]:
+        origin, args = typing.get_origin(tp), typing.get_args(tp)
+        if origin in (typing.Union, types.UnionType):
+            return {"anyOf": [schema_of(a, path) for a in args]}
+        if tp is type(None):
+            return {"type": "null"}
+        if dataclasses.is_dataclass(tp):
+            hints = typing.get_type_hints(tp)
+            props = {f.name: schema_of(hints[f.name], f"{path}.{f.name}" if path else f.name)
+                     for f in dataclasses.fields(tp)}
+            return {"type": "object", "additionalProperties": False, "properties": props,
+                    "required": sorted(props)}
+        if path in _CHOICES:
+            return {"enum": list(_CHOICES[path])}
+        if tp is bool:
+            return {"type": "boolean"}
+        if tp is int:
+            return {"type": "integer"}
+        if tp is float:
+            return {"type": "number"}
+        if tp is str:
+            return {"type": "string"}
+        if origin is list:
+            return {"type": "array", "items": schema_of(args[0], path) if args else {}}
+        if origin is dict:
+            return {"type": "object"}
+        return {}
+
+    schema = schema_of(StarPOConfig, "")
+    schema.update({"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "train_config.schema.json",
+                   "title": "ragen-train StarPO config (config.json of a training run)"})
+    return schema

@@ -1,0 +1,209 @@
+"""Rollout filtering (RAGEN-2's SNR-adaptive filtering): keep informative groups.
+
+Each group (the episodes of one prompt/seed) gets a *score*; a *strategy* picks which
+groups to keep; the update then uses only the kept groups, optionally rescaling the
+loss by the kept fraction.  RAGEN-2 (arXiv 2604.06268) argues that the task gradient is
+bounded by the reward variance of the group while the KL and entropy gradients are
+not, so low-variance groups mostly add regulariser noise (reference section 4.2).
+
+Scores (``metric``): ``reward_std`` (default; RAGEN calls it ``reward_variance`` but
+computes the std — reference section 6.8), ``reward_mean``, ``entropy`` (mean token
+entropy of the group), ``length`` (mean response tokens).
+
+Strategies (``strategy``; reference section 3.4 for RAGEN's semantics, which we keep
+and make well defined):
+
+* ``top_p`` + ``linear``: sort scores descending; keep the shortest prefix whose
+  cumulative score reaches ``value · Σ score − eps``; zero scores never count.  If no
+  prefix reaches it (e.g. all scores are 0) nothing is kept.  ``value >= 1`` keeps all.
+* ``top_p`` + ``softmax``: ``p = softmax(score)``; keep the shortest prefix whose
+  cumulative ``p`` reaches ``value``.
+* ``top_k``: keep ``max(1, min(floor(value · n_candidates), n_candidates))`` best groups,
+  where the candidates are the groups left after the zero rule below (RAGEN uses the
+  number of all groups there — a defect, section 6.8).
+* ``top_k_abs``: keep ``max(1, min(floor(value), n_candidates))`` best groups.
+* ``min_p``: keep groups with ``score >= value · max(score)``.
+
+``include_zero=False`` first removes groups with ``|score| <= 1e-10`` (for ``reward_std``
+these are the constant groups, whose GRPO advantage is 0 anyway).  Ties are broken by
+group index (stable), so the outcome is deterministic.
+
+An empty selection skips the update (counted in ``filter/empty``); the trainer stops
+after ``empty_stop_steps`` consecutive empty steps.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+ZERO_TOL = 1e-10
+
+STRATEGIES: dict[str, Callable[..., list[int]]] = {}
+METRICS = ("reward_std", "reward_mean", "entropy", "length")
+LOSS_SCALING = ("none", "linear", "sqrt")
+
+
+def register_strategy(name: str) -> Callable[[Callable[..., list[int]]], Callable[..., list[int]]]:
+    """Decorator adding a selection strategy to :data:`STRATEGIES`."""
+
+    def deco(fn: Callable[..., list[int]]) -> Callable[..., list[int]]:
+        STRATEGIES[name] = fn
+        return fn
+
+    return deco
+
+
+def _order(scores: np.ndarray, candidates: Sequence[int]) -> list[int]:
+    """Candidates sorted by score, descending; ties by index (stable)."""
+    return sorted(candidates, key=lambda i: (-scores[i], i))
+
+
+@register_strategy("top_p")
+def top_p(scores: np.ndarray, candidates: Sequence[int], value: float, *, mode: str = "linear",
+          eps: float = 0.01) -> list[int]:
+    """Nucleus-style selection (module docstring)."""
+    if value >= 1.0:
+        return list(candidates)
+    order = _order(scores, candidates)
+    if not order:
+        return []
+    if mode == "linear":
+        total = float(sum(max(scores[i], 0.0) for i in order))
+        threshold = value * total - eps
+        if total <= 0:
+            return []
+        acc, kept = 0.0, []
+        for i in order:
+            if scores[i] <= 0:
+                break
+            acc += float(scores[i])
+            kept.append(i)
+            if acc >= threshold:
+                return kept
+        return []
+    if mode == "softmax":
+        s = np.array([scores[i] for i in order], dtype=np.float64)
+        p = np.exp(s - s.max())
+        p /= p.sum()
+        cum = np.cumsum(p)
+        k = int(np.searchsorted(cum, value - 1e-12)) + 1
+        return order[: min(k, len(order))]
+    raise ValueError(f"top_p mode must be 'linear' or 'softmax', got {mode!r}")
+
+
+@register_strategy("top_k")
+def top_k(scores: np.ndarray, candidates: Sequence[int], value: float, **_: object) -> list[int]:
+    """The best ``max(1, min(floor(value·n), n))`` candidates."""
+    n = len(candidates)
+    if n == 0:
+        return []
+    k = max(1, min(math.floor(value * n), n))
+    return _order(scores, candidates)[:k]
+
+
+@register_strategy("top_k_abs")
+def top_k_abs(scores: np.ndarray, candidates: Sequence[int], value: float, **_: object) -> list[int]:
+    """The best ``max(1, min(floor(value), n))`` candidates."""
+    n = len(candidates)
+    if n == 0:
+        return []
+    k = max(1, min(math.floor(value), n))
+    return _order(scores, candidates)[:k]
+
+
+@register_strategy("min_p")
+def min_p(scores: np.ndarray, candidates: Sequence[int], value: float, **_: object) -> list[int]:
+    """Candidates with ``score >= value · max(score)``."""
+    if not candidates:
+        return []
+    best = max(scores[i] for i in candidates)
+    return [i for i in _order(scores, candidates) if scores[i] >= value * best]
+
+
+@dataclass(frozen=True)
+class FilterConfig:
+    """Rollout filter settings (defaults: keep everything, like RAGEN's ``top_p`` 1.0).
+
+    Attributes:
+        strategy: ``top_p`` | ``top_k`` | ``top_k_abs`` | ``min_p``.
+        value: the strategy's parameter.
+        metric: group score, one of :data:`METRICS`.
+        top_p_mode: ``linear`` | ``softmax``.
+        eps: ``linear`` top-p slack (RAGEN's ``selection_eps`` 0.01).
+        include_zero: keep zero-score groups as candidates.
+        loss_scaling: ``none`` | ``linear`` | ``sqrt`` of the kept fraction ρ.
+        empty_stop_steps: stop training after this many consecutive empty steps.
+    """
+
+    strategy: str = "top_p"
+    value: float = 1.0
+    metric: str = "reward_std"
+    top_p_mode: str = "linear"
+    eps: float = 0.01
+    include_zero: bool = True
+    loss_scaling: str = "none"
+    empty_stop_steps: int = 5
+
+    def __post_init__(self) -> None:
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"filter.strategy must be one of {sorted(STRATEGIES)}, got {self.strategy!r}")
+        if self.metric not in METRICS:
+            raise ValueError(f"filter.metric must be one of {METRICS}, got {self.metric!r}")
+        if self.loss_scaling not in LOSS_SCALING:
+            raise ValueError(f"filter.loss_scaling must be one of {LOSS_SCALING}, got {self.loss_scaling!r}")
+        if self.value < 0:
+            raise ValueError(f"filter.value must be >= 0, got {self.value}")
+
+
+@dataclass
+class FilterResult:
+    """Kept groups and the metrics to log."""
+
+    kept: list[int]
+    scale: float
+    metrics: dict[str, float]
+
+
+def group_scores(values: dict[int, Sequence[float]], metric: str) -> np.ndarray:
+    """Score of each group from its per-episode values (returns, entropies or lengths).
+
+    ``reward_std`` is the population std of the group's returns (as RAGEN); the others
+    are means.  Groups are indexed ``0..G-1`` in sorted order of their ids.
+    """
+    out = []
+    for g in sorted(values):
+        v = np.asarray(values[g], dtype=np.float64)
+        out.append(float(v.std()) if metric == "reward_std" else float(v.mean()))
+    return np.asarray(out, dtype=np.float64)
+
+
+def select_groups(scores: np.ndarray, cfg: FilterConfig) -> FilterResult:
+    """Apply the filter to ``scores`` (one per group, index = position).
+
+    Returns:
+        kept group positions (ascending), the loss scale for the kept fraction
+        ``ρ = kept / n`` (``1``, ``ρ`` or ``√ρ``), and metrics ``filter/*``.
+    """
+    n = len(scores)
+    zero = [i for i in range(n) if abs(scores[i]) <= ZERO_TOL]
+    candidates = list(range(n)) if cfg.include_zero else [i for i in range(n) if i not in set(zero)]
+    kwargs = {"mode": cfg.top_p_mode, "eps": cfg.eps} if cfg.strategy == "top_p" else {}
+    kept = sorted(STRATEGIES[cfg.strategy](scores, candidates, cfg.value, **kwargs)) if n else []
+    rho = len(kept) / n if n else 0.0
+    scale = {"none": 1.0, "linear": rho, "sqrt": math.sqrt(rho)}[cfg.loss_scaling] if kept else 0.0
+    chosen = scores[kept] if kept else np.zeros(0)
+    metrics = {
+        "filter/groups": float(n),
+        "filter/kept": float(len(kept)),
+        "filter/kept_ratio": rho,
+        "filter/zero_score_groups": float(len(zero)),
+        "filter/empty": float(not kept),
+        "filter/score_mean": float(scores.mean()) if n else 0.0,
+        "filter/chosen_score_mean": float(chosen.mean()) if len(chosen) else 0.0,
+        "filter/loss_scale": float(scale),
+    }
+    return FilterResult(kept=kept, scale=scale, metrics=metrics)

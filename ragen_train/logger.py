@@ -1,0 +1,119 @@
+"""Metric logging: a JSONL file always; TensorBoard and Weights & Biases optional; a console line.
+
+Only rank 0 logs.  ``metrics.jsonl`` holds one object per event: ``{"step", "time",
+"phase": "train"|"val"|"sft"|"eval", <metric>: <float>, ...}`` (``schemas/metrics.schema.json``).
+W&B runs in offline mode unless ``WANDB_MODE`` says otherwise, so it works without a
+network; the offline run directory can be synced later with ``wandb sync``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+CONSOLE_KEYS = (
+    ("train/success", "succ", "{:.2f}"),
+    ("train/return", "ret", "{:+.2f}"),
+    ("train/format_valid_rate", "fmt", "{:.2f}"),
+    ("actor/pg_loss", "pg", "{:+.3f}"),
+    ("actor/entropy", "ent", "{:.2f}"),
+    ("actor/grad_norm", "gn", "{:.2f}"),
+    ("filter/kept_ratio", "kept", "{:.2f}"),
+    ("val/success", "val", "{:.2f}"),
+    ("time/step_s", "s", "{:.1f}"),
+)
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+class MetricLogger:
+    """Write metrics to every enabled sink.
+
+    Args:
+        out_dir: run output directory (``metrics.jsonl`` goes there).
+        loggers: any of ``jsonl`` (always on), ``console``, ``tensorboard``, ``wandb``.
+        enabled: False on non-zero ranks.
+        run_name / config: for W&B.
+
+    Raises:
+        ImportError: a requested optional logger is not installed.
+    """
+
+    def __init__(self, out_dir: str | Path, loggers: list[str], *, enabled: bool = True, run_name: str = "ragen",
+                 config: dict[str, Any] | None = None, wandb_project: str = "ragen"):
+        self.enabled = enabled
+        self.out_dir = Path(out_dir)
+        self.console = Console(stderr=True) if "console" in loggers else None
+        self._fh = None
+        self._tb = None
+        self._wandb = None
+        if not enabled:
+            return
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self._fh = open(self.out_dir / "metrics.jsonl", "a", encoding="utf-8")
+        if "tensorboard" in loggers:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+            except ImportError as exc:
+                raise ImportError("the tensorboard logger needs the tensorboard package: pip install tensorboard") from exc
+            self._tb = SummaryWriter(log_dir=str(self.out_dir / "tensorboard"))
+        if "wandb" in loggers:
+            try:
+                import wandb
+            except ImportError as exc:
+                raise ImportError("the wandb logger needs wandb: pip install wandb") from exc
+            os.environ.setdefault("WANDB_MODE", "offline")
+            self._wandb = wandb.init(project=wandb_project, name=run_name, config=config or {},
+                                     dir=str(self.out_dir), reinit=True)
+
+    def log(self, step: int, metrics: dict[str, float], phase: str = "train") -> None:
+        """Record ``metrics`` at ``step``."""
+        if not self.enabled:
+            return
+        row = {"step": int(step), "time": round(time.time(), 3), "phase": phase}
+        row.update({k: _clean(float(v)) for k, v in metrics.items()})
+        self._fh.write(json.dumps(row) + "\n")
+        self._fh.flush()
+        if self._tb is not None:
+            for k, v in metrics.items():
+                if math.isfinite(float(v)):
+                    self._tb.add_scalar(k, float(v), step)
+            self._tb.flush()
+        if self._wandb is not None:
+            self._wandb.log({k: float(v) for k, v in metrics.items()}, step=step)
+        if self.console is not None:
+            parts = [f"[bold]{phase} {step:>4}[/bold]"]
+            for key, short, fmt in CONSOLE_KEYS:
+                if key in metrics and math.isfinite(float(metrics[key])):
+                    parts.append(f"{short} {fmt.format(float(metrics[key]))}")
+            self.console.print("  ".join(parts))
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+        if self._tb is not None:
+            self._tb.close()
+        if self._wandb is not None:
+            self._wandb.finish()
+            self._wandb = None
+
+
+def read_metrics(path: str | Path) -> list[dict[str, Any]]:
+    """All rows of a ``metrics.jsonl``."""
+    rows = []
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                rows.append(json.loads(line))
+    return rows

@@ -1,0 +1,165 @@
+"""Losses: PPO clipped surrogate, aggregation modes, entropy, KL estimators, value loss.
+
+Shapes: ``(B, T)`` per-token tensors with a ``(B, T)`` loss mask.
+
+Aggregation modes (``loss_agg_mode``, names as in verl / RAGEN; reference section 3.3):
+
+=========================  ==========================================================
+``token-mean``             ``Σ_bt L·m / Σ_bt m``
+``seq-mean-token-mean``    ``mean_b ( Σ_t L·m / Σ_t m )`` over sequences with tokens
+``seq-mean-token-sum``     ``mean_b Σ_t L·m`` (Dr. GRPO, arXiv 2503.20783)
+``seq-mean-token-sum-norm`` ``mean_b Σ_t L·m / T_norm`` with a constant ``T_norm``
+=========================  ==========================================================
+
+With micro-batches and data parallelism the mean must be over the whole mini-batch,
+not each micro-batch: :func:`aggregate` takes the global denominators (token count,
+sequence count) so that summing micro-batch losses gives exactly the full-batch value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+Tensor = torch.Tensor
+
+AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm")
+KL_ESTIMATORS = ("k1", "k2", "k3", "abs")
+
+
+@dataclass(frozen=True)
+class Denominators:
+    """Global normalisers of one mini-batch (summed over micro-batches and ranks).
+
+    Attributes:
+        tokens: total masked tokens.
+        seqs: number of sequences with at least one masked token.
+        norm_len: ``T_norm`` for ``seq-mean-token-sum-norm``.
+    """
+
+    tokens: float
+    seqs: float
+    norm_len: float = 1.0
+
+    @staticmethod
+    def of(mask: Tensor, norm_len: float | None = None) -> "Denominators":
+        """Denominators of a full batch ``mask`` (``norm_len`` defaults to ``T``)."""
+        m = mask.float()
+        return Denominators(tokens=float(m.sum()), seqs=float((m.sum(-1) > 0).sum()),
+                            norm_len=float(norm_len if norm_len is not None else mask.shape[-1]))
+
+
+def aggregate(loss: Tensor, mask: Tensor, mode: str, denom: Denominators | None = None) -> Tensor:
+    """Reduce a ``(B, T)`` per-token loss to a scalar (see module table).
+
+    Args:
+        loss: ``(B, T)`` per-token values.
+        mask: ``(B, T)`` 0/1 loss mask.
+        mode: one of :data:`AGG_MODES`.
+        denom: global denominators; default: those of this ``mask`` alone.
+
+    Returns:
+        A scalar tensor (0 when the mask is empty — never NaN).
+
+    Raises:
+        ValueError: unknown mode.
+    """
+    m = mask.to(loss.dtype)
+    denom = denom or Denominators.of(mask)
+    if mode == "token-mean":
+        return (loss * m).sum() / max(denom.tokens, 1.0)
+    per_seq_tokens = m.sum(-1)
+    seq_sum = (loss * m).sum(-1)
+    if mode == "seq-mean-token-mean":
+        seq_mean = seq_sum / per_seq_tokens.clamp(min=1.0)
+        return seq_mean.sum() / max(denom.seqs, 1.0)
+    if mode == "seq-mean-token-sum":
+        return seq_sum.sum() / max(denom.seqs, 1.0)
+    if mode == "seq-mean-token-sum-norm":
+        return seq_sum.sum() / max(denom.seqs, 1.0) / denom.norm_len
+    raise ValueError(f"unknown loss_agg_mode {mode!r}; choose one of {AGG_MODES}")
+
+
+def ppo_policy_loss(logp: Tensor, old_logp: Tensor, advantages: Tensor, mask: Tensor, *, clip_low: float = 0.2,
+                    clip_high: float = 0.28, dual_clip: float | None = 3.0) -> tuple[Tensor, dict[str, Tensor]]:
+    """Per-token PPO clipped surrogate with asymmetric clipping and dual clip.
+
+    ``r = exp(clamp(logπ − logπ_old, −20, 20))``;
+    ``L = max(−A·r, −A·clip(r, 1−ε_low, 1+ε_high))`` (PPO, Schulman et al. 2017,
+    arXiv 1707.06347, eq. 7; asymmetric "clip-higher" from DAPO, Yu et al. 2025,
+    arXiv 2503.14476, eq. 10); for ``A < 0`` also ``L = min(L, −c·A)`` (dual clip, Ye
+    et al. 2020, arXiv 1912.09729, eq. 5).
+
+    Returns:
+        ``(loss (B, T), stats)`` with masked means ``clipfrac``, ``clipfrac_lower``,
+        ``dualclip_frac``, ``approx_kl`` (``E[logπ_old − logπ]``) and ``ratio``.
+    """
+    log_ratio = (logp - old_logp).clamp(-20.0, 20.0)
+    ratio = torch.exp(log_ratio)
+    pg1 = -advantages * ratio
+    pg2 = -advantages * ratio.clamp(1.0 - clip_low, 1.0 + clip_high)
+    loss = torch.maximum(pg1, pg2)
+    m = mask.float()
+    n = m.sum().clamp(min=1.0)
+    clipped = (pg2 > pg1).float()
+    stats = {
+        "clipfrac": (clipped * m).sum() / n,
+        "clipfrac_lower": (clipped * (ratio < 1.0 - clip_low).float() * m).sum() / n,
+        "approx_kl": (-log_ratio * m).sum() / n,
+        "ratio": (ratio * m).sum() / n,
+    }
+    if dual_clip is not None:
+        if dual_clip <= 1.0:
+            raise ValueError(f"dual_clip must be > 1, got {dual_clip}")
+        cap = -advantages * dual_clip
+        dual = (advantages < 0) & (loss > cap)
+        loss = torch.where(advantages < 0, torch.minimum(loss, cap), loss)
+        stats["dualclip_frac"] = (dual.float() * m).sum() / n
+    return loss, {k: v.detach() for k, v in stats.items()}
+
+
+def kl_penalty(logp: Tensor, ref_logp: Tensor, estimator: str = "k3") -> Tensor:
+    """Per-token KL(π ‖ π_ref) estimate from sampled-token log-probs.
+
+    With ``x = logπ − logπ_ref`` (Schulman, "Approximating KL divergence", 2020):
+    ``k1 = x``; ``abs = |x|``; ``k2 = x²/2``; ``k3 = e^{−x} + x − 1`` (low variance,
+    unbiased; ``x`` clamped to ±20 and the result to [−10, 10] as in verl).
+
+    Raises:
+        ValueError: unknown estimator.
+    """
+    x = logp - ref_logp
+    if estimator == "k1":
+        return x
+    if estimator == "abs":
+        return x.abs()
+    if estimator == "k2":
+        return 0.5 * x.square()
+    if estimator == "k3":
+        x = x.clamp(-20.0, 20.0)
+        return (torch.exp(-x) + x - 1.0).clamp(-10.0, 10.0)
+    raise ValueError(f"unknown KL estimator {estimator!r}; choose one of {KL_ESTIMATORS}")
+
+
+def entropy_from_logits(logits: Tensor) -> Tensor:
+    """Entropy of ``softmax(logits)`` along the last axis: ``logsumexp(z) − Σ p z``."""
+    logits = logits.float()
+    p = torch.softmax(logits, dim=-1)
+    return torch.logsumexp(logits, dim=-1) - (p * logits).sum(-1)
+
+
+def value_loss(values: Tensor, old_values: Tensor, returns: Tensor, *, clip: float | None = 0.5) -> tuple[Tensor, dict[str, Tensor]]:
+    """Per-token clipped value loss ``½ max((V − R)², (V_clip − R)²)`` with
+    ``V_clip = V_old + clip(V − V_old, −c, c)`` (PPO2 baselines; verl ``cliprange_value``).
+
+    Returns:
+        ``(loss (B, T), stats)`` with the unreduced clip indicator mean over all positions.
+    """
+    unclipped = (values - returns).square()
+    if clip is None:
+        return 0.5 * unclipped, {"vf_clipfrac": torch.zeros(())}
+    v_clip = old_values + (values - old_values).clamp(-clip, clip)
+    clipped = (v_clip - returns).square()
+    loss = 0.5 * torch.maximum(unclipped, clipped)
+    return loss, {"vf_clipfrac": (clipped > unclipped).float().mean().detach()}

@@ -1,0 +1,123 @@
+"""Models: the policy, the reference policy, the critic; token log-probs and entropies.
+
+The critic is a copy of the policy's architecture with a scalar head
+(``AutoModelForTokenClassification`` with one label), initialised from the same
+weights, as in verl / RAGEN.  The reference policy is loaded only when a KL coefficient
+is non-zero (RAGEN computes it even with KL off — reference section 6.11).
+
+Position convention: for a right-padded batch ``input_ids (B, L)``, per-token tensors
+have shape ``(B, L-1)`` and position ``j`` refers to the target token ``input_ids[:, j+1]``:
+its log-prob comes from the logits at ``j``, and its value ``V`` from the critic's output
+at ``j`` (the state from which that token was generated).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ragen_bench.policies.hf import resolve_model_path
+
+from .config import LoraConfig, ModelConfig
+
+
+def load_tokenizer(path: str) -> Any:
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(resolve_model_path(path))
+    if tok.pad_token_id is None:
+        tok.pad_token = tok.eos_token
+    return tok
+
+
+def load_policy(cfg: ModelConfig, *, trainable: bool = True) -> Any:
+    """Load the causal LM (with LoRA adapters when ``cfg.lora.rank > 0``)."""
+    from transformers import AutoModelForCausalLM
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    model = AutoModelForCausalLM.from_pretrained(resolve_model_path(cfg.path), dtype=getattr(torch, cfg.dtype))
+    if cfg.gradient_checkpointing and trainable:
+        model.gradient_checkpointing_enable()
+    if cfg.lora.rank > 0 and trainable:
+        model = apply_lora(model, cfg.lora)
+    model.to(cfg.device)
+    if not trainable:
+        model.eval()
+        for p in model.parameters():
+            p.requires_grad_(False)
+    return model
+
+
+def apply_lora(model: Any, cfg: LoraConfig) -> Any:
+    """Wrap ``model`` with peft LoRA adapters.
+
+    Raises:
+        ImportError: peft is missing (``pip install 'ragen[train]'``).
+    """
+    try:
+        from peft import LoraConfig as PeftLoraConfig, get_peft_model
+    except ImportError as exc:  # pragma: no cover
+        raise ImportError("LoRA needs peft: pip install 'ragen[train]'") from exc
+    target: Any = cfg.target_modules
+    if target != "all-linear" and isinstance(target, str):
+        target = [t.strip() for t in target.split(",") if t.strip()]
+    pcfg = PeftLoraConfig(r=cfg.rank, lora_alpha=cfg.alpha, lora_dropout=cfg.dropout, target_modules=target,
+                          task_type="CAUSAL_LM")
+    return get_peft_model(model, pcfg)
+
+
+def load_critic(cfg: ModelConfig) -> Any:
+    """A value model ``(B, L) -> (B, L)`` initialised from the policy weights."""
+    from transformers import AutoModelForTokenClassification
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()  # "some weights newly initialised" is expected for the value head
+    critic = AutoModelForTokenClassification.from_pretrained(resolve_model_path(cfg.path), num_labels=1,
+                                                             dtype=torch.float32)
+    hf_logging.set_verbosity_warning()
+    if critic.config.pad_token_id is None:
+        critic.config.pad_token_id = critic.config.eos_token_id if isinstance(critic.config.eos_token_id, int) else 0
+    # The value head keeps transformers' default small random init (std = initializer_range):
+    # a zero head would block every gradient below it on the first update.
+    return critic.to(cfg.device)
+
+
+def token_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, temperature: float = 1.0,
+                   with_entropy: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Log-probabilities of the target tokens (and entropies) under ``model``.
+
+    Args:
+        input_ids, attention_mask: ``(B, L)`` right-padded.
+        temperature: logits are divided by it (the rollout sampling temperature), so
+            log-probs are those of the distribution that was sampled before top-p.
+        with_entropy: also return the entropy of each predictive distribution.
+
+    Returns:
+        ``logp (B, L-1)`` and ``entropy (B, L-1)`` (or ``None``), float32.
+    """
+    out = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False)
+    logits = out.logits[:, :-1, :].float()
+    if temperature != 1.0:
+        logits = logits / temperature
+    logz = torch.logsumexp(logits, dim=-1)
+    target = input_ids[:, 1:].unsqueeze(-1)
+    logp = logits.gather(-1, target).squeeze(-1) - logz
+    ent = None
+    if with_entropy:
+        p = torch.softmax(logits, dim=-1)
+        ent = logz - (p * logits).sum(-1)
+    return logp, ent
+
+
+def token_values(critic: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """Critic values ``(B, L-1)`` aligned with the target tokens (see module docstring)."""
+    out = critic(input_ids=input_ids, attention_mask=attention_mask)
+    return out.logits[:, :-1, 0].float()
+
+
+def unwrap(model: Any) -> Any:
+    """The underlying module of a DDP-wrapped model."""
+    return getattr(model, "module", model)

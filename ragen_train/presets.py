@@ -1,0 +1,86 @@
+"""Named training presets (``ragen-train starpo --config <name>``).
+
+Task presets follow RAGEN's task configs where they exist (``config/_1_bandit.yaml``
+… ``_10_deepcoder.yaml``; reference section 3.7): 8 env groups × 16 rollouts, PPO with
+GAE or GRPO, entropy 0.001, clip 0.2/0.28, lr 1e-6, 400 tokens per turn.  Their model is a
+hub id (Qwen/Qwen2.5-0.5B-Instruct; override ``model.path=``).  ``quickstart`` and the
+``tiny-*`` presets use the tiny offline model and settings that learn on a laptop CPU in
+minutes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .config import (
+    AlgorithmSection,
+    EnvSection,
+    FilterSection,
+    ModelConfig,
+    OptimSection,
+    RolloutSection,
+    SFTSection,
+    StarPOConfig,
+    TrainerSection,
+)
+
+DEFAULT_HUB_MODEL = "Qwen/Qwen2.5-0.5B-Instruct"
+
+
+def _task(name: str, env_id: str, *, turns: int | None = None, actions: int | None = None, estimator: str = "gae",
+          max_new_tokens: int = 400, **env_config: object) -> StarPOConfig:
+    return StarPOConfig(
+        name=name,
+        model=ModelConfig(path=DEFAULT_HUB_MODEL, dtype="bfloat16", device="cuda"),
+        env=EnvSection(id=env_id, config=dict(env_config)),
+        rollout=RolloutSection(env_groups=8, group_size=16, max_turns=turns, max_actions_per_turn=actions,
+                               max_new_tokens=max_new_tokens, batch_size=128),
+        algorithm=AlgorithmSection(adv_estimator=estimator),
+        optim=OptimSection(lr=1e-6, critic_lr=1e-5, micro_batch_size=4, mini_batches=4),
+        trainer=TrainerSection(total_steps=200, val_every=10, val_episodes=256, save_every=100,
+                               out_dir=f"outputs/{name}"),
+    )
+
+
+def _tiny(name: str, env_id: str, estimator: str, *, steps: int, sft_episodes: int, **rollout: object) -> StarPOConfig:
+    """Settings that learn with the tiny model on two CPU cores."""
+    r = dict(env_groups=8, group_size=8, max_new_tokens=32, context_mode="single_turn", batch_size=64,
+             temperature=1.0)
+    r.update(rollout)
+    return StarPOConfig(
+        name=name,
+        model=ModelConfig(path="tiny", dtype="float32", device="cpu"),
+        env=EnvSection(id=env_id),
+        rollout=RolloutSection(**r),  # type: ignore[arg-type]
+        algorithm=AlgorithmSection(adv_estimator=estimator, entropy_coef=0.0, loss_agg_mode="token-mean",
+                                   filter=FilterSection()),
+        optim=OptimSection(lr=2e-4, critic_lr=1e-3, micro_batch_size=32, mini_batches=1, ppo_epochs=1,
+                           grad_clip=1.0, weight_decay=0.0),
+        sft=SFTSection(demo_policy="mixed", oracle_fraction=0.5, episodes=sft_episodes, epochs=2, lr=2e-3,
+                       batch_size=32, micro_batch_size=32),
+        trainer=TrainerSection(total_steps=steps, val_every=5, val_episodes=64, val_temperature=0.5, save_every=0,
+                               out_dir=f"outputs/{name}", loggers=["jsonl", "console"]),
+    )
+
+
+PRESETS: dict[str, Callable[[], StarPOConfig]] = {
+    # RAGEN task presets (GPU scale).
+    "bandit": lambda: _task("bandit", "ragen/Bandit-v0", turns=1, actions=1, max_new_tokens=500),
+    "sokoban": lambda: _task("sokoban", "ragen/Sokoban-Coord-v0", turns=5, actions=2),
+    "frozenlake": lambda: _task("frozenlake", "ragen/FrozenLake-Coord-v0", turns=5, actions=2),
+    "countdown": lambda: _task("countdown", "ragen/Countdown-v0", turns=1, actions=1),
+    "sudoku": lambda: _task("sudoku", "ragen/Sudoku-v0"),
+    "metamathqa": lambda: _task("metamathqa", "ragen/MetaMathQA-v0", turns=1, actions=1),
+    "deepcoder": lambda: _task("deepcoder", "ragen/DeepCoder-v0", turns=1, actions=1, estimator="grpo",
+                               max_new_tokens=2048),
+    "webshop": lambda: _task("webshop", "ragen/WebShop-v0", turns=9, actions=1, max_new_tokens=200),
+    "searchqa": lambda: _task("searchqa", "ragen/SearchQA-v0", turns=5, actions=1, max_new_tokens=300),
+    # Tiny-model presets that learn on a CPU (examples/learning_demo.py).
+    "quickstart": lambda: _tiny("quickstart", "ragen/Bandit-Pairs-v0", "grpo", steps=20, sft_episodes=512),
+    "tiny-bandit-grpo": lambda: _tiny("tiny-bandit-grpo", "ragen/Bandit-Pairs-v0", "grpo", steps=30, sft_episodes=512),
+    "tiny-bandit-ppo": lambda: _tiny("tiny-bandit-ppo", "ragen/Bandit-Pairs-v0", "gae", steps=30, sft_episodes=512),
+    "tiny-sokoban-grpo": lambda: _tiny("tiny-sokoban-grpo", "ragen/Sokoban-v0", "grpo", steps=30, sft_episodes=512,
+                                       max_turns=6, max_actions_per_turn=2),
+    "tiny-sokoban-ppo": lambda: _tiny("tiny-sokoban-ppo", "ragen/Sokoban-v0", "gae", steps=30, sft_episodes=512,
+                                      max_turns=6, max_actions_per_turn=2),
+}

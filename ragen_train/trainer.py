@@ -1,0 +1,578 @@
+"""The StarPO loop: multi-turn, trajectory-level PPO / GRPO on the tokens the policy sampled.
+
+One step (RAGEN, arXiv 2504.20073, section 3 "StarPO"; reference section 3.1):
+
+1. **rollout** — ``env_groups × group_size`` episodes on the train split through
+   ``ragen_bench``'s rollout engine with the current policy (group ``g`` of step ``k``
+   uses env seed ``k · env_groups + g``; members of a group share it);
+2. **samples** — the sampled token ids and the loss mask (:mod:`ragen_train.batch`);
+3. **collapse diagnostics** on the unfiltered batch every ``collapse_every`` steps;
+4. **filter** — keep informative groups (:mod:`ragen_train.filtering`); an empty
+   selection skips the update;
+5. **old log-probs**, **reference log-probs** (only if a KL coefficient is non-zero),
+   **values** (only for critic-based estimators);
+6. **advantages** (:mod:`ragen_train.advantages`);
+7. **update** — ``ppo_epochs × mini_batches × micro-batches`` with gradient accumulation
+   and loss denominators taken over the whole mini-batch on every rank; gradient
+   clipping; a step whose gradient norm is not finite is skipped and counted;
+8. **validation** every ``val_every`` steps on the validation split (disjoint from
+   training by construction), **checkpoint** every ``save_every`` steps.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import time
+import warnings
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+import ragen_envs
+from ragen_bench.policies.hf import HFPolicy
+from ragen_bench.records import EpisodeRecord
+from ragen_bench.rollout import EpisodeSpec, RolloutConfig, RolloutEngine
+from ragen_bench.runner import rollout_config_from
+from ragen_bench.stats import pass_at_k
+
+from . import checkpoint as ckpt
+from . import distributed as D
+from .advantages import NEEDS_CRITIC, get_estimator, group_advantages
+from .batch import Sample, TensorBatch, build_samples, collate
+from .config import StarPOConfig, validate
+from .filtering import FilterConfig, select_groups
+from .logger import MetricLogger
+from .losses import Denominators, aggregate, kl_penalty, ppo_policy_loss, value_loss
+from .modeling import load_critic, load_policy, load_tokenizer, token_logprobs, token_values, unwrap
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python, NumPy and torch (the trainer's own randomness; envs use their seeds)."""
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def episode_metrics(records: Sequence[EpisodeRecord], prefix: str, group_size: int | None = None) -> dict[str, float]:
+    """Means of per-episode metrics, status shares and pass@k over groups."""
+    if not records:
+        return {}
+    out: dict[str, float] = {}
+    keys = records[0].metrics().keys()
+    for k in keys:
+        out[f"{prefix}/{k}"] = float(np.mean([r.metrics()[k] for r in records]))
+    statuses: dict[str, int] = defaultdict(int)
+    for r in records:
+        statuses[r.status] += 1
+    for s, n in statuses.items():
+        out[f"{prefix}/status_{s}"] = n / len(records)
+    if group_size and group_size > 1:
+        groups: dict[int, list[bool]] = defaultdict(list)
+        for r in records:
+            groups[r.group].append(r.success)
+        vals = [pass_at_k(len(v), sum(v), len(v)) for v in groups.values()]
+        out[f"{prefix}/pass@{group_size}"] = float(np.mean(vals))
+        stds = [float(np.std([x.episode_return for x in records if x.group == g])) for g in groups]
+        out[f"{prefix}/in_group_reward_std"] = float(np.mean(stds))
+    return out
+
+
+def rollout_config_for(cfg: StarPOConfig, temperature: float | None = None) -> RolloutConfig:
+    """The agent-loop settings of ``cfg`` (the env's defaults overlaid with ``cfg.rollout``)."""
+    r = cfg.rollout
+    overrides = {
+        "max_turns": r.max_turns, "max_actions_per_turn": r.max_actions_per_turn, "enable_think": r.enable_think,
+        "context_mode": r.context_mode, "context_window": r.context_window,
+        "max_context_tokens": r.max_context_tokens, "format_penalty": r.format_penalty,
+        "max_invalid_answers": r.max_invalid_answers,
+        "sampling": {"temperature": r.temperature if temperature is None else temperature, "top_p": r.top_p,
+                     "max_new_tokens": r.max_new_tokens},
+    }
+    return rollout_config_from(cfg.env.id, overrides)
+
+
+class StarPOTrainer:
+    """Trains a policy with StarPO.
+
+    Args:
+        cfg: the run config.
+        resume: a checkpoint directory, or ``"latest"`` for the newest one in
+            ``cfg.trainer.out_dir``.
+        model / tokenizer: an already-loaded policy and tokenizer (e.g. after SFT in the
+            same process); default: loaded from ``cfg.model.path``.
+    """
+
+    def __init__(self, cfg: StarPOConfig, *, resume: str | None = None, model: Any = None, tokenizer: Any = None):
+        self.cfg = validate(cfg)
+        self.dist = D.init(cfg.model.device)
+        self.device = self.dist.device
+        seed_everything(cfg.trainer.seed + self.dist.rank)
+        self.out_dir = Path(cfg.trainer.out_dir)
+        alg = cfg.algorithm
+        self.tokenizer = tokenizer or load_tokenizer(cfg.model.path)
+        raw = model if model is not None else load_policy(cfg.model)
+        raw.to(self.device)
+        self.ref = load_policy(cfg.model, trainable=False) if alg.kl_coef > 0 else None
+        self.critic = load_critic(cfg.model) if alg.adv_estimator in NEEDS_CRITIC else None
+        self.model = D.wrap(raw, self.dist, cfg.trainer.distributed)
+        if self.critic is not None:
+            self.critic = D.wrap(self.critic, self.dist, cfg.trainer.distributed)
+        opt = cfg.optim
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        self.optimizer = torch.optim.AdamW(params, lr=opt.lr, betas=(opt.beta1, opt.beta2), eps=opt.adam_eps,
+                                           weight_decay=opt.weight_decay)
+        warm = max(0, opt.warmup_steps)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, lambda s: min(1.0, (s + 1) / warm) if warm else 1.0)
+        self.critic_optimizer = (torch.optim.AdamW([p for p in self.critic.parameters() if p.requires_grad],
+                                                   lr=opt.critic_lr, betas=(opt.beta1, opt.beta2),
+                                                   eps=opt.adam_eps, weight_decay=opt.weight_decay)
+                                 if self.critic is not None else None)
+        self.policy = HFPolicy(unwrap(self.model), self.tokenizer, device=self.device,
+                               max_batch_size=cfg.rollout.batch_size)
+        self.rollout_cfg = self._rollout_config(cfg.rollout.temperature)
+        self.layout = "trajectory" if self.rollout_cfg.context_mode == "full" else "turn"
+        f = alg.filter
+        self.filter_cfg = FilterConfig(strategy=f.strategy, value=f.value, metric=f.metric, top_p_mode=f.top_p_mode,
+                                       eps=f.eps, include_zero=f.include_zero, loss_scaling=f.loss_scaling,
+                                       empty_stop_steps=f.empty_stop_steps)
+        self.step = 0
+        self.empty_streak = 0
+        self.nonfinite_skips = 0
+        self.collapse_tracker: Any = None
+        self.logger = MetricLogger(self.out_dir, cfg.trainer.loggers, enabled=self.dist.is_main, run_name=cfg.name,
+                                   config=cfg.to_dict(), wandb_project=cfg.trainer.wandb_project)
+        if self.dist.is_main:
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            (self.out_dir / "config.json").write_text(__import__("json").dumps(cfg.to_dict(), indent=2) + "\n")
+        if resume:
+            self._resume(resume)
+
+    # ------------------------------------------------------------ configuration
+    def _rollout_config(self, temperature: float) -> RolloutConfig:
+        return rollout_config_for(self.cfg, temperature)
+
+    def env_config(self, split: str) -> dict[str, Any]:
+        return {**self.cfg.env.config, "split": split}
+
+    # ---------------------------------------------------------------- rollouts
+    def rollout(self, step: int) -> list[EpisodeRecord]:
+        """This rank's share of step ``step``'s training episodes."""
+        r = self.cfg.rollout
+        base = step * r.env_groups
+        specs = [EpisodeSpec(index=g * r.group_size + m, env_id=self.cfg.env.id, seed=base + g, group=g, member=m,
+                             env_config=self.env_config(self.cfg.env.train_split))
+                 for g in D.groups_for_rank(r.env_groups, self.dist) for m in range(r.group_size)]
+        self.model.eval()
+        engine = RolloutEngine(self.policy, self.rollout_cfg)
+        return engine.run(specs)
+
+    def evaluate(self, *, split: str | None = None, episodes: int | None = None,
+                 temperature: float | None = None) -> dict[str, float]:
+        """Success and return on fixed seeds ``0..episodes-1`` of ``split`` (default: validation)."""
+        split = split or self.cfg.env.val_split
+        n = episodes or self.cfg.trainer.val_episodes
+        t = self.cfg.trainer.val_temperature if temperature is None else temperature
+        rcfg = self._rollout_config(max(t, 0.0))
+        specs = [EpisodeSpec(index=i, env_id=self.cfg.env.id, seed=i, group=i, env_config=self.env_config(split))
+                 for i in range(n) if i % self.dist.world_size == self.dist.rank]
+        self.model.eval()
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(12345)
+            records = RolloutEngine(self.policy, rcfg).run(specs)
+        local = episode_metrics(records, "val")
+        return self._reduce_means(local, len(records))
+
+    def _reduce_means(self, metrics: dict[str, float], weight: float) -> dict[str, float]:
+        if not self.dist.enabled:
+            return metrics
+        keys = sorted(set().union(*D.all_gather_object(sorted(metrics), self.dist)))
+        total = D.all_reduce_sum(weight, self.dist)
+        return {k: D.all_reduce_sum(metrics.get(k, 0.0) * weight, self.dist) / max(total, 1.0) for k in keys}
+
+    # ------------------------------------------------------------------- step
+    def train_step(self) -> dict[str, float]:
+        """One StarPO step; returns its metrics (reduced over ranks)."""
+        cfg, alg = self.cfg, self.cfg.algorithm
+        t0 = time.perf_counter()
+        records = self.rollout(self.step)
+        t_roll = time.perf_counter() - t0
+        metrics = self._reduce_means(episode_metrics(records, "train", cfg.rollout.group_size), len(records))
+        samples, bstats = build_samples(records, layout=self.layout, reward_placement=cfg.rollout.reward_placement)
+        for k, v in bstats.metrics().items():
+            metrics[k] = D.all_reduce_sum(v, self.dist)
+        if cfg.trainer.collapse_every and self.step % cfg.trainer.collapse_every == 0:
+            metrics.update(self._collapse_metrics(records))
+        if self.filter_cfg.metric == "entropy" and samples:
+            self._fill_entropy(samples)
+        kept_samples, fmetrics, scale = self._filter(samples, records)
+        metrics.update(fmetrics)
+        if fmetrics["filter/kept"] == 0:  # the kept set is global, so every rank agrees
+            self.empty_streak += 1
+            metrics["train/skipped_empty"] = 1.0
+            metrics["train/consecutive_empty"] = float(self.empty_streak)
+        else:
+            self.empty_streak = 0
+            metrics.update(self._update(kept_samples, scale))
+        metrics["time/rollout_s"] = t_roll
+        metrics["time/step_s"] = time.perf_counter() - t0
+        metrics["train/nonfinite_skips_total"] = float(self.nonfinite_skips)
+        self.step += 1
+        return metrics
+
+    def _filter(self, samples: list[Sample], records: list[EpisodeRecord]) -> tuple[list[Sample], dict[str, float], float]:
+        """Group scores gathered over ranks; the same kept set everywhere."""
+        per_group: dict[int, list[float]] = defaultdict(list)
+        if self.filter_cfg.metric in ("reward_std", "reward_mean"):
+            for r in records:
+                per_group[r.group].append(r.episode_return)
+        elif self.filter_cfg.metric == "length":
+            for r in records:
+                per_group[r.group].append(float(r.completion_tokens))
+        else:
+            ent: dict[tuple[int, int], list[float]] = defaultdict(list)
+            for s in samples:
+                ent[(s.group, s.episode)].append(s.entropy)
+            for (g, _), v in ent.items():
+                per_group[g].append(float(np.nanmean(v)))
+        gathered = D.all_gather_object(dict(per_group), self.dist)
+        merged: dict[int, list[float]] = {}
+        for part in gathered:
+            merged.update(part)
+        groups = sorted(merged)
+        from .filtering import group_scores
+
+        scores = group_scores(merged, self.filter_cfg.metric) if groups else np.zeros(0)
+        result = select_groups(scores, self.filter_cfg)
+        kept_ids = {groups[i] for i in result.kept}
+        return [s for s in samples if s.group in kept_ids], result.metrics, result.scale
+
+    def _fill_entropy(self, samples: list[Sample]) -> None:
+        with torch.no_grad():
+            for chunk in _chunks(list(range(len(samples))), self.cfg.optim.micro_batch_size):
+                b = collate([samples[i] for i in chunk], self.tokenizer.pad_token_id)
+                _, ent = token_logprobs(self.model, b.input_ids.to(self.device), b.attention_mask.to(self.device),
+                                        temperature=self.cfg.rollout.temperature, with_entropy=True)
+                ent = ent.cpu()
+                for j, i in enumerate(chunk):
+                    m = b.loss_mask[j]
+                    samples[i].entropy = float((ent[j] * m).sum() / m.sum().clamp(min=1))
+
+    # ----------------------------------------------------------------- update
+    @torch.no_grad()
+    def _forward_stats(self, batch: TensorBatch) -> dict[str, torch.Tensor]:
+        """Old log-probs, reference log-probs and values, micro-batched."""
+        cfg = self.cfg
+        out: dict[str, list[torch.Tensor]] = defaultdict(list)
+        for idx in _chunks(list(range(len(batch))), cfg.optim.micro_batch_size):
+            ids = batch.input_ids[idx].to(self.device)
+            att = batch.attention_mask[idx].to(self.device)
+            lp, _ = token_logprobs(self.model, ids, att, temperature=cfg.rollout.temperature)
+            out["old_logp"].append(lp.cpu())
+            if self.ref is not None:
+                rl, _ = token_logprobs(self.ref, ids, att, temperature=cfg.rollout.temperature)
+                out["ref_logp"].append(rl.cpu())
+            if self.critic is not None:
+                out["values"].append(token_values(self.critic, ids, att).cpu())
+        return {k: torch.cat(v) for k, v in out.items()}
+
+    def _advantages(self, batch: TensorBatch, samples: list[Sample], stats: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Advantages and returns ``(B, T)`` for the batch."""
+        alg = self.cfg.algorithm
+        mask = batch.loss_mask
+        rewards = batch.rewards.clone()
+        kl_in_reward = self.ref is not None and alg.kl_in_reward
+        if kl_in_reward:  # r_t <- r_t - β KL_t on every generated token (RAGEN / verl use_kl_in_reward)
+            rewards = rewards - alg.kl_coef * kl_penalty(stats["old_logp"], stats["ref_logp"], alg.kl_estimator) * mask
+        name = alg.adv_estimator
+        fn = get_estimator(name)
+        if name in NEEDS_CRITIC:
+            adv, ret = fn(rewards=rewards, values=stats["values"] * mask, mask=mask, turn_ids=batch.turn_ids,
+                          gamma=alg.gamma, lam=alg.lam, turn_gamma=alg.turn_gamma, whiten_advantages=False)
+            if alg.whiten_advantages:
+                adv = self._whiten(adv, mask)
+            return adv, ret
+        # Outcome estimators: one score per episode, so the turn samples of an episode count once.
+        keys = [(s.group, s.episode) for s in samples]
+        uniq = sorted(set(keys))
+        pos = {k: i for i, k in enumerate(uniq)}
+        ep_scores = torch.zeros(len(uniq), dtype=torch.float64)
+        ep_groups = torch.zeros(len(uniq), dtype=torch.long)
+        kl_sums = torch.zeros(len(uniq), dtype=torch.float64)
+        for i, (s, k) in enumerate(zip(samples, keys)):
+            ep_scores[pos[k]] = s.score
+            ep_groups[pos[k]] = s.group
+            if kl_in_reward:
+                kl_sums[pos[k]] += float((rewards[i] - batch.rewards[i]).sum())
+        ep_adv, _ = fn(scores=ep_scores + kl_sums, group_ids=ep_groups, mask=torch.ones((len(uniq), 1)),
+                       eps=alg.grpo_eps)
+        adv = ep_adv[[pos[k] for k in keys], 0][:, None] * mask
+        return adv, adv.clone()
+
+    def _whiten(self, adv: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Masked whitening with statistics over the whole batch on every rank (unbiased variance)."""
+        m = mask.double()
+        a = adv.double()
+        n = D.all_reduce_sum(float(m.sum()), self.dist)
+        if n < 2:
+            return adv * mask
+        s1 = D.all_reduce_sum(float((a * m).sum()), self.dist)
+        s2 = D.all_reduce_sum(float((a * a * m).sum()), self.dist)
+        mean = s1 / n
+        var = max((s2 - n * mean * mean) / (n - 1), 0.0)
+        return ((a - mean) / (var + 1e-8) ** 0.5 * m).float()
+
+    def _dummy_sample(self) -> Sample:
+        """A fully masked sample, so a rank without data still joins the collectives."""
+        pad = self.tokenizer.pad_token_id
+        return Sample(input_ids=[pad, pad], loss_mask=[0, 0], turn_ids=[-1, -1], rewards=[0.0, 0.0],
+                      rollout_logprobs=None, score=0.0, group=-1, episode=-1)
+
+    def _update(self, samples: list[Sample], scale: float) -> dict[str, float]:
+        """PPO epochs over mini-batches of the kept samples; returns metrics reduced over ranks."""
+        opt = self.cfg.optim
+        samples = samples or [self._dummy_sample()]
+        batch = collate(samples, self.tokenizer.pad_token_id)
+        stats = self._forward_stats(batch)
+        adv, returns = self._advantages(batch, samples, stats)
+        mask = batch.loss_mask
+        acc = _Acc()
+        acc.tok("adv/mean", float((adv * mask).sum()), float(mask.sum()))
+        acc.tok("adv/abs_mean", float((adv.abs() * mask).sum()), float(mask.sum()))
+        acc.tok("adv/nonzero_frac", float(((adv != 0).float() * mask).sum()), float(mask.sum()))
+        if batch.rollout_logprobs is not None and self.cfg.rollout.temperature == 1.0:
+            # Rollout log-probs are at temperature 1; so are the recomputed ones only then.
+            acc.tok("rollout/logprob_abs_diff", float(((batch.rollout_logprobs - stats["old_logp"]).abs() * mask).sum()),
+                    float(mask.sum()))
+        acc.total("batch/response_tokens", float(mask.sum()))
+        n = len(samples)
+        for epoch in range(opt.ppo_epochs):
+            gen = torch.Generator().manual_seed(self.cfg.trainer.seed * 1_000_003 + self.step * 101 + epoch)
+            order = torch.randperm(n, generator=gen).tolist()
+            for k in range(opt.mini_batches):
+                self._minibatch(batch, stats, adv, returns, order[k::opt.mini_batches], scale, acc)
+        metrics = acc.reduce(self.dist)
+        metrics["actor/lr"] = self.scheduler.get_last_lr()[0]
+        if "actor/grad_norm" in acc.steps:  # the schedule advances with optimizer steps
+            self.scheduler.step()
+        return metrics
+
+    def _minibatch(self, batch: TensorBatch, stats: dict[str, torch.Tensor], adv: torch.Tensor,
+                   returns: torch.Tensor, idx: list[int], scale: float, acc: "_Acc") -> None:
+        """One optimizer step on one mini-batch, micro-batched with gradient accumulation.
+
+        Losses are normalised by the mini-batch's global denominators (all micro-batches,
+        all ranks) and multiplied by the world size to undo DDP's gradient averaging.
+        """
+        cfg, alg, opt = self.cfg, self.cfg.algorithm, self.cfg.optim
+        world = self.dist.world_size
+        m = batch.loss_mask[idx] if idx else torch.zeros((0, 1))
+        norm_len = float(alg.norm_len or (cfg.rollout.max_new_tokens * max(1, self.rollout_cfg.max_turns)))
+        denom = Denominators(tokens=D.all_reduce_sum(float(m.sum()), self.dist),
+                             seqs=D.all_reduce_sum(float((m.sum(-1) > 0).sum()) if idx else 0.0, self.dist),
+                             norm_len=norm_len)
+        if denom.tokens == 0:
+            return
+        micro = _chunks(idx, opt.micro_batch_size)
+        n_micro = int(D.all_reduce_max(len(micro), self.dist))
+        micro += [[]] * (n_micro - len(micro))  # dummy micro-batches keep DDP collectives in step
+        self.model.train()
+        self.optimizer.zero_grad(set_to_none=True)
+        if self.critic is not None:
+            self.critic.train()
+            self.critic_optimizer.zero_grad(set_to_none=True)
+        for j, mi in enumerate(micro):
+            last = j == len(micro) - 1
+            sel = mi or [0]
+            ids = batch.input_ids[sel].to(self.device)
+            att = batch.attention_mask[sel].to(self.device)
+            mask = batch.loss_mask[sel].to(self.device) * (1.0 if mi else 0.0)
+            with (contextlib.nullcontext() if last or not self.dist.enabled else self.model.no_sync()):
+                logp, ent = token_logprobs(self.model, ids, att, temperature=cfg.rollout.temperature, with_entropy=True)
+                pg, pst = ppo_policy_loss(logp, stats["old_logp"][sel].to(self.device), adv[sel].to(self.device), mask,
+                                          clip_low=alg.clip_low, clip_high=alg.clip_high, dual_clip=alg.dual_clip)
+                pg_loss = aggregate(pg, mask, alg.loss_agg_mode, denom)
+                ent_loss = aggregate(ent, mask, alg.loss_agg_mode, denom)
+                loss = pg_loss - alg.entropy_coef * ent_loss
+                if self.ref is not None and not alg.kl_in_reward:
+                    kl = kl_penalty(logp, stats["ref_logp"][sel].to(self.device), alg.kl_estimator)
+                    kl_loss = aggregate(kl, mask, alg.loss_agg_mode, denom)
+                    loss = loss + alg.kl_coef * kl_loss
+                    acc.loss("actor/kl_loss", float(kl_loss.detach()))
+                (loss * scale * world).backward()
+            ntok = float(mask.sum())
+            acc.loss("actor/pg_loss", float(pg_loss.detach()))
+            acc.tok("actor/entropy", float((ent.detach() * mask).sum()), ntok)
+            for k, v in pst.items():
+                acc.tok(f"actor/{k}", float(v) * ntok, ntok)
+            if self.critic is not None:
+                with (contextlib.nullcontext() if last or not self.dist.enabled else self.critic.no_sync()):
+                    v = token_values(self.critic, ids, att)
+                    vl, _ = value_loss(v, stats["values"][sel].to(self.device), returns[sel].to(self.device),
+                                       clip=alg.value_clip)
+                    vloss = aggregate(vl, mask, "token-mean", denom)
+                    (alg.vf_coef * vloss * world).backward()
+                acc.loss("critic/vf_loss", float(vloss.detach()))
+                acc.tok("critic/value_mean", float((v.detach() * mask).sum()), ntok)
+        acc.end_minibatch()
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        gnorm = torch.nn.utils.clip_grad_norm_(params, opt.grad_clip if opt.grad_clip > 0 else float("inf"))
+        if torch.isfinite(gnorm):
+            self.optimizer.step()
+            acc.step_stat("actor/grad_norm", float(gnorm))
+        else:
+            self.nonfinite_skips += 1
+            acc.step_stat("actor/nonfinite_skip", 1.0)
+        self.optimizer.zero_grad(set_to_none=True)
+        if self.critic is not None:
+            cparams = [p for p in self.critic.parameters() if p.requires_grad]
+            cnorm = torch.nn.utils.clip_grad_norm_(cparams, opt.grad_clip if opt.grad_clip > 0 else float("inf"))
+            if torch.isfinite(cnorm):
+                self.critic_optimizer.step()
+                acc.step_stat("critic/grad_norm", float(cnorm))
+            self.critic_optimizer.zero_grad(set_to_none=True)
+
+    # ------------------------------------------------------------- diagnostics
+    def _collapse_metrics(self, records: list[EpisodeRecord]) -> dict[str, float]:
+        try:
+            from ragen_bench.diagnostics import collapse_metrics  # type: ignore[attr-defined]
+        except ImportError:
+            return {}
+        if not self.dist.is_main:
+            return {}
+        try:
+            return collapse_metrics(records, model=unwrap(self.model), tokenizer=self.tokenizer,
+                                    num_samples=self.cfg.trainer.collapse_samples, seed=self.step)
+        except Exception as exc:  # diagnostics must never kill training
+            warnings.warn(f"collapse diagnostics failed: {exc}", RuntimeWarning)
+            return {}
+
+    # ----------------------------------------------------------- checkpoints
+    def save(self) -> Path:
+        t = self.cfg.trainer
+        state = {"empty_streak": self.empty_streak, "nonfinite_skips": self.nonfinite_skips,
+                 "rollout_seed_counter": self.step * self.cfg.rollout.env_groups, "config": self.cfg.to_dict()}
+        path = ckpt.save(self.out_dir, self.step, model=self.model, tokenizer=self.tokenizer,
+                         optimizer=self.optimizer, scheduler=self.scheduler, state=state, rank=self.dist.rank,
+                         critic=self.critic, critic_optimizer=self.critic_optimizer,
+                         merge_lora=self.cfg.model.lora.save == "merged", keep=t.keep_checkpoints)
+        D.barrier(self.dist)
+        return path
+
+    def _resume(self, where: str) -> None:
+        d = ckpt.latest(self.out_dir) if where == "latest" else Path(where)
+        if d is None or not (d / "state.json").is_file():
+            raise FileNotFoundError(f"no checkpoint to resume from at {where!r} (out_dir {self.out_dir})")
+        from safetensors.torch import load_file
+
+        state = ckpt.load_state(d)
+        target = unwrap(self.model)
+        weights = d / "model" / "model.safetensors"
+        if weights.is_file():
+            sd = load_file(str(weights))
+            missing, unexpected = target.load_state_dict(sd, strict=False)
+            if unexpected:
+                raise RuntimeError(f"checkpoint has unexpected weights: {unexpected[:5]}")
+        else:  # a LoRA adapter
+            from peft import set_peft_model_state_dict
+
+            set_peft_model_state_dict(target, load_file(str(d / "model" / "adapter_model.safetensors")))
+        self.optimizer.load_state_dict(torch.load(d / "optimizer.pt", weights_only=False))
+        self.scheduler.load_state_dict(torch.load(d / "scheduler.pt", weights_only=False))
+        if self.critic is not None:
+            unwrap(self.critic).load_state_dict(load_file(str(d / "critic" / "model.safetensors")))
+            self.critic_optimizer.load_state_dict(torch.load(d / "critic_optimizer.pt", weights_only=False))
+        rng = d / f"rng_rank{self.dist.rank}.pt"
+        if rng.is_file():
+            ckpt.set_rng_state(torch.load(rng, weights_only=False))
+        self.step = int(state["step"])
+        self.empty_streak = int(state.get("empty_streak", 0))
+        self.nonfinite_skips = int(state.get("nonfinite_skips", 0))
+
+    # -------------------------------------------------------------------- fit
+    def fit(self) -> dict[str, float]:
+        """Train until ``total_steps``; returns the last validation metrics."""
+        t = self.cfg.trainer
+        last_val: dict[str, float] = {}
+        if t.val_before_train and self.step == 0 and t.val_every > 0:
+            last_val = self.evaluate()
+            self.logger.log(0, last_val, phase="val")
+        while self.step < t.total_steps:
+            metrics = self.train_step()
+            self.logger.log(self.step, metrics, phase="train")
+            if t.val_every > 0 and (self.step % t.val_every == 0 or self.step == t.total_steps):
+                last_val = self.evaluate()
+                self.logger.log(self.step, last_val, phase="val")
+            if t.save_every > 0 and (self.step % t.save_every == 0 or self.step == t.total_steps):
+                self.save()
+            if self.empty_streak >= self.filter_cfg.empty_stop_steps:
+                warnings.warn(f"stopping: {self.empty_streak} consecutive steps had no group left after filtering",
+                              RuntimeWarning)
+                break
+            if self.nonfinite_skips > t.max_nonfinite_skips:
+                warnings.warn(f"stopping: {self.nonfinite_skips} updates had non-finite gradients", RuntimeWarning)
+                break
+        self.logger.close()
+        return last_val
+
+
+def _chunks(items: list[int], size: int) -> list[list[int]]:
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+class _Acc:
+    """Accumulates update metrics and reduces them over ranks.
+
+    * ``loss``: values already normalised by global denominators; summed over
+      micro-batches and ranks they give the mini-batch value; averaged over mini-batches.
+    * ``tok``: token-weighted sums and counts.
+    * ``step_stat``: one value per optimizer step (identical on every rank); averaged.
+    * ``total``: summed over ranks.
+    """
+
+    def __init__(self) -> None:
+        self.losses: dict[str, float] = defaultdict(float)
+        self.minibatches = 0
+        self.toks: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+        self.steps: dict[str, list[float]] = defaultdict(list)
+        self.totals: dict[str, float] = defaultdict(float)
+
+    def loss(self, key: str, value: float) -> None:
+        self.losses[key] += value
+
+    def end_minibatch(self) -> None:
+        self.minibatches += 1
+
+    def tok(self, key: str, weighted_sum: float, count: float) -> None:
+        self.toks[key][0] += weighted_sum
+        self.toks[key][1] += count
+
+    def step_stat(self, key: str, value: float) -> None:
+        self.steps[key].append(value)
+
+    def total(self, key: str, value: float) -> None:
+        self.totals[key] += value
+
+    def reduce(self, info: D.DistInfo) -> dict[str, float]:
+        out: dict[str, float] = {}
+        keys = sorted(set().union(*D.all_gather_object(sorted(self.losses), info))) if info.enabled else sorted(self.losses)
+        for k in keys:
+            out[k] = D.all_reduce_sum(self.losses.get(k, 0.0), info) / max(self.minibatches, 1)
+        tkeys = sorted(set().union(*D.all_gather_object(sorted(self.toks), info))) if info.enabled else sorted(self.toks)
+        for k in tkeys:
+            s, c = self.toks[k] if k in self.toks else (0.0, 0.0)
+            c_all = D.all_reduce_sum(c, info)
+            out[k] = D.all_reduce_sum(s, info) / c_all if c_all else 0.0
+        for k, vals in self.steps.items():
+            out[k] = float(np.mean(vals)) if k != "actor/nonfinite_skip" else float(np.sum(vals))
+        for k, v in self.totals.items():
+            out[k] = D.all_reduce_sum(v, info)
+        return out
+
+
+__all__ = ["StarPOTrainer", "episode_metrics", "rollout_config_for", "seed_everything"]

@@ -1,0 +1,108 @@
+"""A real StarPO update on the tiny model: every trainable parameter changes, every metric is
+finite; a short fit writes metrics, checkpoints and curves."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from ragen_bench.policies import OraclePolicy, RandomPolicy
+from ragen_bench.rollout import EpisodeSpec, RolloutEngine
+from ragen_bench.validate import validate_file
+from ragen_train.batch import build_samples
+from ragen_train.config import load_config
+from ragen_train.sft import MixedPolicy, TokenizingPolicy
+from ragen_train.trainer import StarPOTrainer, rollout_config_for
+
+
+def tiny_cfg(tmp_path: Path, *extra: str):
+    return load_config("quickstart", [
+        f"trainer.out_dir={tmp_path}", "rollout.env_groups=2", "rollout.group_size=4", "rollout.max_new_tokens=16",
+        "trainer.val_episodes=4", "trainer.val_every=1", "trainer.total_steps=2", "optim.micro_batch_size=3",
+        "trainer.loggers=jsonl", *extra])
+
+
+def mixed_samples(trainer: StarPOTrainer, n_groups: int = 4, group_size: int = 4):
+    """Token-exact samples with reward variance inside groups (oracle and random actions)."""
+    policy = TokenizingPolicy(MixedPolicy(0.5, seed=3), trainer.tokenizer)
+    specs = [EpisodeSpec(index=g * group_size + m, env_id="ragen/Bandit-Pairs-v0", seed=g, group=g, member=m)
+             for g in range(n_groups) for m in range(group_size)]
+    records = RolloutEngine(policy, rollout_config_for(trainer.cfg, 1.0)).run(specs)
+    samples, _ = build_samples(records, layout=trainer.layout)
+    return samples
+
+
+@pytest.mark.parametrize("estimator", ["grpo", "gae"])
+def test_update_changes_every_trainable_parameter(tmp_path: Path, estimator: str) -> None:
+    extra = ["optim.lr=1e-2", f"algorithm.adv_estimator={estimator}", "optim.critic_lr=1e-2", "algorithm.kl_coef=0.01",
+             "algorithm.entropy_coef=0.01"]
+    trainer = StarPOTrainer(tiny_cfg(tmp_path, *extra))
+    samples = mixed_samples(trainer)
+    assert len({s.score for s in samples}) > 1
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if p.requires_grad}
+    critic_before = ({n: p.detach().clone() for n, p in trainer.critic.named_parameters()}
+                     if trainer.critic is not None else {})
+    metrics = trainer._update(samples, 1.0)
+    for name, p in trainer.model.named_parameters():
+        if p.requires_grad:
+            assert not torch.equal(before[name], p.detach()), f"{name} did not change"
+    for name, p in (trainer.critic.named_parameters() if trainer.critic is not None else []):
+        assert not torch.equal(critic_before[name], p.detach()), f"critic {name} did not change"
+    assert metrics and all(math.isfinite(v) for v in metrics.values()), metrics
+    for key in ("actor/pg_loss", "actor/entropy", "actor/grad_norm", "actor/clipfrac", "actor/approx_kl",
+                "actor/kl_loss", "adv/abs_mean"):
+        assert key in metrics
+    assert metrics["adv/abs_mean"] > 0
+    if estimator == "gae":
+        assert "critic/vf_loss" in metrics
+    # The rollout-time log-probs are those the trainer recomputes (token-in / token-out) — here
+    # demonstrations carry none, so the check is done in test_fit below with a real policy.
+
+
+def test_nonfinite_gradient_step_is_skipped_and_counted(tmp_path: Path) -> None:
+    trainer = StarPOTrainer(tiny_cfg(tmp_path, "optim.lr=1e-2"))
+    samples = mixed_samples(trainer, n_groups=2)
+    first = next(p for p in trainer.model.parameters())
+    hook = first.register_hook(lambda g: g * float("nan"))
+    before = first.detach().clone()
+    metrics = trainer._update(samples, 1.0)
+    hook.remove()
+    assert metrics["actor/nonfinite_skip"] == 1.0 and trainer.nonfinite_skips == 1
+    assert torch.equal(before, first.detach())
+
+
+def test_reference_model_only_loaded_with_kl(tmp_path: Path) -> None:
+    assert StarPOTrainer(tiny_cfg(tmp_path)).ref is None
+    assert StarPOTrainer(tiny_cfg(tmp_path, "algorithm.kl_coef=0.1")).ref is not None
+
+
+@pytest.mark.slow
+def test_fit_writes_finite_metrics_checkpoint_and_curves(tmp_path: Path) -> None:
+    cfg = tiny_cfg(tmp_path, "trainer.save_every=2", "algorithm.filter.value=0.5",
+                   "algorithm.filter.strategy=top_p")
+    trainer = StarPOTrainer(cfg)
+    last = trainer.fit()
+    assert "val/success" in last
+    kind, n = validate_file(tmp_path / "metrics.jsonl", "metrics")
+    rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    train_rows = [r for r in rows if r["phase"] == "train"]
+    assert [r["step"] for r in train_rows] == [1, 2]
+    for r in train_rows:
+        for k, v in r.items():
+            if k not in ("phase",):
+                assert v is not None and math.isfinite(v), (k, v)
+        assert r["batch/episodes"] == 8.0
+        # Sampled ids are trained as sampled: the recomputed log-probs match the rollout's.
+        if "rollout/logprob_abs_diff" in r:
+            assert r["rollout/logprob_abs_diff"] < 1e-3
+    assert (tmp_path / "checkpoints" / "latest").read_text().strip() == "step_000002"
+    model_dir = tmp_path / "checkpoints" / "step_000002" / "model"
+    assert (model_dir / "model.safetensors").is_file() and (model_dir / "tokenizer_config.json").is_file()
+    from ragen_train.plot import plot_metrics
+
+    png = plot_metrics(tmp_path / "metrics.jsonl", tmp_path / "curves.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
