@@ -52,16 +52,24 @@ def answer_format(enable_think: bool) -> str:
 
 
 def system_message(instruction: str, *, enable_think: bool, max_actions_per_turn: int,
-                   max_new_tokens: int | None, action_sep: str = "||") -> str:
-    """The system prompt: preamble, the env's instruction, the answer protocol."""
-    lines = [SYSTEM_PREAMBLE, "", instruction.strip(), "",
-             f"Always reply in exactly this format: {answer_format(enable_think)}"]
+                   max_new_tokens: int | None, action_sep: str = "||", style: str = "full") -> str:
+    """The system prompt.
+
+    ``style="full"``: preamble, the env's instruction, the answer protocol.
+    ``style="minimal"``: only the answer protocol — for policies that learn the task from
+    reward alone (e.g. a model trained from scratch), where the rules are dead weight in
+    the context.  The style is part of the protocol recorded with every run.
+    """
+    if style not in ("full", "minimal"):
+        raise ValueError(f"system prompt style must be 'full' or 'minimal', got {style!r}")
+    lines = [SYSTEM_PREAMBLE, "", instruction.strip(), ""] if style == "full" else []
+    lines.append(f"Always reply in exactly this format: {answer_format(enable_think)}")
     if max_actions_per_turn > 1:
         lines.append(f"You may give up to {max_actions_per_turn} actions per turn, separated by \"{action_sep}\"; "
                      "they are executed in order.")
     else:
         lines.append("Give exactly one action per turn.")
-    if max_new_tokens:
+    if max_new_tokens and style == "full":
         lines.append(f"Replies longer than {max_new_tokens} tokens are cut off and count as invalid.")
     return "\n".join(lines)
 

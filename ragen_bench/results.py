@@ -232,6 +232,7 @@ def protocol_of(run: dict[str, Any]) -> dict[str, Any]:
         "context_mode": r.get("context_mode"),
         "context_window": r.get("context_window"),
         "format_penalty": r.get("format_penalty"),
+        "system_prompt": r.get("system_prompt", "full"),
         "max_new_tokens": r.get("sampling", {}).get("max_new_tokens"),
         "group_size": run.get("group_size"),
     }

@@ -60,6 +60,8 @@ class RolloutConfig:
         action_sep: separator between actions in an answer.
         answer_from_reasoning: when a response has no text but a separate reasoning
             channel, parse the answer from the reasoning text (counted per turn).
+        system_prompt: ``full`` (the env's instruction and the protocol) or ``minimal``
+            (the answer format only; see :func:`~ragen_bench.prompts.system_message`).
     """
 
     max_turns: int = 5
@@ -73,6 +75,7 @@ class RolloutConfig:
     sampling: SamplingParams = field(default_factory=SamplingParams)
     action_sep: str = "||"
     answer_from_reasoning: bool = False
+    system_prompt: str = "full"
 
     def __post_init__(self) -> None:
         if self.context_mode not in CONTEXT_MODES:
@@ -81,6 +84,8 @@ class RolloutConfig:
             raise ValueError("max_turns and max_actions_per_turn must be >= 1")
         if self.context_window < 0:
             raise ValueError("context_window must be >= 0")
+        if self.system_prompt not in ("full", "minimal"):
+            raise ValueError(f"system_prompt must be 'full' or 'minimal', got {self.system_prompt!r}")
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -94,6 +99,7 @@ class RolloutConfig:
             "max_invalid_answers": self.max_invalid_answers,
             "action_sep": self.action_sep,
             "answer_from_reasoning": self.answer_from_reasoning,
+            "system_prompt": self.system_prompt,
             "sampling": self.sampling.as_dict(),
         }
 
@@ -287,7 +293,7 @@ class RolloutEngine:
             conv = Conversation(system_message(instruction, enable_think=cfg.enable_think,
                                                max_actions_per_turn=cfg.max_actions_per_turn,
                                                max_new_tokens=cfg.sampling.max_new_tokens,
-                                               action_sep=cfg.action_sep),
+                                               action_sep=cfg.action_sep, style=cfg.system_prompt),
                                 mode=cfg.context_mode, window=cfg.context_window)
             feedback = ""
             invalid_streak = 0

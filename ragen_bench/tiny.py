@@ -7,9 +7,9 @@ exactly like a downloaded model.  It is deterministic: the same arguments give
 bit-identical files on any machine with the same torch version.
 
 Tokenizer: byte-level BPE like GPT-2 / Qwen2 (the 256 byte symbols plus merges learned
-by the ``tokenizers`` BPE trainer, vocabulary 1024, from the checked-in corpus
-``ragen_bench/data/tiny_corpus.txt`` of agent-loop conversations; about 3 characters per
-token on it), plus the ChatML special tokens ``<|endoftext|>``, ``<|im_start|>``,
+by the ``tokenizers`` BPE trainer, at most 2048 entries, from the checked-in corpus
+``ragen_bench/data/tiny_corpus.txt`` of agent-loop conversations; punctuation is isolated
+first, so grids are one token per cell; about 2.6 characters per token on the corpus), plus the ChatML special tokens ``<|endoftext|>``, ``<|im_start|>``,
 ``<|im_end|>`` and the four protocol tags ``<think>``, ``</think>``, ``<answer>``,
 ``</answer>`` as single (non-special) tokens.  Any text round-trips exactly.
 
@@ -37,7 +37,9 @@ CHATML_TEMPLATE = (
 
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 CORPUS = Path(__file__).resolve().parent / "data" / "tiny_corpus.txt"
-VOCAB_SIZE = 1024
+VOCAB_SIZE = 2048
+#: Bump when build_tokenizer changes, so cached tiny models are rebuilt.
+TOKENIZER_RECIPE = "bpe-punct-isolated-v1"
 TAG_TOKENS = ("<think>", "</think>", "<answer>", "</answer>")
 
 
@@ -59,8 +61,9 @@ class TinyConfig:
     seed: int = 0
 
     def key(self) -> str:
-        """Short hash of the config (names the cache directory)."""
-        blob = json.dumps(asdict(self), sort_keys=True).encode()
+        """Short hash of the config, the tokenizer recipe and the corpus (names the cache directory)."""
+        corpus = hashlib.sha256(CORPUS.read_bytes()).hexdigest()
+        blob = json.dumps({**asdict(self), "tokenizer": TOKENIZER_RECIPE, "corpus": corpus}, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:12]
 
 
@@ -74,7 +77,12 @@ def build_tokenizer(vocab_size: int = VOCAB_SIZE):
 
     alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    # Punctuation is isolated before the byte-level split, so a grid such as "#_P_#" is one
+    # token per cell and every row has the same token layout.
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Punctuation(behavior="isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
+    ])
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=2, initial_alphabet=alphabet,
                                   special_tokens=list(SPECIAL_TOKENS), show_progress=False)

@@ -74,6 +74,7 @@ class RolloutSection:
     max_turns: int | None = None
     max_actions_per_turn: int | None = None
     enable_think: bool = True
+    system_prompt: str = "full"
     context_mode: str = "full"
     context_window: int = 2
     max_context_tokens: int | None = None
@@ -172,8 +173,10 @@ class TrainerSection:
     seed: int = 0
     loggers: list[str] = field(default_factory=lambda: ["jsonl", "console"])
     wandb_project: str = "ragen"
-    collapse_every: int = 0
+    collapse_every: int = 5
     collapse_samples: int = 32
+    collapse_samplers: list[str] = field(default_factory=lambda: ["first_turn"])
+    collapse_warn: bool = True
     distributed: str = "ddp"  # "ddp" | "fsdp2" (used under torchrun)
     max_nonfinite_skips: int = 10
 
@@ -200,6 +203,7 @@ _CHOICES: dict[str, tuple[Any, ...]] = {
     "model.dtype": ("float32", "bfloat16", "float16"),
     "model.lora.save": ("adapter", "merged"),
     "rollout.context_mode": ("full", "last_k", "single_turn"),
+    "rollout.system_prompt": ("full", "minimal"),
     "rollout.reward_placement": ("last_token", "turn_end"),
     "algorithm.adv_estimator": ("grpo", "dr_grpo", "rloo", "gae", "bilevel_gae"),
     "algorithm.loss_agg_mode": ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm"),
@@ -233,6 +237,9 @@ def validate(cfg: StarPOConfig) -> StarPOConfig:
     for key in _POSITIVE:
         if flat[key] is not None and flat[key] < 1:
             raise ConfigError(key, f"must be >= 1, got {flat[key]}")
+    for sampler in flat["trainer.collapse_samplers"]:
+        if sampler not in ("first_turn", "trajectory"):
+            raise ConfigError("trainer.collapse_samplers", f"unknown sampler {sampler!r} (first_turn, trajectory)")
     for key in ("optim.lr", "optim.critic_lr", "sft.lr"):
         if flat[key] <= 0:
             raise ConfigError(key, f"must be > 0, got {flat[key]}")

@@ -76,9 +76,9 @@ PRESETS: dict[str, Callable[[], StarPOConfig]] = {
     "webshop": lambda: _task("webshop", "ragen/WebShop-v0", turns=9, actions=1, max_new_tokens=200),
     "searchqa": lambda: _task("searchqa", "ragen/SearchQA-v0", turns=5, actions=1, max_new_tokens=300),
     # Tiny-model presets that learn on a CPU (examples/learning_demo.py).
-    "quickstart": lambda: _tiny("quickstart", "ragen/Bandit-Pairs-v0", "grpo", steps=20, sft_episodes=512),
-    "tiny-bandit-grpo": lambda: _tiny("tiny-bandit-grpo", "ragen/Bandit-Pairs-v0", "grpo", steps=30, sft_episodes=512),
-    "tiny-bandit-ppo": lambda: _tiny("tiny-bandit-ppo", "ragen/Bandit-Pairs-v0", "gae", steps=30, sft_episodes=512),
+    "quickstart": lambda: _tiny("quickstart", "ragen/Bandit-PairsAB-v0", "grpo", steps=20, sft_episodes=512),
+    "tiny-bandit-grpo": lambda: _tiny("tiny-bandit-grpo", "ragen/Bandit-PairsAB-v0", "grpo", steps=30, sft_episodes=512),
+    "tiny-bandit-ppo": lambda: _tiny("tiny-bandit-ppo", "ragen/Bandit-PairsAB-v0", "gae", steps=30, sft_episodes=512),
     "tiny-sokoban-grpo": lambda: _tiny("tiny-sokoban-grpo", "ragen/Sokoban-v0", "grpo", steps=30, sft_episodes=512,
                                        max_turns=6, max_actions_per_turn=2),
     "tiny-sokoban-ppo": lambda: _tiny("tiny-sokoban-ppo", "ragen/Sokoban-v0", "gae", steps=30, sft_episodes=512,

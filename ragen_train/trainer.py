@@ -89,7 +89,7 @@ def rollout_config_for(cfg: StarPOConfig, temperature: float | None = None) -> R
         "max_turns": r.max_turns, "max_actions_per_turn": r.max_actions_per_turn, "enable_think": r.enable_think,
         "context_mode": r.context_mode, "context_window": r.context_window,
         "max_context_tokens": r.max_context_tokens, "format_penalty": r.format_penalty,
-        "max_invalid_answers": r.max_invalid_answers,
+        "max_invalid_answers": r.max_invalid_answers, "system_prompt": r.system_prompt,
         "sampling": {"temperature": r.temperature if temperature is None else temperature, "top_p": r.top_p,
                      "max_new_tokens": r.max_new_tokens},
     }
@@ -206,7 +206,8 @@ class StarPOTrainer:
         samples, bstats = build_samples(records, layout=self.layout, reward_placement=cfg.rollout.reward_placement)
         for k, v in bstats.metrics().items():
             metrics[k] = D.all_reduce_sum(v, self.dist)
-        if cfg.trainer.collapse_every and self.step % cfg.trainer.collapse_every == 0:
+        every = cfg.trainer.collapse_every
+        if every and (self.step == 0 or (self.step + 1) % every == 0):  # step 1, then every k (RAGEN)
             metrics.update(self._collapse_metrics(records))
         if self.filter_cfg.metric == "entropy" and samples:
             self._fill_entropy(samples)
@@ -439,23 +440,35 @@ class StarPOTrainer:
 
     # ------------------------------------------------------------- diagnostics
     def _collapse_metrics(self, records: list[EpisodeRecord]) -> dict[str, float]:
-        try:
-            from ragen_bench.diagnostics import collapse_metrics  # type: ignore[attr-defined]
-        except ImportError:
+        """Reasoning-collapse diagnostics (MI / conditional entropy) on the unfiltered batch.
+
+        Computed on rank 0 from its share of the batch with the policy itself as scorer
+        (token ids as sampled); logged under ``collapse/``.  A
+        :class:`~ragen_bench.diagnostics.TemplateCollapseWarning` is raised when MI falls
+        while entropy stays high (``trainer.collapse_warn``).  Never stops training: a
+        failure is a warning and an empty dict.
+        """
+        if not self.dist.is_main or not self.cfg.rollout.enable_think:
             return {}
-        if not self.dist.is_main:
-            return {}
+        from ragen_bench.diagnostics import CollapseTracker, HFScorer, collapse_metrics
+
+        if self.collapse_tracker is None:
+            self.collapse_tracker = CollapseTracker(mi_drop=0.2 if self.cfg.trainer.collapse_warn else float("inf"))
+        self.model.eval()
         try:
-            return collapse_metrics(records, model=unwrap(self.model), tokenizer=self.tokenizer,
-                                    num_samples=self.cfg.trainer.collapse_samples, seed=self.step)
+            return collapse_metrics(records, HFScorer(unwrap(self.model), self.tokenizer, device=self.device),
+                                    num_samples=self.cfg.trainer.collapse_samples, seed=self.step,
+                                    sampler=tuple(self.cfg.trainer.collapse_samplers), tracker=self.collapse_tracker,
+                                    use_token_ids=True, step=self.step)
         except Exception as exc:  # diagnostics must never kill training
-            warnings.warn(f"collapse diagnostics failed: {exc}", RuntimeWarning)
+            warnings.warn(f"collapse diagnostics failed at step {self.step}: {exc}", RuntimeWarning)
             return {}
 
     # ----------------------------------------------------------- checkpoints
     def save(self) -> Path:
         t = self.cfg.trainer
         state = {"empty_streak": self.empty_streak, "nonfinite_skips": self.nonfinite_skips,
+                 "collapse_tracker": self.collapse_tracker.state_dict() if self.collapse_tracker is not None else None,
                  "rollout_seed_counter": self.step * self.cfg.rollout.env_groups, "config": self.cfg.to_dict()}
         path = ckpt.save(self.out_dir, self.step, model=self.model, tokenizer=self.tokenizer,
                          optimizer=self.optimizer, scheduler=self.scheduler, state=state, rank=self.dist.rank,
@@ -493,6 +506,11 @@ class StarPOTrainer:
         self.step = int(state["step"])
         self.empty_streak = int(state.get("empty_streak", 0))
         self.nonfinite_skips = int(state.get("nonfinite_skips", 0))
+        if state.get("collapse_tracker"):
+            from ragen_bench.diagnostics import CollapseTracker
+
+            self.collapse_tracker = CollapseTracker(mi_drop=0.2 if self.cfg.trainer.collapse_warn else float("inf"))
+            self.collapse_tracker.load_state_dict(state["collapse_tracker"])
 
     # -------------------------------------------------------------------- fit
     def fit(self) -> dict[str, float]:

@@ -24,12 +24,13 @@ def main() -> None:
     for entry in ragen_envs.list_envs():
         if not entry.procedural:
             continue
-        for policy in (OraclePolicy(), RandomPolicy(seed=0)):
-            specs = make_specs(entry.id, episodes=6, seed=100)
-            cfg = RolloutConfig(max_turns=4, max_actions_per_turn=2)
-            for rec in RolloutEngine(policy, cfg).run(specs):
-                for m in rec.messages:
-                    texts.append(m["content"])
+        for split in ("train", "validation", "test"):
+            for policy in (OraclePolicy(), RandomPolicy(seed=0)):
+                specs = make_specs(entry.id, episodes=8, seed=100, env_config={"split": split})
+                cfg = RolloutConfig(max_turns=3, max_actions_per_turn=2)
+                for rec in RolloutEngine(policy, cfg).run(specs):
+                    for m in rec.messages:
+                        texts.append(m["content"])
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text("\n\n".join(texts) + "\n", encoding="utf-8")
     print(f"wrote {OUT} ({OUT.stat().st_size} bytes, {len(texts)} texts)")

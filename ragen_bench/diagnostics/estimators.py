@@ -162,6 +162,8 @@ def _hit_probability(n_total: int, n_good: int, k: int) -> float:
         return 0.0
     if n_total - n_good < k:
         return 1.0
+    if k == 1:
+        return n_good / n_total
     return 1.0 - math.comb(n_total - n_good, k) / math.comb(n_total, k)
 
 

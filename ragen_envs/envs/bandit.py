@@ -68,10 +68,17 @@ ARM_PAIRS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
+#: Action names in ``answer_with="label"`` mode (arm shown first is A).
+LABELS = ("A", "B")
+
+
 class BanditEnv(TextEnv):
     """Two-armed bandit; actions are the two arm names (case-insensitive).
 
-    Config (``schemas/envs/bandit.config.schema.json``): ``split``, ``split_by``, ``max_steps``
+    Config (``schemas/envs/bandit.config.schema.json``): ``split``, ``split_by``,
+    ``answer_with`` (``"name"``: the action is the arm's name; ``"label"``: the arms are
+    shown as ``A: <name>``, ``B: <name>`` and the action is the letter, a multiple-choice
+    answer that needs no copying of names), ``max_steps``
     (default 3: invalid answers may be retried; the first pull ends the episode),
     ``steady_reward`` (0.1), ``risky_reward`` (1.0), ``risky_prob`` (0.25),
     ``invalid_action_reward`` (-0.1).
@@ -101,20 +108,30 @@ class BanditEnv(TextEnv):
                 return (a, b, bool(rng.integers(2))) if in_split(f"bandit-pair|{a}|{b}", split) else None
 
             (steady, risky, swap), _ = sample_instance(self.np_random, build, max_attempts=10_000)
-        self.action_names = (risky, steady) if swap else (steady, risky)
+        self._arms = (risky, steady) if swap else (steady, risky)
+        labelled = self.config["answer_with"] == "label"
+        self.action_names = LABELS if labelled else self._arms
         steady_mean, risky_mean = self._means()
         self._best = risky if risky_mean > steady_mean else steady
         self._steady, self._risky = steady, risky
         self._last: str | None = None
 
     def _reset_info(self) -> dict[str, Any]:
-        return {"arms": list(self.action_names or ())}
+        return {"arms": list(self._arms)}
+
+    def _arm_of(self, action: str) -> str | None:
+        """The arm an action names (its label in ``answer_with="label"`` mode)."""
+        key = self.match_action(action)
+        if key is None:
+            return None
+        return self._arms[LABELS.index(key)] if self.action_names == LABELS else key
 
     def _step(self, action: str) -> Transition:
-        arm = self.match_action(action)
+        arm = self._arm_of(action)
         if arm is None:
             self._last = None
-            return self.invalid(f"not an arm name: expected one of {list(self.action_names or ())}")
+            what = "label" if self.action_names == LABELS else "arm name"
+            return self.invalid(f"not an {what}: expected one of {list(self.action_names or ())}")
         c = self.config
         if arm == self._risky:
             reward = float(c["risky_reward"]) if self.np_random.random() < float(c["risky_prob"]) else 0.0
@@ -126,26 +143,33 @@ class BanditEnv(TextEnv):
                           info={"arm": arm, "chose_best": chose_best})
 
     def _observation(self) -> str:
-        a, b = self.action_names or ("", "")
         if self._last is not None:
             return self._last
+        a, b = getattr(self, "_arms", ("", ""))
+        if self.action_names == LABELS:
+            return f"Two arms are in front of you: A: {a}, B: {b}. Which arm do you pull?"
         return f"Two arms are in front of you: {a} and {b}. Which arm do you pull?"
 
     @property
     def instruction(self) -> str:
-        a, b = self.action_names or ("ArmA", "ArmB")
-        return join_lines([
+        a, b = getattr(self, "_arms", ("ArmA", "ArmB"))
+        head = [
             "You are playing a two-armed bandit game.",
             "Each arm pays points drawn from its own fixed distribution, which you are not told;"
             " the name of each arm hints at how it behaves.",
             "Pull exactly one arm: choose the one you expect to pay more points on average.",
-            f"The available actions are the arm names: {a}, {b}.",
-            f"Answer with the arm name, for example <answer>{a}</answer>.",
-        ])
+        ]
+        if self.action_names == LABELS:
+            return join_lines(head + [f"The arms are labelled A ({a}) and B ({b}); the available actions are A, B.",
+                                      "Answer with the label of the arm, for example <answer>A</answer>."])
+        return join_lines(head + [f"The available actions are the arm names: {a}, {b}.",
+                                  f"Answer with the arm name, for example <answer>{a}</answer>."])
 
     def oracle_actions(self) -> list[str]:
         """Pull the higher-mean arm (maximises the expected return)."""
-        return [] if self.status.is_terminal else [self._best]
+        if self.status.is_terminal:
+            return []
+        return [LABELS[self._arms.index(self._best)]] if self.action_names == LABELS else [self._best]
 
     def sample_action(self, rng: np.random.Generator) -> str:  # noqa: D102 - base doc
         return super().sample_action(rng)
