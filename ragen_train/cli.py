@@ -44,11 +44,15 @@ def starpo(
     config: ConfigOpt = "quickstart",
     overrides: Overrides = None,
     resume: Annotated[Optional[str], typer.Option(help="Checkpoint directory, or 'latest' in trainer.out_dir.")] = None,
+    backend: Annotated[str, typer.Option(help="Trainer back-end: native | trl | verl (docs/backends.md).")] = "native",
 ) -> None:
     """Train with StarPO (rollout -> filter -> advantages -> PPO/GRPO update), with validation and checkpoints."""
     from .trainer import StarPOTrainer
 
     cfg = _load(config, overrides)
+    if backend != "native":
+        _external_backend(backend, cfg, resume)
+        return
     try:
         trainer = StarPOTrainer(cfg, resume=resume)
     except FileNotFoundError as exc:
@@ -62,6 +66,28 @@ def starpo(
                            title=f"{cfg.name}: {cfg.env.id}")
         console.print(f"done: {cfg.trainer.out_dir} (curves: {png}); last validation: "
                       + ", ".join(f"{k}={v:.3f}" for k, v in last.items() if k in ("val/success", "val/return")))
+
+
+def _external_backend(name: str, cfg, resume: str | None) -> None:
+    """Train ``cfg`` with the ``trl`` or ``verl`` back-end (ragen_train.backends)."""
+    from .backends import get_backend
+    from .config import ConfigError
+
+    if resume:
+        console.print(f"[red]error:[/red] --resume is only supported by the native back-end, not {name!r}")
+        raise typer.Exit(2)
+    try:
+        chosen = get_backend(name)
+    except KeyError as exc:
+        console.print(f"[red]error:[/red] {exc.args[0]}")
+        raise typer.Exit(2) from None
+    try:
+        result = chosen.train(cfg)
+    except (ImportError, ConfigError) as exc:
+        console.print(f"[red]{name} back-end:[/red] {exc}")
+        raise typer.Exit(2) from None
+    console.print(f"done ({name}): metrics {result.metrics_path}; model {result.checkpoint_dir}; last validation: "
+                  + ", ".join(f"{k}={v:.3f}" for k, v in result.last_val.items() if k in ("val/success", "val/return")))
 
 
 @app.command()

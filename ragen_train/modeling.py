@@ -86,7 +86,7 @@ def load_critic(cfg: ModelConfig) -> Any:
 
 
 def token_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, temperature: float = 1.0,
-                   with_entropy: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+                   with_entropy: bool = False, loss_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Log-probabilities of the target tokens (and entropies) under ``model``.
 
     Args:
@@ -94,21 +94,41 @@ def token_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.Te
         temperature: logits are divided by it (the rollout sampling temperature), so
             log-probs are those of the distribution that was sampled before top-p.
         with_entropy: also return the entropy of each predictive distribution.
+        loss_mask: ``(B, L-1)``; when given, logits are computed only from the first
+            position any row trains on (``logits_to_keep``), which skips the language-model
+            head over the shared prompt — with a 150k vocabulary that head dominates memory.
+            Positions before it get log-prob and entropy 0.
 
     Returns:
         ``logp (B, L-1)`` and ``entropy (B, L-1)`` (or ``None``), float32.
     """
-    out = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False)
-    logits = out.logits[:, :-1, :].float()
+    length = input_ids.shape[1]
+    start = 0
+    if loss_mask is not None and loss_mask.numel() and bool(loss_mask.any()):
+        cols = torch.nonzero(loss_mask.any(0), as_tuple=False)
+        start = int(cols.min())
+    kwargs: dict[str, Any] = {"input_ids": input_ids, "attention_mask": attention_mask, "use_cache": False}
+    if start > 0:
+        kwargs["logits_to_keep"] = length - start  # logits of positions start .. L-1
+    out = model(**kwargs)
+    logits = out.logits[:, :-1, :].float() if start == 0 else out.logits[:, : length - 1 - start, :].float()
     if temperature != 1.0:
         logits = logits / temperature
     logz = torch.logsumexp(logits, dim=-1)
-    target = input_ids[:, 1:].unsqueeze(-1)
-    logp = logits.gather(-1, target).squeeze(-1) - logz
-    ent = None
+    target = input_ids[:, start + 1:].unsqueeze(-1)
+    part = logits.gather(-1, target).squeeze(-1) - logz
+    ent_part = None
     if with_entropy:
         p = torch.softmax(logits, dim=-1)
-        ent = logz - (p * logits).sum(-1)
+        ent_part = logz - (p * logits).sum(-1)
+    if start == 0:
+        return part, ent_part
+    logp = torch.zeros((input_ids.shape[0], length - 1), dtype=part.dtype, device=part.device)
+    logp[:, start:] = part
+    ent = None
+    if ent_part is not None:
+        ent = torch.zeros_like(logp)
+        ent[:, start:] = ent_part
     return logp, ent
 
 

@@ -265,18 +265,28 @@ class StarPOTrainer:
                     samples[i].entropy = float((ent[j] * m).sum() / m.sum().clamp(min=1))
 
     # ----------------------------------------------------------------- update
+    @property
+    def _single_pass(self) -> bool:
+        """One epoch of one mini-batch: the policy that sampled is the one being updated,
+        so the old log-probs equal the (detached) current ones and need no extra pass."""
+        alg = self.cfg.algorithm
+        kl_reward = self.ref is not None and alg.kl_in_reward  # needs the old log-probs up front
+        return self.cfg.optim.ppo_epochs == 1 and self.cfg.optim.mini_batches == 1 and not kl_reward
+
     @torch.no_grad()
     def _forward_stats(self, batch: TensorBatch) -> dict[str, torch.Tensor]:
-        """Old log-probs, reference log-probs and values, micro-batched."""
+        """Old log-probs (unless :attr:`_single_pass`), reference log-probs and values, micro-batched."""
         cfg = self.cfg
         out: dict[str, list[torch.Tensor]] = defaultdict(list)
         for idx in _chunks(list(range(len(batch))), cfg.optim.micro_batch_size):
             ids = batch.input_ids[idx].to(self.device)
             att = batch.attention_mask[idx].to(self.device)
-            lp, _ = token_logprobs(self.model, ids, att, temperature=cfg.rollout.temperature)
-            out["old_logp"].append(lp.cpu())
+            lm = batch.loss_mask[idx].to(self.device)
+            if not self._single_pass:
+                lp, _ = token_logprobs(self.model, ids, att, temperature=cfg.rollout.temperature, loss_mask=lm)
+                out["old_logp"].append(lp.cpu())
             if self.ref is not None:
-                rl, _ = token_logprobs(self.ref, ids, att, temperature=cfg.rollout.temperature)
+                rl, _ = token_logprobs(self.ref, ids, att, temperature=cfg.rollout.temperature, loss_mask=lm)
                 out["ref_logp"].append(rl.cpu())
             if self.critic is not None:
                 out["values"].append(token_values(self.critic, ids, att).cpu())
@@ -346,7 +356,7 @@ class StarPOTrainer:
         acc.tok("adv/mean", float((adv * mask).sum()), float(mask.sum()))
         acc.tok("adv/abs_mean", float((adv.abs() * mask).sum()), float(mask.sum()))
         acc.tok("adv/nonzero_frac", float(((adv != 0).float() * mask).sum()), float(mask.sum()))
-        if batch.rollout_logprobs is not None and self.cfg.rollout.temperature == 1.0:
+        if batch.rollout_logprobs is not None and self.cfg.rollout.temperature == 1.0 and "old_logp" in stats:
             # Rollout log-probs are at temperature 1; so are the recomputed ones only then.
             acc.tok("rollout/logprob_abs_diff", float(((batch.rollout_logprobs - stats["old_logp"]).abs() * mask).sum()),
                     float(mask.sum()))
@@ -394,8 +404,17 @@ class StarPOTrainer:
             att = batch.attention_mask[sel].to(self.device)
             mask = batch.loss_mask[sel].to(self.device) * (1.0 if mi else 0.0)
             with (contextlib.nullcontext() if last or not self.dist.enabled else self.model.no_sync()):
-                logp, ent = token_logprobs(self.model, ids, att, temperature=cfg.rollout.temperature, with_entropy=True)
-                pg, pst = ppo_policy_loss(logp, stats["old_logp"][sel].to(self.device), adv[sel].to(self.device), mask,
+                logp, ent = token_logprobs(self.model, ids, att, temperature=cfg.rollout.temperature, with_entropy=True,
+                                           loss_mask=batch.loss_mask[sel].to(self.device))
+                if "old_logp" in stats:
+                    old = stats["old_logp"][sel].to(self.device)
+                else:
+                    old = logp.detach()
+                    rl = batch.rollout_logprobs
+                    if rl is not None and mi and cfg.rollout.temperature == 1.0:
+                        acc.tok("rollout/logprob_abs_diff", float(((rl[sel].to(self.device) - old).abs() * mask).sum()),
+                                float(mask.sum()))
+                pg, pst = ppo_policy_loss(logp, old, adv[sel].to(self.device), mask,
                                           clip_low=alg.clip_low, clip_high=alg.clip_high, dual_clip=alg.dual_clip)
                 pg_loss = aggregate(pg, mask, alg.loss_agg_mode, denom)
                 ent_loss = aggregate(ent, mask, alg.loss_agg_mode, denom)

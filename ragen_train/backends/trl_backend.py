@@ -1,0 +1,504 @@
+"""The ``trl`` back-end: TRL's ``GRPOTrainer`` trained on ragen episodes played by our rollout engine.
+
+Which TRL hook, and why (TRL 1.16, ``trl/trainer/grpo_trainer.py``):
+
+* ``environment_factory`` turns every public method of an environment class into a
+  *tool*: the model must emit the chat template's tool-call syntax, the observation
+  comes back as a ``tool`` message, and TRL parses the reply with the tokenizer's
+  response schema.  Our protocol is different — one ``<think>…</think><answer>…</answer>``
+  reply per turn, parsed by :func:`ragen_envs.parse_response`, the next observation as a
+  *user* message with our exact text (:mod:`ragen_bench.prompts`), the format penalty,
+  the per-turn action budget — and TRL also requires a chat template that supports tool
+  calling, which a plain ChatML template (ours, and many base models') does not.  Going
+  through tools would change the prompts, the parser and the rewards.
+* ``rollout_func(prompts, trainer) -> {"prompt_ids", "completion_ids", "logprobs",
+  "env_mask", <extra fields>}`` lets the caller generate.  TRL then trains on exactly
+  the returned token ids; ``env_mask`` (1 = model token, 0 = environment token) is
+  multiplied into the loss mask, and extra fields are passed to the reward functions.
+
+So this back-end uses ``rollout_func``: :class:`RagenRolloutFunc` plays the step's
+episodes with :class:`~ragen_bench.rollout.RolloutEngine` and the policy being trained
+(an :class:`~ragen_bench.policies.hf.HFPolicy` around TRL's model), builds the native
+samples and hands TRL one row per episode (:func:`~ragen_train.backends.common.episode_rows`):
+the first prompt, the rest of the sequence as the completion, the native loss mask as
+``env_mask`` and the episode return as the reward (:func:`ragen_env_return`).  TRL then
+computes the group advantages and the clipped policy loss itself.
+
+:func:`trl_settings` maps a :class:`~ragen_train.config.StarPOConfig` onto ``GRPOConfig``
+and lists what does not map (``docs/backends.md`` has the table).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import time
+import warnings
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ragen_bench.policies.base import Policy
+from ragen_bench.records import EpisodeRecord
+from ragen_bench.rollout import EpisodeSpec, RolloutEngine
+
+from ..config import ConfigError, StarPOConfig
+from ..trainer import episode_metrics, rollout_config_for
+from .base import BackendResult
+from .common import (MappingNote, episode_rows, evaluate_policy, filter_config, filter_groups, layout_of,
+                     require_one_row_per_episode, train_specs)
+
+PROMPT_TAG = "ragen:{env_id}:group={group}"
+_GROUP_RE = re.compile(r":group=(\d+)$")
+
+
+def _require_trl() -> Any:
+    try:
+        import trl
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise ImportError("the trl back-end needs TRL (huggingface/trl): pip install 'ragen[trl]'") from exc
+    return trl
+
+
+# ---------------------------------------------------------------- settings map
+@dataclass
+class TRLSettings:
+    """``GRPOConfig`` keyword arguments for a config, and the notes on every setting."""
+
+    args: dict[str, Any]
+    notes: list[MappingNote]
+    rows_per_step: int
+    optimizer_steps_per_rollout: int
+
+    def unsupported(self) -> list[MappingNote]:
+        return [n for n in self.notes if n.status == "unsupported"]
+
+
+def _divisor_at_most(n: int, cap: int) -> int:
+    return max(d for d in range(1, min(n, max(cap, 1)) + 1) if n % d == 0)
+
+
+def trl_settings(cfg: StarPOConfig, *, output_dir: str | Path | None = None, world_size: int = 1) -> TRLSettings:
+    """Map ``cfg`` onto TRL's ``GRPOConfig`` (no TRL import; see ``docs/backends.md``).
+
+    Batch shape: one TRL row per episode, ``N = env_groups · group_size`` rows per
+    rollout step; ``num_generations = group_size``; each of the ``mini_batches``
+    optimizer steps takes ``N / mini_batches`` rows, accumulated over micro-batches of
+    ``per_device_train_batch_size`` (the largest divisor of the per-process mini-batch
+    not above ``optim.micro_batch_size`` — micro-batching does not change the loss);
+    ``num_iterations = ppo_epochs``; ``max_steps = total_steps · mini_batches · ppo_epochs``.
+
+    Raises:
+        ConfigError: a setting with no TRL counterpart has a non-default value, or the
+            batch shape does not divide (all offending fields are named).
+    """
+    r, alg, opt, t = cfg.rollout, cfg.algorithm, cfg.optim, cfg.trainer
+    notes: list[MappingNote] = []
+    add = lambda f, s, d: notes.append(MappingNote(f, s, d))  # noqa: E731
+    n_rows = r.env_groups * r.group_size
+    problems = []
+    if n_rows % (world_size * opt.mini_batches):
+        problems.append(f"env_groups*group_size={n_rows} must divide by world_size*mini_batches="
+                        f"{world_size * opt.mini_batches}")
+    per_proc_mb = max(1, n_rows // (world_size * opt.mini_batches))
+    micro = _divisor_at_most(per_proc_mb, opt.micro_batch_size)
+    grad_acc = per_proc_mb // micro
+    spg = grad_acc * opt.mini_batches
+
+    if alg.adv_estimator in ("grpo", "dr_grpo"):
+        scale = "group" if alg.adv_estimator == "grpo" else "none"
+        add("algorithm.adv_estimator", "mapped", f"{alg.adv_estimator} -> scale_rewards={scale!r}")
+    else:
+        add("algorithm.adv_estimator", "unsupported",
+            f"{alg.adv_estimator}: GRPOTrainer has group-relative advantages only (no critic, no leave-one-out)")
+        scale = "group"
+    add("algorithm.grpo_eps", "approximate",
+        f"TRL divides by (std + 1e-4) and computes it over the group with NaN rows removed; ours uses "
+        f"{alg.grpo_eps:g} and sets constant groups (std <= 1e-6) to exactly 0")
+    norm_len = float(alg.norm_len or r.max_new_tokens * rollout_config_for(cfg).max_turns)  # as the native trainer
+    loss_map = {"token-mean": ("dapo", None), "seq-mean-token-mean": ("grpo", None),
+                "seq-mean-token-sum-norm": ("dr_grpo", norm_len), "seq-mean-token-sum": ("dr_grpo", 1.0)}
+    loss_type, norm = loss_map[alg.loss_agg_mode]
+    add("algorithm.loss_agg_mode", "mapped" if alg.loss_agg_mode == "token-mean" else "approximate",
+        f"{alg.loss_agg_mode} -> loss_type={loss_type!r}" + (f", max_completion_length={norm:g}" if norm else "")
+        + ("" if alg.loss_agg_mode == "token-mean" else
+           "; TRL's sequence means count every row of a micro-batch, including rows whose mask is all 0"))
+    add("algorithm.clip_low", "mapped", f"epsilon={alg.clip_low}")
+    add("algorithm.clip_high", "mapped", f"epsilon_high={alg.clip_high}")
+    exact = alg.dual_clip is None or alg.dual_clip >= 1 + alg.clip_high
+    add("algorithm.dual_clip", "mapped" if exact else "approximate",
+        f"delta={alg.dual_clip} (TRL's two-sided clip caps the ratio at delta: for A<0 the loss is capped at "
+        "delta*|A|, as dual-clip PPO; for A>0 the min with the clipped term already binds"
+        + (")" if exact else "; equal only when dual_clip >= 1 + clip_high)"))
+    ent_exact = alg.loss_agg_mode == "token-mean" or alg.entropy_coef == 0
+    add("algorithm.entropy_coef", "mapped" if ent_exact else "approximate",
+        f"entropy_coef={alg.entropy_coef} (TRL: token-mean entropy per micro-batch)")
+    if alg.kl_coef > 0 and (alg.kl_in_reward or alg.kl_estimator != "k3"):
+        add("algorithm.kl_estimator", "unsupported",
+            f"TRL's KL term is the k3 estimator in the loss; kl_estimator={alg.kl_estimator}, "
+            f"kl_in_reward={alg.kl_in_reward} have no counterpart")
+    else:
+        add("algorithm.kl_coef", "mapped", f"beta={alg.kl_coef} (k3 estimator, in the loss)")
+    for f in ("gamma", "lam", "turn_gamma", "value_clip", "vf_coef"):
+        add(f"algorithm.{f}", "mapped" if alg.adv_estimator in ("grpo", "dr_grpo") else "unsupported",
+            "unused by outcome-level group advantages" if alg.adv_estimator in ("grpo", "dr_grpo") else "needs a critic")
+    f = alg.filter
+    keep_all = f.strategy == "top_p" and f.value >= 1.0 and f.include_zero
+    add("algorithm.filter", "mapped",
+        "all groups kept" if keep_all else
+        "applied in rollout_func: rows of dropped groups get env_mask 0 (no loss, not in the token count)")
+    if f.metric == "entropy":
+        add("algorithm.filter.metric", "unsupported", "the entropy score needs a forward pass TRL does not expose")
+    if f.loss_scaling != "none":
+        add("algorithm.filter.loss_scaling", "unsupported", "TRL has no hook to rescale the loss")
+    add("algorithm.filter.empty", "approximate",
+        "an all-filtered step still takes an optimizer step with a zero policy gradient (AdamW momentum and weight "
+        "decay still move the weights); the run stops after empty_stop_steps such steps")
+    add("optim.lr/weight_decay/beta1/beta2/adam_eps/grad_clip", "mapped",
+        "learning_rate, weight_decay, adam_beta1, adam_beta2, adam_epsilon, max_grad_norm (AdamW)")
+    add("optim.warmup_steps", "approximate" if opt.warmup_steps else "mapped",
+        f"lr_scheduler_type=constant_with_warmup, warmup_steps={opt.warmup_steps * opt.mini_batches * opt.ppo_epochs} "
+        "(HF's ramp is step/warmup, ours (step+1)/warmup)")
+    add("optim.ppo_epochs", "mapped", f"num_iterations={opt.ppo_epochs}")
+    add("optim.mini_batches", "mapped" if opt.mini_batches == 1 or alg.loss_agg_mode != "token-mean" else "approximate",
+        f"steps_per_generation={spg}, gradient_accumulation_steps={grad_acc}"
+        + ("" if opt.mini_batches == 1 else "; TRL's dapo normaliser is the mean token count per mini-batch, ours "
+           "each mini-batch's own count"))
+    add("optim.micro_batch_size", "mapped", f"per_device_train_batch_size={micro}")
+    add("rollout.*", "mapped", "played by our rollout engine (prompts, parser, penalty, budgets, seeds)")
+    add("rollout.temperature", "mapped", f"temperature={r.temperature} (also divides the logits in TRL's loss)")
+    add("trainer.collapse_every", "approximate", "collapse diagnostics are not computed by this back-end")
+    add("trainer.distributed", "approximate", "TRL runs under accelerate (DDP/FSDP/DeepSpeed via accelerate config)")
+    add("model.critic / optim.critic_lr", "mapped" if alg.adv_estimator in ("grpo", "dr_grpo") else "unsupported",
+        "no critic")
+    bad = [n for n in notes if n.status == "unsupported"]
+    problems += [f"{n.field}: {n.detail}" for n in bad]
+    if problems:
+        raise ConfigError(bad[0].field if bad else "rollout.env_groups", "cannot run on TRL: " + "; ".join(problems))
+
+    device = cfg.model.device
+    args: dict[str, Any] = dict(
+        output_dir=str(output_dir or Path(t.out_dir) / "trl"),
+        per_device_train_batch_size=micro, gradient_accumulation_steps=grad_acc, steps_per_generation=spg,
+        num_generations=r.group_size, num_iterations=opt.ppo_epochs,
+        max_steps=t.total_steps * opt.mini_batches * opt.ppo_epochs,
+        learning_rate=opt.lr, weight_decay=opt.weight_decay, adam_beta1=opt.beta1, adam_beta2=opt.beta2,
+        adam_epsilon=opt.adam_eps, max_grad_norm=opt.grad_clip if opt.grad_clip > 0 else 0.0,
+        optim="adamw_torch", lr_scheduler_type="constant_with_warmup",
+        warmup_steps=opt.warmup_steps * opt.mini_batches * opt.ppo_epochs,
+        temperature=r.temperature, top_p=r.top_p,
+        loss_type=loss_type, scale_rewards=scale, epsilon=alg.clip_low, epsilon_high=alg.clip_high,
+        delta=alg.dual_clip, beta=alg.kl_coef, entropy_coef=alg.entropy_coef, importance_sampling_level="token",
+        mask_truncated_completions=False, multi_objective_aggregation="sum_then_normalize",
+        use_vllm=False, bf16=cfg.model.dtype == "bfloat16" and device != "cpu",
+        fp16=cfg.model.dtype == "float16" and device != "cpu", use_cpu=device == "cpu",
+        seed=t.seed, data_seed=t.seed,
+        shuffle_dataset=False, remove_unused_columns=False, dataloader_num_workers=0,
+        logging_steps=1, save_strategy="no", report_to="none", log_completions=False, disable_tqdm=True,
+    )
+    # transformers 5 renamed gradient_checkpointing (GRPOConfig default True) to activation_checkpointing
+    args["activation_checkpointing"] = bool(cfg.model.gradient_checkpointing)
+    if norm is not None:
+        args["max_completion_length"] = int(norm) if float(norm).is_integer() else norm
+    return TRLSettings(args=args, notes=notes, rows_per_step=n_rows,
+                       optimizer_steps_per_rollout=opt.mini_batches * opt.ppo_epochs)
+
+
+# ------------------------------------------------------------------- rewards
+def ragen_env_return(prompts: Sequence[Any], completions: Sequence[Any], ragen_reward: Sequence[float] | None = None,
+                     **_: Any) -> list[float | None]:
+    """TRL reward function: the episode return computed by our agent loop (env rewards + format penalties).
+
+    ``None`` (TRL: not scorable, advantage 0) for an episode the native trainer drops.
+    """
+    if ragen_reward is None:
+        raise ValueError("ragen_env_return needs the 'ragen_reward' field from RagenRolloutFunc")
+    return [None if v is None or not math.isfinite(float(v)) else float(v) for v in ragen_reward]
+
+
+# -------------------------------------------------------------- rollout hook
+def groups_from_prompts(prompts: Sequence[Any], group_size: int) -> list[int]:
+    """The group index of each TRL prompt row (``PROMPT_TAG``); checks runs of ``group_size``.
+
+    Raises:
+        ValueError: a prompt is not ours, or a group's rows are not consecutive and complete.
+    """
+    groups = []
+    for p in prompts:
+        text = p[-1]["content"] if isinstance(p, list) else str(p)
+        m = _GROUP_RE.search(text.strip())
+        if m is None:
+            raise ValueError(f"not a ragen group prompt: {text!r}")
+        groups.append(int(m.group(1)))
+    if len(groups) % group_size:
+        raise ValueError(f"{len(groups)} rows is not a multiple of group_size={group_size}")
+    for i in range(0, len(groups), group_size):
+        if len(set(groups[i:i + group_size])) != 1:
+            raise ValueError(f"rows {i}..{i + group_size - 1} mix groups {groups[i:i + group_size]}")
+    return groups[::group_size]
+
+
+class RagenRolloutFunc:
+    """TRL ``rollout_func``: play one training step's episodes and return one row per episode.
+
+    Call ``k`` (0-based) is training step ``k``: group ``g`` plays train seed
+    ``k · env_groups + g`` (:func:`~ragen_train.backends.common.train_specs`).
+
+    Args:
+        cfg: the run config.
+        tokenizer: the policy's tokenizer.
+        policy: a fixed :class:`~ragen_bench.policies.base.Policy` (tests); default: an
+            ``HFPolicy`` around the model TRL is training.
+        records_fn: ``(step, specs) -> records`` replacing the rollout entirely (the
+            benchmark replays one fixed batch).
+
+    Attributes:
+        step: the next step; last: ``dict`` with the last step's records, rows, metrics.
+    """
+
+    def __init__(self, cfg: StarPOConfig, tokenizer: Any, *, policy: Policy | None = None,
+                 records_fn: Callable[[int, list[EpisodeSpec]], list[EpisodeRecord]] | None = None):
+        self.cfg = cfg
+        self.tokenizer = tokenizer
+        self.policy = policy
+        self.records_fn = records_fn
+        self.rollout_cfg = rollout_config_for(cfg)
+        require_one_row_per_episode(cfg, self.rollout_cfg, "trl")
+        self.layout = layout_of(self.rollout_cfg)
+        self.fcfg = filter_config(cfg)
+        self.step = 0
+        self.last: dict[str, Any] = {}
+
+    def _policy(self, trainer: Any) -> Policy:
+        if self.policy is not None:
+            return self.policy
+        from ragen_bench.policies.hf import HFPolicy
+
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        return HFPolicy(model, self.tokenizer, device=str(trainer.accelerator.device),
+                        max_batch_size=self.cfg.rollout.batch_size)
+
+    def __call__(self, prompts: Sequence[Any], trainer: Any) -> dict[str, list[Any]]:
+        t0 = time.perf_counter()
+        cfg = self.cfg
+        groups = groups_from_prompts(prompts, cfg.rollout.group_size)
+        specs = train_specs(cfg, self.step, groups)
+        model = trainer.model if trainer is not None else None
+        was_training = bool(getattr(model, "training", False))
+        try:
+            if self.records_fn is not None:
+                records = self.records_fn(self.step, specs)
+            else:
+                records = RolloutEngine(self._policy(trainer), self.rollout_cfg).run(specs)
+        finally:
+            if model is not None:
+                model.train(was_training)  # HFPolicy switches to eval for generation; TRL reads .training
+        t_roll = time.perf_counter() - t0
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        rows, stats = episode_rows(records, layout=self.layout, reward_placement=cfg.rollout.reward_placement,
+                                   pad_id=pad)
+        gather = _gatherer(trainer)
+        kept, fmetrics, _scale = filter_groups(records, self.fcfg, gather)
+        metrics = episode_metrics(records, "train", cfg.rollout.group_size)
+        if gather is not None:
+            metrics = _mean_over_processes(metrics, len(records), gather)
+        metrics.update(stats.metrics())
+        metrics.update(fmetrics)
+        masks = [row.completion_mask if row.group in kept else [0] * len(row.completion_mask) for row in rows]
+        metrics["batch/response_tokens"] = float(sum(sum(m) for m in masks))
+        metrics["batch/total_tokens"] = float(sum(len(r.prompt_ids) + len(r.completion_ids) for r in rows))
+        metrics["time/rollout_s"] = t_roll
+        self.last = {"step": self.step, "records": records, "rows": rows, "masks": masks, "metrics": metrics,
+                     "kept_groups": kept}
+        self.step += 1
+        return {"prompt_ids": [r.prompt_ids for r in rows], "completion_ids": [r.completion_ids for r in rows],
+                "logprobs": [r.completion_logprobs for r in rows], "env_mask": masks,
+                "ragen_reward": [r.reward for r in rows]}
+
+
+def _gatherer(trainer: Any) -> Callable[[Any], list[Any]] | None:
+    acc = getattr(trainer, "accelerator", None)
+    if acc is None or acc.num_processes <= 1:
+        return None
+    from accelerate.utils import gather_object
+
+    return lambda obj: gather_object([obj])
+
+
+def _mean_over_processes(metrics: dict[str, float], n: int, gather: Callable[[Any], list[Any]]) -> dict[str, float]:
+    parts = gather((metrics, n))
+    total = sum(w for _, w in parts) or 1
+    keys = sorted(set().union(*[m.keys() for m, _ in parts]))
+    return {k: sum(m.get(k, 0.0) * w for m, w in parts) / total for k in keys}
+
+
+# ------------------------------------------------------------------- metrics
+#: TRL log keys with a native counterpart.
+TRL_TO_NATIVE = {"grad_norm": "actor/grad_norm", "learning_rate": "actor/lr", "entropy": "actor/entropy",
+                 "kl": "actor/kl_loss", "clip_ratio/region_mean": "actor/clipfrac",
+                 "clip_ratio/low_mean": "actor/clipfrac_lower"}
+
+
+def map_trl_logs(logs: dict[str, float]) -> dict[str, float]:
+    """TRL's per-optimizer-step logs under our names (others under ``trl/<key>``)."""
+    out: dict[str, float] = {}
+    for k, v in logs.items():
+        if not isinstance(v, (int, float)) or k in ("epoch", "step"):
+            continue
+        out[TRL_TO_NATIVE.get(k, "trl/" + re.sub(r"[^A-Za-z0-9_/.@-]", "_", k))] = float(v)
+    out["actor/pg_loss"] = float(logs.get("policy_loss", logs.get("loss", float("nan"))))
+    return out
+
+
+def _make_callback(cfg: StarPOConfig, rollout: RagenRolloutFunc, tokenizer: Any, logger: Any,
+                   opt_per_rollout: int) -> Any:
+    from transformers import TrainerCallback
+
+    from ..checkpoint import save_model
+
+    class RagenMetricsCallback(TrainerCallback):
+        """Writes one ``train`` row per rollout step (rollout + TRL update metrics), validation and checkpoints."""
+
+        def __init__(self) -> None:
+            self.pending: dict[str, list[float]] = defaultdict(list)
+            self.t_step = time.perf_counter()
+            self.last_val: dict[str, float] = {}
+            self.empty_streak = 0
+            self.trainer: Any = None
+
+        def _model(self) -> Any:
+            return self.trainer.accelerator.unwrap_model(self.trainer.model)
+
+        def _validate(self, step: int, state: Any) -> None:
+            if not state.is_world_process_zero:
+                return
+            self.last_val = evaluate_policy(self._model(), tokenizer, cfg,
+                                            device=str(self.trainer.accelerator.device))
+            logger.log(step, self.last_val, phase="val")
+
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            t = cfg.trainer
+            if t.val_before_train and t.val_every > 0:
+                self._validate(0, state)
+
+        def on_step_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            if state.global_step % opt_per_rollout == 0:
+                self.t_step = time.perf_counter()
+
+        def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, float] | None = None, **kw: Any) -> None:
+            if not logs or "loss" not in logs:
+                return
+            for k, v in map_trl_logs(logs).items():
+                self.pending[k].append(v)
+            if state.global_step % opt_per_rollout:
+                return
+            t = cfg.trainer
+            k = state.global_step // opt_per_rollout
+            row = dict(rollout.last.get("metrics", {}))
+            row.update({key: float(np.nanmean(vals)) if vals else float("nan") for key, vals in self.pending.items()})
+            self.pending.clear()
+            row["time/step_s"] = time.perf_counter() - self.t_step
+            row["time/update_s"] = row["time/step_s"] - row.get("time/rollout_s", 0.0)
+            empty = row.get("filter/kept", 1.0) == 0
+            self.empty_streak = self.empty_streak + 1 if empty else 0
+            if empty:
+                row["train/skipped_empty"] = 1.0
+                row["train/consecutive_empty"] = float(self.empty_streak)
+            if state.is_world_process_zero:
+                logger.log(k, row, phase="train")
+            if t.val_every > 0 and (k % t.val_every == 0 or k == t.total_steps):
+                self._validate(k, state)
+            if t.save_every > 0 and (k % t.save_every == 0 or k == t.total_steps) and state.is_world_process_zero:
+                save_model(self._model(), tokenizer, Path(t.out_dir) / "checkpoints" / f"step_{k:06d}" / "model",
+                           merge_lora=cfg.model.lora.save == "merged")
+            if self.empty_streak >= cfg.algorithm.filter.empty_stop_steps:
+                warnings.warn(f"stopping: {self.empty_streak} consecutive steps had no group left after filtering",
+                              RuntimeWarning)
+                control.should_training_stop = True
+            self.t_step = time.perf_counter()
+
+    return RagenMetricsCallback()
+
+
+# ------------------------------------------------------------------ trainer
+def build_trl_trainer(cfg: StarPOConfig, model: Any, tokenizer: Any, *, rollout_func: RagenRolloutFunc | None = None,
+                      logger: Any = None, settings: TRLSettings | None = None) -> tuple[Any, RagenRolloutFunc, Any]:
+    """A ``GRPOTrainer`` on ``model`` fed by :class:`RagenRolloutFunc`.
+
+    Returns:
+        ``(trainer, rollout_func, callback)``; ``callback`` is ``None`` without ``logger``.
+
+    Raises:
+        ImportError: TRL is missing.  ConfigError: see :func:`trl_settings`.
+    """
+    _require_trl()
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    settings = settings or trl_settings(cfg, world_size=int(os.environ.get("WORLD_SIZE", "1")))
+    rollout_func = rollout_func or RagenRolloutFunc(cfg, tokenizer)
+    dataset = Dataset.from_dict({"prompt": [[{"role": "user", "content": PROMPT_TAG.format(env_id=cfg.env.id, group=g)}]
+                                            for g in range(cfg.rollout.env_groups)]})
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*rollout_func.*experimental.*")
+        args = GRPOConfig(**settings.args)
+        trainer = GRPOTrainer(model=model, reward_funcs=[ragen_env_return], args=args, train_dataset=dataset,
+                              processing_class=tokenizer, rollout_func=rollout_func)
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    for cb in (PrinterCallback, ProgressCallback):  # our MetricLogger prints the console line
+        trainer.remove_callback(cb)
+    callback = None
+    if logger is not None:
+        callback = _make_callback(cfg, rollout_func, tokenizer, logger, settings.optimizer_steps_per_rollout)
+        callback.trainer = trainer
+        trainer.add_callback(callback)
+    return trainer, rollout_func, callback
+
+
+class TRLBackend:
+    """TRL ``GRPOTrainer`` on ragen episodes (module docstring)."""
+
+    name = "trl"
+
+    def train(self, cfg: StarPOConfig, *, model: Any = None, tokenizer: Any = None) -> BackendResult:
+        """Train ``cfg.trainer.total_steps`` rollout steps; metrics, checkpoints and ``final_model`` in ``out_dir``.
+
+        Raises:
+            ImportError: TRL is missing.  ConfigError: a setting TRL cannot express.
+        """
+        _require_trl()
+        import json
+
+        from ..checkpoint import save_model
+        from ..logger import MetricLogger
+        from ..modeling import load_policy, load_tokenizer
+        from ..trainer import seed_everything
+
+        settings = trl_settings(cfg, world_size=int(os.environ.get("WORLD_SIZE", "1")))  # set by accelerate launch
+        seed_everything(cfg.trainer.seed)
+        out = Path(cfg.trainer.out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "config.json").write_text(json.dumps(cfg.to_dict(), indent=2) + "\n")
+        tokenizer = tokenizer or load_tokenizer(cfg.model.path)
+        model = model if model is not None else load_policy(cfg.model)
+        logger = MetricLogger(out, cfg.trainer.loggers, run_name=cfg.name, config=cfg.to_dict(),
+                              wandb_project=cfg.trainer.wandb_project)
+        try:
+            trainer, _, callback = build_trl_trainer(cfg, model, tokenizer, logger=logger, settings=settings)
+            trainer.train()
+        finally:
+            logger.close()
+        final = out / "final_model"
+        if trainer.accelerator.is_main_process:
+            save_model(trainer.accelerator.unwrap_model(trainer.model), tokenizer, final,
+                       merge_lora=cfg.model.lora.save == "merged")
+        return BackendResult(backend=self.name, out_dir=out, metrics_path=out / "metrics.jsonl", checkpoint_dir=final,
+                             last_val=callback.last_val if callback is not None else {},
+                             extra={"trl_args": settings.args,
+                                    "notes": [n.__dict__ for n in settings.notes if n.status != "mapped"]})

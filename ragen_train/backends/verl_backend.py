@@ -1,0 +1,382 @@
+"""The ``verl`` back-end: config mapping, dataset and launch files for verl's PPO trainer with our agent loop.
+
+verl (verl-project/verl) trains on GPU clusters (Ray, FSDP/Megatron, vLLM/SGLang
+servers); it is not installed on CPU machines.  This module prepares everything a run
+needs and launches it where verl exists:
+
+* :func:`verl_settings` — our :class:`~ragen_train.config.StarPOConfig` as Hydra overrides
+  of ``verl/trainer/config/ppo_trainer.yaml`` (``python -m verl.trainer.main_ppo``), with a
+  note per setting (``docs/backends.md`` has the table);
+* :func:`dataset_rows` — one verl dataset row per episode *group*: row ``k · env_groups
+  + g`` of the train file is group ``g`` of step ``k`` with env seed ``k · env_groups + g``
+  (``data.shuffle=False``, ``data.train_batch_size = env_groups``, ``rollout.n =
+  group_size``: verl repeats each row ``n`` times, so the members share the seed, as in
+  the native trainer); the validation file has seeds ``0..val_episodes-1`` of the
+  validation split;
+* :func:`write_verl_inputs` — ``train.parquet``, ``val.parquet``, ``agent_loop.yaml``
+  (registers :class:`~ragen_train.backends.verl_agent_loop.RagenAgentLoop` as
+  ``ragen_agent`` with the run's agent-loop settings), ``overrides.txt`` and ``launch.sh``;
+* :func:`metrics_from_episode_log` — the agent loop's per-episode log turned into our
+  ``metrics.jsonl`` rows (``train/*`` per step, ``val/*`` per validation round).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..config import ConfigError, StarPOConfig
+from .base import BackendResult
+from .common import MappingNote, require_one_row_per_episode
+from .verl_agent_loop import AGENT_NAME, RagenLoopSettings
+
+KL_TYPES = {"k1": "kl", "k2": "mse", "k3": "low_var_kl", "abs": "abs"}
+#: Overrides that ``launch.sh`` reads from environment variables (the cluster shape).
+LAUNCH_ENV = {"trainer.n_gpus_per_node": "RAGEN_VERL_GPUS_PER_NODE", "trainer.nnodes": "RAGEN_VERL_NNODES",
+              "actor_rollout_ref.rollout.tensor_model_parallel_size": "RAGEN_VERL_TP"}
+
+
+@dataclass
+class VerlSettings:
+    """Hydra overrides for ``verl.trainer.main_ppo`` and the notes on every setting."""
+
+    overrides: list[str]
+    notes: list[MappingNote]
+
+    def as_dict(self) -> dict[str, str]:
+        return dict(o.lstrip("+").split("=", 1) for o in self.overrides)
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if v is None:
+        return "null"
+    if isinstance(v, (list, tuple)):
+        return "[" + ",".join(_fmt(x) for x in v) + "]"
+    return str(v)
+
+
+def verl_settings(cfg: StarPOConfig, *, train_files: str, val_files: str, agent_loop_config: str,
+                  n_gpus_per_node: int = 8, nnodes: int = 1, rollout_name: str = "vllm",
+                  tensor_parallel_size: int = 1, max_prompt_length: int = 1024,
+                  max_response_length: int | None = None, checkpoint_dir: str | None = None) -> VerlSettings:
+    """Map ``cfg`` onto verl's PPO trainer config (verl's key names as of verl-project/verl main, 2026).
+
+    ``max_response_length`` must hold a whole multi-turn response (every turn's
+    completion plus the observation tokens between turns); default
+    ``max_turns · (max_new_tokens + 256)``.
+
+    Raises:
+        ConfigError: a setting verl cannot express has a non-default value (all named).
+    """
+    from ..trainer import rollout_config_for
+
+    r, alg, opt, t, m = cfg.rollout, cfg.algorithm, cfg.optim, cfg.trainer, cfg.model
+    rcfg = rollout_config_for(cfg)
+    require_one_row_per_episode(cfg, rcfg, "verl")
+    notes: list[MappingNote] = []
+    add = lambda f, s, d: notes.append(MappingNote(f, s, d))  # noqa: E731
+    o: dict[str, Any] = {}
+    a, ro, cr = "actor_rollout_ref.actor.", "actor_rollout_ref.rollout.", "critic."
+
+    est = alg.adv_estimator
+    if est in ("grpo", "dr_grpo"):
+        o["algorithm.adv_estimator"] = "grpo"
+        o["algorithm.norm_adv_by_std_in_grpo"] = est == "grpo"
+        add("algorithm.adv_estimator", "mapped", f"{est} -> adv_estimator=grpo, norm_adv_by_std_in_grpo={est == 'grpo'}")
+    elif est in ("rloo", "gae"):
+        o["algorithm.adv_estimator"] = est
+        add("algorithm.adv_estimator", "mapped", f"adv_estimator={est}" + (" (critic enabled)" if est == "gae" else ""))
+    else:
+        add("algorithm.adv_estimator", "unsupported", "bi-level GAE has no verl estimator")
+    o["algorithm.gamma"], o["algorithm.lam"] = alg.gamma, alg.lam
+    add("algorithm.gamma/lam", "mapped", "algorithm.gamma, algorithm.lam")
+    add("algorithm.grpo_eps", "mapped" if alg.grpo_eps == 1e-6 else "approximate", "verl's GRPO uses epsilon 1e-6")
+    add("algorithm.whiten_advantages", "mapped" if alg.whiten_advantages or est != "gae" else "approximate",
+        "verl's GAE always whitens the advantages")
+    o[a + "loss_agg_mode"] = alg.loss_agg_mode
+    norm = float(alg.norm_len or r.max_new_tokens * max(1, rcfg.max_turns))
+    if alg.loss_agg_mode == "seq-mean-token-sum-norm":
+        o[a + "loss_scale_factor"] = norm
+    add("algorithm.loss_agg_mode", "mapped", f"actor.loss_agg_mode={alg.loss_agg_mode} (same names)"
+        + (f", loss_scale_factor={norm:g}" if alg.loss_agg_mode == "seq-mean-token-sum-norm" else ""))
+    o[a + "clip_ratio_low"], o[a + "clip_ratio_high"] = alg.clip_low, alg.clip_high
+    o[a + "clip_ratio_c"] = alg.dual_clip if alg.dual_clip is not None else 1e9
+    add("algorithm.clip_low/clip_high/dual_clip", "mapped", "actor.clip_ratio_low/high, clip_ratio_c (1e9 = off)")
+    o[a + "entropy_coeff"] = alg.entropy_coef
+    add("algorithm.entropy_coef", "mapped", "actor.entropy_coeff")
+    kl_on = alg.kl_coef > 0
+    o[a + "use_kl_loss"] = kl_on and not alg.kl_in_reward
+    o["algorithm.use_kl_in_reward"] = kl_on and alg.kl_in_reward
+    if kl_on and not alg.kl_in_reward:
+        o[a + "kl_loss_coef"], o[a + "kl_loss_type"] = alg.kl_coef, KL_TYPES[alg.kl_estimator]
+    elif kl_on:
+        o["algorithm.kl_ctrl.kl_coef"], o["algorithm.kl_penalty"] = alg.kl_coef, KL_TYPES[alg.kl_estimator]
+    add("algorithm.kl_*", "mapped", "actor.use_kl_loss/kl_loss_coef/kl_loss_type or algorithm.use_kl_in_reward/"
+        "kl_ctrl.kl_coef/kl_penalty (k1=kl, k2=mse, k3=low_var_kl, abs=abs)")
+    if est == "gae":
+        if alg.value_clip is not None:
+            o[cr + "cliprange_value"] = alg.value_clip
+        o[cr + "optim.lr"] = opt.critic_lr
+        add("algorithm.value_clip / optim.critic_lr", "mapped", "critic.cliprange_value, critic.optim.lr")
+        add("algorithm.vf_coef", "approximate", "verl's critic has its own optimizer; the value-loss weight is 1")
+    f = alg.filter
+    keep_all = f.strategy == "top_p" and f.value >= 1.0
+    if keep_all and f.include_zero:
+        add("algorithm.filter", "mapped", "all groups kept")
+    elif keep_all:
+        o["algorithm.filter_groups.enable"] = True
+        o["algorithm.filter_groups.metric"] = "seq_final_reward"
+        add("algorithm.filter", "approximate", "include_zero=false -> algorithm.filter_groups (DAPO dynamic sampling): "
+            "zero-variance groups are dropped and the batch is refilled by generating more, ours shrinks the batch")
+    else:
+        add("algorithm.filter", "unsupported", f"{f.strategy} {f.value} filtering has no verl counterpart "
+            "(only DAPO's zero-variance group filter)")
+    if f.loss_scaling != "none":
+        add("algorithm.filter.loss_scaling", "unsupported", "no loss rescaling by the kept fraction in verl")
+    o[a + "optim.lr"], o[a + "optim.weight_decay"] = opt.lr, opt.weight_decay
+    o[a + "optim.betas"] = [opt.beta1, opt.beta2]
+    o[a + "optim.lr_warmup_steps"] = opt.warmup_steps if opt.warmup_steps else -1
+    o[a + "optim.lr_scheduler_type"] = "constant"
+    o[a + "grad_clip"] = opt.grad_clip if opt.grad_clip > 0 else 1e9
+    add("optim.*", "mapped", "actor.optim.lr/weight_decay/betas/lr_warmup_steps, actor.grad_clip")
+    add("optim.adam_eps", "mapped" if opt.adam_eps == 1e-8 else "approximate", "torch AdamW default eps 1e-8")
+    if r.env_groups % opt.mini_batches:
+        add("optim.mini_batches", "unsupported", f"env_groups={r.env_groups} must divide by mini_batches")
+    o[a + "ppo_epochs"] = opt.ppo_epochs
+    o[a + "ppo_mini_batch_size"] = max(1, r.env_groups // opt.mini_batches)
+    o[a + "ppo_micro_batch_size_per_gpu"] = opt.micro_batch_size
+    o[ro + "log_prob_micro_batch_size_per_gpu"] = opt.micro_batch_size
+    o["actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu"] = opt.micro_batch_size
+    if est == "gae":
+        o[cr + "ppo_micro_batch_size_per_gpu"] = opt.micro_batch_size
+    add("optim.ppo_epochs/mini_batches/micro_batch_size", "mapped",
+        "actor.ppo_epochs, ppo_mini_batch_size (groups per optimizer step), ppo_micro_batch_size_per_gpu")
+    o[a + "strategy"] = "fsdp2" if t.distributed == "fsdp2" else "fsdp"
+    add("trainer.distributed", "mapped", "actor.strategy=fsdp|fsdp2")
+
+    # data, rollout, model
+    o["data.train_files"], o["data.val_files"] = train_files, val_files
+    o["data.train_batch_size"] = r.env_groups
+    o["data.val_batch_size"] = t.val_episodes
+    o["data.shuffle"], o["data.validation_shuffle"] = False, False
+    o["data.return_raw_chat"] = True
+    o["data.max_prompt_length"] = max_prompt_length
+    o["data.max_response_length"] = max_response_length or rcfg.max_turns * (r.max_new_tokens + 256)
+    o["data.filter_overlong_prompts"] = False
+    o[ro + "name"], o[ro + "mode"] = rollout_name, "async"
+    o[ro + "n"] = r.group_size
+    o[ro + "temperature"], o[ro + "top_p"], o[ro + "top_k"] = r.temperature, r.top_p, -1
+    o[ro + "calculate_log_probs"] = True
+    o[ro + "tensor_model_parallel_size"] = tensor_parallel_size
+    o[ro + "agent.agent_loop_config_path"] = agent_loop_config
+    o[ro + "agent.default_agent_loop"] = AGENT_NAME
+    o[ro + "val_kwargs.temperature"] = t.val_temperature
+    o[ro + "val_kwargs.do_sample"] = t.val_temperature > 0
+    o[ro + "val_kwargs.top_p"], o[ro + "val_kwargs.n"] = r.top_p, 1
+    add("rollout.*", "mapped", "played by RagenAgentLoop with our rollout engine; rollout.n=group_size, "
+        "data.train_batch_size=env_groups, temperature/top_p, val_kwargs from trainer.val_temperature")
+    from ragen_bench.policies.hf import resolve_model_path
+
+    o["actor_rollout_ref.model.path"] = resolve_model_path(m.path)
+    o["actor_rollout_ref.model.enable_gradient_checkpointing"] = m.gradient_checkpointing
+    if m.lora.rank > 0:
+        o["actor_rollout_ref.model.lora_rank"], o["actor_rollout_ref.model.lora_alpha"] = m.lora.rank, m.lora.alpha
+        o["actor_rollout_ref.model.target_modules"] = m.lora.target_modules
+    add("model.*", "mapped", "actor_rollout_ref.model.path / lora_rank / lora_alpha / target_modules")
+    if est == "gae":
+        o["critic.model.path"] = o["actor_rollout_ref.model.path"]
+    o[a + "data_loader_seed"], o[ro + "seed"] = t.seed, t.seed
+
+    # trainer
+    o["trainer.total_training_steps"] = t.total_steps
+    o["trainer.test_freq"] = t.val_every if t.val_every > 0 else -1
+    o["trainer.save_freq"] = t.save_every if t.save_every > 0 else -1
+    o["trainer.val_before_train"] = t.val_before_train and t.val_every > 0
+    o["trainer.default_local_dir"] = checkpoint_dir or str(Path(t.out_dir) / "verl_checkpoints")
+    o["trainer.max_actor_ckpt_to_keep"] = t.keep_checkpoints if t.keep_checkpoints > 0 else None
+    loggers = ["console"] + [x for x in t.loggers if x in ("wandb", "tensorboard")]
+    o["trainer.logger"] = loggers
+    o["trainer.project_name"], o["trainer.experiment_name"] = t.wandb_project, cfg.name
+    o["trainer.n_gpus_per_node"], o["trainer.nnodes"] = n_gpus_per_node, nnodes
+    add("trainer.*", "mapped", "total_training_steps, test_freq, save_freq, val_before_train, logger, checkpoints")
+    add("trainer.collapse_every", "approximate", "collapse diagnostics are not computed by this back-end")
+    add("rollout.reward_placement", "mapped", "reward_score goes on the last response token (last_token)")
+
+    bad = [n for n in notes if n.status == "unsupported"]
+    if bad:
+        raise ConfigError(bad[0].field, "cannot run on verl: " + "; ".join(f"{n.field}: {n.detail}" for n in bad))
+    return VerlSettings(overrides=[f"{k}={_fmt(v)}" for k, v in o.items()], notes=notes)
+
+
+# ---------------------------------------------------------------- dataset
+def dataset_rows(cfg: StarPOConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """verl dataset rows (module docstring): ``(train rows, validation rows)``."""
+    r, t = cfg.rollout, cfg.trainer
+
+    def row(index: int, seed: int, split: str, group: int, step: int | None, phase: str) -> dict[str, Any]:
+        return {"data_source": cfg.env.id,
+                "prompt": [{"role": "user", "content": f"ragen:{cfg.env.id}:{split}:seed={seed}"}],
+                "agent_name": AGENT_NAME, "ability": "agent",
+                "reward_model": {"style": "rule", "ground_truth": ""},
+                "extra_info": {"index": index, "ragen_seed": seed, "ragen_split": split, "ragen_group": group,
+                               "ragen_step": -1 if step is None else step, "ragen_phase": phase}}
+
+    train = [row(k * r.env_groups + g, k * r.env_groups + g, cfg.env.train_split, g, k, "train")
+             for k in range(t.total_steps) for g in range(r.env_groups)]
+    val = [row(i, i, cfg.env.val_split, i, None, "val") for i in range(t.val_episodes)]
+    return train, val
+
+
+@dataclass
+class VerlLaunch:
+    """The prepared files of a verl run."""
+
+    directory: Path
+    settings: VerlSettings
+    command: str
+    files: dict[str, Path] = field(default_factory=dict)
+
+
+def write_verl_inputs(cfg: StarPOConfig, directory: str | Path | None = None, **launch: Any) -> VerlLaunch:
+    """Write the datasets, the agent-loop YAML, the overrides and ``launch.sh``.
+
+    Args:
+        directory: where (default ``<out_dir>/verl``).
+        launch: forwarded to :func:`verl_settings` (``n_gpus_per_node``, ``nnodes``,
+            ``rollout_name``, ``tensor_parallel_size``, ``max_prompt_length``,
+            ``max_response_length``).
+
+    Raises:
+        ImportError: pyarrow is missing (parquet).  ConfigError: see :func:`verl_settings`.
+    """
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise ImportError("writing verl's parquet datasets needs pyarrow: pip install pyarrow") from exc
+    d = Path(directory or Path(cfg.trainer.out_dir) / "verl").resolve()
+    d.mkdir(parents=True, exist_ok=True)
+    files = {"train": d / "train.parquet", "val": d / "val.parquet", "agent_loop": d / "agent_loop.yaml",
+             "overrides": d / "overrides.txt", "launch": d / "launch.sh", "config": d / "config.json"}
+    settings = verl_settings(cfg, train_files=str(files["train"]), val_files=str(files["val"]),
+                             agent_loop_config=str(files["agent_loop"]), **launch)
+    train, val = dataset_rows(cfg)
+    pq.write_table(pa.Table.from_pylist(train), files["train"])
+    pq.write_table(pa.Table.from_pylist(val), files["val"])
+    loop = RagenLoopSettings.from_config(cfg, episode_log=str(d / "episode_log"))
+    files["agent_loop"].write_text(
+        f"- name: {AGENT_NAME}\n  _target_: ragen_train.backends.verl_agent_loop.RagenAgentLoop\n"
+        f"  ragen_settings: {json.dumps(loop.to_json())}\n", encoding="utf-8")
+    files["overrides"].write_text("\n".join(settings.overrides) + "\n", encoding="utf-8")
+    files["config"].write_text(json.dumps(cfg.to_dict(), indent=2) + "\n", encoding="utf-8")
+    command = "python3 -m verl.trainer.main_ppo " + " ".join(shlex.quote(x) for x in settings.overrides)
+    quoted = []  # in launch.sh the cluster shape can be changed with environment variables
+    for x in settings.overrides:
+        key, value = x.split("=", 1)
+        var = LAUNCH_ENV.get(key)
+        quoted.append(f'{key}="${{{var}:-{value}}}"' if var else shlex.quote(x))
+    files["launch"].write_text("#!/usr/bin/env bash\n# ragen -> verl (generated by ragen_train.backends.verl_backend)\n"
+                               "set -euo pipefail\npython3 -m verl.trainer.main_ppo \\\n  "
+                               + " \\\n  ".join(quoted) + ' \\\n  "$@"\n', encoding="utf-8")
+    files["launch"].chmod(0o755)
+    return VerlLaunch(directory=d, settings=settings, command=command, files=files)
+
+
+# ---------------------------------------------------------------- metrics
+@dataclass
+class _Episode:
+    """An episode log line with the interface :func:`ragen_train.trainer.episode_metrics` reads."""
+
+    group: int
+    status: str
+    success: bool
+    episode_return: float
+    values: dict[str, float]
+
+    def metrics(self) -> dict[str, float]:
+        return self.values
+
+
+def metrics_from_episode_log(lines: Iterable[dict[str, Any]], cfg: StarPOConfig) -> list[tuple[int, str, dict[str, float]]]:
+    """``(step, phase, metrics)`` rows from the agent loop's episode log.
+
+    Training lines are grouped by their dataset step (``step + 1`` in the native
+    numbering); validation lines by round (the ``i``-th time a seed is seen), round ``i``
+    being logged at step ``i · val_every`` when ``val_before_train`` else
+    ``(i + 1) · val_every`` (capped at ``total_steps``).
+    """
+    from ..trainer import episode_metrics
+
+    t = cfg.trainer
+    train: dict[int, list[_Episode]] = defaultdict(list)
+    val: dict[int, list[_Episode]] = defaultdict(list)
+    seen: dict[int, int] = defaultdict(int)
+    for ln in lines:
+        ep = _Episode(int(ln["group"]), str(ln["status"]), bool(ln["success"]), float(ln["return"]),
+                      {k: float(v) for k, v in ln["metrics"].items()})
+        if ln.get("phase") == "val":
+            rnd = seen[int(ln["seed"])]
+            seen[int(ln["seed"])] += 1
+            val[rnd].append(ep)
+        else:
+            train[int(ln["step"])].append(ep)
+    rows: list[tuple[int, str, dict[str, float]]] = []
+    for k in sorted(train):
+        rows.append((k + 1, "train", episode_metrics(train[k], "train", cfg.rollout.group_size)))  # type: ignore[arg-type]
+    first = 0 if t.val_before_train else 1
+    for rnd in sorted(val):
+        step = min((rnd + first) * max(t.val_every, 1), t.total_steps)
+        rows.append((step, "val", episode_metrics(val[rnd], "val")))  # type: ignore[arg-type]
+    return sorted(rows, key=lambda x: (x[0], x[1] == "val"))
+
+
+class VerlBackend:
+    """Prepare (always) and launch (where verl is installed) a verl run."""
+
+    name = "verl"
+
+    def train(self, cfg: StarPOConfig, *, model: Any = None, tokenizer: Any = None, **launch: Any) -> BackendResult:
+        """Write the launch files to ``<out_dir>/verl``, run ``launch.sh``, convert the episode log.
+
+        Raises:
+            ImportError: verl is not installed (the files are written first; the message
+                says where).  subprocess.CalledProcessError: verl failed.
+        """
+        import subprocess
+
+        if model is not None:
+            raise ValueError("the verl back-end loads the model itself from model.path (save a warm-started model first)")
+        prepared = write_verl_inputs(cfg, **launch)
+        try:
+            import verl  # noqa: F401
+        except ImportError as exc:
+            raise ImportError(f"the verl back-end needs verl (verl-project/verl) with ray and vLLM/SGLang on GPU "
+                              f"machines; the launch files are ready in {prepared.directory} "
+                              f"(run {prepared.files['launch']} where verl is installed)") from exc
+        subprocess.run(["bash", str(prepared.files["launch"])], check=True, stdout=sys.stdout, stderr=sys.stderr)
+        from ..logger import MetricLogger
+
+        out = Path(cfg.trainer.out_dir)
+        lines = []
+        for p in sorted((prepared.directory / "episode_log").glob("*.jsonl")):
+            lines += [json.loads(x) for x in p.read_text().splitlines() if x.strip()]
+        logger = MetricLogger(out, ["jsonl"])
+        last_val: dict[str, float] = {}
+        for step, phase, metrics in metrics_from_episode_log(lines, cfg):
+            logger.log(step, metrics, phase=phase)
+            if phase == "val":
+                last_val = metrics
+        logger.close()
+        return BackendResult(backend=self.name, out_dir=out, metrics_path=out / "metrics.jsonl", checkpoint_dir=None,
+                             last_val=last_val,
+                             extra={"launch": prepared.command,
+                                    "to_hf": "python -m verl.model_merger merge --backend fsdp --local_dir "
+                                             f"{out / 'verl_checkpoints'}/global_step_<N>/actor --target_dir <HF dir>"})
