@@ -85,6 +85,8 @@ register_env(
                   {"search_depth": 30,
                    "grid_vocab": {"wall": "W", "empty": ".", "target": "G", "box_on_target": "C",
                                   "box": "B", "player": "A", "player_on_target": "@"}}),
+        "Easy": ("Sokoban, 6x6 room with one box, solutions of at most 3 moves (a curriculum level; "
+                 "learnable by the tiny model on a CPU).", {"search_depth": 3}, {"max_turns": 4, "max_actions_per_turn": 1}),
         "Levels": ("Sokoban, our ten bundled XSB levels of graded difficulty; seed s plays level s mod 10.",
                    {"levels": "builtin:starter"}, {"max_turns": 30, "max_actions_per_turn": 2}),
     },

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,15 +39,21 @@ class PipelineResult:
                 "plot": str(self.plot) if self.plot else None, "wall_s": round(self.wall_s, 1)}
 
 
-def run_sft_then_starpo(cfg: StarPOConfig, *, eval_episodes: int | None = None, log: Any = print) -> PipelineResult:
+def run_sft_then_starpo(cfg: StarPOConfig, *, eval_episodes: int | None = None, log: Any = print,
+                        sft_model: str | Path | None = None) -> PipelineResult:
     """SFT → evaluate → StarPO → evaluate (test split, same seeds) → plot.
 
     Args:
         cfg: the config (its ``sft`` section drives the warm start).
         eval_episodes: held-out episodes per evaluation (default ``trainer.val_episodes``).
         log: a ``print``-like function for progress lines.
+        sft_model: an SFT checkpoint (a ``sft_model/`` directory written by an earlier
+            run) to start from instead of running SFT, so that several algorithms can
+            start from the same weights; the policy, and the critic if any, load it.
     """
     t0 = time.perf_counter()
+    if sft_model is not None:
+        cfg = replace(cfg, model=replace(cfg.model, path=str(sft_model)))
     out = Path(cfg.trainer.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tokenizer = load_tokenizer(cfg.model.path)
@@ -56,9 +62,11 @@ def run_sft_then_starpo(cfg: StarPOConfig, *, eval_episodes: int | None = None, 
     n_eval = eval_episodes or cfg.trainer.val_episodes
     test = cfg.env.test_split
 
-    base = trainer.evaluate(split=test, episodes=n_eval)
-    log(f"[ragen] untrained model: test success {base.get('val/success', 0):.3f}")
-    if cfg.sft.episodes > 0 or cfg.sft.demo_policy == "jsonl":
+    base: dict[str, float] = {}
+    if sft_model is None:
+        base = trainer.evaluate(split=test, episodes=n_eval)
+        log(f"[ragen] untrained model: test success {base.get('val/success', 0):.3f}")
+    if sft_model is None and (cfg.sft.episodes > 0 or cfg.sft.demo_policy == "jsonl"):
         samples = sft_samples(cfg, tokenizer, trainer._rollout_config(1.0))
         log(f"[ragen] SFT on {len(samples)} demonstration samples ({cfg.sft.demo_policy})")
         sft_log = MetricLogger(out / "sft", ["jsonl"], enabled=trainer.dist.is_main)
@@ -77,7 +85,7 @@ def run_sft_then_starpo(cfg: StarPOConfig, *, eval_episodes: int | None = None, 
     if trainer.dist.is_main:
         save_model(trainer.model, tokenizer, out / "final_model")
         plot = plot_metrics(out / "metrics.jsonl", out / "training_curves.png", title=f"{cfg.name}: {cfg.env.id}")
-        res = {"untrained": base, "before_rl": before, "after_rl": after, "eval_split": test, "eval_episodes": n_eval,
+        res = {"untrained": base or None, "sft_model": str(sft_model) if sft_model else None, "before_rl": before, "after_rl": after, "eval_split": test, "eval_episodes": n_eval,
                "wall_s": round(time.perf_counter() - t0, 1)}
         (out / "summary.json").write_text(json.dumps(res, indent=2) + "\n")
     return PipelineResult(out, before, after, plot, time.perf_counter() - t0)
