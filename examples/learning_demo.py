@@ -60,7 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--env", choices=[*ENVS, "all"], default="all")
     ap.add_argument("--out", default="outputs/learning_demo")
-    ap.add_argument("--eval-episodes", type=int, default=256, help="held-out test episodes per evaluation")
+    ap.add_argument("--eval-episodes", type=int, default=512, help="held-out test episodes per evaluation")
+    ap.add_argument("--no-check", action="store_true",
+                    help="exit 0 even if a run did not improve held-out success (for smoke tests)")
     ap.add_argument("overrides", nargs="*", help="extra key=value overrides for every run (e.g. trainer.total_steps=10)")
     args = ap.parse_args(argv)
 
@@ -98,7 +100,10 @@ def main(argv: list[str] | None = None) -> int:
     (out / "results.md").write_text(table)
     _plot(results, out / "learning_demo.png")
     print("\n" + table + f"plot: {out / 'learning_demo.png'}")
-    return 0 if all(r["after"] > r["before"] for r in results) else 1
+    improved = all(r["after"] > r["before"] for r in results)
+    if not improved:
+        print("not every run improved held-out success over its SFT checkpoint")
+    return 0 if improved or args.no_check else 1
 
 
 if __name__ == "__main__":

@@ -251,7 +251,30 @@ def validate(cfg: StarPOConfig) -> StarPOConfig:
         raise ConfigError("algorithm.dual_clip", "must be > 1 (or null to disable)")
     if flat["rollout.temperature"] <= 0:
         raise ConfigError("rollout.temperature", "training rollouts must sample (temperature > 0)")
+    _validate_env(cfg)
     return cfg
+
+
+def _validate_env(cfg: StarPOConfig) -> None:
+    """The env id is registered and ``env.config`` passes the env's config schema.
+
+    Without this a config meant for another env (say ``risky_prob`` kept from a Bandit
+    preset after ``env.id=ragen/Sokoban-v0``) would only fail inside every episode.
+    """
+    import ragen_envs
+    from ragen_envs.config import ConfigError as EnvConfigError
+    from ragen_envs.config import validate_config
+
+    try:
+        entry = ragen_envs.get_entry(cfg.env.id)
+    except Exception as exc:  # UnknownEnvError names close matches
+        raise ConfigError("env.id", str(exc)) from None
+    try:
+        validate_config(entry.env_key, {**entry.kwargs, **cfg.env.config})
+    except EnvConfigError as exc:
+        field = f"env.config.{exc.field}" if exc.field else "env.config"
+        hint = " — override env.config={} to drop the preset's env settings" if exc.field in cfg.env.config else ""
+        raise ConfigError(field, f"{exc.reason} (env {cfg.env.id}){hint}") from None
 
 
 def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:

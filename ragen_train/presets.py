@@ -79,7 +79,10 @@ def _tiny(name: str, env_id: str, estimator: str, *, steps: int, sft_episodes: i
 # learned that setting (0.58 -> 0.96 held-out success in 30 steps).
 _BANDIT = dict(steps=30, sft_episodes=4096, sft_steps=120, oracle_fraction=0.6, lr=2e-4,
                env_config={"risky_prob": 1.0})
-_SOKOBAN = dict(steps=30, sft_episodes=8192, sft_steps=320, oracle_fraction=1.0, lr=2e-4)
+# Sokoban-Easy: oracle demonstrations; the tiny model (2 layers, width 128) reaches about 0.3
+# held-out success after 640 SFT steps and RL sharpens it.  16 groups of 4 (more distinct
+# puzzles per step) learned faster than 8 of 8 in our sweeps.
+_SOKOBAN = dict(steps=50, sft_episodes=8192, sft_steps=640, oracle_fraction=1.0, lr=5e-4, env_groups=16, group_size=4)
 
 
 PRESETS: dict[str, Callable[[], StarPOConfig]] = {

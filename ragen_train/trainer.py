@@ -58,6 +58,16 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+def _raise_if_env_broken(records: Sequence[EpisodeRecord]) -> None:
+    """Every episode failing in the environment is a setup error, not a training signal.
+
+    Raises:
+        RuntimeError: with the first episode's error (e.g. a bad env config).
+    """
+    if records and all(r.status == "env_error" for r in records):
+        raise RuntimeError(f"every episode failed in the environment ({records[0].env_id}): {records[0].error}")
+
+
 def episode_metrics(records: Sequence[EpisodeRecord], prefix: str, group_size: int | None = None) -> dict[str, float]:
     """Means of per-episode metrics, status shares and pass@k over groups."""
     if not records:
@@ -170,7 +180,9 @@ class StarPOTrainer:
                  for g in D.groups_for_rank(r.env_groups, self.dist) for m in range(r.group_size)]
         self.model.eval()
         engine = RolloutEngine(self.policy, self.rollout_cfg)
-        return engine.run(specs)
+        records = engine.run(specs)
+        _raise_if_env_broken(records)
+        return records
 
     def evaluate(self, *, split: str | None = None, episodes: int | None = None,
                  temperature: float | None = None) -> dict[str, float]:
@@ -185,6 +197,7 @@ class StarPOTrainer:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(12345)
             records = RolloutEngine(self.policy, rcfg).run(specs)
+        _raise_if_env_broken(records)
         local = episode_metrics(records, "val")
         return self._reduce_means(local, len(records))
 

@@ -1,23 +1,34 @@
 #!/usr/bin/env bash
-# Rebuild leaderboards/procedural.json: random and oracle baselines on the five
-# procedural environments (test split, 256 episodes = 64 seeds x 4, each env's agent
-# defaults for turns and actions). Real runs of `ragen-bench run`; takes about a minute.
+# Rebuild the baseline leaderboards from real `ragen-bench run`s (test split, each env's
+# agent defaults for turns and actions):
+#   leaderboards/procedural.json  random and oracle on the five procedural envs (64 seeds x 4)
+#   leaderboards/data.json        random and oracle on the four data envs (128 instances)
+# and their markdown renderings. Takes a few minutes on 2 CPU cores.
 #   bash scripts/make_baseline_boards.sh [runs-dir]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-runs/baselines}
-BOARD=leaderboards/procedural.json
-rm -f "$BOARD"
-mkdir -p "$RUNS"
-for env in ragen/Bandit-v0 ragen/Countdown-v0 ragen/FrozenLake-v0 ragen/Sokoban-v0 ragen/Sudoku-v0; do
-  for backend in random oracle; do
-    name="${backend}-$(basename "$env")"
-    rm -rf "${RUNS:?}/$name"
-    ragen-bench run --backend "$backend" --env "$env" --episodes 256 --group-size 4 --split test \
-      --out "$RUNS" --run-id "$name" --no-progress
-    ragen-bench leaderboard add "$RUNS/$name" --board "$BOARD" --label "$backend" \
-      --description "Random and oracle baselines on the procedural environments (test split, 64 seeds x 4 episodes, agent defaults)."
+mkdir -p "$RUNS" leaderboards
+
+board() {  # board-name description episodes group-size env...
+  local name=$1 desc=$2 episodes=$3 group=$4
+  shift 4
+  local path="leaderboards/$name.json"
+  rm -f "$path"
+  for env in "$@"; do
+    for backend in random oracle; do
+      local run="${backend}-$(basename "$env")"
+      rm -rf "${RUNS:?}/$run"
+      ragen-bench run --backend "$backend" --env "$env" --episodes "$episodes" --group-size "$group" --split test \
+        --out "$RUNS" --run-id "$run" --no-progress > /dev/null
+      ragen-bench leaderboard add "$RUNS/$run" --board "$path" --label "$backend" --description "$desc"
+    done
   done
-done
-ragen-bench leaderboard render --board "$BOARD" > leaderboards/procedural.md
-echo "wrote $BOARD and leaderboards/procedural.md"
+  ragen-bench leaderboard render --board "$path" > "leaderboards/$name.md"
+  echo "wrote $path and leaderboards/$name.md"
+}
+
+board procedural "Random and oracle baselines on the procedural environments (test split, 64 seeds x 4 episodes, agent defaults)." \
+  256 4 ragen/Bandit-v0 ragen/Countdown-v0 ragen/FrozenLake-v0 ragen/Sokoban-v0 ragen/Sudoku-v0
+board data "Random and oracle baselines on the data environments (test split, 128 instances, agent defaults)." \
+  128 1 ragen/MetaMathQA-v0 ragen/DeepCoder-v0 ragen/SearchQA-v0 ragen/WebShop-v0

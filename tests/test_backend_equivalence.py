@@ -56,7 +56,7 @@ CASES = {
 def make_cfg(tmp_path: Path, case: str):
     extra, _ = CASES[case]
     return load_config("quickstart", [f"trainer.out_dir={tmp_path}", "trainer.loggers=jsonl", "optim.micro_batch_size=4",
-                                      *extra])
+                                      "env.config={}", *extra])
 
 
 def native(tmp_path: Path, case: str):
@@ -168,7 +168,7 @@ def test_verl_agent_loop_with_tiny_model_matches_native_rollout(tmp_path: Path) 
     from ragen_bench.rollout import RolloutEngine
     from ragen_train.trainer import rollout_config_for
 
-    cfg = load_config("quickstart", [f"trainer.out_dir={tmp_path}", "env.id=ragen/Sokoban-v0", "rollout.context_mode=full",
+    cfg = load_config("quickstart", [f"trainer.out_dir={tmp_path}", "env.id=ragen/Sokoban-v0", "env.config={}", "rollout.context_mode=full",
                                      "rollout.max_turns=2", "rollout.max_new_tokens=12", "rollout.env_groups=2",
                                      "rollout.group_size=2"])
     trainer = StarPOTrainer(cfg)

@@ -46,11 +46,19 @@ def test_overrides_are_typed() -> None:
     ("algorithm.kl_estimator=low-var-kl", "algorithm.kl_estimator"),
     ("rollout.temperature=0", "rollout.temperature"),
     ("rollout.max_turns=2.5", "rollout.max_turns"),
+    ("env.id=ragen/Sokobn-v0", "env.id"),
+    ("env.config.risky_prob=2", "env.config.risky_prob"),
+    ("env.id=ragen/Sokoban-v0", "env.config.risky_prob"),  # the Bandit preset's env setting does not fit Sokoban
 ])
 def test_bad_overrides_name_the_field(override: str, field: str) -> None:
     with pytest.raises(ConfigError) as exc:
         load_config("quickstart", [override])
     assert exc.value.field == field
+
+
+def test_switching_env_with_an_empty_env_config_is_accepted() -> None:
+    cfg = load_config("quickstart", ["env.id=ragen/Sokoban-v0", "env.config={}"])
+    assert cfg.env.id == "ragen/Sokoban-v0" and cfg.env.config == {}
 
 
 def test_unknown_preset_or_file() -> None:

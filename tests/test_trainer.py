@@ -106,3 +106,40 @@ def test_fit_writes_finite_metrics_checkpoint_and_curves(tmp_path: Path) -> None
 
     png = plot_metrics(tmp_path / "metrics.jsonl", tmp_path / "curves.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_rollout_where_every_episode_fails_in_the_env_raises(tmp_path: Path) -> None:
+    """A broken env setup stops training with the env's message instead of training on zeros."""
+    trainer = StarPOTrainer(tiny_cfg(tmp_path))
+    trainer.cfg.env.config["no_such_field"] = 1  # bypasses load_config's check on purpose
+    with pytest.raises(RuntimeError, match="every episode failed in the environment.*no_such_field"):
+        trainer.rollout(0)
+    with pytest.raises(RuntimeError, match="no_such_field"):
+        trainer.evaluate(episodes=2)
+
+
+def test_learning_demo_script_runs_end_to_end(tmp_path: Path) -> None:
+    """examples/learning_demo.py, shrunk to a few steps: SFT once, GRPO and PPO from the same
+    SFT checkpoint, results JSON and plot written (the full run is in examples/README.md)."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    out = tmp_path / "demo"
+    proc = subprocess.run(
+        [sys.executable, str(root / "examples" / "learning_demo.py"), "--env", "bandit", "--out", str(out),
+         "--eval-episodes", "16", "--no-check", "trainer.total_steps=2", "trainer.val_every=1", "sft.steps=4",
+         "sft.episodes=64", "rollout.env_groups=2", "rollout.group_size=4", "trainer.val_episodes=8"],
+        capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    res = json.loads((out / "results.json").read_text())
+    runs = {r["algorithm"]: r for r in res["runs"]}
+    assert set(runs) == {"grpo", "ppo"}
+    assert runs["ppo"]["sft_model"] == runs["grpo"]["sft_model"]  # both start from one SFT checkpoint
+    assert runs["grpo"]["estimator"] == "grpo" and runs["ppo"]["estimator"] == "gae"
+    for r in runs.values():
+        assert 0.0 <= r["before"] <= 1.0 and 0.0 <= r["after"] <= 1.0
+        assert [s for s, _ in r["val_curve"]] == [0, 1, 2]
+    assert (out / "learning_demo.png").stat().st_size > 1000
+    table = (out / "results.md").read_text()
+    assert table.count("| Bandit-PairsAB") == 2 and "| grpo |" in table and "| ppo |" in table

@@ -21,7 +21,8 @@ from ragen_train.backends.trl_backend import groups_from_prompts, map_trl_logs, 
 
 
 def test_quickstart_maps_onto_grpo_config(tmp_path: Path) -> None:
-    cfg = load_config("quickstart", [f"trainer.out_dir={tmp_path}"])
+    # Pinned batch settings, so that the expected numbers do not follow the preset's tuning.
+    cfg = load_config("quickstart", [f"trainer.out_dir={tmp_path}", "optim.micro_batch_size=32", "trainer.total_steps=20"])
     s = trl_settings(cfg)
     a = s.args
     # 8 groups x 8 members = 64 rows per step, one optimizer step (mini_batches=1) of 2 micro-batches of 32.
@@ -36,7 +37,8 @@ def test_quickstart_maps_onto_grpo_config(tmp_path: Path) -> None:
 def test_dr_grpo_and_batch_shapes(tmp_path: Path) -> None:
     cfg = load_config("quickstart", [f"trainer.out_dir={tmp_path}", "algorithm.adv_estimator=dr_grpo",
                                      "algorithm.loss_agg_mode=seq-mean-token-sum-norm", "algorithm.norm_len=100",
-                                     "optim.mini_batches=2", "optim.ppo_epochs=3", "optim.micro_batch_size=10"])
+                                     "optim.mini_batches=2", "optim.ppo_epochs=3", "optim.micro_batch_size=10",
+                                     "trainer.total_steps=20"])
     a = trl_settings(cfg).args
     assert (a["loss_type"], a["scale_rewards"], a["max_completion_length"]) == ("dr_grpo", "none", 100)
     # 32 rows per mini-batch; 10 does not divide 32, so micro-batches of 8 (same loss, only memory differs).

@@ -19,7 +19,7 @@ HAVE_VERL = importlib.util.find_spec("verl") is not None
 
 
 def settings(*overrides: str):
-    cfg = load_config("quickstart", ["trainer.out_dir=/tmp/x", *overrides])
+    cfg = load_config("quickstart", ["trainer.out_dir=/tmp/x", "trainer.total_steps=20", *overrides])
     return cfg, verl_settings(cfg, train_files="t.parquet", val_files="v.parquet", agent_loop_config="a.yaml").as_dict()
 
 
