@@ -14,8 +14,11 @@ batch (``tests/test_distributed.py``).
 
 from __future__ import annotations
 
+import contextlib
+
 import os
 from dataclasses import dataclass
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -126,6 +129,30 @@ def wrap(model: Any, info: DistInfo, strategy: str = "ddp") -> Any:
         fully_shard(model)
         return model
     raise ValueError(f"unknown distributed strategy {strategy!r}")
+
+
+def accumulate_without_sync(model: Any, info: DistInfo, sync: bool) -> Any:
+    """Context for one micro-batch of gradient accumulation.
+
+    ``sync=False`` skips the gradient all-reduce (DDP ``no_sync``) or reduce-scatter (FSDP2
+    ``set_requires_gradient_sync(False)``) until the last micro-batch; a no-op in one process.
+    """
+    if sync or not info.enabled:
+        return contextlib.nullcontext()
+    if hasattr(model, "no_sync"):
+        return model.no_sync()
+    if hasattr(model, "set_requires_gradient_sync"):
+        return _fsdp_no_sync(model)
+    return contextlib.nullcontext()
+
+
+@contextlib.contextmanager
+def _fsdp_no_sync(model: Any) -> Iterator[None]:
+    model.set_requires_gradient_sync(False)
+    try:
+        yield
+    finally:
+        model.set_requires_gradient_sync(True)
 
 
 def groups_for_rank(n_groups: int, info: DistInfo) -> list[int]:

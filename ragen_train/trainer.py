@@ -21,7 +21,6 @@ One step (RAGEN, arXiv 2504.20073, section 3 "StarPO"; reference section 3.1):
 
 from __future__ import annotations
 
-import contextlib
 import random
 import time
 import warnings
@@ -416,7 +415,7 @@ class StarPOTrainer:
             ids = batch.input_ids[sel].to(self.device)
             att = batch.attention_mask[sel].to(self.device)
             mask = batch.loss_mask[sel].to(self.device) * (1.0 if mi else 0.0)
-            with (contextlib.nullcontext() if last or not self.dist.enabled else self.model.no_sync()):
+            with D.accumulate_without_sync(self.model, self.dist, sync=last):
                 logp, ent = token_logprobs(self.model, ids, att, temperature=cfg.rollout.temperature, with_entropy=True,
                                            loss_mask=batch.loss_mask[sel].to(self.device))
                 if "old_logp" in stats:
@@ -444,7 +443,7 @@ class StarPOTrainer:
             for k, v in pst.items():
                 acc.tok(f"actor/{k}", float(v) * ntok, ntok)
             if self.critic is not None:
-                with (contextlib.nullcontext() if last or not self.dist.enabled else self.critic.no_sync()):
+                with D.accumulate_without_sync(self.critic, self.dist, sync=last):
                     v = token_values(self.critic, ids, att)
                     vl, _ = value_loss(v, stats["values"][sel].to(self.device), returns[sel].to(self.device),
                                        clip=alg.value_clip)

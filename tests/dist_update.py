@@ -1,7 +1,7 @@
 """One StarPO update on a fixed batch; run alone or under torchrun (tests/test_distributed.py).
 
-    python tests/dist_update.py OUT.pt [estimator]
-    python -m torch.distributed.run --nproc_per_node 2 tests/dist_update.py OUT.pt [estimator]
+    python tests/dist_update.py OUT.pt [estimator [key=value ...]]
+    python -m torch.distributed.run --nproc_per_node 2 tests/dist_update.py OUT.pt [estimator [key=value ...]]
 
 Adam's epsilon is raised (1e-3) for this check: with the default 1e-8 the first Adam step
 is ``lr * g / |g|`` and turns float noise in near-zero gradients (different summation
@@ -35,7 +35,7 @@ def main() -> None:
     cfg = load_config("quickstart", [f"trainer.out_dir={tmp}", "trainer.loggers=jsonl", "optim.lr=1e-2", "optim.adam_eps=1e-3",
                                      f"algorithm.adv_estimator={estimator}", "optim.micro_batch_size=3",
                                      "optim.mini_batches=1", "algorithm.kl_coef=0.05", "algorithm.entropy_coef=0.01",
-                                     "algorithm.loss_agg_mode=seq-mean-token-mean"])
+                                     "algorithm.loss_agg_mode=seq-mean-token-mean", *sys.argv[3:]])
     trainer = StarPOTrainer(cfg)
     policy = TokenizingPolicy(MixedPolicy(0.5, seed=7), trainer.tokenizer)
     specs = [EpisodeSpec(index=g * 4 + m, env_id="ragen/Bandit-Pairs-v0", seed=g, group=g, member=m)
@@ -45,8 +45,11 @@ def main() -> None:
     mine = set(D.groups_for_rank(4, trainer.dist))
     local = [s for s in samples if s.group in mine]  # one mini-batch: the global batch is the same set
     trainer._update(local, 1.0)
+    # FSDP2 holds sharded DTensors: gather every full tensor (a collective) before rank 0 saves.
+    state = {k: (v.full_tensor() if hasattr(v, "full_tensor") else v).detach().cpu().clone()
+             for k, v in unwrap(trainer.model).state_dict().items()}
     if trainer.dist.is_main:
-        torch.save({k: v.detach().cpu().clone() for k, v in unwrap(trainer.model).state_dict().items()}, out)
+        torch.save(state, out)
     D.shutdown()
 
 

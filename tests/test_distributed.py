@@ -1,5 +1,5 @@
 """torchrun with 2 CPU processes (gloo) gives the same parameters after one update as one
-process with the same global batch."""
+process with the same global batch, with DDP and with FSDP2 (``fully_shard`` on CPU)."""
 
 from __future__ import annotations
 
@@ -21,12 +21,13 @@ def run(cmd: list[str], cwd: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("estimator", ["grpo", "gae"])
-def test_two_processes_match_one(tmp_path: Path, estimator: str) -> None:
+@pytest.mark.parametrize(("estimator", "strategy"), [("grpo", "ddp"), ("gae", "ddp"), ("grpo", "fsdp2"),
+                                                     ("gae", "fsdp2")])
+def test_two_processes_match_one(tmp_path: Path, estimator: str, strategy: str) -> None:
     one, two = tmp_path / "one.pt", tmp_path / "two.pt"
     run([sys.executable, str(SCRIPT), str(one), estimator], tmp_path)
     run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--standalone",
-         str(SCRIPT), str(two), estimator], tmp_path)
+         str(SCRIPT), str(two), estimator, f"trainer.distributed={strategy}"], tmp_path)
     a, b = torch.load(one), torch.load(two)
     assert a.keys() == b.keys()
     from ragen_bench.tiny import tiny_model_path
