@@ -18,6 +18,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -26,6 +27,14 @@ board_app = typer.Typer(no_args_is_help=True, help="Add runs to leaderboards and
 app.add_typer(board_app, name="leaderboard")
 console = Console(stderr=True)
 out = Console()
+# Everything user-controlled or read from data (env ids, descriptions, paths, error
+# messages) is passed through rich.markup.escape before printing: "search[query]" is
+# text, not a markup tag, and "[/red]" in an argument must not raise MarkupError.
+
+
+def _error(message: str, *, label: str = "error:") -> None:
+    """Print ``label message`` on stderr; ``message`` is shown literally (escaped)."""
+    console.print(f"[red]{label}[/red] {escape(str(message))}", soft_wrap=True)
 
 
 def _parse_kv(items: list[str] | None, what: str) -> dict[str, Any]:
@@ -43,22 +52,36 @@ def _parse_kv(items: list[str] | None, what: str) -> dict[str, Any]:
 
 
 def _progress_runner(total_hint: int, enabled: bool):
+    """``(progress, on_episode, on_start)``; the bar is drawn only once ``on_start`` runs
+    (the runner calls it after validation, right before the first episode), so a request
+    that fails validation prints its error without a bar.  Stop ``progress`` when done
+    (a no-op when it never started)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     if not enabled:
-        return None, None
+        return None, None, None
     progress = Progress(TextColumn("[bold]episodes"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("success {task.fields[rate]}"), TimeElapsedColumn(), TimeRemainingColumn(),
                         console=console, transient=False)
     task = progress.add_task("run", total=total_hint, rate="–")
     state = {"n": 0, "s": 0}
 
+    def on_start(finished: int, total: int) -> None:
+        progress.update(task, completed=finished, total=total)
+        progress.start()
+
     def on_episode(record, finished: int, total: int) -> None:
         state["n"] += 1
         state["s"] += int(record.success)
         progress.update(task, completed=finished, total=total, rate=f"{100 * state['s'] / state['n']:.1f}%")
 
-    return progress, on_episode
+    return progress, on_episode, on_start
+
+
+def _stop(progress: Any) -> None:
+    """Stop a progress bar if it was started (a never-started one prints nothing)."""
+    if progress is not None and progress.live.is_started:
+        progress.stop()
 
 
 @app.command()
@@ -84,7 +107,7 @@ def run(
     max_invalid_answers: Annotated[Optional[int], typer.Option(help="Consecutive invalid answers that end an episode.")] = None,
     env_config: Annotated[Optional[list[str]], typer.Option("--env-config", help="Env config override key=value (repeatable).")] = None,
     out_dir: Annotated[Path, typer.Option("--out", help="Parent folder of run directories.")] = Path("runs"),
-    run_id: Annotated[Optional[str], typer.Option(help="Run directory name (default: timestamp_env_model).")] = None,
+    run_id: Annotated[Optional[str], typer.Option(help="Run directory name (default: <UTC time>-<random>_<env>_<model>). An existing one is refused: use --resume.")] = None,
     resume: Annotated[Optional[Path], typer.Option(help="Finish an interrupted run directory (other options ignored).")] = None,
     device: Annotated[str, typer.Option(help="hf: torch device.")] = "cpu",
     dtype: Annotated[str, typer.Option(help="hf: float32 | bfloat16 | float16.")] = "float32",
@@ -115,17 +138,17 @@ def run(
     """Evaluate a policy on an environment; write runs/<run-id>/{episodes.jsonl,summary.json}."""
     from ragen_envs import ConfigError, UnknownEnvError
 
-    from .runner import RunRequest, resume_run, start_run
+    from .runner import RunRequest, check_request, resume_run, start_run
 
     diag_policy: Any = None  # --diagnostics on hf: the run's own model scores it
+    bar: Any = None
     try:
         if resume is not None:
             meta = json.loads((resume / "run.json").read_text()) if (resume / "run.json").exists() else None
             if meta is None:
                 raise typer.BadParameter(f"{resume} is not a run directory (no run.json)", param_hint="--resume")
-            bar, cb = _progress_runner(meta["episodes"], progress)
-            with bar or _Null():
-                path = resume_run(resume, progress=cb)
+            bar, cb, started = _progress_runner(meta["episodes"], progress)
+            path = resume_run(resume, progress=cb, on_start=started)
         else:
             if not env:
                 raise typer.BadParameter("--env is required (see `ragen-bench ls`)", param_hint="--env")
@@ -169,18 +192,22 @@ def run(
             from .diagnostics.cli import needs_scorer
 
             needs_scorer(backend, diagnostics, scorer)
+            check_request(req)  # before loading a model or drawing anything
             if diagnostics and backend == "hf" and scorer is None:
                 from .policies import make_policy
 
                 diag_policy = make_policy(backend, model, **options)
-            bar, cb = _progress_runner(episodes, progress)
-            with bar or _Null():
-                path = start_run(req, policy=diag_policy, progress=cb)
-    except (UnknownEnvError, ConfigError, FileExistsError, FileNotFoundError, ValueError, ImportError) as exc:
-        console.print(f"[red]error:[/red] {exc}")
+            bar, cb, started = _progress_runner(episodes, progress)
+            path = start_run(req, policy=diag_policy, progress=cb, on_start=started)
+    except (UnknownEnvError, ConfigError, OSError, ValueError, ImportError) as exc:
+        _stop(bar)
+        _error(str(exc))
         raise typer.Exit(2) from None
+    finally:
+        _stop(bar)
     summary = json.loads((path / "summary.json").read_text())
     _print_summary(summary, path)
+    _exit_if_failed(path, summary, print_json)
     if diagnostics:
         from .diagnostics.cli import after_run
 
@@ -191,12 +218,30 @@ def run(
         out.print_json(data=summary)
 
 
-class _Null:
-    def __enter__(self) -> None:
-        return None
+def _exit_if_failed(path: Path, summary: dict[str, Any], print_json: bool) -> None:
+    """Exit 1 with one clear line when the run measured nothing (all episodes errored).
 
-    def __exit__(self, *exc: object) -> None:
-        return None
+    The recorded files stay, so ``--resume`` can finish the run once the endpoint works.
+    A run with only some ``endpoint_error`` episodes gets a warning and exits 0.
+    """
+    from .results import run_failure
+
+    failure = run_failure(path)
+    counts = summary.get("counts", {})
+    if failure is None:
+        n_err = counts.get("endpoint_error", 0)
+        if n_err:
+            console.print(f"[yellow]warning:[/yellow] {n_err} episode{'s' if n_err != 1 else ''} ended in "
+                          f"endpoint_error (not scored); finish them with `ragen-bench run --resume "
+                          f"{escape(str(path))}`")
+        return
+    if print_json:
+        out.print_json(data=summary)
+    hint = f"; files kept in {path}"
+    if counts.get("endpoint_error"):
+        hint += f", finish with `ragen-bench run --resume {path}` once the policy/endpoint works"
+    _error(failure + hint)
+    raise typer.Exit(1)
 
 
 def _fmt(est: dict[str, Any], pct: bool = False) -> str:
@@ -210,23 +255,24 @@ def _fmt(est: dict[str, Any], pct: bool = False) -> str:
 
 def _print_summary(summary: dict[str, Any], path: Path | None = None) -> None:
     title = f"{', '.join(summary['env']['ids'])} · {summary['policy'].get('model') or summary['policy']['backend']}"
-    table = Table(title=title, caption="mean ± stderr  [95% bootstrap CI over groups]")
+    table = Table(title=escape(title), caption="mean ± stderr  \\[95% bootstrap CI over groups]")
     table.add_column("metric")
     table.add_column("value", justify="right")
     for key, est in summary["metrics"].items():
         pct = key in ("success", "valid_action_rate", "format_valid_rate") or key.startswith("pass@")
-        table.add_row(key, _fmt(est, pct))
+        table.add_row(escape(key), escape(_fmt(est, pct)))
     eps = summary["episodes"]
     table.add_row("episodes", f"{eps['scored']} scored / {eps['requested']} requested ({eps['missing']} missing)")
-    table.add_row("statuses", ", ".join(f"{k} {v}" for k, v in sorted(summary["counts"].items())))
+    table.add_row("statuses", escape(", ".join(f"{k} {v}" for k, v in sorted(summary["counts"].items()))))
     if summary["policy"].get("requests"):
         r = summary["policy"]["requests"]
         failed = ", ".join(f"{k} {v}" for k, v in r.get("failed", {}).items()) or "none"
-        table.add_row("endpoint", f"{r.get('requests', 0)} requests, {r.get('retries', 0)} retries, failed: {failed}")
+        table.add_row("endpoint", escape(f"{r.get('requests', 0)} requests, {r.get('retries', 0)} retries, "
+                                         f"failed: {failed}"))
     table.add_row("wall time", f"{summary['wall_time_s']:.1f} s")
     out.print(table)
     if path is not None:
-        out.print(f"results: {path}")
+        out.print(f"results: {escape(str(path))}")
 
 
 @app.command()
@@ -234,7 +280,7 @@ def show(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) -> N
     """Print a run's summary as a table."""
     p = run_dir / "summary.json"
     if not p.exists():
-        console.print(f"[red]error:[/red] {run_dir} has no summary.json")
+        _error(f"{run_dir} has no summary.json")
         raise typer.Exit(2)
     _print_summary(json.loads(p.read_text()), run_dir)
 
@@ -244,10 +290,26 @@ def list_envs(
     name: Annotated[Optional[str], typer.Argument(help="Only this environment (e.g. Sokoban).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
-    """List environment ids, presets and versions."""
+    """List environment ids, presets and versions (NAME: one environment, by name or id).
+
+    Exits 1 with a message (and close matches) when NAME matches nothing.
+    """
+    import difflib
+
     import ragen_envs
 
-    entries = ragen_envs.list_envs(name)
+    everything = ragen_envs.list_envs()
+    entries = everything
+    if name is not None:
+        key = name.lower()
+        entries = [e for e in everything if key in (e.name.lower(), e.id.lower())]
+        if not entries:
+            names = sorted({e.name for e in everything} | {e.id for e in everything})
+            by_lower = {n.lower(): n for n in names}
+            close = [by_lower[c] for c in difflib.get_close_matches(key, list(by_lower), n=3, cutoff=0.5)]
+            hint = f"; did you mean {', '.join(close)}?" if close else "; `ragen-bench ls` lists them all"
+            _error(f"no environment matches {name!r}{hint}")
+            raise typer.Exit(1)
     if as_json:
         out.print_json(data=[e.as_dict() for e in entries])
         return
@@ -255,7 +317,7 @@ def list_envs(
     for col in ("id", "version", "preset", "description"):
         table.add_column(col)
     for e in entries:
-        table.add_row(e.id, str(e.version), e.preset or "–", e.description)
+        table.add_row(escape(e.id), str(e.version), escape(e.preset or "–"), escape(e.description))
     out.print(table)
 
 
@@ -273,10 +335,10 @@ def validate(
     for f in files:
         try:
             kind, n = validate_file(f, schema)
-            out.print(f"[green]ok[/green] {f} ({kind}, {n} object{'s' if n != 1 else ''})")
+            out.print(f"[green]ok[/green] {escape(str(f))} ({escape(kind)}, {n} object{'s' if n != 1 else ''})")
         except (jsonschema.ValidationError, ValueError, FileNotFoundError) as exc:
             bad += 1
-            out.print(f"[red]invalid[/red] {f}: {getattr(exc, 'message', exc)}")
+            out.print(f"[red]invalid[/red] {escape(str(f))}: {escape(str(getattr(exc, 'message', exc)))}")
     raise typer.Exit(1 if bad else 0)
 
 
@@ -293,9 +355,10 @@ def board_add(
     try:
         entry = add_run(board, run_dir, label=label, description=description)
     except (LeaderboardError, FileNotFoundError) as exc:
-        console.print(f"[red]refused:[/red] {exc}")
+        _error(str(exc), label="refused:")
         raise typer.Exit(1) from None
-    out.print(f"{board}: {entry['model']} on {entry['env_id']} — success {100 * entry['metrics']['success']['mean']:.1f}%")
+    out.print(escape(f"{board}: {entry['model']} on {entry['env_id']} — "
+                     f"success {100 * entry['metrics']['success']['mean']:.1f}%"))
 
 
 @board_app.command("render")
@@ -305,7 +368,7 @@ def board_render(board: Annotated[Path, typer.Option(help="Leaderboard JSON file
 
     data = load_board(board)
     if data is None:
-        console.print(f"[red]error:[/red] no board at {board}")
+        _error(f"no board at {board}")
         raise typer.Exit(2)
     sys.stdout.write(render_markdown(data))
 

@@ -38,6 +38,10 @@ RUN_FILE = "run.json"
 #: Episode statuses that ``--resume`` plays again.
 RETRY_STATUSES = frozenset({"endpoint_error"})
 
+#: Episode statuses that mean the episode could not be played (no policy answer, or the
+#: environment raised): a run made only of these measured nothing.
+ERROR_STATUSES = RETRY_STATUSES | {"env_error"}
+
 SUMMARY_METRICS = ("success", "return", "env_return", "turns", "actions", "valid_action_rate",
                    "format_valid_rate", "tokens")
 
@@ -170,6 +174,30 @@ class RunDir:
 
     def read_summary(self) -> dict[str, Any]:
         return json.loads((self.path / SUMMARY_FILE).read_text(encoding="utf-8"))
+
+
+def run_failure(path: str | os.PathLike[str]) -> str | None:
+    """Why a finished run measured nothing, in one line; ``None`` when it measured something.
+
+    A run failed when it has no scored episode (every recorded one is an
+    ``endpoint_error``, or none was recorded) or when every episode ended in an error
+    status (:data:`ERROR_STATUSES`).  The line counts the statuses and quotes the first
+    recorded error message (by episode index).
+    """
+    eps = sorted(RunDir(path).read_episodes().values(), key=lambda e: e["episode_index"])
+    if not eps:
+        return "no episode was recorded"
+    scored = [e for e in eps if e["status"] not in RETRY_STATUSES]
+    if scored and not all(e["status"] in ERROR_STATUSES for e in eps):
+        return None
+    counts: dict[str, int] = {}
+    for e in eps:
+        counts[e["status"]] = counts.get(e["status"], 0) + 1
+    what = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+    first = next((e["error"] for e in eps if e.get("error")), None)
+    line = f"no episode was scored: every recorded episode ended in an error ({what})" if not scored else \
+        f"every episode ended in an error ({what})"
+    return line + (f"; first error: {' '.join(first.split())}" if first else "")
 
 
 def summarize(episodes: Iterable[dict[str, Any]], run: dict[str, Any]) -> dict[str, Any]:

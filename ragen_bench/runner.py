@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import datetime as _dt
+import os
 import re
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -60,35 +62,116 @@ def rollout_config_from(env_id: str, overrides: dict[str, Any] | None) -> Rollou
 
 
 def default_run_id(env_id: str, model: str | None, backend: str) -> str:
-    """``<UTC timestamp>_<EnvName>_<model>``, filesystem-safe."""
+    """``<UTC timestamp>-<6 random hex digits>_<EnvName>_<model>``, filesystem-safe.
+
+    The timestamp has one-second resolution, so the random suffix (24 bits from
+    :mod:`secrets`) keeps two runs started in the same second apart; :func:`start_run`
+    still creates the directory exclusively and draws a new id in the unlikely event
+    of a collision.
+    """
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
     env = env_id.split("/")[-1]
     who = Path(model).name if model else backend
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", f"{stamp}_{env}_{who}")
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", f"{stamp}-{secrets.token_hex(3)}_{env}_{who}")
 
 
-def start_run(req: RunRequest, *, policy: Policy | None = None,
-              progress: Callable[[EpisodeRecord, int, int], None] | None = None) -> Path:
-    """Create a run directory and play all episodes.  Returns the run directory.
+def check_run_id(run_id: str) -> None:
+    """Refuse a run id that is not one plain directory name.
 
     Raises:
-        UnknownEnvError, ConfigError: bad env id or env config (before anything runs).
-        FileExistsError: the run directory already holds episodes (use resume).
+        ValueError: empty, ``.``/``..``, or containing a path separator.
+    """
+    if not run_id or run_id in (".", "..") or "/" in run_id or (os.sep in run_id) or \
+            (os.altsep is not None and os.altsep in run_id):
+        raise ValueError(f"--run-id must be a plain directory name (no path separators), got {run_id!r}")
+
+
+def check_request(req: RunRequest) -> tuple[dict[str, Any], RolloutConfig]:
+    """Validate a request without creating anything; return ``(env_config, rollout)``.
+
+    Everything that can be checked without building the policy is checked here, so a
+    bad request leaves no run directory behind.
+
+    Raises:
+        UnknownEnvError, ConfigError: bad env id or env config (the field is named).
+        ValueError: episodes not a positive multiple of the group size, bad rollout or
+            sampling settings, ``max_parallel < 1``, a run id that is not a plain name.
     """
     ragen_envs.get_entry(req.env_id)
     env_config = {"split": req.split, **(req.env_config or {})}
     ragen_envs.make(req.env_id, **env_config).close()  # validate the config now, naming the field
+    make_specs(req.env_id, episodes=req.episodes, group_size=req.group_size, seed=req.seed, env_config=env_config)
     rollout = rollout_config_from(req.env_id, req.rollout)
+    if req.max_parallel is not None and req.max_parallel < 1:
+        raise ValueError(f"max_parallel must be >= 1, got {req.max_parallel}")
+    if req.run_id is not None:
+        check_run_id(req.run_id)
+    return env_config, rollout
+
+
+def _exists_message(path: Path) -> str:
+    if (path / "run.json").is_file():
+        return (f"run directory {path} already exists; finish it with `ragen-bench run --resume {path}` "
+                "or choose another --run-id")
+    return f"{path} already exists and is not a run directory; choose another --run-id or remove it"
+
+
+def _create_run_dir(out: Path, run_id: str, *, fresh_id: Callable[[], str] | None) -> RunDir:
+    """Create ``out/run_id`` exclusively (``mkdir(exist_ok=False)``: of two racing runs one wins).
+
+    With ``fresh_id`` (a default id) a taken name is replaced by a new id, a few times;
+    an explicit id that is taken raises.
+
+    Raises:
+        FileExistsError: the directory exists (message suggests ``--resume``).
+        ValueError: ``out`` cannot hold run directories (e.g. it is a file).
+    """
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError) as exc:
+        raise ValueError(f"--out {out} is not a directory ({exc.strerror})") from None
+    for _ in range(5):
+        path = out / run_id
+        try:
+            path.mkdir(exist_ok=False)
+            return RunDir(path)
+        except FileExistsError:
+            if fresh_id is None:
+                raise FileExistsError(_exists_message(path)) from None
+            run_id = fresh_id()
+    raise FileExistsError(f"could not find a free run id under {out}; pass --run-id")
+
+
+def start_run(req: RunRequest, *, policy: Policy | None = None,
+              progress: Callable[[EpisodeRecord, int, int], None] | None = None,
+              on_start: Callable[[int, int], None] | None = None) -> Path:
+    """Validate, create a run directory and play all episodes.  Returns the run directory.
+
+    Nothing is created until the request is valid and the policy is built; the run
+    directory is then created exclusively, so a new run never appends to another
+    run's ``episodes.jsonl``.  ``on_start(finished, total)`` is called once, just
+    before the first episode is played (the CLI starts its progress bar there).
+
+    Raises:
+        UnknownEnvError, ConfigError, ValueError: see :func:`check_request` (before
+            anything is created).
+        FileExistsError: the run directory already exists (use ``--resume``).
+    """
+    env_config, rollout = check_request(req)
+    out = Path(req.out)
+    explicit = req.run_id is not None
     run_id = req.run_id or default_run_id(req.env_id, req.model, req.backend)
-    run_dir = RunDir(Path(req.out) / run_id)
-    if run_dir.episodes_path.exists():
-        raise FileExistsError(f"{run_dir.path} already has episodes; use --resume {run_dir.path}")
+    if explicit and (out / run_id).exists():  # fail before loading a model; mkdir below closes the race
+        raise FileExistsError(_exists_message(out / run_id))
     owned = policy is None
     policy = policy or make_policy(req.backend, req.model, **(req.policy_options or {}))
     try:
         meta = _run_meta(req, run_id, env_config, rollout, policy)
+        fresh = None if explicit else (lambda: default_run_id(req.env_id, req.model, req.backend))
+        run_dir = _create_run_dir(out, run_id, fresh_id=fresh)
+        meta["run_id"] = run_dir.path.name
         run_dir.write_run(meta)
-        return _play(run_dir, meta, policy, progress)
+        return _play(run_dir, meta, policy, progress, on_start)
     finally:
         if owned:
             close_policy(policy)
@@ -120,14 +203,18 @@ def _run_meta(req: RunRequest, run_id: str, env_config: dict[str, Any], rollout:
 
 
 def resume_run(path: str | Path, *, policy: Policy | None = None,
-               progress: Callable[[EpisodeRecord, int, int], None] | None = None) -> Path:
-    """Finish a run: play the missing (or ``endpoint_error``) episodes, rewrite the summary."""
+               progress: Callable[[EpisodeRecord, int, int], None] | None = None,
+               on_start: Callable[[int, int], None] | None = None) -> Path:
+    """Finish a run: play the missing (or ``endpoint_error``) episodes, rewrite the summary.
+
+    ``on_start`` as in :func:`start_run`.
+    """
     run_dir = RunDir(path)
     meta = run_dir.read_run()
     owned = policy is None
     policy = policy or make_policy(meta["backend"], meta.get("model"), **meta.get("policy_options", {}))
     try:
-        return _play(run_dir, meta, policy, progress)
+        return _play(run_dir, meta, policy, progress, on_start)
     finally:
         if owned:
             close_policy(policy)
@@ -193,7 +280,8 @@ def _rollout_from_meta(meta: dict[str, Any]) -> RolloutConfig:
 
 
 def _play(run_dir: RunDir, meta: dict[str, Any], policy: Policy,
-          progress: Callable[[EpisodeRecord, int, int], None] | None) -> Path:
+          progress: Callable[[EpisodeRecord, int, int], None] | None,
+          on_start: Callable[[int, int], None] | None = None) -> Path:
     rollout = _rollout_from_meta(meta)
     specs = make_specs(meta["env_id"], episodes=meta["episodes"], group_size=meta["group_size"],
                        seed=meta["seed"], env_config=meta["env_config"])
@@ -215,6 +303,8 @@ def _play(run_dir: RunDir, meta: dict[str, Any], policy: Policy,
     run_dir.open_for_append()
     stats = getattr(policy, "stats", None)
     stats_before = stats() if callable(stats) else None
+    if on_start is not None:
+        on_start(len(done), total)
     try:
         if todo:
             engine = RolloutEngine(policy, rollout, max_parallel=meta.get("max_parallel"), on_episode=on_episode)

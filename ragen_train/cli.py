@@ -4,26 +4,48 @@
     ragen-train starpo --config sokoban model.path=Qwen/Qwen2.5-0.5B-Instruct optim.lr=1e-6
     ragen-train starpo --config quickstart --resume latest
     ragen-train sft --config quickstart sft.episodes=512
-    ragen-train eval outputs/quickstart/final_model --env ragen/Bandit-Pairs-v0 --episodes 64
+    ragen-train eval outputs/quickstart/final_model --episodes 64   # the training protocol and env
     ragen-train presets                          # list presets
     ragen-train show-config --config sokoban     # the resolved config as JSON
 
 Under ``torchrun --nproc_per_node N ragen-train starpo ...`` the same command trains with
 torch.distributed (gloo on CPU, NCCL on GPU).
+
+Output: listings, configs, progress and results go to standard output; warnings and
+errors to standard error.  A mistake in a config or an option is one ``error: ...`` line
+naming the field or option, with exit status 2.
 """
 
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
+from rich.markup import escape
+
+from .logger import make_console
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Train LLM agents with multi-turn RL (StarPO: PPO / GRPO and variants) on ragen environments.")
-console = Console(stderr=True)
+console = make_console(stderr=True)  # warnings and errors
+out = make_console()  # listings, progress, results
+
+
+def _error(message: str, label: str = "error") -> typer.Exit:
+    """Print ``label: message`` as one line on standard error; return the exit (status 2) to raise."""
+    console.print(f"[red]{label}:[/red] {escape(str(message))}", soft_wrap=True)
+    return typer.Exit(2)
+
+
+def _warn(message: str) -> None:
+    console.print(f"[yellow]warning:[/yellow] {escape(str(message))}", soft_wrap=True)
+
+
+def _info(message: str) -> None:
+    out.print(message, soft_wrap=True, markup=False, highlight=False)
 
 ConfigOpt = Annotated[str, typer.Option("--config", "-c", help="A preset name (see `ragen-train presets`) or a JSON/YAML file.")]
 Overrides = Annotated[Optional[list[str]], typer.Argument(help="Overrides like optim.lr=1e-5 algorithm.adv_estimator=gae.")]
@@ -35,8 +57,7 @@ def _load(config: str, overrides: list[str] | None):
     try:
         return load_config(config, overrides or [])
     except ConfigError as exc:
-        console.print(f"[red]config error:[/red] {exc}")
-        raise typer.Exit(2) from None
+        raise _error(exc, "config error") from None
 
 
 @app.command()
@@ -47,6 +68,7 @@ def starpo(
     backend: Annotated[str, typer.Option(help="Trainer back-end: native | trl | verl (docs/backends.md).")] = "native",
 ) -> None:
     """Train with StarPO (rollout -> filter -> advantages -> PPO/GRPO update), with validation and checkpoints."""
+    from .config import ConfigError
     from .trainer import StarPOTrainer
 
     cfg = _load(config, overrides)
@@ -54,18 +76,21 @@ def starpo(
         _external_backend(backend, cfg, resume)
         return
     try:
-        trainer = StarPOTrainer(cfg, resume=resume)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", RuntimeWarning)
+            trainer = StarPOTrainer(cfg, resume=resume)
+        _replay(caught)
     except FileNotFoundError as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from None
+        raise _error(exc) from None
+    except ConfigError as exc:
+        raise _error(exc, "config error") from None
     last = trainer.fit()
     if trainer.dist.is_main:
         from .plot import plot_metrics
 
         png = plot_metrics(Path(cfg.trainer.out_dir) / "metrics.jsonl", Path(cfg.trainer.out_dir) / "training_curves.png",
                            title=f"{cfg.name}: {cfg.env.id}")
-        console.print(f"done: {cfg.trainer.out_dir} (curves: {png}); last validation: "
-                      + ", ".join(f"{k}={v:.3f}" for k, v in last.items() if k in ("val/success", "val/return")))
+        _info(f"done: {cfg.trainer.out_dir} (curves: {png}); last validation: " + _val_text(last))
 
 
 def _external_backend(name: str, cfg, resume: str | None) -> None:
@@ -74,20 +99,32 @@ def _external_backend(name: str, cfg, resume: str | None) -> None:
     from .config import ConfigError
 
     if resume:
-        console.print(f"[red]error:[/red] --resume is only supported by the native back-end, not {name!r}")
-        raise typer.Exit(2)
+        raise _error(f"--resume is only supported by the native back-end, not {name!r}")
     try:
         chosen = get_backend(name)
     except KeyError as exc:
-        console.print(f"[red]error:[/red] {exc.args[0]}")
-        raise typer.Exit(2) from None
+        raise _error(exc.args[0]) from None
     try:
         result = chosen.train(cfg)
     except (ImportError, ConfigError) as exc:
-        console.print(f"[red]{name} back-end:[/red] {exc}")
-        raise typer.Exit(2) from None
-    console.print(f"done ({name}): metrics {result.metrics_path}; model {result.checkpoint_dir}; last validation: "
-                  + ", ".join(f"{k}={v:.3f}" for k, v in result.last_val.items() if k in ("val/success", "val/return")))
+        raise _error(exc, f"{name} back-end") from None
+    _info(f"done ({name}): metrics {result.metrics_path}; model {result.checkpoint_dir}; last validation: "
+          + _val_text(result.last_val))
+
+
+def _val_text(last: dict[str, float]) -> str:
+    parts = [f"{k}={v:.3f}" for k, v in last.items() if k in ("val/success", "val/return")]
+    return ", ".join(parts) if parts else "none (trainer.val_every=0)"
+
+
+def _replay(caught: list[warnings.WarningMessage]) -> None:
+    """Show warnings recorded while setting up: ours (RuntimeWarning) as one ``warning:``
+    line each, others in Python's usual format."""
+    for w in caught:
+        if issubclass(w.category, RuntimeWarning):
+            _warn(str(w.message))
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
 
 
 @app.command()
@@ -95,54 +132,77 @@ def sft(config: ConfigOpt = "quickstart", overrides: Overrides = None,
         out: Annotated[Optional[Path], typer.Option(help="Where to save the model (default: <out_dir>/sft_model).")] = None) -> None:
     """Supervised warm start on oracle (or mixed, or JSONL) demonstrations, with StarPO's masks."""
     from .checkpoint import save_model
+    from .config import ConfigError
     from .logger import MetricLogger
-    from .modeling import load_policy, load_tokenizer
+    from .modeling import check_device, load_policy, load_tokenizer
     from .trainer import rollout_config_for
     from .sft import sft_samples, sft_train
 
     cfg = _load(config, overrides)
+    try:
+        check_device(cfg.model.device)
+    except ConfigError as exc:
+        raise _error(exc, "config error") from None
     tok = load_tokenizer(cfg.model.path)
     model = load_policy(cfg.model)
     samples = sft_samples(cfg, tok, rollout_config_for(cfg, 1.0))
-    console.print(f"{len(samples)} demonstration samples")
+    _info(f"{len(samples)} demonstration samples")
     log = MetricLogger(Path(cfg.trainer.out_dir) / "sft", ["jsonl", "console"])
     hist = sft_train(model, tok, samples, cfg, device=cfg.model.device,
                      log=lambda s, row: log.log(s, row, phase="sft") if s % 10 == 0 else None)
     log.close()
     dest = out or Path(cfg.trainer.out_dir) / "sft_model"
     save_model(model, tok, dest)
-    console.print(f"SFT: {len(hist)} steps, final loss {hist[-1]['sft/loss']:.4f}; model saved to {dest}")
+    _info(f"SFT: {len(hist)} steps, final loss {hist[-1]['sft/loss']:.4f}; model saved to {dest}")
 
 
 @app.command("eval")
 def evaluate(
-    checkpoint: Annotated[Path, typer.Argument(help="A model directory (e.g. <out_dir>/final_model or checkpoints/step_N/model).")],
-    env: Annotated[str, typer.Option(help="Environment id.")] = "ragen/Bandit-Pairs-v0",
+    checkpoint: Annotated[Path, typer.Argument(help="A model folder: <out_dir>/final_model, <out_dir>/sft_model or "
+                                                    "<out_dir>/checkpoints/step_N/model.")],
+    env: Annotated[Optional[str], typer.Option(help="Environment id (default: the trained env).")] = None,
     episodes: Annotated[int, typer.Option(help="Episodes.")] = 64,
-    split: Annotated[str, typer.Option(help="Split to evaluate on.")] = "test",
-    temperature: Annotated[float, typer.Option(help="Sampling temperature.")] = 0.5,
-    max_new_tokens: Annotated[int, typer.Option(help="Tokens per response.")] = 64,
-    context_mode: Annotated[Optional[str], typer.Option(help="full | last_k | single_turn (default: the checkpoint's training config, else full).")] = None,
+    split: Annotated[Optional[str], typer.Option(help="train | validation | test (default: the training "
+                                                      "config's env.test_split, else test).")] = None,
+    temperature: Annotated[Optional[float], typer.Option(help="Sampling temperature (default: the training "
+                                                              "config's trainer.val_temperature, else 0.5).")] = None,
+    max_new_tokens: Annotated[Optional[int], typer.Option(help="Tokens per response (default: the training "
+                                                               "config's rollout.max_new_tokens, else 64).")] = None,
+    context_mode: Annotated[Optional[str], typer.Option(help="full | last_k | single_turn (default: the training "
+                                                             "config's, else the env's).")] = None,
+    think: Annotated[Optional[bool], typer.Option(
+        "--think/--no-think", help="Think mode (default: the training config's rollout.enable_think).")] = None,
+    device: Annotated[Optional[str], typer.Option(help="cpu | cuda | cuda:N (default: the training config's "
+                                                       "model.device when available here, else cpu).")] = None,
     out_dir: Annotated[Path, typer.Option("--out", help="Parent folder of the run directory.")] = Path("runs"),
 ) -> None:
-    """Evaluate a checkpoint with the benchmark harness (writes a normal ragen-bench run)."""
+    """Evaluate a model folder with the agent-loop protocol, env and env config it was trained with
+    (from the run's config.json; options override single settings). Writes a normal ragen-bench run."""
     from ragen_bench.cli import _print_summary
     from ragen_bench.runner import RunRequest, start_run
+    from ragen_envs import UnknownEnvError
+    from ragen_envs.config import ConfigError as EnvConfigError
 
-    if not (checkpoint / "config.json").is_file():
-        console.print(f"[red]error:[/red] {checkpoint} is not a model directory (no config.json)")
-        raise typer.Exit(2)
-    mode = context_mode
-    train_cfg = checkpoint.parent / "config.json"
-    if mode is None and train_cfg.is_file():
-        try:
-            mode = json.loads(train_cfg.read_text())["rollout"]["context_mode"]
-        except (KeyError, ValueError):
-            mode = None
-    rollout = {"context_mode": mode, "sampling": {"temperature": temperature, "max_new_tokens": max_new_tokens}}
-    req = RunRequest(env_id=env, backend="hf", model=str(checkpoint), episodes=episodes, split=split,
-                     rollout=rollout, out=str(out_dir))
-    path = start_run(req)
+    from .evaluation import EvalSetupError, plan_eval
+
+    try:
+        plan = plan_eval(checkpoint, env=env, split=split, episodes=episodes, temperature=temperature,
+                         max_new_tokens=max_new_tokens, context_mode=context_mode, think=think, device=device)
+    except EvalSetupError as exc:
+        raise _error(exc) from None
+    for note in plan.notes:
+        _warn(note)
+    _info(plan.describe())
+    req = RunRequest(env_id=plan.env_id, backend="hf", model=str(checkpoint), episodes=plan.episodes, split=plan.split,
+                     env_config=plan.env_config or None, rollout=plan.rollout,
+                     policy_options={"device": plan.device, "dtype": plan.dtype}, out=str(out_dir))
+    try:
+        path = start_run(req)
+    except EnvConfigError as exc:
+        where = f"env.config in {plan.source}" if plan.source and plan.env_config else "--env"
+        raise _error(f"{where}: {exc}") from None
+    except (UnknownEnvError, FileExistsError, ValueError) as exc:  # as ragen-bench run
+        raise _error(exc) from None
     _print_summary(json.loads((path / "summary.json").read_text()), path)
 
 
@@ -151,12 +211,17 @@ def quickstart(overrides: Overrides = None, config: ConfigOpt = "quickstart") ->
     """Tiny model, SFT warm start, StarPO, evaluation before and after on held-out seeds, training curves."""
     from .pipeline import run_sft_then_starpo
 
+    from .config import ConfigError
+
     cfg = _load(config, overrides)
-    res = run_sft_then_starpo(cfg, log=lambda m: console.print(m))
+    try:
+        res = run_sft_then_starpo(cfg, log=_info)
+    except ConfigError as exc:
+        raise _error(exc, "config error") from None
     b, a = res.before.get("val/success", 0.0), res.after.get("val/success", 0.0)
-    console.print(f"\n[bold]held-out success ({cfg.env.id}, {cfg.env.test_split} split):[/bold] "
-                  f"after SFT {b:.3f} -> after StarPO {a:.3f}")
-    console.print(f"curves: {res.plot}; summary: {res.out_dir / 'summary.json'}; wall time {res.wall_s:.0f} s")
+    out.print(f"\n[bold]held-out success ({escape(cfg.env.id)}, {cfg.env.test_split} split):[/bold] "
+              f"after SFT {b:.3f} -> after StarPO {a:.3f}", soft_wrap=True)
+    _info(f"curves: {res.plot}; summary: {res.out_dir / 'summary.json'}; wall time {res.wall_s:.0f} s")
 
 
 @app.command()
@@ -166,7 +231,7 @@ def presets() -> None:
 
     for name in sorted(PRESETS):
         cfg = PRESETS[name]()
-        console.print(f"{name:22s} env={cfg.env.id}  model={cfg.model.path}  estimator={cfg.algorithm.adv_estimator}")
+        _info(f"{name:22s} env={cfg.env.id}  model={cfg.model.path}  estimator={cfg.algorithm.adv_estimator}")
 
 
 @app.command("show-config")

@@ -22,11 +22,17 @@ from .filtering import LOSS_SCALING, METRICS, STRATEGIES
 
 
 class ConfigError(ValueError):
-    """A training config field is unknown, mistyped or out of range (``field`` names it)."""
+    """A training config field is unknown, mistyped or out of range (``field`` names it).
+
+    ``field`` is a dotted config path (``optim.lr``) or a command-line option
+    (``--config``); ``reason`` says what is wrong.
+    """
 
     def __init__(self, field_path: str, reason: str):
         self.field = field_path
-        super().__init__(f"config field {field_path!r}: {reason}")
+        self.reason = reason
+        where = field_path if field_path.startswith("--") else f"config field {field_path!r}"
+        super().__init__(f"{where}: {reason}")
 
 
 @dataclass
@@ -224,8 +230,14 @@ _POSITIVE = {"rollout.env_groups", "rollout.group_size", "rollout.max_new_tokens
              "trainer.val_episodes", "sft.episodes", "sft.batch_size", "sft.micro_batch_size", "sft.epochs"}
 
 
-def validate(cfg: StarPOConfig) -> StarPOConfig:
+def validate(cfg: StarPOConfig, *, user_env_fields: set[str] | None = None) -> StarPOConfig:
     """Check choices and ranges; return ``cfg``.
+
+    Args:
+        cfg: the config.
+        user_env_fields: the ``env.config`` keys the user wrote (overrides or a config
+            file) as opposed to keys inherited from a preset; used only to decide whether
+            an unknown-field error gets the "drop the preset's env settings" hint.
 
     Raises:
         ConfigError: naming the first offending field.
@@ -240,6 +252,11 @@ def validate(cfg: StarPOConfig) -> StarPOConfig:
     for sampler in flat["trainer.collapse_samplers"]:
         if sampler not in ("first_turn", "trajectory"):
             raise ConfigError("trainer.collapse_samplers", f"unknown sampler {sampler!r} (first_turn, trajectory)")
+    from .logger import KNOWN_LOGGERS
+
+    for name in flat["trainer.loggers"]:
+        if name not in KNOWN_LOGGERS:
+            raise ConfigError("trainer.loggers", f"unknown logger {name!r} (known: {', '.join(KNOWN_LOGGERS)})")
     for key in ("optim.lr", "optim.critic_lr", "sft.lr"):
         if flat[key] <= 0:
             raise ConfigError(key, f"must be > 0, got {flat[key]}")
@@ -251,15 +268,18 @@ def validate(cfg: StarPOConfig) -> StarPOConfig:
         raise ConfigError("algorithm.dual_clip", "must be > 1 (or null to disable)")
     if flat["rollout.temperature"] <= 0:
         raise ConfigError("rollout.temperature", "training rollouts must sample (temperature > 0)")
-    _validate_env(cfg)
+    _validate_env(cfg, user_env_fields or set())
     return cfg
 
 
-def _validate_env(cfg: StarPOConfig) -> None:
+def _validate_env(cfg: StarPOConfig, user_env_fields: set[str]) -> None:
     """The env id is registered and ``env.config`` passes the env's config schema.
 
     Without this a config meant for another env (say ``risky_prob`` kept from a Bandit
-    preset after ``env.id=ragen/Sokoban-v0``) would only fail inside every episode.
+    preset after ``env.id=ragen/Sokoban-v0``) would only fail inside every episode.  Only
+    then — a field the env does not know that the user did not write — does the error
+    suggest ``env.config={}``; a bad value of a known field, or a misspelt field the user
+    typed, is reported as it is.
     """
     import ragen_envs
     from ragen_envs.config import ConfigError as EnvConfigError
@@ -273,7 +293,9 @@ def _validate_env(cfg: StarPOConfig) -> None:
         validate_config(entry.env_key, {**entry.kwargs, **cfg.env.config})
     except EnvConfigError as exc:
         field = f"env.config.{exc.field}" if exc.field else "env.config"
-        hint = " — override env.config={} to drop the preset's env settings" if exc.field in cfg.env.config else ""
+        unknown = exc.reason.startswith("unknown field")
+        hint = (" — override env.config={} to drop the preset's env settings"
+                if unknown and exc.field not in user_env_fields else "")
         raise ConfigError(field, f"{exc.reason} (env {cfg.env.id}){hint}") from None
 
 
@@ -378,6 +400,13 @@ def apply_overrides(cfg: StarPOConfig, overrides: list[str]) -> StarPOConfig:
     Raises:
         ConfigError: malformed override, unknown key or wrong type.
     """
+    return _apply_overrides(cfg, overrides, set())
+
+
+def _apply_overrides(cfg: StarPOConfig, overrides: list[str], user_env_fields: set[str]) -> StarPOConfig:
+    """:func:`apply_overrides`, recording in ``user_env_fields`` the ``env.config`` keys
+    the overrides set (for :func:`_validate_env`'s hint)."""
+    user_env_fields = set(user_env_fields)
     data = cfg.to_dict()
     for item in overrides:
         if "=" not in item:
@@ -397,34 +426,100 @@ def apply_overrides(cfg: StarPOConfig, overrides: list[str]) -> StarPOConfig:
         if not isinstance(node, dict) or (leaf not in node and parts[-2:-1] != ["config"]):
             raise ConfigError(key, "unknown field")
         node[leaf] = value
-    return validate(from_dict(StarPOConfig, data))
+        if parts[:2] == ["env", "config"] and len(parts) >= 3:
+            user_env_fields.add(parts[2])
+        elif parts == ["env", "config"] and isinstance(value, dict):
+            user_env_fields.update(value)
+        elif parts == ["env"] and isinstance(value, dict) and isinstance(value.get("config"), dict):
+            user_env_fields.update(value["config"])
+    return validate(from_dict(StarPOConfig, data), user_env_fields=user_env_fields)
 
 
 def load_config(name_or_path: str, overrides: list[str] | None = None) -> StarPOConfig:
     """A preset name or a JSON/YAML file, then overrides, validated.
 
     Raises:
-        ConfigError: unknown preset, unreadable file, bad field.
+        ConfigError: unknown preset; a file that cannot be read, is not valid JSON/YAML
+            (field ``--config``; the message names the file and the line) or does not
+            hold a mapping; a bad field (a field of a file's config is named with the file).
     """
     from .presets import PRESETS
 
     if name_or_path in PRESETS:
-        cfg = PRESETS[name_or_path]()
-    else:
-        p = Path(name_or_path)
-        if not p.is_file():
-            raise ConfigError("--config", f"{name_or_path!r} is neither a preset ({', '.join(sorted(PRESETS))}) nor a file")
-        text = p.read_text(encoding="utf-8")
-        if p.suffix in (".yaml", ".yml"):
-            try:
-                import yaml
-            except ImportError as exc:
-                raise ConfigError("--config", "reading YAML needs PyYAML (pip install pyyaml)") from exc
-            data = yaml.safe_load(text)
-        else:
-            data = json.loads(text)
+        return _apply_overrides(PRESETS[name_or_path](), overrides or [], set())
+    p = Path(name_or_path)
+    if not p.is_file():
+        raise ConfigError("--config", f"{name_or_path!r} is neither a preset ({', '.join(sorted(PRESETS))}) nor a file")
+    data = read_config_file(p)
+    try:
         cfg = from_dict(StarPOConfig, data)
-    return apply_overrides(cfg, overrides or [])
+    except ConfigError as exc:
+        raise ConfigError(exc.field, f"{exc.reason} (in {p})") from None
+    env = data.get("env")
+    file_env_fields = set(env["config"]) if isinstance(env, dict) and isinstance(env.get("config"), dict) else set()
+    return _apply_overrides(cfg, overrides or [], file_env_fields)
+
+
+def read_config_file(path: str | Path) -> dict[str, Any]:
+    """The mapping held by a JSON or YAML (``.yaml``/``.yml``) config file.
+
+    Raises:
+        ConfigError: (field ``--config``) the file cannot be read, is not valid JSON/YAML
+            (the message names the file, line and column) or holds something other than a
+            mapping.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError("--config", f"cannot read {p}: {exc}") from None
+    if p.suffix in (".yaml", ".yml"):
+        try:
+            import yaml
+        except ImportError as exc:
+            raise ConfigError("--config", "reading YAML needs PyYAML (pip install pyyaml)") from exc
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+            raise ConfigError("--config", f"{p}: invalid YAML{where}: {problem}") from None
+    else:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError("--config", f"{p}: invalid JSON at line {exc.lineno}, column {exc.colno}: "
+                                          f"{exc.msg}") from None
+    if data is None:
+        raise ConfigError("--config", f"{p} is empty (expected a mapping of config sections)")
+    if not isinstance(data, dict):
+        raise ConfigError("--config", f"{p} holds a {type(data).__name__}, expected a mapping of config sections "
+                                      "(name, model, env, rollout, ...)")
+    return data
+
+
+def agent_protocol(cfg: StarPOConfig, temperature: float | None = None) -> dict[str, Any]:
+    """The agent-loop protocol of ``cfg`` as ``RolloutConfig`` overrides.
+
+    The dict ``ragen_bench.runner.rollout_config_from`` (and ``RunRequest.rollout``)
+    take: ``None`` values mean the env's ``agent_defaults``.  Training, validation and
+    ``ragen-train eval`` all play episodes with it, so a model is evaluated the way it was
+    trained.
+
+    Args:
+        cfg: the run config.
+        temperature: sampling temperature (default ``cfg.rollout.temperature``).
+    """
+    r = cfg.rollout
+    return {
+        "max_turns": r.max_turns, "max_actions_per_turn": r.max_actions_per_turn, "enable_think": r.enable_think,
+        "context_mode": r.context_mode, "context_window": r.context_window,
+        "max_context_tokens": r.max_context_tokens, "format_penalty": r.format_penalty,
+        "max_invalid_answers": r.max_invalid_answers, "system_prompt": r.system_prompt,
+        "sampling": {"temperature": r.temperature if temperature is None else temperature, "top_p": r.top_p,
+                     "max_new_tokens": r.max_new_tokens},
+    }
 
 
 def config_json_schema() -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """Metric logging: a JSONL file always; TensorBoard and Weights & Biases optional; a console line.
 
-Only rank 0 logs.  ``metrics.jsonl`` holds one object per event: ``{"step", "time",
+Only rank 0 logs; the console line goes to standard output, one line per event
+whatever the width of the terminal (:func:`make_console`).  ``metrics.jsonl`` holds one object per event: ``{"step", "time",
 "phase": "train"|"val"|"sft"|"eval", <metric>: <float>, ...}`` (``schemas/metrics.schema.json``).
 W&B runs in offline mode unless ``WANDB_MODE`` says otherwise, so it works without a
 network; the offline run directory can be synced later with ``wandb sync``.
@@ -17,6 +18,8 @@ from typing import Any
 
 from rich.console import Console
 
+KNOWN_LOGGERS = ("jsonl", "console", "tensorboard", "wandb")
+
 CONSOLE_KEYS = (
     ("train/success", "succ", "{:.2f}"),
     ("train/return", "ret", "{:+.2f}"),
@@ -26,8 +29,24 @@ CONSOLE_KEYS = (
     ("actor/grad_norm", "gn", "{:.2f}"),
     ("filter/kept_ratio", "kept", "{:.2f}"),
     ("val/success", "val", "{:.2f}"),
+    ("sft/loss", "loss", "{:.4f}"),
+    ("sft/confident_frac", "conf", "{:.2f}"),
+    ("sft/lr", "lr", "{:.1e}"),
     ("time/step_s", "s", "{:.1f}"),
 )
+
+
+def make_console(*, stderr: bool = False, min_width: int = 160) -> Console:
+    """A rich console that does not wrap log lines when its stream is not a terminal.
+
+    Rich assumes 80 columns when output goes to a pipe or a file, which folds a metric
+    line over several lines; then the console is made ``max(detected width, min_width)``
+    wide.  On a terminal the terminal's width is kept.
+    """
+    console = Console(stderr=stderr)
+    if not console.is_terminal:
+        console = Console(stderr=stderr, width=max(console.width, min_width))
+    return console
 
 
 def _clean(value: Any) -> Any:
@@ -41,19 +60,24 @@ class MetricLogger:
 
     Args:
         out_dir: run output directory (``metrics.jsonl`` goes there).
-        loggers: any of ``jsonl`` (always on), ``console``, ``tensorboard``, ``wandb``.
+        loggers: any of :data:`KNOWN_LOGGERS`: ``jsonl`` (always on), ``console``,
+            ``tensorboard``, ``wandb``.
         enabled: False on non-zero ranks.
         run_name / config: for W&B.
 
     Raises:
+        ValueError: an unknown logger name.
         ImportError: a requested optional logger is not installed.
     """
 
     def __init__(self, out_dir: str | Path, loggers: list[str], *, enabled: bool = True, run_name: str = "ragen",
                  config: dict[str, Any] | None = None, wandb_project: str = "ragen"):
+        unknown = [name for name in loggers if name not in KNOWN_LOGGERS]
+        if unknown:
+            raise ValueError(f"unknown logger(s) {unknown} (known: {', '.join(KNOWN_LOGGERS)})")
         self.enabled = enabled
         self.out_dir = Path(out_dir)
-        self.console = Console(stderr=True) if "console" in loggers else None
+        self.console = make_console() if "console" in loggers else None
         self._fh = None
         self._tb = None
         self._wandb = None
@@ -96,7 +120,7 @@ class MetricLogger:
             for key, short, fmt in CONSOLE_KEYS:
                 if key in metrics and math.isfinite(float(metrics[key])):
                     parts.append(f"{short} {fmt.format(float(metrics[key]))}")
-            self.console.print("  ".join(parts))
+            self.console.print("  ".join(parts), soft_wrap=True)
 
     def close(self) -> None:
         if self._fh is not None:

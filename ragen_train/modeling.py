@@ -19,7 +19,33 @@ import torch
 
 from ragen_bench.policies.hf import resolve_model_path
 
-from .config import LoraConfig, ModelConfig
+from .config import ConfigError, LoraConfig, ModelConfig
+
+
+def check_device(device: str, field: str = "model.device") -> None:
+    """Fail early, naming ``field``, when ``device`` is not usable on this machine.
+
+    Without this, ``model.device=cuda`` on a machine without CUDA fails deep inside
+    torch (``AssertionError: Torch not compiled with CUDA enabled``).
+
+    Raises:
+        ConfigError: not a torch device string, CUDA (or MPS) not available, or a
+            CUDA index beyond the visible GPUs.
+    """
+    use_cpu = "--device cpu" if field.startswith("--") else f"{field}=cpu"
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise ConfigError(field, f"{device!r} is not a torch device ({exc}); use e.g. cpu, cuda, cuda:1") from None
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ConfigError(field, f"{device!r} requested but CUDA is not available on this machine "
+                                     f"(torch.cuda.is_available() is False); use {use_cpu}")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise ConfigError(field, f"{device!r} requested but only {torch.cuda.device_count()} CUDA "
+                                     "device(s) are visible")
+    elif dev.type == "mps" and not (hasattr(torch.backends, "mps") and torch.backends.mps.is_available()):
+        raise ConfigError(field, f"{device!r} requested but MPS is not available on this machine; use {use_cpu}")
 
 
 def load_tokenizer(path: str) -> Any:
@@ -32,7 +58,12 @@ def load_tokenizer(path: str) -> Any:
 
 
 def load_policy(cfg: ModelConfig, *, trainable: bool = True) -> Any:
-    """Load the causal LM (with LoRA adapters when ``cfg.lora.rank > 0``)."""
+    """Load the causal LM (with LoRA adapters when ``cfg.lora.rank > 0``).
+
+    Raises:
+        ConfigError: ``cfg.device`` is not usable here (:func:`check_device`).
+    """
+    check_device(cfg.device)
     from transformers import AutoModelForCausalLM
     from transformers.utils import logging as hf_logging
 
@@ -69,7 +100,12 @@ def apply_lora(model: Any, cfg: LoraConfig) -> Any:
 
 
 def load_critic(cfg: ModelConfig) -> Any:
-    """A value model ``(B, L) -> (B, L)`` initialised from the policy weights."""
+    """A value model ``(B, L) -> (B, L)`` initialised from the policy weights.
+
+    Raises:
+        ConfigError: ``cfg.device`` is not usable here (:func:`check_device`).
+    """
+    check_device(cfg.device)
     from transformers import AutoModelForTokenClassification
     from transformers.utils import logging as hf_logging
 

@@ -5,6 +5,11 @@
 ``model.path == "tiny"``), SFT on demonstrations, evaluate the SFT checkpoint on held-out
 seeds (the test split), train with StarPO, evaluate again with the same seeds, save
 ``summary.json`` and a PNG of the training curves.
+
+``summary.json``: ``untrained``, ``before_rl`` and ``after_rl`` (test-split metrics),
+``started_from`` (the SFT checkpoint passed in as ``sft_model``, else ``null``),
+``sft_model_dir`` (the ``sft_model/`` this run saved after its own SFT, else ``null``),
+``final_model_dir``, ``eval_split``, ``eval_episodes``, ``wall_s``.
 """
 
 from __future__ import annotations
@@ -63,6 +68,7 @@ def run_sft_then_starpo(cfg: StarPOConfig, *, eval_episodes: int | None = None, 
     test = cfg.env.test_split
 
     base: dict[str, float] = {}
+    sft_dir: Path | None = None
     if sft_model is None:
         base = trainer.evaluate(split=test, episodes=n_eval)
         log(f"[ragen] untrained model: test success {base.get('val/success', 0):.3f}")
@@ -74,8 +80,9 @@ def run_sft_then_starpo(cfg: StarPOConfig, *, eval_episodes: int | None = None, 
                          log=lambda s, row: sft_log.log(s, row, phase="sft"))
         sft_log.close()
         log(f"[ragen] SFT done: {len(hist)} steps, final loss {hist[-1]['sft/loss']:.3f}")
+        sft_dir = out / "sft_model"
         if trainer.dist.is_main:
-            save_model(trainer.model, tokenizer, out / "sft_model")
+            save_model(trainer.model, tokenizer, sft_dir)
     before = trainer.evaluate(split=test, episodes=n_eval)
     log(f"[ragen] after SFT (before RL): test success {before.get('val/success', 0):.3f}")
     trainer.fit()
@@ -85,7 +92,9 @@ def run_sft_then_starpo(cfg: StarPOConfig, *, eval_episodes: int | None = None, 
     if trainer.dist.is_main:
         save_model(trainer.model, tokenizer, out / "final_model")
         plot = plot_metrics(out / "metrics.jsonl", out / "training_curves.png", title=f"{cfg.name}: {cfg.env.id}")
-        res = {"untrained": base or None, "sft_model": str(sft_model) if sft_model else None, "before_rl": before, "after_rl": after, "eval_split": test, "eval_episodes": n_eval,
+        res = {"untrained": base or None, "started_from": str(sft_model) if sft_model else None,
+               "sft_model_dir": str(sft_dir) if sft_dir else None, "final_model_dir": str(out / "final_model"),
+               "before_rl": before, "after_rl": after, "eval_split": test, "eval_episodes": n_eval,
                "wall_s": round(time.perf_counter() - t0, 1)}
         (out / "summary.json").write_text(json.dumps(res, indent=2) + "\n")
     return PipelineResult(out, before, after, plot, time.perf_counter() - t0)

@@ -64,7 +64,7 @@ def _tiny(name: str, env_id: str, estimator: str, *, steps: int, sft_episodes: i
                            grad_clip=1.0, weight_decay=0.0),
         sft=SFTSection(demo_policy="mixed", oracle_fraction=oracle_fraction, episodes=sft_episodes,
                        steps=sft_steps, lr=2e-3, batch_size=32, micro_batch_size=32),
-        trainer=TrainerSection(total_steps=steps, val_every=5, val_episodes=64, val_temperature=0.5, save_every=0,
+        trainer=TrainerSection(total_steps=steps, val_every=5, val_episodes=64, val_temperature=0.5, save_every=10,
                                out_dir=f"outputs/{name}", loggers=["jsonl", "console"], collapse_every=0),
     )
 

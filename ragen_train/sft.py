@@ -169,8 +169,8 @@ def sft_train(model: Any, tokenizer: Any, samples: Sequence[Sample], cfg: StarPO
               device: str = "cpu", log: Any = None) -> list[dict[str, float]]:
     """Minimise the token-mean NLL of the demonstrations' masked tokens.
 
-    Returns one metrics dict per optimizer step: ``sft/loss`` and ``sft/confident_frac``
-    (share of target tokens with probability above 1/2).
+    Returns one metrics dict per optimizer step: ``sft/loss``, ``sft/confident_frac``
+    (share of target tokens with probability above 1/2) and ``sft/lr``.
 
     Raises:
         ValueError: no samples.
@@ -208,7 +208,8 @@ def sft_train(model: Any, tokenizer: Any, samples: Sequence[Sample], cfg: StarPO
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             opt.step()
             step += 1
-            row = {"sft/loss": loss_sum, "sft/confident_frac": correct / max(n_tok, 1.0)}
+            row = {"sft/loss": loss_sum, "sft/confident_frac": correct / max(n_tok, 1.0),
+                   "sft/lr": float(opt.param_groups[0]["lr"])}
             history.append(row)
             if log is not None:
                 log(step, row)

@@ -21,6 +21,7 @@ One step (RAGEN, arXiv 2504.20073, section 3 "StarPO"; reference section 3.1):
 
 from __future__ import annotations
 
+import json
 import random
 import time
 import warnings
@@ -43,11 +44,11 @@ from . import checkpoint as ckpt
 from . import distributed as D
 from .advantages import NEEDS_CRITIC, get_estimator, group_advantages
 from .batch import Sample, TensorBatch, build_samples, collate
-from .config import StarPOConfig, validate
+from .config import StarPOConfig, _flatten, agent_protocol, validate
 from .filtering import FilterConfig, select_groups
 from .logger import MetricLogger
 from .losses import Denominators, aggregate, kl_penalty, ppo_policy_loss, value_loss
-from .modeling import load_critic, load_policy, load_tokenizer, token_logprobs, token_values, unwrap
+from .modeling import check_device, load_critic, load_policy, load_tokenizer, token_logprobs, token_values, unwrap
 
 
 def seed_everything(seed: int) -> None:
@@ -92,17 +93,33 @@ def episode_metrics(records: Sequence[EpisodeRecord], prefix: str, group_size: i
 
 
 def rollout_config_for(cfg: StarPOConfig, temperature: float | None = None) -> RolloutConfig:
-    """The agent-loop settings of ``cfg`` (the env's defaults overlaid with ``cfg.rollout``)."""
-    r = cfg.rollout
-    overrides = {
-        "max_turns": r.max_turns, "max_actions_per_turn": r.max_actions_per_turn, "enable_think": r.enable_think,
-        "context_mode": r.context_mode, "context_window": r.context_window,
-        "max_context_tokens": r.max_context_tokens, "format_penalty": r.format_penalty,
-        "max_invalid_answers": r.max_invalid_answers, "system_prompt": r.system_prompt,
-        "sampling": {"temperature": r.temperature if temperature is None else temperature, "top_p": r.top_p,
-                     "max_new_tokens": r.max_new_tokens},
-    }
-    return rollout_config_from(cfg.env.id, overrides)
+    """The agent-loop settings of ``cfg`` (the env's defaults overlaid with ``cfg.rollout``,
+    see :func:`ragen_train.config.agent_protocol`)."""
+    return rollout_config_from(cfg.env.id, agent_protocol(cfg, temperature))
+
+
+def config_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """``"section.field: old -> new"`` for every field that differs between two saved
+    configs (``StarPOConfig.to_dict()`` form; ``env.config`` compared as a whole), sorted."""
+    a, b = _flatten(old), _flatten(new)
+    missing = object()
+
+    def show(value: Any) -> str:
+        return "(absent)" if value is missing else json.dumps(value)
+
+    return [f"{key}: {show(a.get(key, missing))} -> {show(b.get(key, missing))}"
+            for key in sorted(set(a) | set(b)) if a.get(key, missing) != b.get(key, missing)]
+
+
+def _resumed_copy_path(out_dir: Path) -> Path:
+    """``config.resumed_from.json``, or ``config.resumed_from.<n>.json`` if earlier
+    resumes with a changed config already kept one (none is overwritten)."""
+    path = out_dir / "config.resumed_from.json"
+    n = 2
+    while path.exists():
+        path = out_dir / f"config.resumed_from.{n}.json"
+        n += 1
+    return path
 
 
 class StarPOTrainer:
@@ -118,10 +135,12 @@ class StarPOTrainer:
 
     def __init__(self, cfg: StarPOConfig, *, resume: str | None = None, model: Any = None, tokenizer: Any = None):
         self.cfg = validate(cfg)
+        check_device(cfg.model.device)
+        self.out_dir = Path(cfg.trainer.out_dir)
+        resume_dir = self._find_checkpoint(resume) if resume else None  # before loading anything
         self.dist = D.init(cfg.model.device)
         self.device = self.dist.device
         seed_everything(cfg.trainer.seed + self.dist.rank)
-        self.out_dir = Path(cfg.trainer.out_dir)
         alg = cfg.algorithm
         self.tokenizer = tokenizer or load_tokenizer(cfg.model.path)
         raw = model if model is not None else load_policy(cfg.model)
@@ -158,9 +177,11 @@ class StarPOTrainer:
                                    config=cfg.to_dict(), wandb_project=cfg.trainer.wandb_project)
         if self.dist.is_main:
             self.out_dir.mkdir(parents=True, exist_ok=True)
-            (self.out_dir / "config.json").write_text(__import__("json").dumps(cfg.to_dict(), indent=2) + "\n")
-        if resume:
-            self._resume(resume)
+            if resume_dir is not None:
+                self._note_config_changes(resume_dir)
+            (self.out_dir / "config.json").write_text(json.dumps(cfg.to_dict(), indent=2) + "\n")
+        if resume_dir is not None:
+            self._resume(resume_dir)
 
     # ------------------------------------------------------------ configuration
     def _rollout_config(self, temperature: float) -> RolloutConfig:
@@ -508,10 +529,53 @@ class StarPOTrainer:
         D.barrier(self.dist)
         return path
 
-    def _resume(self, where: str) -> None:
+    def _find_checkpoint(self, where: str) -> Path:
+        """The checkpoint directory ``--resume`` names (``"latest"``: the newest in ``out_dir``).
+
+        Raises:
+            FileNotFoundError: no complete checkpoint there (with a hint about
+                ``trainer.save_every``).
+        """
         d = ckpt.latest(self.out_dir) if where == "latest" else Path(where)
         if d is None or not (d / "state.json").is_file():
-            raise FileNotFoundError(f"no checkpoint to resume from at {where!r} (out_dir {self.out_dir})")
+            every = self.cfg.trainer.save_every
+            raise FileNotFoundError(
+                f"no checkpoint to resume from at {where!r} (out_dir {self.out_dir}); checkpoints are written "
+                f"every trainer.save_every steps (0 = never; this config: {every}) — set trainer.save_every > 0 "
+                "in the run to be resumed")
+        return d
+
+    def _note_config_changes(self, resume_dir: Path) -> None:
+        """Warn about fields that differ from the resumed run's config and keep that config.
+
+        The saved config is ``<out_dir>/config.json`` (else the checkpoint's
+        ``state.json``).  When it differs, it is copied to ``config.resumed_from.json``
+        (never overwriting an earlier copy) before the new config is written.
+        """
+        saved_path = self.out_dir / "config.json"
+        old: dict[str, Any] | None = None
+        if saved_path.is_file():
+            try:
+                old = json.loads(saved_path.read_text())
+            except ValueError:
+                old = None
+        if old is None:
+            try:
+                old = json.loads((resume_dir / "state.json").read_text()).get("config")
+            except (OSError, ValueError):
+                old = None
+        if not isinstance(old, dict):
+            return
+        changes = config_changes(old, self.cfg.to_dict())
+        if not changes:
+            return
+        kept = _resumed_copy_path(self.out_dir)
+        kept.write_text(json.dumps(old, indent=2) + "\n")
+        warnings.warn(f"resuming {resume_dir} with a changed config ({len(changes)} field(s)): " + "; ".join(changes)
+                      + f" — the previous config is kept in {kept}", RuntimeWarning, stacklevel=3)
+
+    def _resume(self, d: Path) -> None:
+        """Load the model, optimiser, scheduler, RNG and loop state of checkpoint ``d``."""
         from safetensors.torch import load_file
 
         state = ckpt.load_state(d)
@@ -551,9 +615,15 @@ class StarPOTrainer:
         if t.val_before_train and self.step == 0 and t.val_every > 0:
             last_val = self.evaluate()
             self.logger.log(0, last_val, phase="val")
+        warned_no_signal = False
         while self.step < t.total_steps:
             metrics = self.train_step()
             self.logger.log(self.step, metrics, phase="train")
+            if not warned_no_signal and metrics.get("train/format_valid_rate", 1.0) == 0.0:
+                warned_no_signal = True
+                warnings.warn(f"step {self.step}: no rollout produced a valid answer, so every group is constant and "
+                              "the update has no learning signal; start from an SFT checkpoint (`ragen-train sft`, "
+                              "then model.path=<out_dir>/sft_model) or an instruct model", RuntimeWarning, stacklevel=2)
             if t.val_every > 0 and (self.step % t.val_every == 0 or self.step == t.total_steps):
                 last_val = self.evaluate()
                 self.logger.log(self.step, last_val, phase="val")
@@ -624,4 +694,4 @@ class _Acc:
         return out
 
 
-__all__ = ["StarPOTrainer", "episode_metrics", "rollout_config_for", "seed_everything"]
+__all__ = ["StarPOTrainer", "config_changes", "episode_metrics", "rollout_config_for", "seed_everything"]

@@ -144,3 +144,193 @@ def test_validate_reports_invalid_files(tmp_path: Path) -> None:
     bad.write_text(json.dumps({"schema_version": 1}))
     p = bench("validate", str(bad), cwd=tmp_path, check=False)
     assert p.returncode == 1 and "invalid" in p.stdout
+
+
+# ------------------------------------------------------------ new-user findings
+# In-process runs of the CLI whose consoles write to wide in-memory buffers (no
+# wrapping), so messages can be asserted verbatim.
+@pytest.fixture
+def cli(monkeypatch: pytest.MonkeyPatch):
+    import io
+
+    from rich.console import Console
+    from typer.testing import CliRunner
+
+    import ragen_bench.cli as cli_mod
+
+    def invoke(*args: str) -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        monkeypatch.setattr(cli_mod, "out", Console(file=out, width=400))
+        monkeypatch.setattr(cli_mod, "console", Console(file=err, width=400))
+        res = CliRunner().invoke(cli_mod.app, list(args))
+        if res.exception is not None and not isinstance(res.exception, SystemExit):
+            raise res.exception
+        return res.exit_code, out.getvalue(), err.getvalue() + res.stderr
+
+    return invoke
+
+
+def test_default_run_ids_are_unique_and_concurrent_runs_get_their_own_directories(tmp_path: Path) -> None:
+    from ragen_bench.runner import default_run_id
+
+    ids = {default_run_id("ragen/Bandit-v0", "some/model", "hf") for _ in range(50)}
+    assert len(ids) == 50, "ids drawn within one second must differ"
+    assert all(i.endswith("_Bandit-v0_model") for i in ids)
+    # Two runs started together (same second) with the default id: each has its own
+    # directory holding each episode index exactly once (they used to share one file).
+    args = [*BENCH, "run", "--backend", "oracle", "--env", "ragen/Bandit-v0", "--episodes", "4", "--no-progress"]
+    procs = [subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for _ in range(2)]
+    for p in procs:
+        assert p.wait(timeout=300) == 0, p.stderr.read().decode()
+    dirs = sorted((tmp_path / "runs").iterdir())
+    assert len(dirs) == 2
+    for d in dirs:
+        assert sorted(e["episode_index"] for e in lines(d / "episodes.jsonl")) == [0, 1, 2, 3]
+        assert json.loads((d / "run.json").read_text())["run_id"] == d.name
+
+
+def test_existing_run_directory_is_refused_never_appended(tmp_path: Path, cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    import ragen_bench.runner as runner
+    from ragen_bench.policies import OraclePolicy
+    from ragen_bench.runner import RunRequest, start_run
+
+    args = ["run", "--backend", "oracle", "--env", "ragen/Bandit-v0", "--episodes", "4", "--run-id", "x",
+            "--out", str(tmp_path), "--no-progress"]
+    assert cli(*args)[0] == 0
+    before = (tmp_path / "x" / "episodes.jsonl").read_bytes()
+    code, _, err = cli(*args)
+    assert code == 2 and "already exists" in err and f"--resume {tmp_path / 'x'}" in err
+    assert (tmp_path / "x" / "episodes.jsonl").read_bytes() == before
+
+    # The race: another run creates the directory after our check, before our mkdir.
+    # Exclusive creation refuses it, and nothing is written into the other run's folder.
+    def racing_policy(*_a, **_k):
+        (tmp_path / "raced").mkdir()
+        return OraclePolicy()
+
+    monkeypatch.setattr(runner, "make_policy", racing_policy)
+    with pytest.raises(FileExistsError, match="already exists"):
+        start_run(RunRequest(env_id="ragen/Bandit-v0", backend="oracle", episodes=2, out=str(tmp_path),
+                             run_id="raced"))
+    assert list((tmp_path / "raced").iterdir()) == []
+
+    # A default id that happens to be taken is replaced by a fresh one.
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    fresh = iter(["taken", "free"])
+    monkeypatch.setattr(runner, "default_run_id", lambda *_a: next(fresh))
+    path = start_run(RunRequest(env_id="ragen/Bandit-v0", backend="oracle", episodes=2, out=str(tmp_path)),
+                     policy=OraclePolicy())
+    assert path == tmp_path / "free" and list(taken.iterdir()) == []
+    assert json.loads((path / "run.json").read_text())["run_id"] == "free"
+
+
+@pytest.mark.parametrize("bad, message", [
+    (["--episodes", "-4"], "episodes (-4) must be a positive multiple of group_size (1)"),
+    (["--episodes", "6", "--group-size", "4"], "episodes (6) must be a positive multiple of group_size (4)"),
+    (["--max-parallel", "0"], "max_parallel must be >= 1"),
+    (["--run-id", "a/b"], "--run-id must be a plain directory name"),
+    (["--temperature", "-1"], "temperature must be >= 0"),
+    (["--policy-option", "foo=1"], "does not take that option"),
+    (["--split", "bogus"], "invalid field 'split'"),
+])
+def test_invalid_run_creates_nothing_and_draws_no_bar(tmp_path: Path, cli, bad: list[str], message: str) -> None:
+    backend = "hf" if "--policy-option" in bad else "oracle"
+    model = ["--model", "tiny"] if backend == "hf" else []
+    code, out, err = cli("run", "--backend", backend, *model, "--env", "ragen/Bandit-v0", "--out",
+                         str(tmp_path / "runs"), *bad)  # progress bar on (the default)
+    assert code == 2 and message in err
+    assert "━" not in err and "episodes " not in err.split("error:")[0], "no progress bar before the error"
+    assert not (tmp_path / "runs").exists(), "nothing created"
+
+
+def test_hf_model_that_cannot_be_loaded_is_one_clear_line(tmp_path: Path, cli) -> None:
+    base = ["run", "--backend", "hf", "--env", "ragen/Bandit-v0", "--episodes", "2", "--out", str(tmp_path / "runs")]
+    code, _, err = cli(*base, "--model", "/nonexistent")
+    assert code == 2 and err.strip() == "error: model path '/nonexistent' does not exist " \
+                                       "(and it is not a hub id like owner/name)"
+    (tmp_path / "empty").mkdir()
+    code, _, err = cli(*base, "--model", str(tmp_path / "empty"))
+    assert code == 2 and "is not a model directory (no config.json" in err
+    # A hub id that is neither cached nor reachable (offline): transformers' OSError
+    # becomes one line, no traceback.
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run([*BENCH, *base, "--model", "no-such-org/no-such-model-zz9"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and "OSError" not in proc.stderr
+    assert proc.stderr.startswith("error: cannot load model 'no-such-org/no-such-model-zz9': it is not a local "
+                                  "directory") and proc.stderr.count("\n") == 1
+    assert not (tmp_path / "runs").exists()
+
+
+def test_markup_in_user_and_data_text_is_printed_literally(tmp_path: Path, cli) -> None:
+    code, out, _ = cli("ls", "SearchQA")
+    assert code == 0 and "search[query] / finish[answer]" in out  # was shown as "search / finish"
+    code, _, err = cli("run", "--backend", "oracle", "--env", "ragen/[b]x")
+    assert code == 2 and "unknown environment id 'ragen/[b]x'" in err
+    code, _, err = cli("run", "--backend", "oracle", "--env", "ragen/[/red]x")  # was a MarkupError
+    assert code == 2 and "unknown environment id 'ragen/[/red]x'" in err
+    code, out, _ = cli("run", "--backend", "random", "--env", "ragen/Bandit-v0", "--episodes", "2",
+                       "--run-id", "[red]r", "--out", str(tmp_path), "--no-progress")
+    run = tmp_path / "[red]r"
+    assert code == 0 and f"results: {run}" in out
+    summary = json.loads((run / "summary.json").read_text())  # a served model name with brackets
+    summary["policy"]["model"] = "[b]odd[/b]"
+    (run / "summary.json").write_text(json.dumps(summary))
+    code, out, _ = cli("show", str(run))
+    assert code == 0 and "ragen/Bandit-v0 · [b]odd[/b]" in out
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # closed on exit: connections are refused
+
+
+def test_unreachable_endpoint_fails_loudly_and_keeps_files_for_resume(tmp_path: Path, cli) -> None:
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    code, out, err = cli("run", "--backend", "openai", "--base-url", url, "--model", "m", "--env", "ragen/Bandit-v0",
+                         "--episodes", "2", "--max-retries", "0", "--connect-timeout", "5", "--run-id", "down",
+                         "--out", str(tmp_path), "--no-progress")
+    run = tmp_path / "down"
+    assert code == 1
+    assert ("error: no episode was scored: every recorded episode ended in an error (2 endpoint_error); "
+            "first error: connection: connection failed") in err
+    assert f"ragen-bench run --resume {run}" in err
+    eps = lines(run / "episodes.jsonl")
+    assert sorted(e["episode_index"] for e in eps) == [0, 1] and {e["status"] for e in eps} == {"endpoint_error"}
+    assert json.loads((run / "summary.json").read_text())["episodes"]["scored"] == 0
+    code, _, err = cli("run", "--resume", str(run), "--no-progress")  # still down: still an error
+    assert code == 1 and "first error: connection" in err
+    assert len(lines(run / "episodes.jsonl")) == 4
+
+
+def test_run_failure_needs_every_episode_to_have_errored(tmp_path: Path) -> None:
+    from ragen_bench.results import run_failure
+
+    def ep(i: int, status: str, error: str | None = None) -> dict:
+        return {"episode_index": i, "status": status, "error": error}
+
+    rd = RunDir(tmp_path)
+    assert run_failure(tmp_path) == "no episode was recorded"
+    for e in (ep(0, "endpoint_error", "http_500: boom"), ep(1, "success")):
+        rd.append(e)
+    rd.close()
+    assert run_failure(tmp_path) is None, "one scored episode is a result"
+    (tmp_path / "episodes.jsonl").unlink()
+    for e in (ep(0, "env_error", "ValueError: bad\nstate"), ep(1, "endpoint_error", "timeout: slow")):
+        rd.append(e)
+    rd.close()
+    assert run_failure(tmp_path) == ("every episode ended in an error (1 endpoint_error, 1 env_error); "
+                                     "first error: ValueError: bad state")
+
+
+def test_ls_unknown_name_fails_with_close_matches(cli) -> None:
+    code, out, err = cli("ls", "Nonexistent")
+    assert code == 1 and out == "" and "error: no environment matches 'Nonexistent'" in err
+    code, _, err = cli("ls", "Sokobn")
+    assert code == 1 and "did you mean Sokoban" in err
+    code, out, _ = cli("ls", "ragen/Sokoban-Easy-v0")  # an id works as well as a name
+    assert code == 0 and "ragen/Sokoban-Easy-v0" in out and "ragen/Sokoban-v0 " not in out

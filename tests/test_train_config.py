@@ -86,3 +86,67 @@ def test_defaults_follow_ragen_base_yaml() -> None:
     assert (c.algorithm.gamma, c.algorithm.lam, c.algorithm.turn_gamma) == (1.0, 1.0, 0.95)
     assert (c.optim.lr, c.optim.critic_lr, c.algorithm.dual_clip) == (1e-6, 1e-5, 3.0)
     assert apply_overrides(c, []) == c
+
+
+@pytest.mark.parametrize(("name", "text", "expected"), [
+    ("bad.yaml", "name: x\noptim:\n  lr: 1e-5\n  beta1: [0.9\n", r"bad\.yaml: invalid YAML at line \d+"),
+    ("tab.yaml", "name: x\n\toptim: 1\n", r"tab\.yaml: invalid YAML at line 2"),
+    ("bad.json", '{"name": "x",\n "optim": }', r"bad\.json: invalid JSON at line 2, column 11"),
+    ("list.json", "[1, 2]", r"list\.json holds a list, expected a mapping"),
+    ("list.yaml", "- 1\n- 2\n", r"list\.yaml holds a list"),
+    ("empty.yaml", "", r"empty\.yaml is empty"),
+])
+def test_unreadable_config_files_are_config_errors_naming_file_and_line(tmp_path: Path, name: str, text: str,
+                                                                        expected: str) -> None:
+    p = tmp_path / name
+    p.write_text(text)
+    with pytest.raises(ConfigError, match=expected) as exc:
+        load_config(str(p))
+    assert exc.value.field == "--config"
+    assert str(exc.value).startswith("--config: ")
+
+
+def test_bad_field_in_a_config_file_names_the_field_and_the_file(tmp_path: Path) -> None:
+    p = tmp_path / "cfg.yaml"
+    p.write_text("name: x\noptim:\n  lr: fast\n")
+    with pytest.raises(ConfigError) as exc:
+        load_config(str(p))
+    assert exc.value.field == "optim.lr" and str(p) in str(exc.value)
+
+
+def test_unknown_logger_names_the_field() -> None:
+    with pytest.raises(ConfigError, match="unknown logger 'foo'") as exc:
+        load_config("quickstart", ["trainer.loggers=jsonl,foo"])
+    assert exc.value.field == "trainer.loggers"
+    cfg = load_config("quickstart", ["trainer.loggers=jsonl,console,tensorboard,wandb"])
+    assert cfg.trainer.loggers == ["jsonl", "console", "tensorboard", "wandb"]
+
+
+HINT = "override env.config={}"
+
+
+@pytest.mark.parametrize(("overrides", "field", "hint"), [
+    # the Bandit preset's risky_prob is unknown to Sokoban: the hint helps
+    (["env.id=ragen/Sokoban-v0"], "env.config.risky_prob", True),
+    # a known field with a bad value the user wrote: the preset is not the cause
+    (["env.id=ragen/Sokoban-v0", "env.config={}", "env.config.dim_room=abc"], "env.config.dim_room", False),
+    (["env.config.risky_prob=2"], "env.config.risky_prob", False),
+    # a misspelt field the user typed: the preset is not the cause either
+    (["env.id=ragen/Sokoban-v0", "env.config={}", "env.config.dim_rom=[6,6]"], "env.config.dim_rom", False),
+    (["env.id=ragen/Sokoban-v0", 'env.config={"dim_rom": [6, 6]}'], "env.config.dim_rom", False),
+])
+def test_env_config_hint_only_for_unknown_fields_from_the_preset(overrides: list[str], field: str, hint: bool) -> None:
+    with pytest.raises(ConfigError) as exc:
+        load_config("quickstart", overrides)
+    assert exc.value.field == field
+    assert (HINT in str(exc.value)) is hint
+
+
+def test_env_config_fields_written_in_a_file_get_no_preset_hint(tmp_path: Path) -> None:
+    data = load_config("quickstart").to_dict()
+    data["env"]["id"] = "ragen/Sokoban-v0"  # risky_prob stays: the file's author wrote it
+    p = tmp_path / "cfg.json"
+    p.write_text(json.dumps(data))
+    with pytest.raises(ConfigError) as exc:
+        load_config(str(p))
+    assert exc.value.field == "env.config.risky_prob" and HINT not in str(exc.value)

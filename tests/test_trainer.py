@@ -108,6 +108,15 @@ def test_fit_writes_finite_metrics_checkpoint_and_curves(tmp_path: Path) -> None
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_untrained_model_without_valid_answers_warns_that_there_is_no_signal(tmp_path: Path) -> None:
+    """RL from the random-init tiny model cannot learn (no valid answer, constant groups): say so."""
+    trainer = StarPOTrainer(tiny_cfg(tmp_path, "trainer.total_steps=1", "trainer.val_every=0", "trainer.save_every=0"))
+    with pytest.warns(RuntimeWarning, match="no learning signal"):
+        trainer.fit()
+    rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert rows[-1]["train/format_valid_rate"] == 0.0
+
+
 def test_rollout_where_every_episode_fails_in_the_env_raises(tmp_path: Path) -> None:
     """A broken env setup stops training with the env's message instead of training on zeros."""
     trainer = StarPOTrainer(tiny_cfg(tmp_path))

@@ -41,8 +41,9 @@ def _served_model(base_url: str) -> str:
 @pytest.fixture(scope="module")
 def base_url() -> str:
     if not BASE_URL:
-        reason = ("RAGEN_VLLM_BASE_URL is not set: start an OpenAI-compatible server (tools/vllm-server start MODEL) "
-                  "and set RAGEN_VLLM_BASE_URL=http://127.0.0.1:8000/v1 to run this test")
+        reason = ("RAGEN_VLLM_BASE_URL is not set: start a vLLM OpenAI-compatible server (`vllm serve MODEL`, or "
+                  "the workspace's ../shared/tools/vllm-server start MODEL) and set "
+                  "RAGEN_VLLM_BASE_URL=http://127.0.0.1:8000/v1 to run this test")
         print(f"skipping: {reason}")
         pytest.skip(reason)
     return BASE_URL

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from .collapse import DEFAULT_NUM_SAMPLES
@@ -66,7 +67,7 @@ def scorer_for_run(run_dir: Path, scorer: str | None, policy: Any = None, *, dev
 
 def print_block(block: dict[str, Any]) -> None:
     """The headline numbers of a diagnostics block as a table."""
-    table = Table(title=f"collapse diagnostics · scorer {block['scorer'].get('kind')}:{block['scorer'].get('model')}")
+    table = Table(title=escape(f"collapse diagnostics · scorer {block['scorer'].get('kind')}:{block['scorer'].get('model')}"))
     for col in ("sampler", "regime", "N×M", "MI/logM", "MI/tok", "H(Z|X)/tok", "ret@1 (chance)"):
         table.add_column(col, overflow="fold")
     m = block["metrics"]
@@ -76,13 +77,13 @@ def print_block(block: dict[str, Any]) -> None:
         def f(key: str, fmt: str = "{:.3f}") -> str:
             return fmt.format(m[p + key]) if p + key in m else "–"
 
-        table.add_row(name, regime, f"{int(m.get(p + 'num_rows', 0))} × {int(m.get(p + 'num_columns', 0))}",
+        table.add_row(escape(name), escape(regime), f"{int(m.get(p + 'num_rows', 0))} × {int(m.get(p + 'num_columns', 0))}",
                       f("mi_seq_normalized"), f("mi_estimate"), f("conditional_entropy_est"),
                       f"{f('retrieval_accuracy')} ({f('retrieval_chance_level')})")
     out.print(table)
     extra = [f"{k.split('/', 1)[1]} {v:.3f}" for k, v in m.items()
              if k in ("collapse/valid_thinking_rate", "collapse/degenerate_rate", "collapse/token_entropy_sampled")]
-    out.print("  " + " · ".join(extra + [f"{block['timing_s']:.1f} s"]))
+    out.print(escape("  " + " · ".join(extra + [f"{block['timing_s']:.1f} s"])))
 
 
 def after_run(path: Path, *, scorer: str | None, policy: Any, num_samples: int, samplers: str,
@@ -95,7 +96,7 @@ def after_run(path: Path, *, scorer: str | None, policy: Any, num_samples: int, 
         sc = scorer_for_run(path, scorer, policy, device=device, dtype=dtype)
         block = diagnose_run(path, sc, num_samples=num_samples, samplers=parse_samplers(samplers), seed=seed)
     except (ScoringNotSupported, ValueError, ImportError, FileNotFoundError) as exc:
-        console.print(f"[red]diagnostics failed:[/red] {exc}")
+        console.print(f"[red]diagnostics failed:[/red] {escape(str(exc))}")
         raise typer.Exit(2) from None
     print_block(block)
 
@@ -125,7 +126,7 @@ def register(app: typer.Typer) -> None:
             sc = make_scorer(scorer, device=device, dtype=dtype, tokenizer=tokenizer, api_key_env=api_key_env)
             block = diagnose_run(run_dir, sc, num_samples=num_samples, samplers=names, seed=seed)
         except (ScoringNotSupported, ValueError, ImportError, FileNotFoundError) as exc:
-            console.print(f"[red]error:[/red] {exc}")
+            console.print(f"[red]error:[/red] {escape(str(exc))}")
             raise typer.Exit(2) from None
         print_block(block)
         if print_json:

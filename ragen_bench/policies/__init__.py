@@ -24,8 +24,24 @@ def make_policy(backend: str, model: str | None = None, **options: Any) -> Polic
         **options: back-end specific keyword arguments.
 
     Raises:
-        ValueError: unknown back-end or missing model.
+        ValueError: unknown back-end, missing model, a local model path that does not
+            exist (``hf``, ``vllm``, ``vllm-server``), or an option the back-end does
+            not take.
     """
+    try:
+        return _make(backend, model, **options)
+    except TypeError as exc:  # an unknown --policy-option: name it instead of a traceback
+        if "unexpected keyword argument" not in str(exc):
+            raise
+        raise ValueError(f"the {backend} back-end does not take that option ({exc}); "
+                         "check --policy-option") from None
+
+
+def _make(backend: str, model: str | None, **options: Any) -> Policy:
+    if backend in ("hf", "vllm", "vllm-server") and model:
+        from .hf import check_model_ref
+
+        check_model_ref(model, need_config=backend == "hf")
     if backend == "random":
         return RandomPolicy(seed=int(options.get("seed", 0)))
     if backend == "oracle":

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import threading
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,43 @@ def resolve_model_path(model: str) -> str:
 
         return str(tiny_model_path())
     return model
+
+
+#: A Hugging Face hub id: ``name`` or ``owner/name`` (the hub's own rule: word
+#: characters, ``-`` and ``.``, at most 96 characters a part).
+_HUB_ID = re.compile(r"(?:[\w.-]{1,96}/)?[\w.-]{1,96}")
+
+
+def check_model_ref(model: str, *, need_config: bool = True) -> None:
+    """Refuse a model that can be neither a local model nor a hub id, before loading it.
+
+    Args:
+        model: ``"tiny"``, a local path or a hub id.
+        need_config: a local path must be a directory with ``config.json`` (``hf``);
+            ``False`` accepts any existing path (vLLM also loads single GGUF files).
+
+    Raises:
+        ValueError: the path does not exist and is not shaped like a hub id, or it is
+            not a model directory.
+    """
+    if model == "tiny":
+        return
+    path = Path(model).expanduser()
+    if path.exists():
+        if need_config and not (path.is_dir() and (path / "config.json").is_file()):
+            raise ValueError(f"model {model!r} is not a model directory (no config.json in it)")
+        return
+    if not _HUB_ID.fullmatch(model) or ".." in model or model.startswith((".", "-")):
+        raise ValueError(f"model path {model!r} does not exist (and it is not a hub id like owner/name)")
+
+
+def _load_error(model: str, exc: OSError) -> ValueError:
+    """One clear line for a model ``from_pretrained`` could not load."""
+    said = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+    if Path(model).expanduser().exists():
+        return ValueError(f"cannot load the model directory {model!r}: {said}")
+    return ValueError(f"cannot load model {model!r}: it is not a local directory, and as a hub id it is not in the "
+                      f"local cache and could not be downloaded (offline, unknown or gated repo); transformers: {said}")
 
 
 class _LogprobRecorder:
@@ -73,6 +111,9 @@ class HFPolicy(Policy):
 
     Raises:
         ImportError: torch/transformers are missing (install ``ragen[hf]``).
+        ValueError: the model path does not exist or is not a model directory, a hub
+            id cannot be loaded (offline / unknown), an unknown ``dtype``, or
+            ``max_batch_size < 1``.
     """
 
     name = "hf"
@@ -86,15 +127,24 @@ class HFPolicy(Policy):
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise ImportError("the hf back-end needs torch and transformers: pip install 'ragen[hf]'") from exc
         self.max_batch_size = int(max_batch_size)
+        if self.max_batch_size < 1:
+            raise ValueError(f"max_batch_size must be >= 1, got {max_batch_size}")
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
-        torch_dtype = getattr(torch, dtype)
+        torch_dtype = getattr(torch, str(dtype), None)
+        if not isinstance(torch_dtype, torch.dtype):
+            raise ValueError(f"unknown dtype {dtype!r}; use float32, bfloat16 or float16")
         if isinstance(model, (str, os.PathLike)):
+            check_model_ref(str(model))
             path = resolve_model_path(str(model))
             self._model_name = Path(path).name if str(model) != "tiny" else "tiny"
-            self._tokenizer = tokenizer or AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
-            self.model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype, trust_remote_code=trust_remote_code)
+            try:
+                self._tokenizer = tokenizer or AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+                self.model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype,
+                                                                  trust_remote_code=trust_remote_code)
+            except OSError as exc:
+                raise _load_error(str(model), exc) from exc
         else:
             if tokenizer is None:
                 raise ValueError("pass the tokenizer together with a loaded model")
