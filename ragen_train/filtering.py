@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -147,6 +147,11 @@ class FilterConfig:
     include_zero: bool = True
     loss_scaling: str = "none"
     empty_stop_steps: int = 5
+
+    @classmethod
+    def from_section(cls, section: object) -> "FilterConfig":
+        """Build from the config's ``algorithm.filter`` section (any object with these fields)."""
+        return cls(**{f.name: getattr(section, f.name) for f in fields(cls)})
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:

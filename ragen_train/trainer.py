@@ -165,10 +165,7 @@ class StarPOTrainer:
                                max_batch_size=cfg.rollout.batch_size)
         self.rollout_cfg = self._rollout_config(cfg.rollout.temperature)
         self.layout = "trajectory" if self.rollout_cfg.context_mode == "full" else "turn"
-        f = alg.filter
-        self.filter_cfg = FilterConfig(strategy=f.strategy, value=f.value, metric=f.metric, top_p_mode=f.top_p_mode,
-                                       eps=f.eps, include_zero=f.include_zero, loss_scaling=f.loss_scaling,
-                                       empty_stop_steps=f.empty_stop_steps)
+        self.filter_cfg = FilterConfig.from_section(alg.filter)
         self.step = 0
         self.empty_streak = 0
         self.nonfinite_skips = 0

@@ -59,3 +59,15 @@ def test_bad_config_is_rejected() -> None:
         FilterConfig(strategy="top_q")
     with pytest.raises(ValueError, match="filter.metric"):
         FilterConfig(metric="variance")
+
+
+def test_config_section_and_runtime_filter_agree() -> None:
+    """``algorithm.filter`` (mutable config section) and FilterConfig (frozen, validated) have the
+    same fields and defaults, and one converts into the other."""
+    from dataclasses import asdict
+
+    from ragen_train.config import FilterSection
+
+    assert asdict(FilterSection()) == asdict(FilterConfig())
+    section = FilterSection(strategy="top_k_abs", value=2.0, include_zero=False, loss_scaling="sqrt")
+    assert asdict(FilterConfig.from_section(section)) == asdict(section)

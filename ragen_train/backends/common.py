@@ -185,9 +185,7 @@ def episode_rows(records: Sequence[EpisodeRecord], *, layout: str, reward_placem
 # ------------------------------------------------------------------ filtering
 def filter_config(cfg: StarPOConfig) -> FilterConfig:
     """The :class:`~ragen_train.filtering.FilterConfig` of ``cfg`` (as the native trainer builds it)."""
-    f = cfg.algorithm.filter
-    return FilterConfig(strategy=f.strategy, value=f.value, metric=f.metric, top_p_mode=f.top_p_mode, eps=f.eps,
-                        include_zero=f.include_zero, loss_scaling=f.loss_scaling, empty_stop_steps=f.empty_stop_steps)
+    return FilterConfig.from_section(cfg.algorithm.filter)
 
 
 def filter_groups(records: Sequence[EpisodeRecord], fcfg: FilterConfig,
