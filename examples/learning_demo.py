@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         sft_dir = None
         for alg in ("grpo", "ppo"):
             run_dir = out / f"{env}-{alg}"
-            cfg = load_config(f"tiny-{env}-{alg}", [f"trainer.out_dir={run_dir}", *args.overrides])
+            cfg = load_config(f"tiny-{env}-{alg}", [f"trainer.out_dir={run_dir}", "trainer.overwrite=true", *args.overrides])
             print(f"\n=== {env} / {alg} ({cfg.env.id}) ===", flush=True)
             res = run_sft_then_starpo(cfg, eval_episodes=args.eval_episodes, sft_model=sft_dir)
             if sft_dir is None:

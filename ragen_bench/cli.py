@@ -4,7 +4,7 @@
     ragen-bench run --resume runs/<run-id>
     ragen-bench ls
     ragen-bench show runs/<run-id>
-    ragen-bench validate runs/<run-id>/episodes.jsonl
+    ragen-bench validate runs/<run-id>          # or single files: runs/<run-id>/episodes.jsonl
     ragen-bench leaderboard add runs/<run-id> --board leaderboards/procedural.json
     ragen-bench leaderboard render --board leaderboards/procedural.json
 """
@@ -115,7 +115,7 @@ def run(
     max_parallel: Annotated[Optional[int], typer.Option(help="Episodes alive at once (default: from the back-end).")] = None,
     policy_seed: Annotated[int, typer.Option(help="random: seed of the random baseline.")] = 0,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
-    print_json: Annotated[bool, typer.Option("--json", help="Print summary.json to stdout at the end.")] = False,
+    print_json: Annotated[bool, typer.Option("--json", help="Print summary.json to stdout at the end; stdout then holds only that JSON document (table, progress and messages go to stderr).")] = False,
     diagnostics: Annotated[bool, typer.Option("--diagnostics", help="After the run, add reasoning-collapse diagnostics to summary.json (docs/diagnostics.md).")] = False,
     scorer: Annotated[Optional[str], typer.Option(help="--diagnostics scorer: hf:<model> | openai:<base_url>:<model> (default: the run's own hf model).")] = None,
     diagnostics_samples: Annotated[int, typer.Option(help="--diagnostics: rows per sampler (RAGEN default 64).")] = 64,
@@ -206,13 +206,22 @@ def run(
     finally:
         _stop(bar)
     summary = json.loads((path / "summary.json").read_text())
-    _print_summary(summary, path)
+    _print_summary(summary, path, to=console if print_json else out)  # --json: stdout is the JSON alone
     _exit_if_failed(path, summary, print_json)
     if diagnostics:
-        from .diagnostics.cli import after_run
+        import contextlib
 
-        after_run(path, scorer=scorer, policy=diag_policy, num_samples=diagnostics_samples,
-                  samplers=diagnostics_sampler, device=device, dtype=dtype)
+        from .diagnostics.cli import after_run
+        from .results import RunDir, RunLockedError
+
+        try:
+            with RunDir(path).writer_lock(), \
+                    (contextlib.redirect_stdout(sys.stderr) if print_json else contextlib.nullcontext()):
+                after_run(path, scorer=scorer, policy=diag_policy, num_samples=diagnostics_samples,
+                          samplers=diagnostics_sampler, device=device, dtype=dtype)
+        except RunLockedError as exc:
+            _error(str(exc))
+            raise typer.Exit(2) from None
         summary = json.loads((path / "summary.json").read_text())
     if print_json:
         out.print_json(data=summary)
@@ -253,7 +262,9 @@ def _fmt(est: dict[str, Any], pct: bool = False) -> str:
     return f"{m:.3f} ± {se:.3f}  [{lo:.3f}, {hi:.3f}]"
 
 
-def _print_summary(summary: dict[str, Any], path: Path | None = None) -> None:
+def _print_summary(summary: dict[str, Any], path: Path | None = None, *, to: Console | None = None) -> None:
+    """Print a summary as a table (and the run directory) on ``to`` (default: stdout)."""
+    to = to or out
     title = f"{', '.join(summary['env']['ids'])} · {summary['policy'].get('model') or summary['policy']['backend']}"
     table = Table(title=escape(title), caption="mean ± stderr  \\[95% bootstrap CI over groups]")
     table.add_column("metric")
@@ -270,19 +281,26 @@ def _print_summary(summary: dict[str, Any], path: Path | None = None) -> None:
         table.add_row("endpoint", escape(f"{r.get('requests', 0)} requests, {r.get('retries', 0)} retries, "
                                          f"failed: {failed}"))
     table.add_row("wall time", f"{summary['wall_time_s']:.1f} s")
-    out.print(table)
+    to.print(table)
     if path is not None:
-        out.print(f"results: {escape(str(path))}")
+        to.print(f"results: {escape(str(path))}")
 
 
 @app.command()
-def show(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) -> None:
-    """Print a run's summary as a table."""
+def show(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print summary.json as the only thing on stdout.")] = False,
+) -> None:
+    """Print a run's summary as a table (``--json``: as JSON)."""
     p = run_dir / "summary.json"
     if not p.exists():
         _error(f"{run_dir} has no summary.json")
         raise typer.Exit(2)
-    _print_summary(json.loads(p.read_text()), run_dir)
+    summary = json.loads(p.read_text())
+    if as_json:
+        out.print_json(data=summary)
+        return
+    _print_summary(summary, run_dir)
 
 
 @app.command("ls")
@@ -323,22 +341,44 @@ def list_envs(
 
 @app.command()
 def validate(
-    files: Annotated[list[Path], typer.Argument(help="Files to check (episodes.jsonl, summary.json, run.json, boards...).")],
-    schema: Annotated[Optional[str], typer.Option(help="Force a schema: episode | summary | run | leaderboard | metrics | train_config.")] = None,
+    files: Annotated[list[Path], typer.Argument(help="Files or run directories to check (episodes.jsonl, summary.json, run.json, boards...).")],
+    schema: Annotated[Optional[str], typer.Option(help="Force a schema for the files named (not for a run directory's files): episode | summary | run | leaderboard | metrics | train_config.")] = None,
 ) -> None:
-    """Check files against their JSON Schemas; exit 1 on the first invalid file."""
+    """Check files against their JSON Schemas, one line each; exit 1 if any is invalid.
+
+    A run directory stands for its run.json, episodes.jsonl and summary.json (each
+    checked, a missing one reported invalid).  A path that does not exist: one error
+    line, exit 2, nothing checked.
+    """
     import jsonschema
 
-    from .validate import validate_file
+    from .validate import run_dir_files, validate_file
 
+    missing = [f for f in files if not f.exists()]
+    for f in missing:
+        _error(f"{f} does not exist")
+    if missing:
+        raise typer.Exit(2)
     bad = 0
-    for f in files:
+    for given in files:
         try:
-            kind, n = validate_file(f, schema)
-            out.print(f"[green]ok[/green] {escape(str(f))} ({escape(kind)}, {n} object{'s' if n != 1 else ''})")
-        except (jsonschema.ValidationError, ValueError, FileNotFoundError) as exc:
+            targets = [(f, None) for f in run_dir_files(given)] if given.is_dir() else [(given, schema)]
+        except ValueError as exc:
             bad += 1
-            out.print(f"[red]invalid[/red] {escape(str(f))}: {escape(str(getattr(exc, 'message', exc)))}")
+            out.print(f"[red]invalid[/red] {escape(str(given))}: {escape(str(exc))}")
+            continue
+        for f, kind in targets:
+            if not f.exists():
+                bad += 1
+                out.print(f"[red]invalid[/red] {escape(str(f))}: missing (an unfinished run? "
+                          f"finish it with `ragen-bench run --resume {escape(str(given))}`)")
+                continue
+            try:
+                kind, n = validate_file(f, kind)
+                out.print(f"[green]ok[/green] {escape(str(f))} ({escape(kind)}, {n} object{'s' if n != 1 else ''})")
+            except (jsonschema.ValidationError, ValueError, OSError) as exc:
+                bad += 1
+                out.print(f"[red]invalid[/red] {escape(str(f))}: {escape(str(getattr(exc, 'message', exc)))}")
     raise typer.Exit(1 if bad else 0)
 
 

@@ -8,7 +8,10 @@ A run directory ``runs/<run-id>/`` holds
 * ``episodes.jsonl`` — one line per finished episode (``schemas/episode.schema.json``),
   appended and flushed as each episode finishes; when an episode is re-run (an
   ``endpoint_error`` retried by ``--resume``) the later line supersedes the earlier one;
-* ``summary.json`` — aggregate metrics (``schemas/summary.schema.json``).
+* ``summary.json`` — aggregate metrics (``schemas/summary.schema.json``);
+* ``.lock`` — held (``flock``, exclusive) by the one process writing the run; it holds
+  that process's pid while locked.  The operating system drops the lock when the
+  process ends, however it ends, so a crashed run can be resumed at once.
 
 Crash safety: a process killed mid-write leaves at most one torn last line; it is
 detected (no trailing newline, or invalid JSON) and cut off on resume, and that episode
@@ -19,11 +22,12 @@ power loss.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import os
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +38,12 @@ from .stats import mean_with_uncertainty, pass_at_k_over_groups
 EPISODES_FILE = "episodes.jsonl"
 SUMMARY_FILE = "summary.json"
 RUN_FILE = "run.json"
+LOCK_FILE = ".lock"
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX (Windows): runs are not locked
+    fcntl = None  # type: ignore[assignment]
 
 #: Episode statuses that ``--resume`` plays again.
 RETRY_STATUSES = frozenset({"endpoint_error"})
@@ -66,6 +76,10 @@ def now_iso() -> str:
     return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
 
 
+class RunLockedError(OSError):
+    """Another process holds a run directory's writer lock (see :meth:`RunDir.writer_lock`)."""
+
+
 class RunDir:
     """One run directory.
 
@@ -88,6 +102,39 @@ class RunDir:
         """Write ``run.json`` atomically."""
         self.path.mkdir(parents=True, exist_ok=True)
         _atomic_write_json(self.path / RUN_FILE, meta)
+
+    @contextlib.contextmanager
+    def writer_lock(self) -> Iterator[None]:
+        """Hold the run's exclusive writer lock (``<run>/.lock``) for the ``with`` block.
+
+        Non-blocking ``fcntl.flock``: a second process (or a second open of the lock in
+        this one) is refused at once.  The lock file records the holder's pid; it is
+        emptied on release but never deleted (deleting a lock file races with a process
+        about to open it).  The OS releases the lock when the holder dies.  Without
+        ``fcntl`` (not POSIX) this is a no-op.
+
+        Raises:
+            RunLockedError: another process is writing this run (message names its pid).
+        """
+        if fcntl is None:  # pragma: no cover
+            yield
+            return
+        fd = os.open(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:  # BlockingIOError (EWOULDBLOCK) when held elsewhere
+                holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
+                raise RunLockedError(f"run {self.path} is being written by another process (pid {holder}); "
+                                     "wait for it to finish, or stop that process first") from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            try:
+                yield
+            finally:
+                os.ftruncate(fd, 0)
+        finally:
+            os.close(fd)  # releases the flock
 
     def read_run(self) -> dict[str, Any]:
         """Read ``run.json``.

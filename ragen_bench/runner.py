@@ -156,6 +156,9 @@ def start_run(req: RunRequest, *, policy: Policy | None = None,
         UnknownEnvError, ConfigError, ValueError: see :func:`check_request` (before
             anything is created).
         FileExistsError: the run directory already exists (use ``--resume``).
+
+    The new directory's writer lock (:meth:`RunDir.writer_lock`) is held from its
+    creation until the summary is written.
     """
     env_config, rollout = check_request(req)
     out = Path(req.out)
@@ -169,9 +172,10 @@ def start_run(req: RunRequest, *, policy: Policy | None = None,
         meta = _run_meta(req, run_id, env_config, rollout, policy)
         fresh = None if explicit else (lambda: default_run_id(req.env_id, req.model, req.backend))
         run_dir = _create_run_dir(out, run_id, fresh_id=fresh)
-        meta["run_id"] = run_dir.path.name
-        run_dir.write_run(meta)
-        return _play(run_dir, meta, policy, progress, on_start)
+        with run_dir.writer_lock():  # taken before run.json exists, so no --resume can slip in
+            meta["run_id"] = run_dir.path.name
+            run_dir.write_run(meta)
+            return _play(run_dir, meta, policy, progress, on_start)
     finally:
         if owned:
             close_policy(policy)
@@ -207,17 +211,25 @@ def resume_run(path: str | Path, *, policy: Policy | None = None,
                on_start: Callable[[int, int], None] | None = None) -> Path:
     """Finish a run: play the missing (or ``endpoint_error``) episodes, rewrite the summary.
 
-    ``on_start`` as in :func:`start_run`.
+    ``on_start`` as in :func:`start_run`.  The run's writer lock is held from before the
+    policy is built until the summary is written, so two resumes of one run cannot both
+    play (and append) the same missing episodes.
+
+    Raises:
+        FileNotFoundError: ``path`` is not a run directory (no ``run.json``).
+        RunLockedError: another process is writing this run.
     """
     run_dir = RunDir(path)
-    meta = run_dir.read_run()
-    owned = policy is None
-    policy = policy or make_policy(meta["backend"], meta.get("model"), **meta.get("policy_options", {}))
-    try:
-        return _play(run_dir, meta, policy, progress, on_start)
-    finally:
-        if owned:
-            close_policy(policy)
+    run_dir.read_run()  # not a run directory: refuse before creating a lock file in it
+    with run_dir.writer_lock():
+        meta = run_dir.read_run()  # re-read under the lock: the previous writer may just have finished
+        owned = policy is None
+        policy = policy or make_policy(meta["backend"], meta.get("model"), **meta.get("policy_options", {}))
+        try:
+            return _play(run_dir, meta, policy, progress, on_start)
+        finally:
+            if owned:
+                close_policy(policy)
 
 
 def close_policy(policy: Policy) -> None:

@@ -1,4 +1,5 @@
-"""``ragen-bench validate FILE``: check any file the project writes against its JSON Schema."""
+"""``ragen-bench validate PATH``: check any file the project writes (or a run directory's
+files) against its JSON Schema."""
 
 from __future__ import annotations
 
@@ -13,6 +14,22 @@ from ragen_envs.config import schema_validator
 #: File name -> schema (relative to ``schemas/``).
 BY_NAME = {"episodes.jsonl": "episode", "summary.json": "summary", "run.json": "run"}
 KINDS = ("episode", "summary", "run", "leaderboard", "metrics", "train_config")
+
+
+def run_dir_files(path: str | Path) -> list[Path]:
+    """The files of run directory ``path`` that have schemas, in the order to check them.
+
+    They are ``run.json``, ``episodes.jsonl`` and ``summary.json`` (:data:`BY_NAME`),
+    listed whether or not they exist; other entries (``.lock``, temporary files) are
+    not listed.
+
+    Raises:
+        ValueError: ``path`` has no ``run.json`` (it is not a run directory).
+    """
+    p = Path(path)
+    if not (p / "run.json").is_file():
+        raise ValueError(f"{p} is a directory but not a run directory (no run.json)")
+    return [p / name for name in ("run.json", "episodes.jsonl", "summary.json")]
 
 
 def detect_kind(path: Path, first: Any = None) -> str:

@@ -38,7 +38,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "ragen_envs.group needs PettingZoo, an optional dependency: "
-        "pip install ragen-envs[pettingzoo]  (or pip install 'ragen[pettingzoo]')"
+        "pip install 'ragen-envs[pettingzoo]' (or 'ragen[pettingzoo]' for the full project)"
     ) from exc
 
 from .core import TextEnv

@@ -92,8 +92,12 @@ def save(out_dir: str | Path, step: int, *, model: Any, tokenizer: Any, optimize
 def _prune(root: Path, keep: int) -> None:
     if keep <= 0:
         return
-    steps = sorted(p for p in root.glob("step_*") if (p / "state.json").is_file())
-    for old in steps[:-keep]:
+    # Oldest first by the time they were written (not by step number: a restarted run may write
+    # step_000002 after an older step_000030); the checkpoint `latest` names is never removed.
+    current = (root / "latest").read_text().strip() if (root / "latest").is_file() else None
+    steps = sorted((p for p in root.glob("step_*") if (p / "state.json").is_file()),
+                   key=lambda p: ((p / "state.json").stat().st_mtime_ns, p.name))
+    for old in [p for p in steps[:-keep] if p.name != current]:
         shutil.rmtree(old, ignore_errors=True)
 
 

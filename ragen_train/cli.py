@@ -80,7 +80,7 @@ def starpo(
             warnings.simplefilter("always", RuntimeWarning)
             trainer = StarPOTrainer(cfg, resume=resume)
         _replay(caught)
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, FileExistsError) as exc:
         raise _error(exc) from None
     except ConfigError as exc:
         raise _error(exc, "config error") from None
@@ -139,20 +139,31 @@ def sft(config: ConfigOpt = "quickstart", overrides: Overrides = None,
     from .sft import sft_samples, sft_train
 
     cfg = _load(config, overrides)
+    dest = out or Path(cfg.trainer.out_dir) / "sft_model"
+    log_dir = Path(cfg.trainer.out_dir) / "sft"
+    for taken in (dest, log_dir / "metrics.jsonl"):
+        if taken.exists() and not cfg.trainer.overwrite:
+            raise _error(FileExistsError(f"{taken} already exists (an earlier SFT run); choose another "
+                                         "trainer.out_dir, or set trainer.overwrite=true to replace it"))
     try:
         check_device(cfg.model.device)
+        tok = load_tokenizer(cfg.model.path)
+        model = load_policy(cfg.model)
     except ConfigError as exc:
         raise _error(exc, "config error") from None
-    tok = load_tokenizer(cfg.model.path)
-    model = load_policy(cfg.model)
     samples = sft_samples(cfg, tok, rollout_config_for(cfg, 1.0))
     _info(f"{len(samples)} demonstration samples")
-    log = MetricLogger(Path(cfg.trainer.out_dir) / "sft", ["jsonl", "console"])
+    if (log_dir / "metrics.jsonl").exists():
+        (log_dir / "metrics.jsonl").unlink()  # only reached with trainer.overwrite=true
+    log = MetricLogger(log_dir, ["jsonl", "console"])
     hist = sft_train(model, tok, samples, cfg, device=cfg.model.device,
                      log=lambda s, row: log.log(s, row, phase="sft") if s % 10 == 0 else None)
     log.close()
-    dest = out or Path(cfg.trainer.out_dir) / "sft_model"
     save_model(model, tok, dest)
+    # `ragen-train eval <dest>` reads the protocol from the config next to the model folder.
+    cfg_file = dest.parent / "config.json"
+    if not cfg_file.exists() or cfg.trainer.overwrite:
+        cfg_file.write_text(json.dumps(cfg.to_dict(), indent=2) + "\n")
     _info(f"SFT: {len(hist)} steps, final loss {hist[-1]['sft/loss']:.4f}; model saved to {dest}")
 
 
@@ -208,12 +219,15 @@ def evaluate(
 
 @app.command()
 def quickstart(overrides: Overrides = None, config: ConfigOpt = "quickstart") -> None:
-    """Tiny model, SFT warm start, StarPO, evaluation before and after on held-out seeds, training curves."""
+    """Tiny model, SFT warm start, StarPO, evaluation before and after on held-out seeds, training curves.
+
+    A recipe: it replaces an earlier run in the same trainer.out_dir (trainer.overwrite=true).
+    """
     from .pipeline import run_sft_then_starpo
 
     from .config import ConfigError
 
-    cfg = _load(config, overrides)
+    cfg = _load(config, ["trainer.overwrite=true", *(overrides or [])])
     try:
         res = run_sft_then_starpo(cfg, log=_info)
     except ConfigError as exc:

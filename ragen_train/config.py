@@ -185,6 +185,7 @@ class TrainerSection:
     collapse_warn: bool = True
     distributed: str = "ddp"  # "ddp" | "fsdp2" (used under torchrun)
     max_nonfinite_skips: int = 10
+    overwrite: bool = False  # start a new run in an out_dir that holds one (its metrics and checkpoints are removed)
 
 
 @dataclass

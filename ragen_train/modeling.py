@@ -49,9 +49,24 @@ def check_device(device: str, field: str = "model.device") -> None:
 
 
 def load_tokenizer(path: str) -> Any:
+    """The tokenizer of ``model.path`` (``"tiny"``, a local directory or a hub id).
+
+    Raises:
+        ConfigError: (field ``model.path``) the path is neither a model directory nor a hub
+            id, or it cannot be loaded (e.g. a hub id while offline) — one line, no traceback.
+    """
     from transformers import AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(resolve_model_path(path))
+    from ragen_bench.policies.hf import check_model_ref
+
+    try:
+        check_model_ref(path)
+        tok = AutoTokenizer.from_pretrained(resolve_model_path(path))
+    except ValueError as exc:
+        raise ConfigError("model.path", str(exc)) from None
+    except OSError as exc:
+        first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        raise ConfigError("model.path", f"cannot load {path!r}: {first}") from None
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
     return tok

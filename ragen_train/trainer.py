@@ -22,7 +22,9 @@ One step (RAGEN, arXiv 2504.20073, section 3 "StarPO"; reference section 3.1):
 from __future__ import annotations
 
 import json
+import os
 import random
+import shutil
 import time
 import warnings
 from collections import defaultdict
@@ -138,6 +140,8 @@ class StarPOTrainer:
         check_device(cfg.model.device)
         self.out_dir = Path(cfg.trainer.out_dir)
         resume_dir = self._find_checkpoint(resume) if resume else None  # before loading anything
+        if resume is None:
+            self._claim_out_dir()
         self.dist = D.init(cfg.model.device)
         self.device = self.dist.device
         seed_everything(cfg.trainer.seed + self.dist.rank)
@@ -179,6 +183,27 @@ class StarPOTrainer:
             (self.out_dir / "config.json").write_text(json.dumps(cfg.to_dict(), indent=2) + "\n")
         if resume_dir is not None:
             self._resume(resume_dir)
+
+    def _claim_out_dir(self) -> None:
+        """A new run never mixes with an earlier one in ``out_dir``.
+
+        Raises:
+            FileExistsError: ``out_dir`` holds a run (``metrics.jsonl`` or checkpoints) and
+                ``trainer.overwrite`` is false; the message says how to resume or overwrite.
+        """
+        metrics, ckpts = self.out_dir / "metrics.jsonl", self.out_dir / "checkpoints"
+        old = ([metrics] if metrics.is_file() and metrics.stat().st_size > 0 else []) + \
+              ([ckpts] if any(ckpts.glob("step_*")) else [])
+        if not old:
+            return
+        if not self.cfg.trainer.overwrite:
+            raise FileExistsError(
+                f"trainer.out_dir {str(self.out_dir)!r} already holds a run ({', '.join(p.name for p in old)}); "
+                "continue it with --resume latest, choose another trainer.out_dir, or set trainer.overwrite=true "
+                "to replace it")
+        if int(os.environ.get("RANK", "0")) == 0:
+            for p in old:
+                shutil.rmtree(p) if p.is_dir() else p.unlink()
 
     # ------------------------------------------------------------ configuration
     def _rollout_config(self, temperature: float) -> RolloutConfig:

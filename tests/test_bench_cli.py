@@ -334,3 +334,119 @@ def test_ls_unknown_name_fails_with_close_matches(cli) -> None:
     assert code == 1 and "did you mean Sokoban" in err
     code, out, _ = cli("ls", "ragen/Sokoban-Easy-v0")  # an id works as well as a name
     assert code == 0 and "ragen/Sokoban-Easy-v0" in out and "ragen/Sokoban-v0 " not in out
+
+
+def _oracle_run(cli, out: Path, run_id: str, episodes: int = 4) -> Path:
+    code, _, err = cli("run", "--backend", "oracle", "--env", "ragen/Bandit-v0", "--episodes", str(episodes),
+                       "--run-id", run_id, "--out", str(out), "--no-progress")
+    assert code == 0, err
+    return out / run_id
+
+
+def test_a_run_being_written_is_refused_to_a_second_writer(tmp_path: Path, cli) -> None:
+    run = _oracle_run(cli, tmp_path, "r")
+    eps = run / "episodes.jsonl"
+    full = eps.read_bytes()
+    interrupted = b"".join(full.splitlines(keepends=True)[:2])  # as if killed after 2 of 4 episodes
+    eps.write_bytes(interrupted)
+    # Another process holds the writer lock (a resume in progress): ours is refused at
+    # once with its pid, and nothing is appended.
+    holder = subprocess.Popen([sys.executable, "-c",
+                               "import sys, time; from ragen_bench.results import RunDir\n"
+                               "with RunDir(sys.argv[1]).writer_lock():\n"
+                               "    print('locked', flush=True); time.sleep(120)\n", str(run)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        code, out, err = cli("run", "--resume", str(run), "--no-progress")
+        assert code == 2 and out == ""
+        assert err.strip().startswith(f"error: run {run} is being written by another process (pid {holder.pid})")
+        assert err.count("\n") == 1
+        assert eps.read_bytes() == interrupted
+    finally:
+        holder.kill()  # SIGKILL: the OS releases a dead process's lock, no cleanup needed
+        holder.wait()
+    # The same within one process (a second open of the lock is a second writer).
+    from ragen_bench.results import RunDir, RunLockedError
+
+    with RunDir(run).writer_lock():
+        assert (run / ".lock").read_text().strip() == str(os.getpid())
+        with pytest.raises(RunLockedError, match=rf"\(pid {os.getpid()}\)"):
+            with RunDir(run).writer_lock():
+                pass
+        assert cli("run", "--resume", str(run), "--no-progress")[0] == 2
+        assert eps.read_bytes() == interrupted
+    # Released: the resume plays exactly the 2 missing episodes.
+    code, _, err = cli("run", "--resume", str(run), "--no-progress")
+    assert code == 0, err
+    assert eps.read_bytes().startswith(interrupted)
+    assert sorted(e["episode_index"] for e in lines(eps)) == [0, 1, 2, 3]
+    # The lock file left behind is harmless to everything that reads the directory.
+    assert (run / ".lock").exists() and (run / ".lock").read_text() == ""
+    code, out, _ = cli("validate", str(run))
+    assert code == 0 and out.count("ok ") == 3
+    assert cli("show", str(run))[0] == 0
+    code, _, err = cli("leaderboard", "add", str(run), "--board", str(tmp_path / "board.json"))
+    assert code == 0, err
+
+
+def test_a_new_run_holds_the_lock_while_it_plays(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import ragen_bench.runner as runner
+    from ragen_bench.results import RunDir, RunLockedError
+    from ragen_bench.runner import RunRequest, start_run
+
+    seen: list[str] = []
+    real_play = runner._play
+
+    def play(run_dir, *a, **k):
+        with pytest.raises(RunLockedError):  # a second writer (e.g. --resume) is refused mid-run
+            with RunDir(run_dir.path).writer_lock():
+                pass
+        seen.append((run_dir.path / ".lock").read_text().strip())
+        return real_play(run_dir, *a, **k)
+
+    monkeypatch.setattr(runner, "_play", play)
+    path = start_run(RunRequest(env_id="ragen/Bandit-v0", backend="oracle", episodes=2, out=str(tmp_path),
+                                run_id="n"))
+    assert seen == [str(os.getpid())]
+    with RunDir(path).writer_lock():  # released at the end
+        pass
+
+
+def test_validate_accepts_a_run_directory(tmp_path: Path, cli) -> None:
+    run = _oracle_run(cli, tmp_path, "v")
+    code, out, err = cli("validate", str(run))  # used to raise IsADirectoryError
+    assert code == 0, out + err
+    assert out.splitlines() == [f"ok {run / 'run.json'} (run, 1 object)",
+                                f"ok {run / 'episodes.jsonl'} (episode, 4 objects)",
+                                f"ok {run / 'summary.json'} (summary, 1 object)"]
+    # Each file is checked: a broken summary is named, the others still pass.
+    summary = json.loads((run / "summary.json").read_text())
+    del summary["metrics"]
+    (run / "summary.json").write_text(json.dumps(summary))
+    code, out, _ = cli("validate", str(run))
+    assert code == 1 and out.count("ok ") == 2
+    assert f"invalid {run / 'summary.json'}: {run / 'summary.json'}: at '': 'metrics' is a required property" in out
+    (run / "summary.json").unlink()
+    code, out, _ = cli("validate", str(run))
+    assert code == 1 and f"invalid {run / 'summary.json'}: missing (an unfinished run?" in out
+    # A directory that is not a run, and a path that does not exist.
+    (tmp_path / "plain").mkdir()
+    code, out, _ = cli("validate", str(tmp_path / "plain"))
+    assert code == 1 and out.strip() == f"invalid {tmp_path / 'plain'}: {tmp_path / 'plain'} is a directory " \
+                                        "but not a run directory (no run.json)"
+    code, out, err = cli("validate", str(run / "run.json"), str(tmp_path / "nope"))
+    assert code == 2 and out == "" and err.strip() == f"error: {tmp_path / 'nope'} does not exist"
+
+
+def test_json_flag_makes_stdout_one_json_document(tmp_path: Path) -> None:
+    # A real process (progress bar on, the default): everything but the JSON goes to stderr.
+    proc = bench("run", "--backend", "oracle", "--env", "ragen/Bandit-v0", "--episodes", "4", "--run-id", "j",
+                 "--json", cwd=tmp_path)
+    summary = json.loads(proc.stdout)
+    run = tmp_path / "runs" / "j"
+    assert summary == json.loads((run / "summary.json").read_text())
+    assert summary["episodes"]["scored"] == 4 and summary["metrics"]["success"]["mean"] == 1.0
+    assert "results: " in proc.stderr and "success" in proc.stderr  # the table is still shown, on stderr
+    shown = bench("show", str(run), "--json", cwd=tmp_path)
+    assert json.loads(shown.stdout) == summary

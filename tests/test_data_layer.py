@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import importlib
 import json
+import re
 import sys
 import types
 from pathlib import Path
@@ -21,6 +22,7 @@ from ragen_envs.data.bundled import PERMISSIVE_LICENSES, file_sha256, list_bundl
 from ragen_envs.data.loaders import (
     SOURCE_SPLIT_KEY,
     DataSourceError,
+    ENVS_EXTRAS,
     MissingExtraError,
     load_hub,
     load_source,
@@ -85,7 +87,7 @@ def test_parquet_roundtrip_or_clear_missing_extra(tmp_path: Path) -> None:
         import pyarrow.parquet as pq
     except ImportError:
         p = _write(tmp_path / "d.parquet", b"PAR1")
-        with pytest.raises(MissingExtraError, match=r"ragen\[datasets\]") as exc:
+        with pytest.raises(MissingExtraError, match=re.escape("pip install 'ragen[datasets]'")) as exc:
             read_records(p)
         assert exc.value.package == "pyarrow" and exc.value.extra == "datasets"
         return
@@ -102,8 +104,23 @@ def test_parquet_without_pyarrow_names_the_extra(tmp_path: Path, monkeypatch: py
 
 def test_hub_without_datasets_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "datasets", None)
-    with pytest.raises(MissingExtraError, match=r"ragen\[datasets\]"):
+    with pytest.raises(MissingExtraError, match=re.escape("pip install 'ragen[datasets]' (or just pip install datasets)")) as exc:
         load_hub("openai/gsm8k", config="main")
+    assert "ragen-envs" not in str(exc.value), "ragen-envs has no datasets extra"
+
+
+def test_missing_extra_messages_name_only_extras_that_exist() -> None:
+    """ENVS_EXTRAS is exactly the extras of packaging/ragen-envs/pyproject.toml, each also
+    defined by the full project; the message names both distributions for those."""
+    import tomllib
+
+    root = Path(__file__).resolve().parent.parent
+    envs = tomllib.loads((root / "packaging/ragen-envs/pyproject.toml").read_text())["project"]["optional-dependencies"]
+    full = tomllib.loads((root / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert ENVS_EXTRAS == set(envs) and ENVS_EXTRAS <= set(full)
+    msg = str(MissingExtraError("bm25s", "webshop", "the WebShop search"))
+    assert msg == ("the WebShop search needs the optional package 'bm25s'; install it with pip install "
+                   "'ragen-envs[webshop]' (or 'ragen[webshop]' for the full project, or just pip install bm25s)")
 
 
 def test_unreachable_hub_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:

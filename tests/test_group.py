@@ -143,4 +143,4 @@ def test_import_ragen_envs_does_not_need_pettingzoo() -> None:
         "try:\n    import ragen_envs.group\nexcept ImportError as e:\n    print(e)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert "pip install ragen-envs[pettingzoo]" in out.stdout
+    assert "pip install 'ragen-envs[pettingzoo]' (or 'ragen[pettingzoo]' for the full project)" in out.stdout

@@ -3,6 +3,8 @@ the HTTP retrieval protocol against the served local index, and the oracle."""
 
 from __future__ import annotations
 
+import re
+
 import json
 import os
 import socket
@@ -299,7 +301,7 @@ def test_bm25_ranking_is_stable_and_positive_only() -> None:
 
 def test_missing_bm25s_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "bm25s", None)
-    with pytest.raises(MissingExtraError, match=r"ragen\[search\]"):
+    with pytest.raises(MissingExtraError, match=re.escape("pip install 'ragen-envs[search]' (or 'ragen[search]' for the full project")):
         BM25Retriever([Document("a", "A", "text")])
 
 

@@ -152,3 +152,29 @@ def test_learning_demo_script_runs_end_to_end(tmp_path: Path) -> None:
     assert (out / "learning_demo.png").stat().st_size > 1000
     table = (out / "results.md").read_text()
     assert table.count("| Bandit-PairsAB") == 2 and "| grpo |" in table and "| ppo |" in table
+
+
+def test_new_run_refuses_an_out_dir_that_holds_a_run_unless_overwrite(tmp_path: Path) -> None:
+    (tmp_path / "metrics.jsonl").write_text('{"step": 30}\n')
+    with pytest.raises(FileExistsError, match="already holds a run.*--resume latest.*trainer.overwrite=true"):
+        StarPOTrainer(tiny_cfg(tmp_path))
+    assert (tmp_path / "metrics.jsonl").read_text() == '{"step": 30}\n'  # nothing touched
+    (tmp_path / "checkpoints" / "step_000030").mkdir(parents=True)
+    StarPOTrainer(tiny_cfg(tmp_path, "trainer.overwrite=true"))
+    assert (tmp_path / "metrics.jsonl").read_text() == "" and not (tmp_path / "checkpoints").exists()
+
+
+def test_pruning_keeps_the_newest_checkpoint_not_the_highest_step(tmp_path: Path) -> None:
+    """A restarted run writes step_000002 after an old step_000030: `latest` must survive."""
+    import os
+
+    from ragen_train.checkpoint import _prune
+
+    root = tmp_path / "checkpoints"
+    for name, mtime in (("step_000030", 1_000_000), ("step_000002", 2_000_000)):
+        (root / name).mkdir(parents=True)
+        (root / name / "state.json").write_text("{}")
+        os.utime(root / name / "state.json", (mtime, mtime))
+    (root / "latest").write_text("step_000002")
+    _prune(root, keep=1)
+    assert sorted(p.name for p in root.glob("step_*")) == ["step_000002"]

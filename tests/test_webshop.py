@@ -376,5 +376,5 @@ def test_missing_bm25s_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     from ragen_envs.webshop.engine import Shop
 
     monkeypatch.setitem(sys.modules, "bm25s", None)
-    with pytest.raises(MissingExtraError, match=r"ragen\[webshop\]"):
+    with pytest.raises(MissingExtraError, match=re.escape("pip install 'ragen-envs[webshop]' (or 'ragen[webshop]' for the full project")):
         Shop(generate_catalog(0, 20), ())

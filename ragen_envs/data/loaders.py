@@ -36,6 +36,7 @@ from typing import Any
 __all__ = [
     "SOURCE_SPLIT_KEY",
     "DataSourceError",
+    "ENVS_EXTRAS",
     "MissingExtraError",
     "load_hub",
     "load_source",
@@ -54,22 +55,31 @@ class DataSourceError(RuntimeError):
     """A data source could not be read (missing file, bad format, unreachable hub)."""
 
 
+#: Extras that the env-only distribution ``ragen-envs`` defines
+#: (``packaging/ragen-envs/pyproject.toml``); the full ``ragen`` defines these and more.
+ENVS_EXTRAS = frozenset({"pettingzoo", "search", "webshop", "math"})
+
+
 class MissingExtraError(ImportError):
     """An optional dependency is not installed.
 
     Attributes:
         package: the import name that failed (``"pyarrow"``).
-        extra: the ``ragen`` extra that installs it (``"datasets"``), so the fix is
-            ``pip install 'ragen[<extra>]'`` (or ``'ragen-envs[<extra>]'``).
+        extra: the extra that installs it (``"datasets"``).  The message names
+            ``'ragen-envs[<extra>]'`` (the env-only distribution) and ``'ragen[<extra>]'``
+            (the full project) when both define it (:data:`ENVS_EXTRAS`), else only
+            ``'ragen[<extra>]'``; and the bare package.
     """
 
     def __init__(self, package: str, extra: str, purpose: str):
         self.package = package
         self.extra = extra
-        super().__init__(
-            f"{purpose} needs the optional package {package!r}; install it with "
-            f"pip install 'ragen[{extra}]' (or pip install {package})"
-        )
+        if extra in ENVS_EXTRAS:
+            how = (f"pip install 'ragen-envs[{extra}]' (or 'ragen[{extra}]' for the full project, "
+                   f"or just pip install {package})")
+        else:
+            how = f"pip install 'ragen[{extra}]' (or just pip install {package})"
+        super().__init__(f"{purpose} needs the optional package {package!r}; install it with {how}")
 
 
 def normalise_split_name(name: str | None) -> str | None:
