@@ -21,12 +21,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from .console import make_console, print_error
+
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Evaluate any policy on any ragen environment; publish leaderboards.")
 board_app = typer.Typer(no_args_is_help=True, help="Add runs to leaderboards and render them.")
 app.add_typer(board_app, name="leaderboard")
-console = Console(stderr=True)
-out = Console()
+console = make_console(stderr=True)
+out = make_console()
 # Everything user-controlled or read from data (env ids, descriptions, paths, error
 # messages) is passed through rich.markup.escape before printing: "search[query]" is
 # text, not a markup tag, and "[/red]" in an argument must not raise MarkupError.
@@ -34,7 +36,7 @@ out = Console()
 
 def _error(message: str, *, label: str = "error:") -> None:
     """Print ``label message`` on stderr; ``message`` is shown literally (escaped)."""
-    console.print(f"[red]{label}[/red] {escape(str(message))}", soft_wrap=True)
+    print_error(console, message, label)
 
 
 def _parse_kv(items: list[str] | None, what: str) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from typing import Annotated, Optional
 import typer
 from rich.markup import escape
 
-from .logger import make_console
+from ragen_bench.console import make_console, print_error
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Train LLM agents with multi-turn RL (StarPO: PPO / GRPO and variants) on ragen environments.")
@@ -36,7 +36,7 @@ out = make_console()  # listings, progress, results
 
 def _error(message: str, label: str = "error") -> typer.Exit:
     """Print ``label: message`` as one line on standard error; return the exit (status 2) to raise."""
-    console.print(f"[red]{label}:[/red] {escape(str(message))}", soft_wrap=True)
+    print_error(console, message, f"{label}:")
     return typer.Exit(2)
 
 

@@ -1,7 +1,7 @@
 """Metric logging: a JSONL file always; TensorBoard and Weights & Biases optional; a console line.
 
 Only rank 0 logs; the console line goes to standard output, one line per event
-whatever the width of the terminal (:func:`make_console`).  ``metrics.jsonl`` holds one object per event: ``{"step", "time",
+whatever the width of the terminal (:func:`ragen_bench.console.make_console`).  ``metrics.jsonl`` holds one object per event: ``{"step", "time",
 "phase": "train"|"val"|"sft"|"eval", <metric>: <float>, ...}`` (``schemas/metrics.schema.json``).
 W&B runs in offline mode unless ``WANDB_MODE`` says otherwise, so it works without a
 network; the offline run directory can be synced later with ``wandb sync``.
@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
+from ragen_bench.console import make_console
 
 KNOWN_LOGGERS = ("jsonl", "console", "tensorboard", "wandb")
 
@@ -34,19 +34,6 @@ CONSOLE_KEYS = (
     ("sft/lr", "lr", "{:.1e}"),
     ("time/step_s", "s", "{:.1f}"),
 )
-
-
-def make_console(*, stderr: bool = False, min_width: int = 160) -> Console:
-    """A rich console that does not wrap log lines when its stream is not a terminal.
-
-    Rich assumes 80 columns when output goes to a pipe or a file, which folds a metric
-    line over several lines; then the console is made ``max(detected width, min_width)``
-    wide.  On a terminal the terminal's width is kept.
-    """
-    console = Console(stderr=stderr)
-    if not console.is_terminal:
-        console = Console(stderr=stderr, width=max(console.width, min_width))
-    return console
 
 
 def _clean(value: Any) -> Any:

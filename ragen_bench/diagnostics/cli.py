@@ -11,14 +11,15 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ..console import make_console, print_error
+
 from .collapse import DEFAULT_NUM_SAMPLES
 
-console = Console(stderr=True)
-out = Console()
+console = make_console(stderr=True)
+out = make_console()
 
 SCORER_HELP = "Scorer: hf:<model> (directory, hub id or 'tiny') or openai:<base_url>:<model>."
 
@@ -96,7 +97,7 @@ def after_run(path: Path, *, scorer: str | None, policy: Any, num_samples: int, 
         sc = scorer_for_run(path, scorer, policy, device=device, dtype=dtype)
         block = diagnose_run(path, sc, num_samples=num_samples, samplers=parse_samplers(samplers), seed=seed)
     except (ScoringNotSupported, ValueError, ImportError, FileNotFoundError) as exc:
-        console.print(f"[red]diagnostics failed:[/red] {escape(str(exc))}")
+        print_error(console, exc, "diagnostics failed:")
         raise typer.Exit(2) from None
     print_block(block)
 
@@ -126,7 +127,7 @@ def register(app: typer.Typer) -> None:
             sc = make_scorer(scorer, device=device, dtype=dtype, tokenizer=tokenizer, api_key_env=api_key_env)
             block = diagnose_run(run_dir, sc, num_samples=num_samples, samplers=names, seed=seed)
         except (ScoringNotSupported, ValueError, ImportError, FileNotFoundError) as exc:
-            console.print(f"[red]error:[/red] {escape(str(exc))}")
+            print_error(console, exc)
             raise typer.Exit(2) from None
         print_block(block)
         if print_json:
