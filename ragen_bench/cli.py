@@ -146,9 +146,11 @@ def run(
     bar: Any = None
     try:
         if resume is not None:
-            meta = json.loads((resume / "run.json").read_text()) if (resume / "run.json").exists() else None
-            if meta is None:
+            from .results import RunDir
+
+            if not (resume / "run.json").exists():
                 raise typer.BadParameter(f"{resume} is not a run directory (no run.json)", param_hint="--resume")
+            meta = RunDir(resume).read_run()  # a damaged run.json: one line naming the file
             bar, cb, started = _progress_runner(meta["episodes"], progress)
             path = resume_run(resume, progress=cb, on_start=started)
         else:
@@ -256,12 +258,16 @@ def _exit_if_failed(path: Path, summary: dict[str, Any], print_json: bool) -> No
 
 
 def _fmt(est: dict[str, Any], pct: bool = False) -> str:
+    """``mean ± stderr  [lo, hi]`` of an estimate; unknown parts (``null``) are shown as ``–``."""
     if est.get("mean") is None:
         return "–"
-    m, se, (lo, hi) = est["mean"], est["stderr"], est["ci95"]
-    if pct:
-        return f"{100 * m:.1f}% ± {100 * se:.1f}  [{100 * lo:.1f}, {100 * hi:.1f}]"
-    return f"{m:.3f} ± {se:.3f}  [{lo:.3f}, {hi:.3f}]"
+    scale, digits, unit = (100.0, 1, "%") if pct else (1.0, 3, "")
+
+    def num(v: Any) -> str:
+        return "–" if v is None else f"{scale * v:.{digits}f}"
+
+    lo, hi = est.get("ci95") or (None, None)
+    return f"{num(est['mean'])}{unit} ± {num(est.get('stderr'))}  [{num(lo)}, {num(hi)}]"
 
 
 def _print_summary(summary: dict[str, Any], path: Path | None = None, *, to: Console | None = None) -> None:
@@ -294,11 +300,17 @@ def show(
     as_json: Annotated[bool, typer.Option("--json", help="Print summary.json as the only thing on stdout.")] = False,
 ) -> None:
     """Print a run's summary as a table (``--json``: as JSON)."""
+    from .results import RunDir
+
     p = run_dir / "summary.json"
     if not p.exists():
         _error(f"{run_dir} has no summary.json")
         raise typer.Exit(2)
-    summary = json.loads(p.read_text())
+    try:
+        summary = RunDir(run_dir).read_summary()  # checked: a damaged file is one error line, exit 2
+    except (ValueError, OSError) as exc:
+        _error(str(exc))
+        raise typer.Exit(2) from None
     if as_json:
         out.print_json(data=summary)
         return
@@ -399,6 +411,9 @@ def board_add(
     except (LeaderboardError, FileNotFoundError) as exc:
         _error(str(exc), label="refused:")
         raise typer.Exit(1) from None
+    except (ValueError, OSError) as exc:  # a damaged run.json, summary.json or board
+        _error(str(exc))
+        raise typer.Exit(2) from None
     out.print(escape(f"{board}: {entry['model']} on {entry['env_id']} — "
                      f"success {100 * entry['metrics']['success']['mean']:.1f}%"))
 
@@ -408,7 +423,11 @@ def board_render(board: Annotated[Path, typer.Option(help="Leaderboard JSON file
     """Print a leaderboard as markdown."""
     from .leaderboard import load_board, render_markdown
 
-    data = load_board(board)
+    try:
+        data = load_board(board)
+    except (ValueError, OSError) as exc:  # a damaged board: one line naming the file
+        _error(str(exc))
+        raise typer.Exit(2) from None
     if data is None:
         _error(f"no board at {board}")
         raise typer.Exit(2)

@@ -14,7 +14,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ragen_envs import jsonutil
+
 from .results import RunDir, now_iso, protocol_of
+from .validate import read_checked
 
 HEADLINE = ("success", "return", "valid_action_rate", "format_valid_rate", "turns", "tokens")
 
@@ -37,10 +40,17 @@ def config_hash(run: dict[str, Any]) -> str:
 
 
 def load_board(path: str | Path) -> dict[str, Any] | None:
+    """The board in ``path`` (checked against ``schemas/leaderboard.schema.json``), or
+    ``None`` when there is no such file.
+
+    Raises:
+        ValueError: a damaged board — not strict JSON, not following the schema, or of
+            an unknown ``schema_version`` (one line naming the file).
+    """
     p = Path(path)
     if not p.exists():
         return None
-    return json.loads(p.read_text(encoding="utf-8"))
+    return read_checked(p, "leaderboard")
 
 
 def new_board(name: str, split: str, description: str = "") -> dict[str, Any]:
@@ -63,6 +73,8 @@ def add_run(board_path: str | Path, run_path: str | Path, *, label: str | None =
     Raises:
         LeaderboardError: env version, split or protocol differ from the board's, or
             the run has missing episodes.
+        FileNotFoundError: not a run directory, or no ``summary.json``.
+        ValueError: a damaged ``run.json``, ``summary.json`` or board (one line naming the file).
     """
     run_dir = RunDir(run_path)
     run = run_dir.read_run()
@@ -114,14 +126,16 @@ def add_run(board_path: str | Path, run_path: str | Path, *, label: str | None =
     entries.sort(key=lambda e: (e["env_id"], -(e["metrics"]["success"]["mean"] or 0.0), e["model"]))
     board["entries"] = entries
     Path(board_path).parent.mkdir(parents=True, exist_ok=True)
-    Path(board_path).write_text(json.dumps(board, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    Path(board_path).write_text(jsonutil.dumps(board, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return entry
 
 
 def _fmt(metric: dict[str, Any] | None, pct: bool = False) -> str:
     if not metric or metric.get("mean") is None:
         return "–"
-    m, (lo, hi) = metric["mean"], metric["ci95"]
+    m, (lo, hi) = metric["mean"], metric.get("ci95") or (None, None)
+    if lo is None or hi is None:
+        return f"{100 * m:.1f}" if pct else f"{m:.3f}"
     if pct:
         return f"{100 * m:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
     return f"{m:.3f} [{lo:.3f}, {hi:.3f}]"

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import functools
 import json
 import os
 import subprocess
@@ -31,9 +32,12 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from ragen_envs import jsonutil
+
 from . import __version__
 from .records import EpisodeRecord
 from .stats import mean_with_uncertainty, pass_at_k_over_groups
+from .validate import check_object, read_checked
 
 EPISODES_FILE = "episodes.jsonl"
 SUMMARY_FILE = "summary.json"
@@ -137,15 +141,17 @@ class RunDir:
             os.close(fd)  # releases the flock
 
     def read_run(self) -> dict[str, Any]:
-        """Read ``run.json``.
+        """Read ``run.json`` (checked against ``schemas/run.schema.json``).
 
         Raises:
             FileNotFoundError: not a run directory.
+            ValueError: a damaged ``run.json`` (:class:`~ragen_envs.jsonutil.JSONFileError`
+                or :class:`~ragen_bench.validate.InvalidFileError`; one line naming the file).
         """
         p = self.path / RUN_FILE
         if not p.is_file():
             raise FileNotFoundError(f"{self.path} is not a run directory (no {RUN_FILE})")
-        return json.loads(p.read_text(encoding="utf-8"))
+        return read_checked(p, "run")
 
     # ---------------------------------------------------------- episodes.jsonl
     def repair(self) -> int:
@@ -172,25 +178,27 @@ class RunDir:
         return len(data) - keep
 
     def read_episodes(self) -> dict[int, dict[str, Any]]:
-        """The latest record per episode index (after :meth:`repair`).
+        """The latest record per episode index (call :meth:`repair` first to drop a torn last line).
+
+        Each line must be strict JSON holding an object with an ``episode_index``; the
+        core fields it has (:data:`EPISODE_CORE_FIELDS`) must follow
+        ``schemas/episode.schema.json``.  The rest of the record is not checked here (it
+        would cost a full schema check per line on every resume; ``ragen-bench validate``
+        checks it all).
 
         Raises:
-            ValueError: a line other than the last is not valid JSON (the file was
-                edited or corrupted; we refuse to guess).
+            ValueError: a damaged line — not UTF-8, not JSON, or not an episode record
+                (the file was edited or corrupted; we refuse to guess).  The message is
+                one line naming ``file:line``.
         """
         out: dict[int, dict[str, Any]] = {}
         p = self.episodes_path
         if not p.exists():
             return out
-        with open(p, encoding="utf-8") as fh:
-            for n, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except ValueError as exc:
-                    raise ValueError(f"{p}:{n}: not valid JSON ({exc})") from None
-                out[int(obj["episode_index"])] = obj
+        validator = _episode_core_validator()
+        for n, obj in jsonutil.iter_jsonl(p):
+            check_object(obj, "episode", f"{p}:{n}", validator)
+            out[obj["episode_index"]] = obj
         return out
 
     def open_for_append(self) -> None:
@@ -203,7 +211,7 @@ class RunDir:
         if self._fh is None:
             self.open_for_append()
         obj = record.to_json() if isinstance(record, EpisodeRecord) else record
-        self._fh.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n")
+        self._fh.write(jsonutil.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n")
         self._fh.flush()
         if self.fsync:
             os.fsync(self._fh.fileno())
@@ -220,7 +228,34 @@ class RunDir:
         return p
 
     def read_summary(self) -> dict[str, Any]:
-        return json.loads((self.path / SUMMARY_FILE).read_text(encoding="utf-8"))
+        """Read ``summary.json`` (checked against ``schemas/summary.schema.json``).
+
+        Raises:
+            ValueError: missing, damaged or not following the schema (one line naming the file).
+        """
+        p = self.path / SUMMARY_FILE
+        if not p.is_file():
+            raise FileNotFoundError(f"{self.path} has no {SUMMARY_FILE} (an unfinished run? finish it with "
+                                    f"`ragen-bench run --resume {self.path}`)")
+        return read_checked(p, "summary")
+
+
+#: The fields of an episode record that resuming and summarising read; :meth:`RunDir.read_episodes`
+#: checks the ones a line has (and requires ``episode_index``) on every line.
+EPISODE_CORE_FIELDS = ("schema_version", "episode_index", "env_id", "env_version", "group", "status", "success",
+                       "metrics", "error")
+
+
+@functools.cache
+def _episode_core_validator() -> Any:
+    """A validator of the :data:`EPISODE_CORE_FIELDS` of ``schemas/episode.schema.json``."""
+    from ragen_envs.config import validator_for_schema
+    from ragen_envs.resources import load_schema
+
+    full = load_schema("episode")
+    return validator_for_schema({
+        "$schema": full["$schema"], "type": "object", "required": ["episode_index"],
+        "properties": {k: full["properties"][k] for k in EPISODE_CORE_FIELDS}, "$defs": full.get("$defs", {})})
 
 
 def run_failure(path: str | os.PathLike[str]) -> str | None:
@@ -315,5 +350,5 @@ def protocol_of(run: dict[str, Any]) -> dict[str, Any]:
 
 def _atomic_write_json(path: Path, obj: Any) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=False) + "\n", encoding="utf-8")
+    tmp.write_text(jsonutil.dumps(obj, indent=2, ensure_ascii=False, sort_keys=False) + "\n", encoding="utf-8")
     os.replace(tmp, path)

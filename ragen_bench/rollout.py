@@ -29,6 +29,7 @@ from typing import Any
 
 import ragen_envs
 from ragen_envs import EpisodeStatus, parse_response
+from ragen_envs.ranges import FINITE, Range
 
 from .chat import ChatTokens
 from .policies.base import Policy
@@ -37,6 +38,10 @@ from .records import EpisodeRecord, TurnRecord
 from .types import Generation, PolicyRequest, SamplingParams
 
 CONTEXT_MODES = ("full", "last_k", "single_turn")
+
+#: Allowed values of the numeric rollout settings (``None`` = no limit is not checked).
+ROLLOUT_RANGES = {"max_turns": Range(ge=1), "max_actions_per_turn": Range(ge=1), "context_window": Range(ge=0),
+                  "max_context_tokens": Range(ge=1), "format_penalty": FINITE, "max_invalid_answers": Range(ge=1)}
 
 
 @dataclass(frozen=True)
@@ -80,10 +85,10 @@ class RolloutConfig:
     def __post_init__(self) -> None:
         if self.context_mode not in CONTEXT_MODES:
             raise ValueError(f"context_mode must be one of {CONTEXT_MODES}, got {self.context_mode!r}")
-        if self.max_turns < 1 or self.max_actions_per_turn < 1:
-            raise ValueError("max_turns and max_actions_per_turn must be >= 1")
-        if self.context_window < 0:
-            raise ValueError("context_window must be >= 0")
+        for name, allowed in ROLLOUT_RANGES.items():
+            value = getattr(self, name)
+            if value is not None:
+                allowed.check(name, value)
         if self.system_prompt not in ("full", "minimal"):
             raise ValueError(f"system_prompt must be 'full' or 'minimal', got {self.system_prompt!r}")
 

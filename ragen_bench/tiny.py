@@ -27,6 +27,8 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ragen_envs import jsonutil
+
 #: ChatML, the format of Qwen2 chat models: ``<|im_start|>role\ncontent<|im_end|>\n``.
 CHATML_TEMPLATE = (
     "{% for message in messages %}"
@@ -148,7 +150,7 @@ def build_tiny_model(path: str | os.PathLike[str], config: TinyConfig | None = N
     try:
         model.save_pretrained(tmp, safe_serialization=True)
         tokenizer.save_pretrained(tmp)
-        (tmp / "ragen_tiny.json").write_text(json.dumps({"tiny_config": asdict(config)}, indent=2) + "\n")
+        (tmp / "ragen_tiny.json").write_text(jsonutil.dumps({"tiny_config": asdict(config)}, indent=2) + "\n")
         os.chmod(tmp, 0o755)
         for f in tmp.iterdir():
             os.chmod(f, 0o644)

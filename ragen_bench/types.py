@@ -11,9 +11,15 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from ragen_envs.ranges import Range
+
 Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": str}
 
 FinishReason = Literal["stop", "length", "error", "content_filter"]
+
+
+#: Allowed values of the numeric sampling parameters (finite, within the range).
+SAMPLING_RANGES = {"temperature": Range(ge=0), "top_p": Range(gt=0, le=1), "max_new_tokens": Range(ge=1)}
 
 
 @dataclass(frozen=True)
@@ -36,12 +42,8 @@ class SamplingParams:
     seed: int | None = None
 
     def __post_init__(self) -> None:
-        if self.temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
-        if not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
-        if self.max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
+        for name, allowed in SAMPLING_RANGES.items():
+            allowed.check(name, getattr(self, name))
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-friendly view (recorded in ``summary.json``)."""

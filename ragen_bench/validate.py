@@ -3,12 +3,12 @@ files) against its JSON Schema."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 
+from ragen_envs import jsonutil
 from ragen_envs.config import schema_validator
 
 #: File name -> schema (relative to ``schemas/``).
@@ -53,6 +53,46 @@ def detect_kind(path: Path, first: Any = None) -> str:
     raise ValueError(f"cannot tell which schema {path} follows; pass --schema ({', '.join(KINDS)})")
 
 
+class InvalidFileError(ValueError):
+    """A file the project reads does not follow its schema (one line: ``path[:line]: at 'where': why``)."""
+
+
+#: The ``schema_version`` each kind of file has (files without one: ``None``).
+SCHEMA_VERSIONS = {"episode": 1, "summary": 1, "run": 1, "leaderboard": 1, "metrics": None, "train_config": None}
+
+
+def check_object(obj: Any, kind: str, where: str, validator: Any = None) -> None:
+    """Check one parsed object against schema ``kind``; ``where`` (``path`` or ``path:line``)
+    starts the message.
+
+    An unknown ``schema_version`` is refused with its own message (a newer ragen wrote
+    the file) before the schema is checked.
+
+    Raises:
+        InvalidFileError: the first (most specific) violation.
+    """
+    version = SCHEMA_VERSIONS.get(kind)
+    if version is not None and isinstance(obj, dict) and "schema_version" in obj and obj["schema_version"] != version:
+        raise InvalidFileError(f"{where}: schema_version {obj['schema_version']!r} is not supported (this ragen "
+                               f"reads {kind} files of schema_version {version}; a newer ragen may have written it)")
+    err = jsonschema.exceptions.best_match((validator or schema_validator(kind)).iter_errors(obj))
+    if err is not None:
+        at = "/".join(str(x) for x in err.absolute_path)
+        raise InvalidFileError(f"{where}: at '{at}': {err.message}")
+
+
+def read_checked(path: str | Path, kind: str) -> Any:
+    """The JSON document in ``path``, checked against schema ``kind``.
+
+    Raises:
+        ragen_envs.jsonutil.JSONFileError: unreadable or not strict JSON (names file and line).
+        InvalidFileError: it does not follow the schema, or has an unknown ``schema_version``.
+    """
+    obj = jsonutil.read_json(path)
+    check_object(obj, kind, str(path))
+    return obj
+
+
 def validate_file(path: str | Path, kind: str | None = None) -> tuple[str, int]:
     """Validate a JSON or JSONL file.
 
@@ -60,34 +100,20 @@ def validate_file(path: str | Path, kind: str | None = None) -> tuple[str, int]:
         ``(kind, objects_checked)``.
 
     Raises:
-        jsonschema.ValidationError: with the line number for JSONL files in the message.
-        ValueError: unreadable JSON, or unknown kind.
+        InvalidFileError: a schema violation (the line number for JSONL files in the message).
+        ValueError: unreadable JSON (including ``NaN``/``Infinity``, which RFC 8259 JSON
+            does not have and a schema cannot see after parsing; the message names the
+            file and line), or unknown kind.
     """
     p = Path(path)
-    text = p.read_text(encoding="utf-8")
     if p.suffix == ".jsonl":
-        lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
-        objs = []
-        for n, line in lines:
-            try:
-                objs.append((n, json.loads(line)))
-            except ValueError as exc:
-                raise ValueError(f"{p}:{n}: invalid JSON ({exc})") from None
+        objs = list(jsonutil.iter_jsonl(p))
         kind = kind or detect_kind(p, objs[0][1] if objs else None)
         validator = schema_validator(kind)
         for n, obj in objs:
-            err = jsonschema.exceptions.best_match(validator.iter_errors(obj))
-            if err is not None:
-                where = "/".join(str(x) for x in err.absolute_path)
-                raise jsonschema.ValidationError(f"{p}:{n}: at '{where}': {err.message}")
+            check_object(obj, kind, f"{p}:{n}", validator)
         return kind, len(objs)
-    try:
-        obj = json.loads(text)
-    except ValueError as exc:
-        raise ValueError(f"{p}: invalid JSON ({exc})") from None
+    obj = jsonutil.read_json(p)
     kind = kind or detect_kind(p, obj)
-    err = jsonschema.exceptions.best_match(schema_validator(kind).iter_errors(obj))
-    if err is not None:
-        where = "/".join(str(x) for x in err.absolute_path)
-        raise jsonschema.ValidationError(f"{p}: at '{where}': {err.message}")
+    check_object(obj, kind, str(p))
     return kind, 1

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -53,14 +54,37 @@ def _registry() -> Registry:
     return Registry().with_resources(resources)
 
 
+def _is_finite_number(checker: Any, instance: Any) -> bool:
+    """JSON Schema ``number``, finite only: RFC 8259 JSON has no NaN or Infinity, and a
+    NaN passes every ``minimum``/``maximum`` (all comparisons with NaN are false)."""
+    return jsonschema.Draft202012Validator.TYPE_CHECKER.is_type(instance, "number") and \
+        (not isinstance(instance, float) or math.isfinite(instance))
+
+
+@functools.cache
+def _strict(cls: type) -> type:
+    """``cls`` with a ``number`` type that refuses ``NaN`` and infinities."""
+    return jsonschema.validators.extend(cls, type_checker=cls.TYPE_CHECKER.redefine("number", _is_finite_number))
+
+
 @functools.cache
 def schema_validator(name: str) -> jsonschema.protocols.Validator:
     """A cached validator for schema ``name`` (relative to ``schemas/``), with ``$ref``
-    resolution across the env schemas."""
-    schema = load_schema(name)
+    resolution across the env schemas.  Its ``number`` type refuses ``NaN`` and
+    infinities (``"nan is not of type 'number'"``)."""
+    return validator_for_schema(load_schema(name))
+
+
+def validator_for_schema(schema: Mapping[str, Any]) -> jsonschema.protocols.Validator:
+    """A validator for a schema given as a dict (``$ref`` into ``schemas/`` resolved; the
+    ``number`` type refuses ``NaN`` and infinities, as :func:`schema_validator`).
+
+    Raises:
+        jsonschema.SchemaError: ``schema`` is not a valid schema.
+    """
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     cls.check_schema(schema)
-    return cls(schema, registry=_registry(), format_checker=cls.FORMAT_CHECKER)
+    return _strict(cls)(schema, registry=_registry(), format_checker=cls.FORMAT_CHECKER)
 
 
 def _resolve(node: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -118,6 +142,8 @@ def validate_config(env: str, config: Mapping[str, Any]) -> dict[str, Any]:
             raise ConfigError(env, ".".join(extra), f"unknown field (known fields: {known})")
         if error.validator == "required":
             raise ConfigError(env, field, error.message)
+        if isinstance(error.instance, float) and not math.isfinite(error.instance):
+            raise ConfigError(env, field, f"must be a finite number, got {error.instance!r}")
         raise ConfigError(env, field, f"{error.message} (schema rule {error.validator!r})")
     return merged
 

@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from ragen_envs import jsonutil
+
 
 def rng_state() -> dict[str, Any]:
     return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state(),
@@ -80,7 +82,7 @@ def save(out_dir: str | Path, step: int, *, model: Any, tokenizer: Any, optimize
         torch.save(critic_optimizer.state_dict(), d / "critic_optimizer.pt")
     torch.save(optimizer.state_dict(), d / "optimizer.pt")
     torch.save(scheduler.state_dict(), d / "scheduler.pt")
-    (d / "state.json").write_text(json.dumps({**state, "step": step}, indent=2) + "\n")
+    (d / "state.json").write_text(jsonutil.dumps({**state, "step": step}, indent=2) + "\n")
     pointer = Path(out_dir) / "checkpoints" / "latest"
     tmp = pointer.with_suffix(".tmp")
     tmp.write_text(d.name + "\n")

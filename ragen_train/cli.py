@@ -27,6 +27,7 @@ import typer
 from rich.markup import escape
 
 from ragen_bench.console import make_console, print_error
+from ragen_envs import jsonutil
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Train LLM agents with multi-turn RL (StarPO: PPO / GRPO and variants) on ragen environments.")
@@ -163,7 +164,7 @@ def sft(config: ConfigOpt = "quickstart", overrides: Overrides = None,
     # `ragen-train eval <dest>` reads the protocol from the config next to the model folder.
     cfg_file = dest.parent / "config.json"
     if not cfg_file.exists() or cfg.trainer.overwrite:
-        cfg_file.write_text(json.dumps(cfg.to_dict(), indent=2) + "\n")
+        cfg_file.write_text(jsonutil.dumps(cfg.to_dict(), indent=2) + "\n")
     _info(f"SFT: {len(hist)} steps, final loss {hist[-1]['sft/loss']:.4f}; model saved to {dest}")
 
 

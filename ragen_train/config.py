@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ragen_envs.ranges import Range
 
 from .filtering import LOSS_SCALING, METRICS, STRATEGIES
 
@@ -226,13 +229,43 @@ _CHOICES: dict[str, tuple[Any, ...]] = {
     "trainer.distributed": ("ddp", "fsdp2"),
 }
 
-_POSITIVE = {"rollout.env_groups", "rollout.group_size", "rollout.max_new_tokens", "rollout.batch_size",
-             "optim.ppo_epochs", "optim.mini_batches", "optim.micro_batch_size", "trainer.total_steps",
-             "trainer.val_episodes", "sft.episodes", "sft.batch_size", "sft.micro_batch_size", "sft.epochs"}
+#: Allowed values of every numeric field (``None`` values of optional fields are not
+#: checked).  :func:`validate` checks them and :func:`config_json_schema` writes them into
+#: ``schemas/train_config.schema.json``; a non-finite float is refused for every field
+#: when the config is read (:func:`_coerce`).
+_RANGES: dict[str, Range] = {
+    "model.lora.rank": Range(ge=0), "model.lora.alpha": Range(gt=0), "model.lora.dropout": Range(ge=0, lt=1),
+    "rollout.env_groups": Range(ge=1), "rollout.group_size": Range(ge=1), "rollout.max_turns": Range(ge=1),
+    "rollout.max_actions_per_turn": Range(ge=1), "rollout.context_window": Range(ge=0),
+    "rollout.max_context_tokens": Range(ge=1), "rollout.max_invalid_answers": Range(ge=1),
+    "rollout.temperature": Range(gt=0),  # training rollouts must sample
+    "rollout.top_p": Range(gt=0, le=1), "rollout.max_new_tokens": Range(ge=1), "rollout.batch_size": Range(ge=1),
+    "algorithm.gamma": Range(ge=0, le=1), "algorithm.lam": Range(ge=0, le=1), "algorithm.turn_gamma": Range(ge=0, le=1),
+    "algorithm.grpo_eps": Range(gt=0), "algorithm.norm_len": Range(ge=1),
+    # PPO ratio clip [1 - clip_low, 1 + clip_high] (Schulman et al. 2017, eq. 7; DAPO's clip-higher).
+    "algorithm.clip_low": Range(ge=0, le=1), "algorithm.clip_high": Range(ge=0),
+    "algorithm.dual_clip": Range(gt=1),  # dual-clip PPO's c > 1 (Ye et al. 2020, arXiv 1912.09729)
+    "algorithm.entropy_coef": Range(ge=0), "algorithm.kl_coef": Range(ge=0), "algorithm.value_clip": Range(gt=0),
+    "algorithm.vf_coef": Range(ge=0),
+    "algorithm.filter.value": Range(ge=0), "algorithm.filter.eps": Range(ge=0),
+    "algorithm.filter.empty_stop_steps": Range(ge=1),
+    "optim.lr": Range(gt=0), "optim.critic_lr": Range(gt=0), "optim.weight_decay": Range(ge=0),
+    "optim.beta1": Range(ge=0, lt=1), "optim.beta2": Range(ge=0, lt=1),  # AdamW (Loshchilov & Hutter 2019)
+    "optim.adam_eps": Range(gt=0), "optim.grad_clip": Range(ge=0),  # 0: no clipping
+    "optim.warmup_steps": Range(ge=0), "optim.ppo_epochs": Range(ge=1), "optim.mini_batches": Range(ge=1),
+    "optim.micro_batch_size": Range(ge=1),
+    "sft.oracle_fraction": Range(ge=0, le=1), "sft.episodes": Range(ge=1), "sft.epochs": Range(ge=1),
+    "sft.steps": Range(ge=1), "sft.lr": Range(gt=0), "sft.batch_size": Range(ge=1), "sft.micro_batch_size": Range(ge=1),
+    "sft.seed_offset": Range(ge=0),
+    "trainer.total_steps": Range(ge=1), "trainer.val_every": Range(ge=0),  # 0: never
+    "trainer.val_episodes": Range(ge=1), "trainer.val_temperature": Range(ge=0), "trainer.save_every": Range(ge=0),
+    "trainer.keep_checkpoints": Range(ge=0), "trainer.seed": Range(ge=0), "trainer.collapse_every": Range(ge=0),
+    "trainer.collapse_samples": Range(ge=1), "trainer.max_nonfinite_skips": Range(ge=0),
+}
 
 
 def validate(cfg: StarPOConfig, *, user_env_fields: set[str] | None = None) -> StarPOConfig:
-    """Check choices and ranges; return ``cfg``.
+    """Check choices and ranges (:data:`_RANGES`); return ``cfg``.
 
     Args:
         cfg: the config.
@@ -247,9 +280,11 @@ def validate(cfg: StarPOConfig, *, user_env_fields: set[str] | None = None) -> S
     for key, choices in _CHOICES.items():
         if flat[key] not in choices:
             raise ConfigError(key, f"must be one of {list(choices)}, got {flat[key]!r}")
-    for key in _POSITIVE:
-        if flat[key] is not None and flat[key] < 1:
-            raise ConfigError(key, f"must be >= 1, got {flat[key]}")
+    for key, allowed in _RANGES.items():
+        value = flat.get(key)
+        problem = None if value is None else allowed.problem(value)
+        if problem is not None:
+            raise ConfigError(key, problem)
     for sampler in flat["trainer.collapse_samplers"]:
         if sampler not in ("first_turn", "trajectory"):
             raise ConfigError("trainer.collapse_samplers", f"unknown sampler {sampler!r} (first_turn, trajectory)")
@@ -258,17 +293,8 @@ def validate(cfg: StarPOConfig, *, user_env_fields: set[str] | None = None) -> S
     for name in flat["trainer.loggers"]:
         if name not in KNOWN_LOGGERS:
             raise ConfigError("trainer.loggers", f"unknown logger {name!r} (known: {', '.join(KNOWN_LOGGERS)})")
-    for key in ("optim.lr", "optim.critic_lr", "sft.lr"):
-        if flat[key] <= 0:
-            raise ConfigError(key, f"must be > 0, got {flat[key]}")
-    if not 0 <= flat["sft.oracle_fraction"] <= 1:
-        raise ConfigError("sft.oracle_fraction", "must be in [0, 1]")
     if flat["algorithm.adv_estimator"] in ("grpo", "dr_grpo", "rloo") and flat["rollout.group_size"] < 2:
         raise ConfigError("rollout.group_size", f"{flat['algorithm.adv_estimator']} needs groups of at least 2")
-    if flat["algorithm.dual_clip"] is not None and flat["algorithm.dual_clip"] <= 1:
-        raise ConfigError("algorithm.dual_clip", "must be > 1 (or null to disable)")
-    if flat["rollout.temperature"] <= 0:
-        raise ConfigError("rollout.temperature", "training rollouts must sample (temperature > 0)")
     _validate_env(cfg, user_env_fields or set())
     return cfg
 
@@ -353,14 +379,19 @@ def _coerce(value: Any, tp: Any, path: str) -> Any:
                 pass
         raise ConfigError(path, f"expected an integer, got {value!r}")
     if tp is float:
+        number: float | None = None
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        if isinstance(value, str):
+            number = float(value)
+        elif isinstance(value, str):
             try:
-                return float(value)
+                number = float(value)
             except ValueError:
                 pass
-        raise ConfigError(path, f"expected a number, got {value!r}")
+        if number is None:
+            raise ConfigError(path, f"expected a number, got {value!r}")
+        if not math.isfinite(number):
+            raise ConfigError(path, f"must be a finite number, got {value!r}")
+        return number
     if tp is str:
         if isinstance(value, (str, int, float)) and not isinstance(value, bool):
             return str(value)
@@ -543,9 +574,9 @@ def config_json_schema() -> dict[str, Any]:
         if tp is bool:
             return {"type": "boolean"}
         if tp is int:
-            return {"type": "integer"}
+            return {"type": "integer", **(_RANGES[path].schema() if path in _RANGES else {})}
         if tp is float:
-            return {"type": "number"}
+            return {"type": "number", **(_RANGES[path].schema() if path in _RANGES else {})}
         if tp is str:
             return {"type": "string"}
         if origin is list:

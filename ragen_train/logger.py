@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ragen_bench.console import make_console
+from ragen_envs import jsonutil
 
 KNOWN_LOGGERS = ("jsonl", "console", "tensorboard", "wandb")
 
@@ -93,7 +94,7 @@ class MetricLogger:
             return
         row = {"step": int(step), "time": round(time.time(), 3), "phase": phase}
         row.update({k: _clean(float(v)) for k, v in metrics.items()})
-        self._fh.write(json.dumps(row) + "\n")
+        self._fh.write(jsonutil.dumps(row) + "\n")
         self._fh.flush()
         if self._tb is not None:
             for k, v in metrics.items():

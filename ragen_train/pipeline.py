@@ -14,11 +14,12 @@ seeds (the test split), train with StarPO, evaluate again with the same seeds, s
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+
+from ragen_envs import jsonutil
 
 from .checkpoint import save_model
 from .config import StarPOConfig
@@ -96,5 +97,5 @@ def run_sft_then_starpo(cfg: StarPOConfig, *, eval_episodes: int | None = None, 
                "sft_model_dir": str(sft_dir) if sft_dir else None, "final_model_dir": str(out / "final_model"),
                "before_rl": before, "after_rl": after, "eval_split": test, "eval_episodes": n_eval,
                "wall_s": round(time.perf_counter() - t0, 1)}
-        (out / "summary.json").write_text(json.dumps(res, indent=2) + "\n")
+        (out / "summary.json").write_text(jsonutil.dumps(res, indent=2) + "\n")
     return PipelineResult(out, before, after, plot, time.perf_counter() - t0)

@@ -41,6 +41,7 @@ from ragen_bench.records import EpisodeRecord
 from ragen_bench.rollout import EpisodeSpec, RolloutConfig, RolloutEngine
 from ragen_bench.runner import rollout_config_from
 from ragen_bench.stats import pass_at_k
+from ragen_envs import jsonutil
 
 from . import checkpoint as ckpt
 from . import distributed as D
@@ -180,7 +181,7 @@ class StarPOTrainer:
             self.out_dir.mkdir(parents=True, exist_ok=True)
             if resume_dir is not None:
                 self._note_config_changes(resume_dir)
-            (self.out_dir / "config.json").write_text(json.dumps(cfg.to_dict(), indent=2) + "\n")
+            (self.out_dir / "config.json").write_text(jsonutil.dumps(cfg.to_dict(), indent=2) + "\n")
         if resume_dir is not None:
             self._resume(resume_dir)
 
@@ -592,7 +593,7 @@ class StarPOTrainer:
         if not changes:
             return
         kept = _resumed_copy_path(self.out_dir)
-        kept.write_text(json.dumps(old, indent=2) + "\n")
+        kept.write_text(jsonutil.dumps(old, indent=2) + "\n")
         warnings.warn(f"resuming {resume_dir} with a changed config ({len(changes)} field(s)): " + "; ".join(changes)
                       + f" — the previous config is kept in {kept}", RuntimeWarning, stacklevel=3)
 

@@ -450,3 +450,138 @@ def test_json_flag_makes_stdout_one_json_document(tmp_path: Path) -> None:
     assert "results: " in proc.stderr and "success" in proc.stderr  # the table is still shown, on stderr
     shown = bench("show", str(run), "--json", cwd=tmp_path)
     assert json.loads(shown.stdout) == summary
+
+
+# ------------------------------------------------ issue 20 item 9: NaN and out-of-range numbers
+def _one_error_line(err: str) -> str:
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+@pytest.mark.parametrize("bad, message", [
+    (["--temperature", "NaN"], "temperature must be a finite number, got nan"),
+    (["--temperature", "inf"], "temperature must be a finite number, got inf"),
+    (["--top-p", "nan"], "top_p must be a finite number, got nan"),
+    (["--format-penalty", "NaN"], "format_penalty must be a finite number, got nan"),
+    (["--max-turns", "0"], "max_turns must be >= 1, got 0"),
+    (["--env-config", "risky_prob=NaN"], "invalid field 'risky_prob': must be a finite number, got nan"),
+    (["--env-config", "risky_reward=-Infinity"], "invalid field 'risky_reward': must be a finite number, got -inf"),
+])
+def test_issue20_item9_nan_options_are_one_line_errors_and_create_nothing(tmp_path: Path, cli, bad: list[str],
+                                                                          message: str) -> None:
+    code, out, err = cli("run", "--backend", "oracle", "--env", "ragen/Bandit-v0", "--out", str(tmp_path / "runs"),
+                         "--no-progress", *bad)
+    assert code == 2 and message in _one_error_line(err)
+    assert not (tmp_path / "runs").exists(), "nothing created (risky_prob=NaN used to score success 1.0)"
+
+
+def test_issue20_item9_no_json_file_gets_nan_and_validate_refuses_it(tmp_path: Path, cli) -> None:
+    from ragen_envs.jsonutil import NonFiniteNumberError
+
+    rd = RunDir(tmp_path / "w")
+    with pytest.raises(NonFiniteNumberError, match=r"at \$\.metrics\.success\.mean"):
+        rd.write_summary({"metrics": {"success": {"mean": float("nan")}}})
+    with pytest.raises(NonFiniteNumberError, match=r"at \$\.turns\[0\]\.reward"):
+        rd.append({"episode_index": 0, "turns": [{"reward": float("inf")}]})
+    rd.close()
+    assert not (tmp_path / "w" / "summary.json").exists() and (tmp_path / "w" / "episodes.jsonl").read_text() == ""
+    # A file someone else wrote with Python's default json (bare NaN / an overflowing number):
+    # the schema cannot see it after parsing, so validate refuses it while reading.
+    run = _oracle_run(cli, tmp_path, "nan")
+    meta = json.loads((run / "run.json").read_text())
+    meta["env_config"]["risky_prob"] = float("nan")
+    (run / "run.json").write_text(json.dumps(meta))
+    assert "NaN" in (run / "run.json").read_text()
+    code, out, _ = cli("validate", str(run / "run.json"))
+    assert code == 1 and f"invalid {run / 'run.json'}: {run / 'run.json'}: non-finite number NaN" in out
+    (run / "run.json").write_text(json.dumps(meta).replace("NaN", "1e999"))
+    code, out, _ = cli("validate", str(run / "run.json"))
+    assert code == 1 and "number 1e999 is out of the range of a double" in out
+    line = json.loads((run / "episodes.jsonl").read_text().splitlines()[1])
+    line["return"] = float("-inf")
+    (run / "episodes.jsonl").write_text((run / "episodes.jsonl").read_text() + json.dumps(line) + "\n")
+    code, out, _ = cli("validate", str(run / "episodes.jsonl"))
+    assert code == 1 and f"{run / 'episodes.jsonl'}:5: non-finite number -Infinity" in out
+
+
+# ------------------------------------------------ issue 20 item 11: damaged files
+@pytest.mark.parametrize("garbage, reason", [
+    (b"\xff\xfe\x00garbage", "episodes.jsonl:2: not UTF-8 text"),
+    (b"{}", "episodes.jsonl:2: at '': 'episode_index' is a required property"),
+    (b"123", "episodes.jsonl:2: at '': 123 is not of type 'object'"),
+    (b"null", "episodes.jsonl:2: at '': None is not of type 'object'"),
+    (b'{"episode_index": "two"}', "episodes.jsonl:2: at 'episode_index': 'two' is not of type 'integer'"),
+    (b"{not json", "episodes.jsonl:2: invalid JSON at column 2"),
+])
+def test_issue20_item11_garbage_line_in_episodes_is_one_line_naming_file_and_line(tmp_path: Path, cli,
+                                                                                  garbage: bytes, reason: str) -> None:
+    run = _oracle_run(cli, tmp_path, "g")
+    eps = run / "episodes.jsonl"
+    lines = eps.read_bytes().splitlines(keepends=True)
+    eps.write_bytes(lines[0] + garbage + b"\n" + b"".join(lines[1:]))
+    before = eps.read_bytes()
+    code, _, err = cli("run", "--resume", str(run), "--no-progress")
+    assert code == 2 and _one_error_line(err).startswith(f"error: {run}/{reason}"), err
+    assert eps.read_bytes() == before, "a damaged middle line is reported, never cut"
+    code, out, _ = cli("validate", str(eps))
+    assert code == 1 and reason.split(": ", 1)[0] in out
+
+
+def test_issue20_item11_torn_last_line_is_still_repaired_on_resume(tmp_path: Path, cli) -> None:
+    run = _oracle_run(cli, tmp_path, "t")
+    eps = run / "episodes.jsonl"
+    lines = eps.read_bytes().splitlines(keepends=True)
+    eps.write_bytes(b"".join(lines[:3]) + lines[3][:40])  # killed while writing the last episode
+    code, _, err = cli("run", "--resume", str(run), "--no-progress")
+    assert code == 0, err
+    assert sorted(json.loads(x)["episode_index"] for x in eps.read_text().splitlines()) == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("edit, where", [
+    (lambda s: s.update(metrics="nope"), "at 'metrics': 'nope' is not of type 'object'"),
+    (lambda s: s["episodes"].update(missing="0"), "at 'episodes/missing': '0' is not of type 'integer'"),
+    (lambda s: s["metrics"]["success"].update(mean="high"), "at 'metrics/success/mean'"),
+    (lambda s: s.update(schema_version=2), "schema_version 2 is not supported"),
+])
+def test_issue20_item11_wrong_typed_summary_is_one_line_for_show_and_leaderboard(tmp_path: Path, cli, edit,
+                                                                                 where: str) -> None:
+    run = _oracle_run(cli, tmp_path, "s")
+    summary = json.loads((run / "summary.json").read_text())
+    edit(summary)
+    (run / "summary.json").write_text(json.dumps(summary))
+    expected = f"error: {run / 'summary.json'}: {where}"
+    for args in (["show", str(run)], ["show", str(run), "--json"],
+                 ["leaderboard", "add", str(run), "--board", str(tmp_path / "b.json")]):
+        code, out, err = cli(*args)
+        assert code == 2 and out == "", (args, out)  # show --json used to print the invalid file, exit 0
+        assert _one_error_line(err).startswith(expected), (args, err)
+    assert not (tmp_path / "b.json").exists()
+
+
+@pytest.mark.parametrize("edit, where", [
+    (lambda b: b.update(schema_version=99), "schema_version 99 is not supported"),
+    (lambda b: b.update(entries="nope"), "at 'entries': 'nope' is not of type 'array'"),
+    (lambda b: b["entries"][0].update(metrics=[]), "at 'entries/0/metrics': [] is not of type 'object'"),
+    (lambda b: b["envs"]["ragen/Bandit-v0"].update(protocol=None), "at 'envs/ragen/Bandit-v0/protocol'"),
+])
+def test_issue20_item11_damaged_leaderboard_is_refused_by_add_and_render(tmp_path: Path, cli, edit,
+                                                                         where: str) -> None:
+    run = _oracle_run(cli, tmp_path, "b")
+    board = tmp_path / "board.json"
+    assert cli("leaderboard", "add", str(run), "--board", str(board))[0] == 0
+    data = json.loads(board.read_text())
+    edit(data)
+    board.write_text(json.dumps(data))
+    before = board.read_bytes()
+    for args in (["leaderboard", "render", "--board", str(board)],
+                 ["leaderboard", "add", str(run), "--board", str(board)]):
+        code, out, err = cli(*args)
+        assert code == 2 and _one_error_line(err).startswith(f"error: {board}: {where}"), (args, err)
+    assert board.read_bytes() == before
+    board.write_bytes(b'{"schema_version": 1, "name": "x",\n "split": NaN}')
+    code, _, err = cli("leaderboard", "render", "--board", str(board))
+    assert code == 2 and _one_error_line(err) == f"error: {board}: non-finite number NaN (JSON has no NaN or Infinity)"
+    board.write_bytes(b'{"schema_version": 1,\n "name": ')
+    code, _, err = cli("leaderboard", "render", "--board", str(board))
+    assert code == 2 and _one_error_line(err).startswith(f"error: {board}:2: invalid JSON at column")

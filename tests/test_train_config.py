@@ -150,3 +150,74 @@ def test_env_config_fields_written_in_a_file_get_no_preset_hint(tmp_path: Path) 
     with pytest.raises(ConfigError) as exc:
         load_config(str(p))
     assert exc.value.field == "env.config.risky_prob" and HINT not in str(exc.value)
+
+
+# ------------------------------------------------ issue 20 item 9: NaN and out-of-range numbers
+@pytest.mark.parametrize(("override", "field", "reason"), [
+    ("optim.lr=NaN", "optim.lr", "must be a finite number, got nan"),  # used to reach torch as a NaN
+    ("optim.lr=Infinity", "optim.lr", "must be a finite number"),
+    ("optim.lr=1e999", "optim.lr", "must be a finite number"),
+    ("rollout.temperature=NaN", "rollout.temperature", "must be a finite number"),  # used to train, exit 0
+    ("rollout.format_penalty=-inf", "rollout.format_penalty", "must be a finite number"),
+    ("algorithm.clip_low=-3", "algorithm.clip_low", "must be in [0, 1], got -3.0"),
+    ("algorithm.gamma=2", "algorithm.gamma", "must be in [0, 1], got 2.0"),
+    ("algorithm.lam=-0.5", "algorithm.lam", "must be in [0, 1]"),
+    ("optim.beta2=1", "optim.beta2", "must be in [0, 1), got 1.0"),
+    ("rollout.top_p=0", "rollout.top_p", "must be in (0, 1], got 0.0"),
+    ("algorithm.dual_clip=1", "algorithm.dual_clip", "must be > 1, got 1.0"),
+    ("trainer.val_temperature=-1", "trainer.val_temperature", "must be >= 0"),
+    ("env.config.risky_prob=NaN", "env.config.risky_prob", "must be a finite number, got nan"),
+])
+def test_issue20_item9_nan_and_out_of_range_overrides_name_the_field(override: str, field: str, reason: str) -> None:
+    with pytest.raises(ConfigError) as exc:
+        load_config("quickstart", [override])
+    assert exc.value.field == field
+    assert reason in exc.value.reason and "\n" not in str(exc.value)
+
+
+def test_issue20_item9_nan_in_a_config_file_names_the_field_and_the_file(tmp_path: Path) -> None:
+    cfg = load_config("quickstart").to_dict()
+    p = tmp_path / "cfg.json"
+    p.write_text(json.dumps(cfg).replace('"gamma": 1.0', '"gamma": NaN'))  # Python's json writes/reads NaN
+    with pytest.raises(ConfigError) as exc:
+        load_config(str(p))
+    assert exc.value.field == "algorithm.gamma" and str(p) in str(exc.value)
+
+
+def test_issue20_item9_schema_and_runtime_ranges_agree() -> None:
+    """Every range is declared once: for each bounded field a value just outside is refused
+    both by ``validate`` (naming that field) and by the checked-in JSON Schema."""
+    from ragen_train.config import _RANGES
+
+    schema = json.loads(SCHEMA_PATH.read_text())
+    base = load_config("quickstart").to_dict()
+    checked = 0
+    for key, allowed in _RANGES.items():
+        for end, step in (("ge", -1), ("gt", 0), ("le", 1), ("lt", 0)):  # just outside each end
+            bound = getattr(allowed, end)
+            if bound is None:
+                continue
+            bad_value = bound + step
+            data = json.loads(json.dumps(base))
+            node = data
+            *parents, leaf = key.split(".")
+            for part in parents:
+                node = node[part]
+            node[leaf] = bad_value
+            assert not jsonschema.Draft202012Validator(schema).is_valid(data), (key, bad_value)
+            with pytest.raises(ConfigError) as exc:
+                apply_overrides(StarPOConfig(), [f"{key}={json.dumps(bad_value)}"])
+            assert exc.value.field == key, (key, exc.value)
+            checked += 1
+    assert checked >= 50
+
+
+def test_issue20_item9_train_cli_rejects_nan_with_one_line_exit_2() -> None:
+    from typer.testing import CliRunner
+
+    from ragen_train.cli import app
+
+    res = CliRunner().invoke(app, ["show-config", "optim.lr=NaN"])
+    assert res.exit_code == 2
+    lines = [x for x in res.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and "optim.lr" in lines[0] and "finite" in lines[0]

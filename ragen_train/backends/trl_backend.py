@@ -46,6 +46,7 @@ import numpy as np
 from ragen_bench.policies.base import Policy
 from ragen_bench.records import EpisodeRecord
 from ragen_bench.rollout import EpisodeSpec, RolloutEngine
+from ragen_envs import jsonutil
 
 from ..config import ConfigError, StarPOConfig
 from ..trainer import episode_metrics, rollout_config_for
@@ -473,8 +474,6 @@ class TRLBackend:
             ImportError: TRL is missing.  ConfigError: a setting TRL cannot express.
         """
         _require_trl()
-        import json
-
         from ..checkpoint import save_model
         from ..logger import MetricLogger
         from ..modeling import load_policy, load_tokenizer
@@ -484,7 +483,7 @@ class TRLBackend:
         seed_everything(cfg.trainer.seed)
         out = Path(cfg.trainer.out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "config.json").write_text(json.dumps(cfg.to_dict(), indent=2) + "\n")
+        (out / "config.json").write_text(jsonutil.dumps(cfg.to_dict(), indent=2) + "\n")
         tokenizer = tokenizer or load_tokenizer(cfg.model.path)
         model = model if model is not None else load_policy(cfg.model)
         logger = MetricLogger(out, cfg.trainer.loggers, run_name=cfg.name, config=cfg.to_dict(),

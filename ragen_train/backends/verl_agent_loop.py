@@ -41,6 +41,7 @@ from ragen_bench.chat import ChatTokens
 from ragen_bench.policies.base import Policy
 from ragen_bench.rollout import EpisodeSpec, RolloutConfig, RolloutEngine
 from ragen_bench.types import Generation, PolicyRequest, SamplingParams
+from ragen_envs import jsonutil
 
 from .common import episode_rows, layout_of
 
@@ -215,7 +216,7 @@ def _append_log(directory: str | None, summary: dict[str, Any]) -> None:
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     with open(d / f"episodes_{socket.gethostname()}_{os.getpid()}.jsonl", "a", encoding="utf-8") as fh:
-        fh.write(json.dumps(summary) + "\n")
+        fh.write(jsonutil.dumps(summary) + "\n")
 
 
 # ------------------------------------------------------------ the verl class

@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragen_envs import jsonutil
+
 from ..config import ConfigError, StarPOConfig
 from .base import BackendResult
 from .common import MappingNote, require_one_row_per_episode
@@ -276,7 +278,7 @@ def write_verl_inputs(cfg: StarPOConfig, directory: str | Path | None = None, **
         f"- name: {AGENT_NAME}\n  _target_: ragen_train.backends.verl_agent_loop.RagenAgentLoop\n"
         f"  ragen_settings: {json.dumps(loop.to_json())}\n", encoding="utf-8")
     files["overrides"].write_text("\n".join(settings.overrides) + "\n", encoding="utf-8")
-    files["config"].write_text(json.dumps(cfg.to_dict(), indent=2) + "\n", encoding="utf-8")
+    files["config"].write_text(jsonutil.dumps(cfg.to_dict(), indent=2) + "\n", encoding="utf-8")
     command = "python3 -m verl.trainer.main_ppo " + " ".join(shlex.quote(x) for x in settings.overrides)
     quoted = []  # in launch.sh the cluster shape can be changed with environment variables
     for x in settings.overrides:
