@@ -393,7 +393,7 @@ class RolloutEngine:
         )
         if from_reasoning:
             tr.extra["answer_from_reasoning"] = True
-        for key in ("retries", "faults", "endpoint"):  # endpoint back-ends: what it took to get this answer
+        for key in ("retries", "faults", "endpoint", "truncated_chars"):  # endpoint back-ends: what it took
             if gen.extra.get(key):
                 tr.extra[key] = gen.extra[key]
         obs = tr.observation

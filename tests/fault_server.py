@@ -13,7 +13,9 @@ headers).  A :class:`Reply` is a normal answer (content, ``reasoning_content``, 
 reason, usage, log-probabilities) with optional stream faults (stall or reset after
 ``k`` chunks, missing finish reason); a :class:`Fault` is an HTTP error with body and
 headers (429 + ``Retry-After``, 500, a 400 "context too long" in vLLM's or OpenAI's
-shape), a connection reset (TCP RST before any byte) or a stall (no byte at all).
+shape), a connection reset (TCP RST before any byte), a stall (no byte at all), a 200
+answer with any body (:func:`answer_body`: wrong shapes, huge bodies, with or without
+``Content-Length``) or an event stream of any events (:func:`answer_events`).
 
 The server counts requests in flight and keeps the maximum it saw
 (:attr:`FaultServer.max_in_flight`), so tests can check the client's concurrency bound.
@@ -144,8 +146,11 @@ class Fault:
 
     Attributes:
         kind: ``"status"`` (an HTTP error response), ``"reset"`` (TCP reset before any
-            response byte) or ``"stall"`` (no response byte for ``seconds``, then close).
+            response byte), ``"stall"`` (no response byte for ``seconds``, then close),
+            ``"body"`` (``status`` with ``body`` as given; ``chunked``: without
+            ``Content-Length``) or ``"events"`` (an event stream of the events in ``body``).
         status / body / headers: the HTTP error (``body`` a JSON-able object or text).
+        chunked: ``"body"``: send the body with chunked transfer encoding.
         seconds: stall duration.
         latency: seconds before the fault (overrides the server's latency).
     """
@@ -156,6 +161,7 @@ class Fault:
     headers: dict[str, str] = field(default_factory=dict)
     seconds: float = 30.0
     latency: float | None = None
+    chunked: bool = False
 
 
 # ------------------------------------------------------------------ fault helpers
@@ -191,6 +197,19 @@ def context_too_long(shape: str = "vllm") -> Fault:
     body = {"vllm": VLLM_CONTEXT_ERROR, "vllm-legacy": VLLM_LEGACY_CONTEXT_ERROR,
             "openai": OPENAI_CONTEXT_ERROR}[shape]
     return Fault("status", 400, body)
+
+
+def answer_body(body: Any, *, chunked: bool = False, status: int = 200) -> Fault:
+    """A ``status`` (200) answer whose body is ``body`` as given (a JSON-able object, or
+    text/bytes sent as they are): answers of the wrong shape, oversized answers.
+    ``chunked``: no ``Content-Length`` (chunked transfer encoding, 64 KiB chunks)."""
+    return Fault("body", status, body, chunked=chunked)
+
+
+def answer_events(events: list[Any]) -> Fault:
+    """A 200 event stream of ``events`` (JSON-able objects or raw strings as ``data:`` lines),
+    then ``data: [DONE]``."""
+    return Fault("events", 200, list(events))
 
 
 Script = Callable[[Request], "Reply | Fault | str"]
@@ -278,6 +297,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self._wait(action.seconds)
                 self.close_connection = True
                 return "stall"
+            if action.kind == "events":
+                return self._raw_events(action.body)
+            if action.kind == "body" and action.chunked:
+                return self._chunked_body(action.status, action.body)
             body = action.body
             self._json(action.status, body, action.headers)
             return f"status:{action.status}"
@@ -326,8 +349,33 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             pass
 
+    def _chunked_body(self, status: int, obj: Any) -> str:
+        data = obj if isinstance(obj, bytes) else (obj if isinstance(obj, str) else json.dumps(obj)).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self._release()
+        for i in range(0, len(data), 65536):
+            self._send_chunk(data[i:i + 65536])
+        self._send_chunk(b"")
+        return f"body:{status}"
+
+    def _raw_events(self, events: list[Any]) -> str:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for event in events:
+            self._event(event)
+        self._release()
+        self._event("[DONE]")
+        self._send_chunk(b"")
+        return "events"
+
     def _json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
-        data = (obj if isinstance(obj, str) else json.dumps(obj)).encode()
+        data = obj if isinstance(obj, bytes) else (obj if isinstance(obj, str) else json.dumps(obj)).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json" if not isinstance(obj, str) else "text/plain")
         self.send_header("Content-Length", str(len(data)))

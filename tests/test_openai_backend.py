@@ -542,3 +542,102 @@ def test_vllm_server_stops_its_process_group(tmp_path: Path) -> None:
     with pytest.raises(ProcessLookupError):
         os.killpg(pid, signal.SIG_DFL or 0)
     srv.stop()  # idempotent
+
+
+# ------------------------------------- issue 20 item 12: wrong-shaped and oversized answers
+def _valid_choice(content: str = "<think>x</think><answer>Left</answer>") -> dict:
+    return {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+
+
+WRONG_SHAPES = {
+    "choices-string": {"choices": "nope"},  # used to be an AttributeError: not retried, not counted
+    "choice-string": {"choices": ["nope"]},
+    "message-string": {"choices": [{"index": 0, "message": "hi", "finish_reason": "stop"}]},
+    "content-number": {"choices": [{**_valid_choice(), "message": {"role": "assistant", "content": 123}}]},
+    "usage-text": {"choices": [_valid_choice()], "usage": {"prompt_tokens": "many", "completion_tokens": 1}},
+    "not-an-object": [1, 2, 3],
+}
+
+
+@pytest.mark.parametrize("shape", sorted(WRONG_SHAPES))
+def test_issue20_item12_wrong_shaped_answer_is_a_typed_retried_counted_error(server, shape: str) -> None:
+    from .fault_server import answer_body
+
+    body = WRONG_SHAPES[shape]
+    srv = server(lambda r: answer_body(body) if r.n < 2 else Reply(content="<think>x</think><answer>Left</answer>"))
+    policy = policy_for(srv, max_retries=3)
+    gen = one(policy)
+    assert gen.finish_reason == "stop" and gen.text.endswith("<answer>Left</answer>")
+    assert srv.count() == 3 and gen.extra["faults"] == ["invalid_response", "invalid_response"]
+    assert policy.stats()["retried"] == {"invalid_response": 2}
+    # Persistent: recorded as a typed endpoint error after the bounded retries, and counted.
+    srv2 = server(lambda r: answer_body(body))
+    policy2 = policy_for(srv2, max_retries=1)
+    [ep] = play(policy2)
+    assert srv2.count() == 2 and ep.status == "endpoint_error"
+    assert ep.error.startswith("invalid_response: the answer is not a chat completion") and "after 1 retry" in ep.error
+    assert policy2.stats()["failed"] == {"invalid_response": 1}
+
+
+def test_issue20_item12_wrong_shaped_stream_event_is_a_typed_error(server) -> None:
+    from .fault_server import answer_events
+
+    srv = server(lambda r: answer_events([{"id": "x", "object": "chat.completion.chunk", "choices": "nope"}])
+                 if r.n == 0 else Reply(content="fine"))
+    policy = policy_for(srv, stream=True, max_retries=1)
+    gen = one(policy)
+    assert gen.text == "fine" and gen.extra["faults"] == ["invalid_response"]
+    assert policy.stats()["retried"] == {"invalid_response": 1}
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
+def test_issue20_item12_oversized_body_is_a_typed_error_and_no_huge_file(server, tmp_path: Path,
+                                                                         chunked: bool) -> None:
+    """A 30 MB answer (it made a 126 MB episodes file) is refused at the default 16 MiB cap:
+    with ``Content-Length`` before any body byte is read, without it as soon as the bytes
+    read pass the cap.  Not retried (the identical request would send it again)."""
+    from .fault_server import answer_body
+
+    huge = {"choices": [_valid_choice("<answer>Left</answer>" + "x" * 30_000_000)]}
+    body = json.dumps(huge).encode()
+    srv = server(lambda r: answer_body(body, chunked=chunked))
+    opts = {"base_url": srv.base_url, "max_retries": 3, **FAST}
+    run = start_run(RunRequest(env_id="ragen/Bandit-v0", backend="openai", model="test-model", episodes=2,
+                               out=str(tmp_path), run_id="huge", policy_options=opts))
+    eps = RunDir(run).read_episodes()
+    assert [e["status"] for e in eps.values()] == ["endpoint_error", "endpoint_error"]
+    assert all(e["error"].startswith("response_too_large: response body over max_response_bytes=16777216")
+               for e in eps.values())
+    assert srv.count() == 2, "not retried"
+    assert (run / "episodes.jsonl").stat().st_size < 100_000
+    requests = json.loads((run / "summary.json").read_text())["policy"]["requests"]
+    assert requests["failed"] == {"response_too_large": 2}
+    assert json.loads((run / "run.json").read_text())["policy"]["max_response_bytes"] == 16 * 2 ** 20
+
+
+@STREAM
+def test_issue20_item12_long_completion_is_cut_to_the_cap_and_flagged(server, tmp_path: Path, stream: bool) -> None:
+    long_answer = "<think>" + "y" * 5000 + "</think><answer>Left</answer>"
+    srv = server(lambda r: Reply(content=long_answer, chunk_chars=100))
+    policy = policy_for(srv, stream=stream, max_completion_chars=1000, logprobs=True)
+    [ep] = play(policy)
+    [turn] = ep.turns
+    assert len(turn.response) == 1000 and turn.response == long_answer[:1000]
+    assert turn.finish_reason == "length" and turn.parsed["error"] is not None, "a cut answer is invalid"
+    assert turn.format_penalty == pytest.approx(-0.1) and turn.completion_logprobs is None
+    assert turn.extra["truncated_chars"] == {"response": len(long_answer)} if not stream else \
+        turn.extra["truncated_chars"]["response"] <= 1100  # streaming stops reading just past the cap
+    assert policy.stats()["truncated"] == 1 and policy.stats()["length"] == 0
+    assert ep.status != "endpoint_error" and srv.count() == 1, "a cut answer is an answer, not retried"
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("backoff_base", float("nan"), "backoff_base must be a finite number, got nan"),
+    ("connect_timeout", float("inf"), "connect_timeout must be a finite number, got inf"),
+    ("read_timeout", 0, "read_timeout must be > 0, got 0"),
+    ("max_response_bytes", 0, "max_response_bytes must be >= 1, got 0"),
+    ("max_completion_chars", -5, "max_completion_chars must be >= 1, got -5"),
+])
+def test_issue20_item12_caps_and_timeouts_are_checked(option: str, value: float, message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        OpenAIPolicy("m", base_url="http://127.0.0.1:9/v1", **{**FAST, option: value})

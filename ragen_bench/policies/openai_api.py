@@ -27,6 +27,17 @@ Per request (one chat completion per :class:`~ragen_bench.types.PolicyRequest`):
   so far — the identical request would fail again), other 4xx (bad request,
   authentication, not found), and finish reason ``length`` (a truncated answer is a
   valid outcome: the turn is invalid and gets the format penalty).
+* **Answers of the wrong shape** (``{"choices": "nope"}``, a choice without a message, a
+  non-string content, usage that is not a number...) are ``invalid_response`` endpoint
+  errors: retried like the other transient faults, counted, then recorded with their
+  ``error_kind``.
+* **Size caps.** A response body over ``max_response_bytes`` (default 16 MiB; checked
+  against ``Content-Length`` and while reading, so a huge body is never held in memory)
+  is the endpoint error ``response_too_large`` (not retried: the identical request would
+  send it again).  A completion (or reasoning text) longer than ``max_completion_chars``
+  (default 2**20) is cut to that length and returned as truncated (finish reason
+  ``length``, an invalid answer with the format penalty), with ``extra["truncated_chars"]``
+  (its full length) recorded in the turn; with streaming the rest of the stream is not read.
 * **Answers.** ``content: null`` is the empty string (the turn is an invalid answer); a
   separate reasoning channel (``reasoning_content`` or ``reasoning``) is returned as
   ``Generation.reasoning_text`` (the engine's ``answer_from_reasoning`` option parses it).
@@ -58,6 +69,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
+
+from ragen_envs.ranges import Range
 
 from ..types import Generation, PolicyRequest, SamplingParams
 from .base import Policy
@@ -91,8 +104,8 @@ class EndpointFailure(Exception):
     Attributes:
         kind: ``rate_limit``, ``server_error``, ``connection``, ``timeout``,
             ``stream_idle``, ``stream_incomplete``, ``stream_error``, ``invalid_response``,
-            ``aborted``, ``context_length``, ``bad_request``, ``auth``, ``not_found``,
-            ``client_error``.
+            ``response_too_large``, ``aborted``, ``context_length``, ``bad_request``,
+            ``auth``, ``not_found``, ``client_error``.
         retryable: whether an identical request may succeed later.
         retry_after: the server's ``Retry-After`` in seconds, if it sent one.
         status: the HTTP status, if any.
@@ -125,8 +138,8 @@ class RetryPolicy:
     retry_after_max: float = 120.0
 
     def __post_init__(self) -> None:
-        if self.max_retries < 0 or self.backoff_base < 0 or self.backoff_max < 0 or self.retry_after_max < 0:
-            raise ValueError("retry settings must be >= 0")
+        for name in ("max_retries", "backoff_base", "backoff_max", "retry_after_max"):
+            _NON_NEGATIVE.check(name, getattr(self, name))
 
     def delay(self, retry: int, retry_after: float | None, rng: random.Random) -> float:
         """Seconds to wait before retry number ``retry`` (0-based)."""
@@ -216,6 +229,82 @@ def _transport_errors() -> tuple[type[BaseException], ...]:
     return tuple(found)
 
 
+_NON_NEGATIVE = Range(ge=0)
+_POSITIVE = Range(gt=0)
+_AT_LEAST_ONE = Range(ge=1)
+
+#: Default cap of one response body, bytes.
+MAX_RESPONSE_BYTES = 16 * 2 ** 20
+#: Default cap of a stored completion (and of its reasoning text), characters.
+MAX_COMPLETION_CHARS = 2 ** 20
+
+
+class ResponseTooLarge(Exception):
+    """A response body grew past the policy's ``max_response_bytes`` (raised by the transport)."""
+
+    def __init__(self, limit: int, declared: int | None = None):
+        self.limit, self.declared = limit, declared
+        size = f"{declared} bytes declared" if declared is not None else "more than that was sent"
+        super().__init__(f"response body over max_response_bytes={limit} ({size})")
+
+
+def _capped_http_client(openai_mod: Any, limit: int) -> Any:
+    """An ``openai.DefaultAsyncHttpxClient`` whose transport refuses bodies over ``limit`` bytes.
+
+    The openai client reads bodies through its HTTP library (``httpx``, or its fork
+    ``httpx2`` in openai >= 3); the wrapper uses whichever that is.  A ``Content-Length``
+    over the limit is refused before any body byte is read; otherwise the body stream
+    raises :class:`ResponseTooLarge` as soon as the bytes read pass the limit.
+    """
+    client_cls = openai_mod.DefaultAsyncHttpxClient
+    base = next(c for c in client_cls.__mro__ if c.__name__ == "AsyncClient")
+    http = importlib.import_module(base.__module__.split(".")[0])
+
+    class CappedStream(http.AsyncByteStream):
+        def __init__(self, inner: Any):
+            self._inner = inner
+
+        async def __aiter__(self):  # type: ignore[override]
+            seen = 0
+            async for chunk in self._inner:
+                seen += len(chunk)
+                if seen > limit:
+                    raise ResponseTooLarge(limit)
+                yield chunk
+
+        async def aclose(self) -> None:
+            await self._inner.aclose()
+
+    class CappedTransport(http.AsyncBaseTransport):
+        def __init__(self) -> None:
+            self._inner = http.AsyncHTTPTransport()
+
+        async def handle_async_request(self, request: Any) -> Any:
+            resp = await self._inner.handle_async_request(request)
+            declared = resp.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > limit:
+                await resp.aclose()
+                raise ResponseTooLarge(limit, int(declared))
+            return http.Response(resp.status_code, headers=resp.headers, stream=CappedStream(resp.stream),
+                                 extensions=resp.extensions)
+
+        async def aclose(self) -> None:
+            await self._inner.aclose()
+
+    return client_cls(transport=CappedTransport())
+
+
+def _chained(exc: BaseException, cls: type[BaseException]) -> BaseException | None:
+    """``exc`` or the first exception of type ``cls`` in its ``__cause__``/``__context__`` chain."""
+    seen = 0
+    while exc is not None and seen < 10:
+        if isinstance(exc, cls):
+            return exc
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+        seen += 1
+    return None
+
+
 #: Most requests in flight per ``AsyncOpenAI`` client.  httpcore's connection pool scans
 #: every connection on each request and response, so one client with hundreds of
 #: connections costs noticeably more CPU per request than several small ones.
@@ -239,8 +328,9 @@ class EndpointStats:
     ``requests``: generations asked for; ``attempts``: HTTP requests sent; ``retries``:
     attempts after the first; ``retried``: faults that were retried, by kind;
     ``failed``: requests returned as errors, by kind; ``length``: answers truncated by
-    ``max_tokens``; ``reasoning_only``: answers with empty content but a reasoning
-    channel; ``prompt_tokens`` / ``completion_tokens``: usage sums.
+    ``max_tokens``; ``truncated``: answers cut to ``max_completion_chars``;
+    ``reasoning_only``: answers with empty content but a reasoning channel;
+    ``prompt_tokens`` / ``completion_tokens``: usage sums.
     """
 
     requests: int = 0
@@ -249,6 +339,7 @@ class EndpointStats:
     retried: dict[str, int] = field(default_factory=dict)
     failed: dict[str, int] = field(default_factory=dict)
     length: int = 0
+    truncated: int = 0
     reasoning_only: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -256,7 +347,7 @@ class EndpointStats:
     def as_dict(self) -> dict[str, Any]:
         return {"requests": self.requests, "attempts": self.attempts, "retries": self.retries,
                 "retried": dict(sorted(self.retried.items())), "failed": dict(sorted(self.failed.items())),
-                "length": self.length, "reasoning_only": self.reasoning_only,
+                "length": self.length, "truncated": self.truncated, "reasoning_only": self.reasoning_only,
                 "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens}
 
 
@@ -282,6 +373,9 @@ class OpenAIPolicy(Policy):
         extra_body: extra JSON fields for every request (``top_k``, ``min_p``,
             ``chat_template_kwargs``, ``reasoning_effort``...).
         jitter_seed: seed of the backoff jitter (``None``: from the OS).
+        max_response_bytes: largest response body accepted, bytes (module docstring).
+        max_completion_chars: longest completion (and reasoning text) kept, characters;
+            a longer one is cut and returned as truncated.
 
     Raises:
         ImportError: the ``openai`` package is missing (``pip install 'ragen[api]'``).
@@ -297,7 +391,8 @@ class OpenAIPolicy(Policy):
                  max_retries: int = 5, backoff_base: float = 1.0, backoff_max: float = 30.0,
                  retry_after_max: float = 120.0, logprobs: bool = False, top_logprobs: int = 0,
                  return_token_ids: bool = False, stream_usage: bool = True, max_tokens_param: str = "max_tokens",
-                 extra_body: dict[str, Any] | None = None, jitter_seed: int | None = None):
+                 extra_body: dict[str, Any] | None = None, jitter_seed: int | None = None,
+                 max_response_bytes: int = MAX_RESPONSE_BYTES, max_completion_chars: int = MAX_COMPLETION_CHARS):
         try:
             import openai
         except ImportError as exc:  # pragma: no cover - depends on the install
@@ -312,12 +407,13 @@ class OpenAIPolicy(Policy):
         for u in urls:
             if urlsplit(u).scheme not in ("http", "https"):
                 raise ValueError(f"base URL must start with http:// or https://, got {redact_url(u)!r}")
-        if concurrency < 1:
-            raise ValueError(f"concurrency must be >= 1, got {concurrency}")
-        for label, value in (("connect_timeout", connect_timeout), ("read_timeout", read_timeout),
-                             ("idle_timeout", idle_timeout), ("total_timeout", total_timeout)):
-            if not value > 0:
-                raise ValueError(f"{label} must be > 0, got {value}")
+        for label, value, allowed in (
+                ("concurrency", concurrency, _AT_LEAST_ONE), ("connect_timeout", connect_timeout, _POSITIVE),
+                ("read_timeout", read_timeout, _POSITIVE), ("idle_timeout", idle_timeout, _POSITIVE),
+                ("total_timeout", total_timeout, _POSITIVE), ("top_logprobs", top_logprobs, _NON_NEGATIVE),
+                ("max_response_bytes", max_response_bytes, _AT_LEAST_ONE),
+                ("max_completion_chars", max_completion_chars, _AT_LEAST_ONE)):
+            allowed.check(label, value)
         if max_tokens_param not in ("max_tokens", "max_completion_tokens"):
             raise ValueError("max_tokens_param must be 'max_tokens' or 'max_completion_tokens'")
         self._model = str(model)
@@ -334,6 +430,7 @@ class OpenAIPolicy(Policy):
         self.stream_usage = bool(stream_usage)
         self.max_tokens_param = max_tokens_param
         self.extra_body = dict(extra_body or {})
+        self.max_response_bytes, self.max_completion_chars = int(max_response_bytes), int(max_completion_chars)
         self._rng = random.Random(jitter_seed)
         self._rr = 0
         self._transport_errors = _transport_errors()
@@ -369,6 +466,7 @@ class OpenAIPolicy(Policy):
                       "backoff_max_s": self.retry.backoff_max, "retry_after_max_s": self.retry.retry_after_max},
             "logprobs": self.logprobs, "top_logprobs": self.top_logprobs, "return_token_ids": self.return_token_ids,
             "max_tokens_param": self.max_tokens_param, "extra_body": self.extra_body,
+            "max_response_bytes": self.max_response_bytes, "max_completion_chars": self.max_completion_chars,
         }
 
     def stats(self) -> dict[str, Any]:
@@ -395,8 +493,9 @@ class OpenAIPolicy(Policy):
             timeout = self._openai.Timeout(self.total_timeout, connect=self.connect_timeout, read=read,
                                            write=self.read_timeout, pool=self.total_timeout)
             n = max(1, -(-self.max_concurrency // CONNECTIONS_PER_CLIENT))
-            ep.clients = [self._openai.AsyncOpenAI(base_url=ep.base_url, api_key=self._api_key, max_retries=0,
-                                                   timeout=timeout) for _ in range(n)]
+            ep.clients = [self._openai.AsyncOpenAI(
+                base_url=ep.base_url, api_key=self._api_key, max_retries=0, timeout=timeout,
+                http_client=_capped_http_client(self._openai, self.max_response_bytes)) for _ in range(n)]
             ep.shard_load = [0] * n
             ep.loop = loop
         return min(range(len(ep.clients)), key=ep.shard_load.__getitem__)
@@ -501,7 +600,9 @@ class OpenAIPolicy(Policy):
                 gen.extra["faults"] = history
             stats.prompt_tokens += gen.prompt_tokens
             stats.completion_tokens += gen.completion_tokens
-            if gen.finish_reason == "length":
+            if gen.extra.get("truncated_chars"):
+                stats.truncated += 1
+            elif gen.finish_reason == "length":
                 stats.length += 1
             if not gen.text.strip() and gen.reasoning_text:
                 stats.reasoning_only += 1
@@ -521,27 +622,39 @@ class OpenAIPolicy(Policy):
                 return self._from_completion(resp)
         except EndpointFailure:
             raise
-        except TimeoutError as exc:
-            raise EndpointFailure("timeout", f"no complete answer within total_timeout={self.total_timeout:g}s",
-                                  retryable=True) from exc
-        except oa.APIStatusError as exc:
-            raise self._status_failure(exc) from None
-        except oa.APITimeoutError as exc:
-            raise EndpointFailure("timeout", f"request timed out ({_cause(exc)})", retryable=True) from None
-        except oa.APIConnectionError as exc:
-            raise EndpointFailure("connection", f"connection failed ({_cause(exc)})", retryable=True) from None
-        except oa.APIResponseValidationError as exc:
-            raise EndpointFailure("invalid_response", str(exc), retryable=True) from None
-        except oa.APIError as exc:  # an error event inside a stream, or another API error without status
-            raise EndpointFailure("stream_error", str(exc) or type(exc).__name__, retryable=True) from None
-        except self._transport_errors as exc:
-            raise EndpointFailure("connection", f"connection dropped ({type(exc).__name__}: {exc})",
-                                  retryable=True) from None
-        except ValueError as exc:  # malformed JSON / SSE in a 200 answer
-            raise EndpointFailure("invalid_response", f"{type(exc).__name__}: {exc}", retryable=True) from None
+        except Exception as exc:
+            raise self._failure(exc) from None
         finally:
             if ep.clients and shard < len(ep.shard_load):
                 ep.shard_load[shard] -= 1
+
+    def _failure(self, exc: Exception) -> EndpointFailure:
+        """The :class:`EndpointFailure` for an exception raised by one attempt."""
+        oa = self._openai
+        too_large = _chained(exc, ResponseTooLarge)
+        if too_large is not None:
+            return EndpointFailure("response_too_large", str(too_large), retryable=False)
+        if isinstance(exc, TimeoutError):
+            return EndpointFailure("timeout", f"no complete answer within total_timeout={self.total_timeout:g}s",
+                                   retryable=True)
+        if isinstance(exc, oa.APIStatusError):
+            return self._status_failure(exc)
+        if isinstance(exc, oa.APITimeoutError):
+            return EndpointFailure("timeout", f"request timed out ({_cause(exc)})", retryable=True)
+        if isinstance(exc, oa.APIConnectionError):
+            return EndpointFailure("connection", f"connection failed ({_cause(exc)})", retryable=True)
+        if isinstance(exc, oa.APIResponseValidationError):
+            return EndpointFailure("invalid_response", str(exc), retryable=True)
+        if isinstance(exc, oa.APIError):  # an error event inside a stream, or another API error without status
+            return EndpointFailure("stream_error", str(exc) or type(exc).__name__, retryable=True)
+        if isinstance(exc, self._transport_errors):
+            return EndpointFailure("connection", f"connection dropped ({type(exc).__name__}: {exc})", retryable=True)
+        if isinstance(exc, (ValueError, AttributeError, TypeError, KeyError, IndexError)):
+            # malformed JSON / SSE in a 200 answer, or an answer of the wrong shape that the
+            # client's (non-validating) response types let through
+            return EndpointFailure("invalid_response", f"the answer is not a chat completion "
+                                                       f"({type(exc).__name__}: {exc})", retryable=True)
+        raise exc
 
     def _status_failure(self, exc: Any) -> EndpointFailure:
         status = int(getattr(exc, "status_code", 0) or 0)
@@ -584,10 +697,19 @@ class OpenAIPolicy(Policy):
     def _from_completion(self, resp: Any) -> Generation:
         choices = getattr(resp, "choices", None)
         if not choices:
-            raise EndpointFailure("invalid_response", "the answer has no choices", retryable=True)
+            raise _shape_error("it has no choices")
+        if not isinstance(choices, list):
+            raise _shape_error(f"'choices' is a {type(choices).__name__}, not a list")
         choice = choices[0]
+        if not hasattr(choice, "message"):
+            raise _shape_error(f"choices[0] is a {type(choice).__name__}, not a choice object")
         msg = choice.message
-        text = msg.content if msg is not None and isinstance(msg.content, str) else ""
+        if isinstance(msg, (str, bytes, int, float, list)):
+            raise _shape_error(f"choices[0].message is a {type(msg).__name__}, not a message object")
+        content = getattr(msg, "content", None)
+        if content is not None and not isinstance(content, str):
+            raise _shape_error(f"message content is a {type(content).__name__}, not a string")
+        text = content or ""
         reasoning = self._extra_field(msg, "reasoning_content", "reasoning")
         usage = getattr(resp, "usage", None)
         gen = Generation(
@@ -610,6 +732,22 @@ class OpenAIPolicy(Policy):
         pids = self._extra_field(resp, "prompt_token_ids")
         if isinstance(pids, list):
             gen.prompt_token_ids = [int(i) for i in pids]
+        return self._capped(gen)
+
+    def _capped(self, gen: Generation) -> Generation:
+        """``gen`` with text and reasoning cut to ``max_completion_chars``: flagged in
+        ``extra["truncated_chars"]`` (``{"response"|"reasoning": full length}``) and finished
+        ``length``.  A cut answer loses its token ids and log-probabilities (they no longer
+        match the text)."""
+        limit, flag = self.max_completion_chars, {}
+        if len(gen.text) > limit:
+            flag["response"], gen.text = len(gen.text), gen.text[:limit]
+        if gen.reasoning_text is not None and len(gen.reasoning_text) > limit:
+            flag["reasoning"], gen.reasoning_text = len(gen.reasoning_text), gen.reasoning_text[:limit]
+        if flag:
+            gen.extra["truncated_chars"] = flag
+            gen.finish_reason = "length"
+            gen.completion_token_ids = gen.completion_logprobs = None
         return gen
 
     async def _attempt_stream(self, client: Any, kwargs: dict[str, Any]) -> Generation:
@@ -622,6 +760,8 @@ class OpenAIPolicy(Policy):
         finish: str | None = None
         usage = None
         first = True
+        text_chars = reasoning_chars = 0
+        cut = False
         try:
             iterator = stream.__aiter__()
             while True:
@@ -641,16 +781,21 @@ class OpenAIPolicy(Policy):
                 pids = self._extra_field(chunk, "prompt_token_ids")
                 if isinstance(pids, list):
                     prompt_ids = [int(i) for i in pids]
-                for ch in getattr(chunk, "choices", None) or []:  # the usage chunk has choices == []
+                choices = getattr(chunk, "choices", None) or []  # the usage chunk has choices == []
+                if not isinstance(choices, list):
+                    raise _shape_error(f"a stream chunk's 'choices' is a {type(choices).__name__}, not a list")
+                for ch in choices:
                     if getattr(ch, "index", 0) != 0:
                         continue
                     delta = ch.delta
                     if delta is not None:
                         if isinstance(delta.content, str):
                             parts.append(delta.content)
+                            text_chars += len(delta.content)
                         r = self._extra_field(delta, "reasoning_content", "reasoning")
                         if isinstance(r, str):
                             reasoning.append(r)
+                            reasoning_chars += len(r)
                     lp = getattr(ch, "logprobs", None)
                     if lp is not None and getattr(lp, "content", None):
                         logprobs.extend(_clamp_logprob(t.logprob) for t in lp.content)
@@ -659,12 +804,15 @@ class OpenAIPolicy(Policy):
                         token_ids.extend(int(i) for i in ids)
                     if ch.finish_reason:
                         finish = ch.finish_reason
+                if max(text_chars, reasoning_chars) > self.max_completion_chars:
+                    cut = True  # stop reading: the rest would be cut anyway (_capped flags it)
+                    break
         finally:
             try:
                 await stream.close()
             except Exception:  # pragma: no cover - the connection may already be gone
                 pass
-        if finish is None:
+        if finish is None and not cut:
             raise EndpointFailure("stream_incomplete", "the stream ended without a finish reason", retryable=True)
         gen = Generation(
             text="".join(parts),
@@ -681,9 +829,14 @@ class OpenAIPolicy(Policy):
             gen.completion_token_ids = token_ids
         if prompt_ids is not None:
             gen.prompt_token_ids = prompt_ids
-        if finish not in ("stop", "length"):
+        if finish not in ("stop", "length", None):
             gen.extra["raw_finish_reason"] = finish
-        return gen
+        return self._capped(gen)
+
+
+def _shape_error(what: str) -> EndpointFailure:
+    """The retryable ``invalid_response`` failure for an answer of the wrong shape."""
+    return EndpointFailure("invalid_response", f"the answer is not a chat completion: {what}", retryable=True)
 
 
 def _clamp_logprob(value: Any) -> float:
