@@ -41,7 +41,8 @@ ENDPOINT_BACKENDS = ("openai", "vllm-server")
 #: OpenAIPolicy options an alias (or the command line) may set.
 POLICY_KEYS = ("concurrency", "stream", "connect_timeout", "read_timeout", "idle_timeout", "total_timeout",
                "max_retries", "backoff_base", "backoff_max", "retry_after_max", "logprobs", "top_logprobs",
-               "return_token_ids", "stream_usage", "max_tokens_param", "extra_body")
+               "return_token_ids", "stream_usage", "max_tokens_param", "extra_body", "max_response_bytes",
+               "max_completion_chars")
 
 #: vllm-server options an alias may set.
 SERVER_KEYS = ("python", "served_model_name", "port", "max_model_len", "server_args", "server_env",
