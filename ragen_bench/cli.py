@@ -21,6 +21,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ragen_envs import jsonutil
+
 from .console import make_console, print_error
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -40,16 +42,26 @@ def _error(message: str, *, label: str = "error:") -> None:
 
 
 def _parse_kv(items: list[str] | None, what: str) -> dict[str, Any]:
-    """``key=value`` strings to a dict; values are parsed as JSON when they can be."""
+    """``key=value`` strings to a dict; values are parsed as JSON when they can be.
+
+    Raises:
+        typer.BadParameter: an item without ``=``.
+        ValueError: a value holding ``NaN`` or an infinity (Python's JSON reader accepts
+            them; no setting takes them and no JSON file may hold them).
+    """
     result: dict[str, Any] = {}
     for item in items or []:
         if "=" not in item:
             raise typer.BadParameter(f"{what} must look like key=value, got {item!r}")
         key, raw = item.split("=", 1)
         try:
-            result[key.strip()] = json.loads(raw)
+            value = json.loads(raw)
         except ValueError:
-            result[key.strip()] = raw
+            value = raw
+        bad = jsonutil.find_nonfinite(value, key.strip())
+        if bad is not None:
+            raise ValueError(f"{what} {bad}: must be a finite number, got {raw!r}")
+        result[key.strip()] = value
     return result
 
 

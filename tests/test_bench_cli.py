@@ -465,8 +465,9 @@ def _one_error_line(err: str) -> str:
     (["--top-p", "nan"], "top_p must be a finite number, got nan"),
     (["--format-penalty", "NaN"], "format_penalty must be a finite number, got nan"),
     (["--max-turns", "0"], "max_turns must be >= 1, got 0"),
-    (["--env-config", "risky_prob=NaN"], "invalid field 'risky_prob': must be a finite number, got nan"),
-    (["--env-config", "risky_reward=-Infinity"], "invalid field 'risky_reward': must be a finite number, got -inf"),
+    (["--env-config", "risky_prob=NaN"], "--env-config risky_prob: must be a finite number, got 'NaN'"),
+    (["--env-config", "risky_reward=-Infinity"], "--env-config risky_reward: must be a finite number"),
+    (["--policy-option", 'extra_body={"min_p": NaN}'], "--policy-option extra_body.min_p: must be a finite number"),
 ])
 def test_issue20_item9_nan_options_are_one_line_errors_and_create_nothing(tmp_path: Path, cli, bad: list[str],
                                                                           message: str) -> None:

@@ -132,3 +132,17 @@ def test_make_names_the_bad_field(field: str, value: object, match: str) -> None
 def test_config_error_also_raised_by_gymnasium_make() -> None:
     with pytest.raises(ragen_envs.ConfigError, match="max_steps"):
         gym.make("ragen/Bandit-v0", max_steps=-3)
+
+
+# ------------------------------------------------ issue 20 item 9: NaN and out-of-range numbers
+@pytest.mark.parametrize(("env_id", "field", "value"), [
+    ("ragen/Bandit-v0", "risky_prob", float("nan")),  # used to pass minimum/maximum and score success 1.0
+    ("ragen/Bandit-v0", "risky_reward", float("inf")),
+    ("ragen/Bandit-v0", "invalid_action_reward", float("-inf")),
+    ("ragen/FrozenLake-v0", "success_rate", float("nan")),
+    ("ragen/Sudoku-v0", "max_steps", float("inf")),  # through an anyOf
+])
+def test_issue20_item9_env_configs_refuse_non_finite_numbers(env_id: str, field: str, value: float) -> None:
+    with pytest.raises(ragen_envs.ConfigError) as exc:
+        ragen_envs.make(env_id, **{field: value})
+    assert exc.value.field == field and exc.value.reason == f"must be a finite number, got {value!r}"
