@@ -249,12 +249,14 @@ class ResponseTooLarge(Exception):
 
 
 def _capped_http_client(openai_mod: Any, limit: int) -> Any:
-    """An ``openai.DefaultAsyncHttpxClient`` whose transport refuses bodies over ``limit`` bytes.
+    """An ``openai.DefaultAsyncHttpxClient`` that refuses response bodies over ``limit`` bytes.
 
-    The openai client reads bodies through its HTTP library (``httpx``, or its fork
-    ``httpx2`` in openai >= 3); the wrapper uses whichever that is.  A ``Content-Length``
-    over the limit is refused before any body byte is read; otherwise the body stream
-    raises :class:`ResponseTooLarge` as soon as the bytes read pass the limit.
+    A response event hook (httpx runs it once the headers are in, before any body byte
+    is read) refuses a ``Content-Length`` over the limit and otherwise wraps the body
+    stream so that it raises :class:`ResponseTooLarge` as soon as the bytes read pass the
+    limit.  The client keeps openai's defaults (connection limits, proxies and TLS from
+    the environment).  The openai client reads bodies through ``httpx``, or its fork
+    ``httpx2`` in openai >= 3; the wrapper uses whichever that is.
     """
     client_cls = openai_mod.DefaultAsyncHttpxClient
     base = next(c for c in client_cls.__mro__ if c.__name__ == "AsyncClient")
@@ -275,23 +277,13 @@ def _capped_http_client(openai_mod: Any, limit: int) -> Any:
         async def aclose(self) -> None:
             await self._inner.aclose()
 
-    class CappedTransport(http.AsyncBaseTransport):
-        def __init__(self) -> None:
-            self._inner = http.AsyncHTTPTransport()
+    async def cap(response: Any) -> None:
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise ResponseTooLarge(limit, int(declared))
+        response.stream = CappedStream(response.stream)
 
-        async def handle_async_request(self, request: Any) -> Any:
-            resp = await self._inner.handle_async_request(request)
-            declared = resp.headers.get("content-length", "")
-            if declared.isdigit() and int(declared) > limit:
-                await resp.aclose()
-                raise ResponseTooLarge(limit, int(declared))
-            return http.Response(resp.status_code, headers=resp.headers, stream=CappedStream(resp.stream),
-                                 extensions=resp.extensions)
-
-        async def aclose(self) -> None:
-            await self._inner.aclose()
-
-    return client_cls(transport=CappedTransport())
+    return client_cls(event_hooks={"response": [cap]})
 
 
 def _chained(exc: BaseException, cls: type[BaseException]) -> BaseException | None:
