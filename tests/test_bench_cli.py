@@ -586,3 +586,32 @@ def test_issue20_item11_damaged_leaderboard_is_refused_by_add_and_render(tmp_pat
     board.write_bytes(b'{"schema_version": 1,\n "name": ')
     code, _, err = cli("leaderboard", "render", "--board", str(board))
     assert code == 2 and _one_error_line(err).startswith(f"error: {board}:2: invalid JSON at column")
+
+
+def test_issue20_item11_any_damaged_middle_line_is_a_value_error_naming_file_and_line(tmp_path: Path) -> None:
+    """Fuzzed: whatever bytes replace a middle line, reading the episodes either succeeds (the
+    bytes happen to be a record) or raises a ``ValueError`` that names ``file:2`` — never a
+    KeyError, TypeError or an unnamed UnicodeDecodeError."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    good = b'{"episode_index": 0, "status": "success"}\n'
+    last = b'{"episode_index": 1, "status": "success"}\n'
+    lines = st.one_of(st.binary(max_size=60), st.sampled_from([b"{}", b"[]", b"null", b"123", b'"x"', b"NaN",
+                                                               b'{"episode_index": -1}', b'{"episode_index": 1.5}',
+                                                               b'{"episode_index": 2, "status": 7}']),
+                      st.text(max_size=40).map(str.encode))
+    path = tmp_path / "episodes.jsonl"
+
+    @settings(max_examples=300, deadline=None)
+    @given(lines.filter(lambda b: b"\n" not in b and b"\r" not in b))
+    def check(middle: bytes) -> None:
+        path.write_bytes(good + middle + b"\n" + last)
+        try:
+            eps = RunDir(tmp_path).read_episodes()
+        except ValueError as exc:
+            assert str(exc).startswith(f"{path}:2: ") and "\n" not in str(exc)
+        else:
+            assert set(eps) >= {0, 1}
+
+    check()
