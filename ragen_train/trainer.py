@@ -47,7 +47,7 @@ from . import distributed as D
 from .advantages import NEEDS_CRITIC, get_estimator, group_advantages
 from .batch import Sample, TensorBatch, build_samples, collate
 from .config import StarPOConfig, _flatten, agent_protocol, validate
-from .filtering import FilterConfig, select_groups
+from .filtering import FilterConfig, group_scores, group_values, select_groups
 from .logger import MetricLogger
 from .losses import Denominators, aggregate, kl_penalty, ppo_policy_loss, value_loss
 from .modeling import check_device, load_critic, load_policy, load_tokenizer, token_logprobs, token_values, unwrap
@@ -282,14 +282,15 @@ class StarPOTrainer:
         return metrics
 
     def _filter(self, samples: list[Sample], records: list[EpisodeRecord]) -> tuple[list[Sample], dict[str, float], float]:
-        """Group scores gathered over ranks; the same kept set everywhere."""
+        """Group scores gathered over ranks; the same kept set everywhere.
+
+        Only the episodes that survived :func:`~ragen_train.batch.build_samples` count
+        towards their group (a NaN-reward episode is in no update, so it scores nothing).
+        """
         per_group: dict[int, list[float]] = defaultdict(list)
-        if self.filter_cfg.metric in ("reward_std", "reward_mean"):
-            for r in records:
-                per_group[r.group].append(r.episode_return)
-        elif self.filter_cfg.metric == "length":
-            for r in records:
-                per_group[r.group].append(float(r.completion_tokens))
+        if self.filter_cfg.metric != "entropy":
+            alive = {(s.group, s.episode) for s in samples}
+            per_group.update(group_values(records, self.filter_cfg.metric, alive=alive))
         else:
             ent: dict[tuple[int, int], list[float]] = defaultdict(list)
             for s in samples:
@@ -301,8 +302,6 @@ class StarPOTrainer:
         for part in gathered:
             merged.update(part)
         groups = sorted(merged)
-        from .filtering import group_scores
-
         scores = group_scores(merged, self.filter_cfg.metric) if groups else np.zeros(0)
         result = select_groups(scores, self.filter_cfg)
         kept_ids = {groups[i] for i in result.kept}
