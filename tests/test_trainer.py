@@ -178,3 +178,38 @@ def test_pruning_keeps_the_newest_checkpoint_not_the_highest_step(tmp_path: Path
     (root / "latest").write_text("step_000002")
     _prune(root, keep=1)
     assert sorted(p.name for p in root.glob("step_*")) == ["step_000002"]
+
+
+@pytest.mark.parametrize("kl_in_reward", [False, True])
+def test_kl_beta_positive_zero_variance_groups_are_not_masked(tmp_path: Path, kl_in_reward: bool) -> None:
+    """Issue 16 item 10 (docs/training.md, "KL and zero-variance groups"): with KL β > 0 a kept
+    zero-variance group is *not* masked.  Its policy-gradient term is 0 (advantages 0), but its
+    tokens stay in the KL term, so the update still moves the policy towards the reference;
+    with ``kl_in_reward`` the KL shaping even gives it non-zero advantages.  Only the filter
+    (``include_zero=false``) removes such groups."""
+    extra = ["optim.lr=1e-2", "algorithm.entropy_coef=0.0", "algorithm.kl_coef=0.5",
+             f"algorithm.kl_in_reward={str(kl_in_reward).lower()}"]
+    trainer = StarPOTrainer(tiny_cfg(tmp_path, *extra))
+    samples = mixed_samples(trainer, n_groups=2)
+    for s in samples:  # every group constant: no reward signal at all
+        s.score = 1.0
+        s.rewards = [1.0 if r else 0.0 for r in s.rewards]
+    with torch.no_grad():  # the policy drifts from the reference, so the KL is not 0
+        gen = torch.Generator().manual_seed(0)
+        for p in trainer.model.parameters():
+            p.add_(0.05 * torch.randn(p.shape, generator=gen))
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+    metrics = trainer._update(samples, 1.0)
+    changed = [n for n, p in trainer.model.named_parameters() if not torch.equal(before[n], p.detach())]
+    assert changed, "zero-variance groups were masked out of the KL update"
+    assert metrics["actor/grad_norm"] > 0
+    if kl_in_reward:
+        assert metrics["adv/abs_mean"] > 0  # KL shaping makes the constant groups non-constant
+    else:
+        assert metrics["adv/abs_mean"] == 0.0 and metrics["actor/kl_loss"] > 0
+    # Without KL the same batch has no gradient at all (masking would make KL behave the same).
+    plain = StarPOTrainer(tiny_cfg(tmp_path / "plain", "optim.lr=1e-2", "algorithm.entropy_coef=0.0"))
+    m0 = plain._update(samples, 1.0)
+    assert m0["actor/grad_norm"] == 0.0 and m0["adv/abs_mean"] == 0.0
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "training.md").read_text()
+    assert "*When KL β > 0 (`algorithm.kl_coef`), are zero-variance groups masked?* **No.**" in doc
