@@ -308,6 +308,7 @@ class StarPOTrainer:
         return [s for s in samples if s.group in kept_ids], result.metrics, result.scale
 
     def _fill_entropy(self, samples: list[Sample]) -> None:
+        self._eval_mode()
         with torch.no_grad():
             for chunk in _chunks(list(range(len(samples))), self.cfg.optim.micro_batch_size):
                 b = collate([samples[i] for i in chunk], self.tokenizer.pad_token_id)
@@ -327,10 +328,23 @@ class StarPOTrainer:
         kl_reward = self.ref is not None and alg.kl_in_reward  # needs the old log-probs up front
         return self.cfg.optim.ppo_epochs == 1 and self.cfg.optim.mini_batches == 1 and not kl_reward
 
+    def _eval_mode(self) -> None:
+        """Policy, reference and critic in eval mode (no dropout) for the statistics of the
+        batch; :meth:`_minibatch` switches the policy and critic back to train mode.
+
+        The critic's value head has dropout (0.1 for the tiny model): values computed in train
+        mode would carry dropout noise into GAE, and a resumed run (whose freshly loaded
+        critic is in eval mode) would differ from the uninterrupted one."""
+        for m in (self.model, self.ref, self.critic):
+            if m is not None:
+                m.eval()
+
     @torch.no_grad()
     def _forward_stats(self, batch: TensorBatch) -> dict[str, torch.Tensor]:
-        """Old log-probs (unless :attr:`_single_pass`), reference log-probs and values, micro-batched."""
+        """Old log-probs (unless :attr:`_single_pass`), reference log-probs and values, micro-batched,
+        all in eval mode (:meth:`_eval_mode`)."""
         cfg = self.cfg
+        self._eval_mode()
         out: dict[str, list[torch.Tensor]] = defaultdict(list)
         for idx in _chunks(list(range(len(batch))), cfg.optim.micro_batch_size):
             ids = batch.input_ids[idx].to(self.device)

@@ -213,3 +213,29 @@ def test_kl_beta_positive_zero_variance_groups_are_not_masked(tmp_path: Path, kl
     assert m0["actor/grad_norm"] == 0.0 and m0["adv/abs_mean"] == 0.0
     doc = (Path(__file__).resolve().parents[1] / "docs" / "training.md").read_text()
     assert "*When KL β > 0 (`algorithm.kl_coef`), are zero-variance groups masked?* **No.**" in doc
+
+
+def test_ppo_values_and_old_logprobs_come_from_eval_mode(tmp_path: Path) -> None:
+    """Issue 16 item 7: the critic's head has dropout (0.1); GAE values and old log-probs are
+    computed in eval mode even when the models were left in train mode by the last update, and
+    the update itself runs in train mode again."""
+    from ragen_train.batch import collate
+    from ragen_train.modeling import token_values
+
+    trainer = StarPOTrainer(tiny_cfg(tmp_path, "algorithm.adv_estimator=gae", "optim.ppo_epochs=2"))
+    assert any(isinstance(m, torch.nn.Dropout) and m.p > 0 for m in trainer.critic.modules())
+    samples = mixed_samples(trainer, n_groups=2)
+    batch = collate(samples, trainer.tokenizer.pad_token_id)
+    trainer.critic.train()
+    trainer.model.train()
+    first = trainer._forward_stats(batch)
+    trainer.critic.train()
+    second = trainer._forward_stats(batch)
+    assert "old_logp" in first and "values" in first
+    assert torch.equal(first["values"], second["values"]) and torch.equal(first["old_logp"], second["old_logp"])
+    trainer.critic.eval()
+    with torch.no_grad():
+        want = token_values(trainer.critic, batch.input_ids, batch.attention_mask)
+    assert torch.equal(first["values"], want)
+    trainer._update(samples, 1.0)
+    assert trainer.critic.training and trainer.model.training  # the update ran in train mode
