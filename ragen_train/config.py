@@ -185,6 +185,8 @@ class TrainerSection:
     collapse_warn: bool = True
     distributed: str = "ddp"  # "ddp" | "fsdp2" (used under torchrun)
     max_nonfinite_skips: int = 10
+    degenerate_warn_rate: float = 0.5  # warn once when train/degenerate_rate exceeds it (share of responses)
+    degenerate_stop_steps: int = 10  # stop (checkpoints kept) after this many such steps in a row; 0 = never
     overwrite: bool = False  # start a new run in an out_dir that holds one (its metrics and checkpoints are removed)
 
 
@@ -261,8 +263,11 @@ def validate(cfg: StarPOConfig, *, user_env_fields: set[str] | None = None) -> S
     for key in ("optim.lr", "optim.critic_lr", "sft.lr"):
         if flat[key] <= 0:
             raise ConfigError(key, f"must be > 0, got {flat[key]}")
-    if not 0 <= flat["sft.oracle_fraction"] <= 1:
-        raise ConfigError("sft.oracle_fraction", "must be in [0, 1]")
+    for key in ("sft.oracle_fraction", "trainer.degenerate_warn_rate"):
+        if not 0 <= flat[key] <= 1:
+            raise ConfigError(key, f"must be in [0, 1], got {flat[key]}")
+    if flat["trainer.degenerate_stop_steps"] < 0:
+        raise ConfigError("trainer.degenerate_stop_steps", f"must be >= 0 (0 = never stop), got {flat['trainer.degenerate_stop_steps']}")
     if flat["algorithm.adv_estimator"] in ("grpo", "dr_grpo", "rloo") and flat["rollout.group_size"] < 2:
         raise ConfigError("rollout.group_size", f"{flat['algorithm.adv_estimator']} needs groups of at least 2")
     if flat["algorithm.dual_clip"] is not None and flat["algorithm.dual_clip"] <= 1:

@@ -36,6 +36,7 @@ import numpy as np
 import torch
 
 import ragen_envs
+from ragen_bench.diagnostics.text_stats import DegenerateWatch, degenerate_rate, record_responses
 from ragen_bench.policies.hf import HFPolicy
 from ragen_bench.records import EpisodeRecord
 from ragen_bench.rollout import EpisodeSpec, RolloutConfig, RolloutEngine
@@ -71,13 +72,17 @@ def _raise_if_env_broken(records: Sequence[EpisodeRecord]) -> None:
 
 
 def episode_metrics(records: Sequence[EpisodeRecord], prefix: str, group_size: int | None = None) -> dict[str, float]:
-    """Means of per-episode metrics, status shares and pass@k over groups."""
+    """Means of per-episode metrics, status shares, pass@k over groups and ``degenerate_rate``
+    (the share of responses, over every turn, that :func:`~ragen_bench.diagnostics.is_degenerate`)."""
     if not records:
         return {}
     out: dict[str, float] = {}
     keys = records[0].metrics().keys()
     for k in keys:
         out[f"{prefix}/{k}"] = float(np.mean([r.metrics()[k] for r in records]))
+    degenerate = degenerate_rate(record_responses(records))  # every mode, think or not
+    if degenerate is not None:
+        out[f"{prefix}/degenerate_rate"] = degenerate
     statuses: dict[str, int] = defaultdict(int)
     for r in records:
         statuses[r.status] += 1
@@ -174,6 +179,7 @@ class StarPOTrainer:
         self.empty_streak = 0
         self.nonfinite_skips = 0
         self.collapse_tracker: Any = None
+        self.degenerate_watch = DegenerateWatch(cfg.trainer.degenerate_warn_rate, cfg.trainer.degenerate_stop_steps)
         self.logger = MetricLogger(self.out_dir, cfg.trainer.loggers, enabled=self.dist.is_main, run_name=cfg.name,
                                    config=cfg.to_dict(), wandb_project=cfg.trainer.wandb_project)
         if self.dist.is_main:
@@ -555,6 +561,7 @@ class StarPOTrainer:
     def save(self) -> Path:
         t = self.cfg.trainer
         state = {"empty_streak": self.empty_streak, "nonfinite_skips": self.nonfinite_skips,
+                 "degenerate_watch": self.degenerate_watch.state_dict(),
                  "collapse_tracker": self.collapse_tracker.state_dict() if self.collapse_tracker is not None else None,
                  "rollout_seed_counter": self.step * self.cfg.rollout.env_groups, "config": self.cfg.to_dict()}
         path = ckpt.save(self.out_dir, self.step, model=self.model, tokenizer=self.tokenizer,
@@ -636,6 +643,7 @@ class StarPOTrainer:
         self.step = int(state["step"])
         self.empty_streak = int(state.get("empty_streak", 0))
         self.nonfinite_skips = int(state.get("nonfinite_skips", 0))
+        self.degenerate_watch.load_state_dict(state.get("degenerate_watch") or {})
         if state.get("collapse_tracker"):
             from ragen_bench.diagnostics import CollapseTracker
 
@@ -662,8 +670,17 @@ class StarPOTrainer:
             if t.val_every > 0 and (self.step % t.val_every == 0 or self.step == t.total_steps):
                 last_val = self.evaluate()
                 self.logger.log(self.step, last_val, phase="val")
-            if t.save_every > 0 and (self.step % t.save_every == 0 or self.step == t.total_steps):
+            saved = t.save_every > 0 and (self.step % t.save_every == 0 or self.step == t.total_steps)
+            if saved:
                 self.save()
+            if self.degenerate_watch.update(metrics.get("train/degenerate_rate"), self.step):
+                if t.save_every > 0 and not saved:
+                    self.save()
+                w = self.degenerate_watch
+                warnings.warn(f"stopping: train/degenerate_rate has been above trainer.degenerate_warn_rate="
+                              f"{w.threshold:g} for {w.streak} consecutive steps (since step {w.first_step}); "
+                              f"checkpoints are kept in {self.out_dir / 'checkpoints'}", RuntimeWarning)
+                break
             if self.empty_streak >= self.filter_cfg.empty_stop_steps:
                 warnings.warn(f"stopping: {self.empty_streak} consecutive steps had no group left after filtering",
                               RuntimeWarning)

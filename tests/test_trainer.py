@@ -239,3 +239,70 @@ def test_ppo_values_and_old_logprobs_come_from_eval_mode(tmp_path: Path) -> None
     assert torch.equal(first["values"], want)
     trainer._update(samples, 1.0)
     assert trainer.critic.training and trainer.model.training  # the update ran in train mode
+
+
+@pytest.mark.slow
+def test_degenerate_outputs_are_logged_warned_once_and_stop_training_with_checkpoint_kept(tmp_path: Path) -> None:
+    """Issue 16 item 5 (RAGEN #52: responses turned into ``!!!!!!``): ``train/degenerate_rate``
+    is logged every step also without think blocks (quickstart); the first step above
+    ``trainer.degenerate_warn_rate`` warns once; after ``degenerate_stop_steps`` such steps in a
+    row training stops and a checkpoint of the last step is written."""
+    import warnings
+
+    from ragen_bench.diagnostics import DegenerateOutputWarning
+
+    from .scripted import ScriptedPolicy
+
+    cfg = tiny_cfg(tmp_path, "trainer.total_steps=8", "trainer.val_every=0", "trainer.save_every=5",
+                   "trainer.degenerate_stop_steps=3", "trainer.degenerate_warn_rate=0.5")
+    assert cfg.rollout.enable_think is False
+    trainer = StarPOTrainer(cfg)
+    calls = [0]
+
+    def script(episode: int, turn: int) -> str:
+        calls[0] += 1
+        return "<answer>A</answer>" if calls[0] <= 8 else "!" * 12  # step 1 fine, then collapse
+
+    trainer.policy = ScriptedPolicy(script, tokenizer=trainer.tokenizer, max_batch_size=64)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trainer.fit()
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    train = [r for r in rows if r["phase"] == "train"]
+    assert [r["step"] for r in train] == [1, 2, 3, 4]
+    assert [r["train/degenerate_rate"] for r in train] == [0.0, 1.0, 1.0, 1.0]
+    degenerate = [w for w in caught if issubclass(w.category, DegenerateOutputWarning)]
+    assert len(degenerate) == 1 and "step 2" in str(degenerate[0].message)
+    assert any("stopping" in str(w.message) and "since step 2" in str(w.message) for w in caught)
+    assert (tmp_path / "checkpoints" / "step_000004" / "state.json").is_file()
+    state = json.loads((tmp_path / "checkpoints" / "step_000004" / "state.json").read_text())
+    assert state["degenerate_watch"]["streak"] == 3
+
+
+def test_degenerate_watch_thresholds_and_config_fields() -> None:
+    """Issue 16 item 5, the pieces: the watch resets below the threshold, 0 steps never stops,
+    and the config fields are range-checked."""
+    import warnings
+
+    from ragen_bench.diagnostics import DegenerateWatch
+    from ragen_train.config import ConfigError
+
+    watch = DegenerateWatch(0.5, 2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert [watch.update(r, s) for s, r in enumerate([0.6, 0.5, 0.9, None, 0.7], 1)] == \
+            [False, False, False, False, True]
+    assert len(caught) == 1 and watch.first_step == 3
+    never = DegenerateWatch(0.0, 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert not any(never.update(1.0, s) for s in range(50))
+    copy = DegenerateWatch(0.5, 2)
+    copy.load_state_dict(watch.state_dict())
+    assert (copy.streak, copy.warned, copy.first_step) == (2, True, 3)
+    defaults = load_config("quickstart").trainer
+    assert (defaults.degenerate_warn_rate, defaults.degenerate_stop_steps) == (0.5, 10)
+    with pytest.raises(ConfigError, match="trainer.degenerate_warn_rate"):
+        load_config("quickstart", ["trainer.degenerate_warn_rate=1.5"])
+    with pytest.raises(ConfigError, match="trainer.degenerate_stop_steps"):
+        load_config("quickstart", ["trainer.degenerate_stop_steps=-1"])
