@@ -11,9 +11,11 @@ Every estimator returns ``(advantages, returns)``, both ``(B, T)`` and zero wher
 
 Robustness rules (tested in ``tests/test_advantages.py``):
 
-* a group whose score standard deviation is at most :data:`CONSTANT_GROUP_TOL` is
-  *constant*: its advantages are exactly 0 (RAGEN divides by ``std + 1e-6`` and turns
-  float noise such as ``[0.3, 0.3, 0.3, 0.3000001]`` into ±0.87 advantages);
+* a group whose finite scores have a *population* standard deviation of at most
+  :data:`CONSTANT_GROUP_TOL` is *constant*: its advantages are exactly 0 (RAGEN divides
+  by ``std + 1e-6`` and turns float noise such as ``[0.3, 0.3, 0.3, 0.3000001]`` into
+  ±0.87 advantages).  The rollout filter (:mod:`ragen_train.filtering`) uses the same
+  test, so a group with all-zero advantages is exactly a group that scores 0 there;
 * a group of size 1 gets advantage 0, not NaN;
 * a sample whose score is NaN (or missing, passed as NaN) is excluded from its group's
   statistics, gets advantage 0 and a zero mask entry in ``valid``; the caller warns.
@@ -29,7 +31,13 @@ import torch
 
 Tensor = torch.Tensor
 
-#: Groups whose score std is at most this are constant (advantage exactly 0).
+#: The one "zero variance" tolerance of the trainer: a group whose finite scores have a
+#: population standard deviation ``sqrt(mean((s - mean)^2))`` of at most this is *constant*.
+#: Its advantages are exactly 0 (here), its ``reward_std`` filter score is exactly 0, it
+#: counts in ``filter/zero_score_groups`` and ``include_zero=False`` removes it
+#: (:mod:`ragen_train.filtering`).  The population (not the unbiased) std is the statistic
+#: because it is the filter's score (RAGEN's ``reward_variance``); the unbiased std only
+#: normalises advantages.  Tested both ways in ``tests/test_filtering.py``.
 CONSTANT_GROUP_TOL = 1e-6
 
 ADVANTAGE_ESTIMATORS: dict[str, Callable[..., tuple[Tensor, Tensor]]] = {}
@@ -82,6 +90,14 @@ def _group_stats(scores: Tensor, group_ids: Tensor) -> tuple[Tensor, Tensor, Ten
     return mean, std, size, valid
 
 
+def _constant(std: Tensor, size: Tensor, valid: Tensor, tol: float = CONSTANT_GROUP_TOL) -> Tensor:
+    """Samples without a learning signal: invalid, in a group of fewer than 2 valid scores, or
+    in a constant group (population std ``std·sqrt((n-1)/n) <= tol``, :data:`CONSTANT_GROUP_TOL`)."""
+    n = size.clamp(min=1)
+    population_std = std * torch.sqrt((n - 1) / n)
+    return (population_std <= tol) | (size < 2) | ~valid
+
+
 def _warn_invalid(valid: Tensor) -> None:
     bad = int((~valid).sum())
     if bad:
@@ -104,7 +120,8 @@ def group_advantages(scores: Tensor, group_ids: Tensor, *, norm_by_std: bool = T
             arXiv 2402.03300, section 4.1.2) or not (Dr. GRPO, Liu et al. 2025,
             arXiv 2503.20783, section 3.1).
         eps: added to the std (RAGEN and verl use 1e-6).
-        tol: groups with std <= tol are constant and get exactly 0.
+        tol: groups whose population std is <= tol are constant and get exactly 0
+            (:data:`CONSTANT_GROUP_TOL`).
 
     Returns:
         ``(adv, valid)``: ``(B,)`` float64 advantages and the boolean validity mask.
@@ -113,8 +130,7 @@ def group_advantages(scores: Tensor, group_ids: Tensor, *, norm_by_std: bool = T
     adv = scores.double() - mean
     if norm_by_std:
         adv = adv / (std + eps)
-    constant = (std <= tol) | (size < 2) | ~valid
-    adv = torch.where(constant, torch.zeros_like(adv), adv)
+    adv = torch.where(_constant(std, size, valid, tol), torch.zeros_like(adv), adv)
     return adv, valid
 
 
@@ -150,7 +166,7 @@ def rloo(scores: Tensor, group_ids: Tensor, mask: Tensor, **_: Any) -> tuple[Ten
     mean, std, size, valid = _group_stats(scores, group_ids)
     n = size.clamp(min=2)
     adv = (scores.double() - mean) * n / (n - 1)
-    adv = torch.where((size < 2) | (std <= CONSTANT_GROUP_TOL) | ~valid, torch.zeros_like(adv), adv)
+    adv = torch.where(_constant(std, size, valid), torch.zeros_like(adv), adv)
     _warn_invalid(valid)
     a = _broadcast(adv, mask)
     return a, a.clone()

@@ -188,6 +188,8 @@ class TrainerSection:
     collapse_warn: bool = True
     distributed: str = "ddp"  # "ddp" | "fsdp2" (used under torchrun)
     max_nonfinite_skips: int = 10
+    degenerate_warn_rate: float = 0.5  # warn once when train/degenerate_rate exceeds it (share of responses)
+    degenerate_stop_steps: int = 10  # stop (checkpoints kept) after this many such steps in a row; 0 = never
     overwrite: bool = False  # start a new run in an out_dir that holds one (its metrics and checkpoints are removed)
 
 
@@ -261,6 +263,8 @@ _RANGES: dict[str, Range] = {
     "trainer.val_episodes": Range(ge=1), "trainer.val_temperature": Range(ge=0), "trainer.save_every": Range(ge=0),
     "trainer.keep_checkpoints": Range(ge=0), "trainer.seed": Range(ge=0), "trainer.collapse_every": Range(ge=0),
     "trainer.collapse_samples": Range(ge=1), "trainer.max_nonfinite_skips": Range(ge=0),
+    "trainer.degenerate_warn_rate": Range(ge=0, le=1),
+    "trainer.degenerate_stop_steps": Range(ge=0),  # 0: never stop
 }
 
 

@@ -24,9 +24,17 @@ and make well defined):
 * ``top_k_abs``: keep ``max(1, min(floor(value), n_candidates))`` best groups.
 * ``min_p``: keep groups with ``score >= value · max(score)``.
 
-``include_zero=False`` first removes groups with ``|score| <= 1e-10`` (for ``reward_std``
-these are the constant groups, whose GRPO advantage is 0 anyway).  Ties are broken by
-group index (stable), so the outcome is deterministic.
+``include_zero=False`` first removes groups with ``|score| <= CONSTANT_GROUP_TOL``
+(:data:`ragen_train.advantages.CONSTANT_GROUP_TOL`, 1e-6, the trainer's one "zero
+variance" tolerance).  For ``reward_std`` these are exactly the constant groups, whose
+advantages are exactly 0: a ``reward_std`` at or below the tolerance *is* 0 (the score is
+snapped), so it also never counts towards ``top_p``.  Ties are broken by group index
+(stable), so the outcome is deterministic.
+
+Non-finite values (a NaN / missing episode reward) are left out of their group's score,
+as the trainer leaves such samples out of the update; a group with fewer than two finite
+values has ``reward_std`` 0 (no within-group contrast to learn from; a mean score of a
+group with no finite value is 0), so the metrics stay finite.
 
 An empty selection skips the update (counted in ``filter/empty``); the trainer stops
 after ``empty_stop_steps`` consecutive empty steps.
@@ -35,12 +43,13 @@ after ``empty_stop_steps`` consecutive empty steps.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
 
-ZERO_TOL = 1e-10
+from .advantages import CONSTANT_GROUP_TOL
 
 STRATEGIES: dict[str, Callable[..., list[int]]] = {}
 METRICS = ("reward_std", "reward_mean", "entropy", "length")
@@ -173,28 +182,72 @@ class FilterResult:
     metrics: dict[str, float]
 
 
-def group_scores(values: dict[int, Sequence[float]], metric: str) -> np.ndarray:
+def group_values(records: Iterable[Any], metric: str,
+                 alive: Collection[tuple[int, int]] | None = None) -> dict[int, list[float]]:
+    """Per-group values that :func:`group_scores` scores, from episode records.
+
+    Args:
+        records: episode records (``group``, ``episode_index``, ``episode_return``,
+            ``completion_tokens``).
+        metric: ``reward_std`` / ``reward_mean`` (the episode return) or ``length``
+            (completion tokens); ``entropy`` needs the trainer's forward pass.
+        alive: the ``(group, episode_index)`` pairs that are in the update (the samples
+            that survived :func:`ragen_train.batch.build_samples`); default: every record
+            whose return is finite.  Other records do not count towards their group.
+
+    Raises:
+        ValueError: ``metric == "entropy"`` or unknown.
+    """
+    if metric not in ("reward_std", "reward_mean", "length"):
+        raise ValueError(f"group_values: metric {metric!r} needs per-sample values (use group_scores directly)")
+    out: dict[int, list[float]] = {}
+    for r in records:
+        ret = r.episode_return
+        if alive is not None and (r.group, r.episode_index) not in alive:
+            continue
+        if ret is None or not math.isfinite(ret):
+            continue
+        out.setdefault(r.group, []).append(float(r.completion_tokens) if metric == "length" else float(ret))
+    return out
+
+
+def group_scores(values: dict[int, Sequence[float | None]], metric: str) -> np.ndarray:
     """Score of each group from its per-episode values (returns, entropies or lengths).
 
-    ``reward_std`` is the population std of the group's returns (as RAGEN); the others
-    are means.  Groups are indexed ``0..G-1`` in sorted order of their ids.
+    ``reward_std`` is the population std of the group's finite returns (as RAGEN), snapped
+    to 0 when at most :data:`~ragen_train.advantages.CONSTANT_GROUP_TOL`; the others are
+    means of the finite values.  Non-finite values (NaN, inf, ``None``) are left out; the
+    ``reward_std`` of a group with fewer than two finite values is 0, and so is the mean
+    of a group with none.  Groups are indexed ``0..G-1`` in
+    sorted order of their ids.
+
+    Returns:
+        ``(G,)`` float64 scores, all finite.
     """
     out = []
     for g in sorted(values):
-        v = np.asarray(values[g], dtype=np.float64)
-        out.append(float(v.std()) if metric == "reward_std" else float(v.mean()))
+        v = np.asarray([np.nan if x is None else x for x in values[g]], dtype=np.float64)
+        v = v[np.isfinite(v)]
+        if metric == "reward_std":
+            std = float(v.std()) if v.size >= 2 else 0.0
+            out.append(std if std > CONSTANT_GROUP_TOL else 0.0)
+        else:
+            out.append(float(v.mean()) if v.size else 0.0)
     return np.asarray(out, dtype=np.float64)
 
 
 def select_groups(scores: np.ndarray, cfg: FilterConfig) -> FilterResult:
     """Apply the filter to ``scores`` (one per group, index = position).
 
+    A non-finite score counts as 0 (:func:`group_scores` never returns one).
+
     Returns:
         kept group positions (ascending), the loss scale for the kept fraction
         ``ρ = kept / n`` (``1``, ``ρ`` or ``√ρ``), and metrics ``filter/*``.
     """
+    scores = np.nan_to_num(np.asarray(scores, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)
     n = len(scores)
-    zero = [i for i in range(n) if abs(scores[i]) <= ZERO_TOL]
+    zero = [i for i in range(n) if abs(scores[i]) <= CONSTANT_GROUP_TOL]
     candidates = list(range(n)) if cfg.include_zero else [i for i in range(n) if i not in set(zero)]
     kwargs = {"mode": cfg.top_p_mode, "eps": cfg.eps} if cfg.strategy == "top_p" else {}
     kept = sorted(STRATEGIES[cfg.strategy](scores, candidates, cfg.value, **kwargs)) if n else []

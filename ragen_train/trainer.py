@@ -36,6 +36,7 @@ import numpy as np
 import torch
 
 import ragen_envs
+from ragen_bench.diagnostics.text_stats import DegenerateWatch, degenerate_rate, record_responses
 from ragen_bench.policies.hf import HFPolicy
 from ragen_bench.records import EpisodeRecord
 from ragen_bench.rollout import EpisodeSpec, RolloutConfig, RolloutEngine
@@ -48,7 +49,7 @@ from . import distributed as D
 from .advantages import NEEDS_CRITIC, get_estimator, group_advantages
 from .batch import Sample, TensorBatch, build_samples, collate
 from .config import StarPOConfig, _flatten, agent_protocol, validate
-from .filtering import FilterConfig, select_groups
+from .filtering import FilterConfig, group_scores, group_values, select_groups
 from .logger import MetricLogger
 from .losses import Denominators, aggregate, kl_penalty, ppo_policy_loss, value_loss
 from .modeling import check_device, load_critic, load_policy, load_tokenizer, token_logprobs, token_values, unwrap
@@ -72,13 +73,17 @@ def _raise_if_env_broken(records: Sequence[EpisodeRecord]) -> None:
 
 
 def episode_metrics(records: Sequence[EpisodeRecord], prefix: str, group_size: int | None = None) -> dict[str, float]:
-    """Means of per-episode metrics, status shares and pass@k over groups."""
+    """Means of per-episode metrics, status shares, pass@k over groups and ``degenerate_rate``
+    (the share of responses, over every turn, that :func:`~ragen_bench.diagnostics.is_degenerate`)."""
     if not records:
         return {}
     out: dict[str, float] = {}
     keys = records[0].metrics().keys()
     for k in keys:
         out[f"{prefix}/{k}"] = float(np.mean([r.metrics()[k] for r in records]))
+    degenerate = degenerate_rate(record_responses(records))  # every mode, think or not
+    if degenerate is not None:
+        out[f"{prefix}/degenerate_rate"] = degenerate
     statuses: dict[str, int] = defaultdict(int)
     for r in records:
         statuses[r.status] += 1
@@ -175,6 +180,7 @@ class StarPOTrainer:
         self.empty_streak = 0
         self.nonfinite_skips = 0
         self.collapse_tracker: Any = None
+        self.degenerate_watch = DegenerateWatch(cfg.trainer.degenerate_warn_rate, cfg.trainer.degenerate_stop_steps)
         self.logger = MetricLogger(self.out_dir, cfg.trainer.loggers, enabled=self.dist.is_main, run_name=cfg.name,
                                    config=cfg.to_dict(), wandb_project=cfg.trainer.wandb_project)
         if self.dist.is_main:
@@ -283,14 +289,15 @@ class StarPOTrainer:
         return metrics
 
     def _filter(self, samples: list[Sample], records: list[EpisodeRecord]) -> tuple[list[Sample], dict[str, float], float]:
-        """Group scores gathered over ranks; the same kept set everywhere."""
+        """Group scores gathered over ranks; the same kept set everywhere.
+
+        Only the episodes that survived :func:`~ragen_train.batch.build_samples` count
+        towards their group (a NaN-reward episode is in no update, so it scores nothing).
+        """
         per_group: dict[int, list[float]] = defaultdict(list)
-        if self.filter_cfg.metric in ("reward_std", "reward_mean"):
-            for r in records:
-                per_group[r.group].append(r.episode_return)
-        elif self.filter_cfg.metric == "length":
-            for r in records:
-                per_group[r.group].append(float(r.completion_tokens))
+        if self.filter_cfg.metric != "entropy":
+            alive = {(s.group, s.episode) for s in samples}
+            per_group.update(group_values(records, self.filter_cfg.metric, alive=alive))
         else:
             ent: dict[tuple[int, int], list[float]] = defaultdict(list)
             for s in samples:
@@ -302,14 +309,13 @@ class StarPOTrainer:
         for part in gathered:
             merged.update(part)
         groups = sorted(merged)
-        from .filtering import group_scores
-
         scores = group_scores(merged, self.filter_cfg.metric) if groups else np.zeros(0)
         result = select_groups(scores, self.filter_cfg)
         kept_ids = {groups[i] for i in result.kept}
         return [s for s in samples if s.group in kept_ids], result.metrics, result.scale
 
     def _fill_entropy(self, samples: list[Sample]) -> None:
+        self._eval_mode()
         with torch.no_grad():
             for chunk in _chunks(list(range(len(samples))), self.cfg.optim.micro_batch_size):
                 b = collate([samples[i] for i in chunk], self.tokenizer.pad_token_id)
@@ -329,10 +335,23 @@ class StarPOTrainer:
         kl_reward = self.ref is not None and alg.kl_in_reward  # needs the old log-probs up front
         return self.cfg.optim.ppo_epochs == 1 and self.cfg.optim.mini_batches == 1 and not kl_reward
 
+    def _eval_mode(self) -> None:
+        """Policy, reference and critic in eval mode (no dropout) for the statistics of the
+        batch; :meth:`_minibatch` switches the policy and critic back to train mode.
+
+        The critic's value head has dropout (0.1 for the tiny model): values computed in train
+        mode would carry dropout noise into GAE, and a resumed run (whose freshly loaded
+        critic is in eval mode) would differ from the uninterrupted one."""
+        for m in (self.model, self.ref, self.critic):
+            if m is not None:
+                m.eval()
+
     @torch.no_grad()
     def _forward_stats(self, batch: TensorBatch) -> dict[str, torch.Tensor]:
-        """Old log-probs (unless :attr:`_single_pass`), reference log-probs and values, micro-batched."""
+        """Old log-probs (unless :attr:`_single_pass`), reference log-probs and values, micro-batched,
+        all in eval mode (:meth:`_eval_mode`)."""
         cfg = self.cfg
+        self._eval_mode()
         out: dict[str, list[torch.Tensor]] = defaultdict(list)
         for idx in _chunks(list(range(len(batch))), cfg.optim.micro_batch_size):
             ids = batch.input_ids[idx].to(self.device)
@@ -543,6 +562,7 @@ class StarPOTrainer:
     def save(self) -> Path:
         t = self.cfg.trainer
         state = {"empty_streak": self.empty_streak, "nonfinite_skips": self.nonfinite_skips,
+                 "degenerate_watch": self.degenerate_watch.state_dict(),
                  "collapse_tracker": self.collapse_tracker.state_dict() if self.collapse_tracker is not None else None,
                  "rollout_seed_counter": self.step * self.cfg.rollout.env_groups, "config": self.cfg.to_dict()}
         path = ckpt.save(self.out_dir, self.step, model=self.model, tokenizer=self.tokenizer,
@@ -624,6 +644,7 @@ class StarPOTrainer:
         self.step = int(state["step"])
         self.empty_streak = int(state.get("empty_streak", 0))
         self.nonfinite_skips = int(state.get("nonfinite_skips", 0))
+        self.degenerate_watch.load_state_dict(state.get("degenerate_watch") or {})
         if state.get("collapse_tracker"):
             from ragen_bench.diagnostics import CollapseTracker
 
@@ -650,8 +671,17 @@ class StarPOTrainer:
             if t.val_every > 0 and (self.step % t.val_every == 0 or self.step == t.total_steps):
                 last_val = self.evaluate()
                 self.logger.log(self.step, last_val, phase="val")
-            if t.save_every > 0 and (self.step % t.save_every == 0 or self.step == t.total_steps):
+            saved = t.save_every > 0 and (self.step % t.save_every == 0 or self.step == t.total_steps)
+            if saved:
                 self.save()
+            if self.degenerate_watch.update(metrics.get("train/degenerate_rate"), self.step):
+                if t.save_every > 0 and not saved:
+                    self.save()
+                w = self.degenerate_watch
+                warnings.warn(f"stopping: train/degenerate_rate has been above trainer.degenerate_warn_rate="
+                              f"{w.threshold:g} for {w.streak} consecutive steps (since step {w.first_step}); "
+                              f"checkpoints are kept in {self.out_dir / 'checkpoints'}", RuntimeWarning)
+                break
             if self.empty_streak >= self.filter_cfg.empty_stop_steps:
                 warnings.warn(f"stopping: {self.empty_streak} consecutive steps had no group left after filtering",
                               RuntimeWarning)

@@ -117,3 +117,19 @@ def test_registry() -> None:
     with pytest.raises(KeyError, match="unknown advantage estimator"):
         get_estimator("remax")
     assert not math.isnan(get_estimator("grpo")(*g([1.0], [0]))[0].item())
+
+
+def test_zero_variance_tolerance_is_the_population_std_for_grpo_and_rloo() -> None:
+    """Issue 16 item 2 (advantage side): [0.6667, 0.66670001, 0.6667] is constant; a group whose
+    unbiased std is just above 1e-6 but population std below it is constant for GRPO and RLOO
+    alike; one above the tolerance is not."""
+    from ragen_train.advantages import group_advantages, rloo
+
+    for values, constant in (([0.6667, 0.66670001, 0.6667], True), ([0.0, 2e-6, 0.0], True),
+                             ([0.0, 1e-5, 0.0], False)):
+        s = torch.tensor(values, dtype=torch.float64)
+        g = torch.zeros(3, dtype=torch.long)
+        adv, _ = group_advantages(s, g)
+        loo, _ = rloo(s, g, torch.ones((3, 1)))
+        assert bool((adv == 0).all()) is constant, values
+        assert bool((loo == 0).all()) is constant, values

@@ -15,7 +15,9 @@ import ragen_envs
 from ragen_envs.baselines import oracle_policy, run_episode
 from ragen_envs.code.harness import count_asserts, py_literal
 from ragen_envs.code.judge import extract_code, judge, outputs_match, reference_passes, values_match
+from ragen_envs.code.judge import tests_count as count_tests
 from ragen_envs.code.problems import (
+    FORMATS,
     CallTest,
     CheckTest,
     ProblemFormatError,
@@ -307,3 +309,112 @@ def test_check_test_kind_reports_count() -> None:
     env = ragen_envs.make("ragen/DeepCoder-HumanEval-v0").unwrapped
     env.reset(seed=0)
     assert isinstance(env.item.tests[0], CheckTest) and env.num_tests == count_asserts(env.item.tests[0].code)
+
+
+# ------------------------------------------- source splits of every format (issue 16 item 3)
+def _ten(fmt: str) -> list[dict]:
+    """Ten distinct records of one format (statements differ by their number)."""
+    out = []
+    for i in range(10):
+        q = f"Problem {i}: add {i} to the two numbers given and print the sum."
+        if fmt == "ragen":
+            out.append({"id": f"p{i}", "prompt": q, "tests": [{"input": "1 2\n", "output": f"{3 + i}\n"}]})
+        elif fmt == "humaneval":
+            out.append({"task_id": f"HumanEval/{i}", "prompt": f'def f{i}(x):\n    """{q}"""\n',
+                        "canonical_solution": f"    return x + {i}\n", "entry_point": f"f{i}",
+                        "test": f"def check(candidate):\n    assert candidate(1) == {1 + i}\n"})
+        elif fmt == "mbpp":
+            out.append({"task_id": 100 + i, "text": q, "code": f"def f{i}(x):\n    return x + {i}",
+                        "test_list": [f"assert f{i}(1) == {1 + i}"], "challenge_test_list": [], "test_setup_code": ""})
+        elif fmt in ("apps", "taco"):
+            out.append({**TACO, "question": q, "name": f"n{i}"} if fmt == "taco"
+                       else {**APPS_STDIN, "question": q, "problem_id": i})
+        elif fmt == "livecodebench":
+            out.append({**LCB_STDIN, "question_id": f"q{i}", "question_content": q})
+        elif fmt == "deepcoder":
+            out.append({**DC_PRIME, "problem": q})
+    return out
+
+
+CODE_FORMATS = ("ragen", "humaneval", "mbpp", "apps", "taco", "livecodebench", "deepcoder")
+
+
+def test_every_code_format_keeps_its_source_split_so_test_problems_never_train(tmp_path) -> None:
+    """Issue 16 item 3: with ``split_mode="source"`` a test-only file of any supported format is
+    served only as ``test`` (HumanEval records used to lose the split: 8 of 10 went to train)."""
+    assert set(CODE_FORMATS) == set(FORMATS) - {"auto"}
+    for fmt in CODE_FORMATS:
+        d = tmp_path / fmt
+        d.mkdir()
+        recs = _ten(fmt)
+        assert {detect_format(r) for r in recs} == {fmt}
+        (d / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+        env = ragen_envs.make("ragen/DeepCoder-v0", data_source=str(d), split_mode="source").unwrapped
+        sizes = dict(env.split_table().sizes)
+        assert sizes == {"train": 0, "validation": 0, "test": 10}, (fmt, sizes)
+        assert {p.source_split for p in env.split_table()["test"]} == {"test"}, fmt
+
+
+def test_every_math_format_keeps_its_source_split(tmp_path) -> None:
+    """Issue 16 item 3, the other data-backed readers (MetaMathQA's three formats)."""
+    recs = ([{"query": f"What is {i} + 1?", "response": f"The answer is {i + 1}"} for i in range(4)]
+            + [{"question": f"What is {i} + 2?", "answer": f"so #### {i + 2}"} for i in range(3)]
+            + [{"question": f"What is {i} + 3?", "answer": str(i + 3)} for i in range(3)])
+    (tmp_path / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    env = ragen_envs.make("ragen/MetaMathQA-v0", data_source=str(tmp_path), split_mode="source", split="test").unwrapped
+    assert dict(env.split_table().sizes) == {"train": 0, "validation": 0, "test": 10}
+
+
+# ------------------------------------------------------------------ MBPP (issue 16 item 4)
+MBPP_14 = {"task_id": 14, "text": "Write a python function to find the volume of a triangular prism.",
+           "code": "def find_Volume(l,b,h) : \r\n    return ((l * b * h) / 2) ",
+           "test_list": ["assert find_Volume(10,8,6) == 240", "assert find_Volume(3,2,2) == 6",
+                         "assert find_Volume(1,2,1) == 1"],
+           "test_setup_code": "", "challenge_test_list": []}
+MBPP_SETUP = {"task_id": 900, "text": "Write a function to return the sorted distinct elements of a list.",
+              "code": "def distinct(xs):\n    return sorted(set(xs))",
+              "test_list": ["assert distinct(DATA) == [1, 2, 3]"], "test_setup_code": "DATA = [3, 1, 2, 3]",
+              "challenge_test_list": ["assert distinct([]) == []", "assert set(distinct((5, 5))) == {5}"]}
+MBPP_SANITIZED = {"source_file": "Benchmark Questions Verification V2.ipynb", "task_id": 2,
+                  "prompt": "Write a function to find the shared elements from the given two lists.",
+                  "code": "def similar_elements(a, b):\n    return tuple(set(a) & set(b))",
+                  "test_imports": [], "test_list": ["assert set(similar_elements((3, 4, 5, 6),(5, 7, 4, 10))) == set((4, 5))"]}
+
+
+def test_mbpp_format_is_read_and_judged_with_numeric_equality() -> None:
+    """Issue 16 item 4: MBPP records (full and sanitized) are read; task 14's reference solution,
+    which returns 240.0 where the test expects 240, passes; a wrong one fails per assert."""
+    p = problem_from_record(MBPP_14)
+    assert detect_format(MBPP_14) == "mbpp" and p.id == "mbpp/14" and p.source == "mbpp"
+    assert p.kind == "check" and p.tests[0].entry_point == "find_Volume" and count_tests(p) == 3
+    assert "assert find_Volume(10,8,6) == 240" in p.prompt and p.key_text == MBPP_14["text"]
+    assert judge(p.reference_solution, p, sandbox=FAST).all_passed
+    int_only = "def find_Volume(l, b, h):\n    return l * b * h // 2\n"
+    assert judge(int_only, p, sandbox=FAST).all_passed
+    wrong = judge("def find_Volume(l, b, h):\n    return l * b * h\n", p, sandbox=FAST)
+    assert (wrong.passed, wrong.total) == (0, 3) and "got 480" in wrong.first_failure.feedback
+    s = problem_from_record(MBPP_SETUP)  # setup code runs first; challenge tests run but are not shown
+    assert count_tests(s) == 3 and "distinct([])" not in s.prompt
+    assert judge(s.reference_solution, s, sandbox=FAST).all_passed
+    assert judge("def distinct(xs):\n    return list(xs)\n", s, sandbox=FAST).passed == 2  # not the shown one
+    sz = problem_from_record(MBPP_SANITIZED)
+    assert detect_format(MBPP_SANITIZED) == "mbpp" and sz.tests[0].entry_point == "similar_elements"
+    assert judge(sz.reference_solution, sz, sandbox=FAST).all_passed
+    with pytest.raises(ProblemFormatError, match="does not parse"):
+        problem_from_record({**MBPP_14, "test_list": ["assert find_Volume(1,2 == 3"]})
+    with pytest.raises(ProblemFormatError):
+        problem_from_record({**MBPP_14, "test_list": "not a list of asserts"}, "mbpp")
+
+
+def test_mbpp_file_trains_and_evaluates_in_the_deepcoder_env(tmp_path) -> None:
+    """Issue 16 item 4 end to end: an MBPP ``test.jsonl`` serves its problems on the test split,
+    and the oracle (the reference code) solves task 14 in the env."""
+    (tmp_path / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in (MBPP_14, MBPP_SETUP)))
+    env = ragen_envs.make("ragen/DeepCoder-v0", data_source=str(tmp_path), split_mode="source", split="test")
+    ids = [p.id for p in env.unwrapped.split_table()["test"]]
+    assert sorted(ids) == ["mbpp/14", "mbpp/900"]
+    env.reset(seed=0, options={"index": ids.index("mbpp/14")})
+    item = env.unwrapped.item
+    assert item.id == "mbpp/14"
+    _, reward, terminated, _, info = env.step(f"```python\n{item.reference_solution}\n```")
+    assert terminated and info["success"] and reward == pytest.approx(1.0)

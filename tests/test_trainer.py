@@ -178,3 +178,131 @@ def test_pruning_keeps_the_newest_checkpoint_not_the_highest_step(tmp_path: Path
     (root / "latest").write_text("step_000002")
     _prune(root, keep=1)
     assert sorted(p.name for p in root.glob("step_*")) == ["step_000002"]
+
+
+@pytest.mark.parametrize("kl_in_reward", [False, True])
+def test_kl_beta_positive_zero_variance_groups_are_not_masked(tmp_path: Path, kl_in_reward: bool) -> None:
+    """Issue 16 item 10 (docs/training.md, "KL and zero-variance groups"): with KL β > 0 a kept
+    zero-variance group is *not* masked.  Its policy-gradient term is 0 (advantages 0), but its
+    tokens stay in the KL term, so the update still moves the policy towards the reference;
+    with ``kl_in_reward`` the KL shaping even gives it non-zero advantages.  Only the filter
+    (``include_zero=false``) removes such groups."""
+    extra = ["optim.lr=1e-2", "algorithm.entropy_coef=0.0", "algorithm.kl_coef=0.5",
+             f"algorithm.kl_in_reward={str(kl_in_reward).lower()}"]
+    trainer = StarPOTrainer(tiny_cfg(tmp_path, *extra))
+    samples = mixed_samples(trainer, n_groups=2)
+    for s in samples:  # every group constant: no reward signal at all
+        s.score = 1.0
+        s.rewards = [1.0 if r else 0.0 for r in s.rewards]
+    with torch.no_grad():  # the policy drifts from the reference, so the KL is not 0
+        gen = torch.Generator().manual_seed(0)
+        for p in trainer.model.parameters():
+            p.add_(0.05 * torch.randn(p.shape, generator=gen))
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+    metrics = trainer._update(samples, 1.0)
+    changed = [n for n, p in trainer.model.named_parameters() if not torch.equal(before[n], p.detach())]
+    assert changed, "zero-variance groups were masked out of the KL update"
+    assert metrics["actor/grad_norm"] > 0
+    if kl_in_reward:
+        assert metrics["adv/abs_mean"] > 0  # KL shaping makes the constant groups non-constant
+    else:
+        assert metrics["adv/abs_mean"] == 0.0 and metrics["actor/kl_loss"] > 0
+    # Without KL the same batch has no gradient at all (masking would make KL behave the same).
+    plain = StarPOTrainer(tiny_cfg(tmp_path / "plain", "optim.lr=1e-2", "algorithm.entropy_coef=0.0"))
+    m0 = plain._update(samples, 1.0)
+    assert m0["actor/grad_norm"] == 0.0 and m0["adv/abs_mean"] == 0.0
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "training.md").read_text()
+    assert "*When KL β > 0 (`algorithm.kl_coef`), are zero-variance groups masked?* **No.**" in doc
+
+
+def test_ppo_values_and_old_logprobs_come_from_eval_mode(tmp_path: Path) -> None:
+    """Issue 16 item 7: the critic's head has dropout (0.1); GAE values and old log-probs are
+    computed in eval mode even when the models were left in train mode by the last update, and
+    the update itself runs in train mode again."""
+    from ragen_train.batch import collate
+    from ragen_train.modeling import token_values
+
+    trainer = StarPOTrainer(tiny_cfg(tmp_path, "algorithm.adv_estimator=gae", "optim.ppo_epochs=2"))
+    assert any(isinstance(m, torch.nn.Dropout) and m.p > 0 for m in trainer.critic.modules())
+    samples = mixed_samples(trainer, n_groups=2)
+    batch = collate(samples, trainer.tokenizer.pad_token_id)
+    trainer.critic.train()
+    trainer.model.train()
+    first = trainer._forward_stats(batch)
+    trainer.critic.train()
+    second = trainer._forward_stats(batch)
+    assert "old_logp" in first and "values" in first
+    assert torch.equal(first["values"], second["values"]) and torch.equal(first["old_logp"], second["old_logp"])
+    trainer.critic.eval()
+    with torch.no_grad():
+        want = token_values(trainer.critic, batch.input_ids, batch.attention_mask)
+    assert torch.equal(first["values"], want)
+    trainer._update(samples, 1.0)
+    assert trainer.critic.training and trainer.model.training  # the update ran in train mode
+
+
+@pytest.mark.slow
+def test_degenerate_outputs_are_logged_warned_once_and_stop_training_with_checkpoint_kept(tmp_path: Path) -> None:
+    """Issue 16 item 5 (RAGEN #52: responses turned into ``!!!!!!``): ``train/degenerate_rate``
+    is logged every step also without think blocks (quickstart); the first step above
+    ``trainer.degenerate_warn_rate`` warns once; after ``degenerate_stop_steps`` such steps in a
+    row training stops and a checkpoint of the last step is written."""
+    import warnings
+
+    from ragen_bench.diagnostics import DegenerateOutputWarning
+
+    from .scripted import ScriptedPolicy
+
+    cfg = tiny_cfg(tmp_path, "trainer.total_steps=8", "trainer.val_every=0", "trainer.save_every=5",
+                   "trainer.degenerate_stop_steps=3", "trainer.degenerate_warn_rate=0.5")
+    assert cfg.rollout.enable_think is False
+    trainer = StarPOTrainer(cfg)
+    calls = [0]
+
+    def script(episode: int, turn: int) -> str:
+        calls[0] += 1
+        return "<answer>A</answer>" if calls[0] <= 8 else "!" * 12  # step 1 fine, then collapse
+
+    trainer.policy = ScriptedPolicy(script, tokenizer=trainer.tokenizer, max_batch_size=64)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trainer.fit()
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    train = [r for r in rows if r["phase"] == "train"]
+    assert [r["step"] for r in train] == [1, 2, 3, 4]
+    assert [r["train/degenerate_rate"] for r in train] == [0.0, 1.0, 1.0, 1.0]
+    degenerate = [w for w in caught if issubclass(w.category, DegenerateOutputWarning)]
+    assert len(degenerate) == 1 and "step 2" in str(degenerate[0].message)
+    assert any("stopping" in str(w.message) and "since step 2" in str(w.message) for w in caught)
+    assert (tmp_path / "checkpoints" / "step_000004" / "state.json").is_file()
+    state = json.loads((tmp_path / "checkpoints" / "step_000004" / "state.json").read_text())
+    assert state["degenerate_watch"]["streak"] == 3
+
+
+def test_degenerate_watch_thresholds_and_config_fields() -> None:
+    """Issue 16 item 5, the pieces: the watch resets below the threshold, 0 steps never stops,
+    and the config fields are range-checked."""
+    import warnings
+
+    from ragen_bench.diagnostics import DegenerateWatch
+    from ragen_train.config import ConfigError
+
+    watch = DegenerateWatch(0.5, 2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert [watch.update(r, s) for s, r in enumerate([0.6, 0.5, 0.9, None, 0.7], 1)] == \
+            [False, False, False, False, True]
+    assert len(caught) == 1 and watch.first_step == 3
+    never = DegenerateWatch(0.0, 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert not any(never.update(1.0, s) for s in range(50))
+    copy = DegenerateWatch(0.5, 2)
+    copy.load_state_dict(watch.state_dict())
+    assert (copy.streak, copy.warned, copy.first_step) == (2, True, 3)
+    defaults = load_config("quickstart").trainer
+    assert (defaults.degenerate_warn_rate, defaults.degenerate_stop_steps) == (0.5, 10)
+    with pytest.raises(ConfigError, match="trainer.degenerate_warn_rate"):
+        load_config("quickstart", ["trainer.degenerate_warn_rate=1.5"])
+    with pytest.raises(ConfigError, match="trainer.degenerate_stop_steps"):
+        load_config("quickstart", ["trainer.degenerate_stop_steps=-1"])

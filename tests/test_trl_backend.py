@@ -141,3 +141,31 @@ def test_sft_then_trl_run_writes_metrics_and_an_evaluable_checkpoint(tmp_path: P
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert validate_file(runs / "trl" / "episodes.jsonl")[1] == 4
     validate_file(runs / "trl" / "summary.json")
+
+
+def test_trl_eps_effect_is_large_on_near_constant_groups() -> None:
+    """Issue 16 item 6: the figure docs/backends.md gives for TRL's ``std + 1e-4`` is right.
+
+    TRL's formula is taken from ``GRPOTrainer._generate_and_score_completions`` (TRL 1.16,
+    ``scale_rewards="group"``): ``(r - nanmean_g) / (nanstd_g + 1e-4)`` with TRL's own
+    ``nanstd`` (unbiased); the native one is :func:`group_advantages` with ``grpo_eps``.
+    """
+    import torch
+    from trl.trainer.utils import nanstd
+
+    from ragen_train.advantages import group_advantages
+
+    rewards = torch.tensor([1.00000, 1.00001, 2.00000, 2.00001])  # float32, as TRL holds rewards
+    grouped = rewards.view(-1, 2)
+    mean = torch.nanmean(grouped, dim=1).repeat_interleave(2)
+    std = nanstd(grouped, dim=1).repeat_interleave(2)
+    trl_adv = (rewards - mean) / (std + 1e-4)
+    native, _ = group_advantages(torch.tensor([1.00000, 1.00001, 2.00000, 2.00001], dtype=torch.float64), torch.tensor([0, 0, 1, 1]), eps=load_config("quickstart").algorithm.grpo_eps)
+    assert trl_adv.tolist() == pytest.approx([-0.0468, 0.0468, -0.0468, 0.0468], abs=5e-5)
+    assert native.tolist() == pytest.approx([-0.6195, 0.6195, -0.6195, 0.6195], abs=5e-5)
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "backends.md").read_text()
+    assert "**±0.0468**" in doc and "**±0.6195**" in doc
+    assert "differ by ~1e-4 relative" not in doc
+    # The ratio table: TRL / native = (std + 1e-6) / (std + 1e-4).
+    for s, ratio in ((0.35, 0.9997), (1e-2, 0.990), (1e-3, 0.91), (1e-4, 0.505)):
+        assert (s + 1e-6) / (s + 1e-4) == pytest.approx(ratio, abs=5e-4)

@@ -378,3 +378,20 @@ def test_missing_bm25s_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "bm25s", None)
     with pytest.raises(MissingExtraError, match=re.escape("pip install 'ragen-envs[webshop]' (or 'ragen[webshop]' for the full project")):
         Shop(generate_catalog(0, 20), ())
+
+
+def test_product_built_directly_with_a_string_bullet_points_is_not_split_into_characters() -> None:
+    """Issue 16 item 10: the constructor normalises like the loader does — a string is one
+    entry, a list becomes a tuple, and the reward's text fallback sees the words."""
+    p = _product(bullet_points="Machine washable cotton", attributes="waterproof", name_nouns=["zeta", "bag"],
+                 options={"size": "large", "color": ["black", "navy"]})
+    assert p.bullet_points == ("Machine washable cotton",)
+    assert p.attributes == ("waterproof",)
+    assert p.name_nouns == ("zeta", "bag")
+    assert p.options == {"size": ("large",), "color": ("black", "navy")}
+    assert "machine washable cotton" in p.text
+    assert p == _product(bullet_points=("Machine washable cotton",), attributes=("waterproof",),
+                         name_nouns=("zeta", "bag"), options={"size": ("large",), "color": ("black", "navy")})
+    assert _product(bullet_points="").bullet_points == () and _product(bullet_points=None).bullet_points == ()
+    g = _goal(attributes="waterproof", options={"color": "black"}, name_nouns=["bag"])
+    assert (g.attributes, g.options, g.name_nouns) == (("waterproof",), (("color", "black"),), ("bag",))

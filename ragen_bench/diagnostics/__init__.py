@@ -36,15 +36,24 @@ from .regimes import Regime, RegimeThresholds, classify_regime
 from .samplers import SAMPLERS, ScoringProblem, first_turn_problem, trajectory_problem
 from .samples import HFTextTokenizer, ReasoningSample, TextTokenizer, samples_from_records
 from .scorer import CrossScores, Scorer, ScoringNotSupported
-from .text_stats import answer_diversity, degenerate_rate, is_degenerate, sampled_token_entropy
+from .text_stats import (
+    DegenerateOutputWarning,
+    DegenerateWatch,
+    answer_diversity,
+    degenerate_rate,
+    is_degenerate,
+    record_responses,
+    sampled_token_entropy,
+)
 
 __all__ = [
     "DEFAULT_COMPUTE_FREQ", "DEFAULT_NUM_SAMPLES", "SAMPLERS",
     "CollapseReport", "CollapseTracker", "CrossScores", "HFScorer", "HFTextTokenizer", "MIEstimate",
-    "OpenAICompletionsScorer", "ReasoningSample",
+    "DegenerateOutputWarning", "DegenerateWatch", "OpenAICompletionsScorer", "ReasoningSample",
     "Regime", "RegimeThresholds", "Retrieval", "Scorer", "ScoringNotSupported", "ScoringProblem",
     "TemplateCollapseWarning", "TextTokenizer",
     "answer_diversity", "classify_regime", "collapse_metrics", "collapse_report", "degenerate_rate",
-    "first_turn_problem", "is_degenerate", "log_mean_exp", "mi_estimate", "retrieval", "sampled_token_entropy",
+    "first_turn_problem", "is_degenerate", "log_mean_exp", "mi_estimate", "record_responses", "retrieval",
+    "sampled_token_entropy",
     "samples_from_records", "trajectory_problem", "zscore",
 ]

@@ -1,11 +1,13 @@
 """Per-response statistics that need no scorer: token entropy from log-probabilities,
-degenerate outputs and answer diversity."""
+degenerate outputs (and a watch that alarms on them) and answer diversity."""
 
 from __future__ import annotations
 
 import math
+import warnings
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -56,6 +58,69 @@ def degenerate_rate(texts: Iterable[str], share: float = DEGENERATE_SHARE) -> fl
     """Share of responses that :func:`is_degenerate`; ``None`` for no responses."""
     flags = [is_degenerate(t, share) for t in texts]
     return None if not flags else sum(flags) / len(flags)
+
+
+def record_responses(records: Iterable[Any]) -> list[str]:
+    """Every turn's response text of episode records (objects with ``turns[*].response``);
+    records without turns (e.g. metric-only log lines) contribute none."""
+    return [str(t.response) for r in records for t in (getattr(r, "turns", None) or [])]
+
+
+class DegenerateOutputWarning(RuntimeWarning):
+    """The share of degenerate responses is above the alarm threshold (e.g. ``!!!!!!``)."""
+
+
+class DegenerateWatch:
+    """Alarm on degenerate outputs during training: warn once, then ask to stop.
+
+    Users of RAGEN watched responses turn into ``!!!!!!`` with no alarm (RAGEN issue #52);
+    :func:`degenerate_rate` measured it but nothing acted on it.  Feed :meth:`update` the
+    rate of each step: the first step above ``threshold`` raises one
+    :class:`DegenerateOutputWarning`; after ``stop_steps`` consecutive steps above it
+    :meth:`update` returns ``True`` (the caller stops and keeps its checkpoints;
+    ``stop_steps=0`` never stops).  A step at or below the threshold resets the run.
+
+    Args:
+        threshold: share of degenerate responses in ``[0, 1]`` above which a step counts.
+        stop_steps: consecutive such steps before stopping (0 = never stop).
+    """
+
+    def __init__(self, threshold: float, stop_steps: int):
+        self.threshold = float(threshold)
+        self.stop_steps = int(stop_steps)
+        self.streak = 0
+        self.warned = False
+        self.first_step: int | None = None  # first step of the current run above the threshold
+
+    def update(self, rate: float | None, step: int) -> bool:
+        """Record step ``step``'s rate (``None``: no response, the run is unchanged); ``True`` = stop."""
+        if rate is None:
+            return False
+        if rate <= self.threshold:
+            self.streak, self.first_step = 0, None
+            return False
+        self.streak += 1
+        if self.first_step is None:
+            self.first_step = step
+        if not self.warned:
+            self.warned = True
+            warnings.warn(f"step {step}: {rate:.0%} of the responses are degenerate (one character makes up more "
+                          f"than {DEGENERATE_SHARE:.0%} of the text, or empty), above trainer.degenerate_warn_rate="
+                          f"{self.threshold:g}; training stops after "
+                          + (f"{self.stop_steps} such steps in a row (trainer.degenerate_stop_steps)"
+                             if self.stop_steps else "no number of such steps (trainer.degenerate_stop_steps=0)"),
+                          DegenerateOutputWarning, stacklevel=2)
+        return bool(self.stop_steps) and self.streak >= self.stop_steps
+
+    def state_dict(self) -> dict[str, Any]:
+        """JSON-safe state (for trainer checkpoints)."""
+        return {"streak": self.streak, "warned": self.warned, "first_step": self.first_step}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.streak = int(state.get("streak", 0))
+        self.warned = bool(state.get("warned", False))
+        first = state.get("first_step")
+        self.first_step = None if first is None else int(first)
 
 
 def answer_diversity(answers: Sequence[str | None]) -> tuple[float, float] | None:

@@ -34,6 +34,16 @@ Formats and the fields we read (everything else is kept in ``metadata``):
     ``func_name``).  A functional test's ``input`` holds one JSON value per line (the
     arguments) and ``output`` one JSON value; the function is a method of ``class
     Solution`` when the starter code defines one.
+``mbpp`` (``google-research-datasets/mbpp``, CC-BY-4.0; Austin et al. 2021, arXiv 2108.07732)
+    ``task_id``, ``text`` (the statement), ``code`` (reference solution), ``test_list``
+    (``assert`` lines, shown in the prompt as in the paper's section 2.1),
+    ``challenge_test_list`` (extra asserts, run but not shown), ``test_setup_code``?
+    (run before the asserts); the *sanitized* subset's ``prompt`` / ``test_imports`` stand
+    in for ``text`` / ``test_setup_code``.  The asserts become one :class:`CheckTest`
+    (``def check(candidate)`` around them; the function is the one the first assert
+    calls), so results compare with Python's ``==`` exactly as MBPP's own evaluation
+    executes them — numeric across ``int`` and ``float`` (task 14 expects ``240``, a
+    correct solution returns ``240.0``).
 ``deepcoder`` (``agentica-org/DeepCoder-Preview-Dataset``, MIT)
     ``problem``, ``tests`` (JSON string), ``starter_code``?, ``metadata``?,
     ``solutions``?.  ``tests`` is, by subset: a TACO-style dict (``taco``); a list of
@@ -42,19 +52,28 @@ Formats and the fields we read (everything else is kept in ``metadata``):
     (``primeintellect``); a list of ``{"input", "output"}`` (``codeforces``).
 
 ``auto`` picks the format from the record's keys.
+
+Every reader keeps the split the record's source gave it (``_source_split``, set by
+:mod:`ragen_envs.data.loaders` for ``test.jsonl``-style files and hub splits) in
+:attr:`CodeProblem.source_split`, so ``split_mode="source"`` never serves a test
+problem for training, whatever the format.
 """
 
 from __future__ import annotations
 
+import ast
 import base64
+import builtins
 import hashlib
 import io
 import json
 import pickle
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Union
+
+from ..data.loaders import SOURCE_SPLIT_KEY
 
 __all__ = [
     "FORMATS",
@@ -67,7 +86,7 @@ __all__ = [
     "problem_from_record",
 ]
 
-FORMATS = ("auto", "ragen", "humaneval", "apps", "taco", "livecodebench", "deepcoder")
+FORMATS = ("auto", "ragen", "humaneval", "mbpp", "apps", "taco", "livecodebench", "deepcoder")
 
 
 class ProblemFormatError(ValueError):
@@ -122,6 +141,9 @@ class CodeProblem:
         metadata: other fields of the record.
         key_text: the text that decides the problem's split (the statement without our
             additions; equal statements from two data sets land in the same split).
+        source_split: the split the record's source assigned it (``"train"``, ``"test"``,
+            ...; the record's ``_source_split``), or ``None``; set by
+            :func:`problem_from_record` for every format.
     """
 
     id: str
@@ -132,6 +154,7 @@ class CodeProblem:
     starter_code: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     key_text: str = ""
+    source_split: str | None = None
 
     @property
     def kind(self) -> str:
@@ -172,6 +195,8 @@ def detect_format(record: Mapping[str, Any]) -> str:
         return "livecodebench"
     if "problem" in keys and "tests" in keys:
         return "deepcoder"
+    if "test_list" in keys and ("text" in keys or "prompt" in keys):
+        return "mbpp"
     if "question" in keys and "input_output" in keys:
         return "taco" if ({"raw_tags", "skill_types", "source", "name"} & keys) else "apps"
     if {"prompt", "tests"} <= keys:
@@ -197,7 +222,8 @@ def problem_from_record(record: Mapping[str, Any], fmt: str = "auto") -> CodePro
         raise ProblemFormatError(f"{fmt} record: {type(exc).__name__}: {exc}") from None
     if not problem.tests:
         raise ProblemFormatError(f"{fmt} record {problem.id!r} has no test")
-    return problem
+    split = record.get(SOURCE_SPLIT_KEY)
+    return replace(problem, source_split=str(split)) if split not in (None, "") else problem
 
 
 # ------------------------------------------------------------------- readers
@@ -219,6 +245,44 @@ def _read_humaneval(r: Mapping[str, Any]) -> CodeProblem:
     return CodeProblem(str(r["task_id"]), "humaneval", prompt, (CheckTest(str(r["test"]), entry),),
                        str(r["prompt"]) + str(r["canonical_solution"]), str(r["prompt"]),
                        {"entry_point": entry}, str(r["prompt"]))
+
+
+def _mbpp_entry_point(asserts: Sequence[str], code: Any) -> str:
+    """The function the first assert calls (else the first ``def`` of the reference code)."""
+    for line in asserts:
+        for node in ast.walk(ast.parse(line)):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id not in dir(builtins):
+                return node.func.id
+    if isinstance(code, str):
+        for node in ast.parse(code).body:
+            if isinstance(node, ast.FunctionDef):
+                return node.name
+    raise ProblemFormatError("cannot tell which function the MBPP asserts test")
+
+
+def _read_mbpp(r: Mapping[str, Any]) -> CodeProblem:
+    text = str(r["text"] if "text" in r else r["prompt"])
+    for name in ("test_list", "challenge_test_list"):
+        value = r.get(name) or []
+        if not isinstance(value, list) or not all(isinstance(a, str) for a in value):
+            raise ProblemFormatError(f"mbpp record {r.get('task_id')!r}: {name} must be a list of assert strings")
+    shown = [a.strip() for a in r["test_list"] if a.strip()]
+    hidden = [a.strip() for a in r.get("challenge_test_list") or [] if a.strip()]
+    setup = r.get("test_setup_code") or "\n".join(str(x) for x in r.get("test_imports") or [])
+    try:
+        entry = _mbpp_entry_point(shown + hidden, r.get("code"))
+        body = "".join("    " + line + "\n" for a in shown + hidden for line in a.splitlines()) or "    pass\n"
+        check = f"{setup}\n\ndef check(candidate):\n{body}"
+        ast.parse(check)
+    except SyntaxError as exc:
+        raise ProblemFormatError(f"mbpp record {r.get('task_id')!r}: a test does not parse: {exc}") from None
+    tests_text = "\n".join(shown)
+    prompt = (f"{text}\n\nYour code should pass these tests:\n\n```python\n{tests_text}\n```\n\n"
+              f"Answer with the complete Python function `{entry}` (and any imports or helpers it needs).")
+    ident = str(r.get("task_id") if r.get("task_id") not in (None, "") else _short_id(text))
+    meta = {k: v for k, v in r.items() if k not in ("text", "prompt", "code", "test_list", "challenge_test_list")}
+    return CodeProblem(f"mbpp/{ident}", "mbpp", prompt, (CheckTest(check, entry),),
+                       str(r["code"]) if r.get("code") else None, None, {**meta, "entry_point": entry}, text)
 
 
 def _taco_like_tests(io_spec: Any) -> tuple[Test, ...]:
@@ -350,5 +414,5 @@ def _read_deepcoder(r: Mapping[str, Any]) -> CodeProblem:
                        str(r["problem"]))
 
 
-_READERS = {"ragen": _read_ragen, "humaneval": _read_humaneval, "apps": _read_apps, "taco": _read_taco,
+_READERS = {"ragen": _read_ragen, "humaneval": _read_humaneval, "mbpp": _read_mbpp, "apps": _read_apps, "taco": _read_taco,
             "livecodebench": _read_lcb, "deepcoder": _read_deepcoder}

@@ -29,7 +29,7 @@ from ..config import ConfigError
 from ..core import Transition, join_lines
 from ..data.attempts import AttemptTracker
 from ..data.env import DatasetEnv
-from ..data.loaders import SOURCE_SPLIT_KEY, DataSourceError, load_source
+from ..data.loaders import DataSourceError, load_source
 from ..data.splits import canonical_key
 from ..sandbox import SandboxConfig
 from ..code.judge import extract_code, judge, tests_count
@@ -91,7 +91,7 @@ class DeepCoderEnv(DatasetEnv):
         return canonical_key(item.key_text or item.prompt)
 
     def _item_source_split(self, item: CodeProblem) -> str | None:
-        return item.metadata.get(SOURCE_SPLIT_KEY)
+        return item.source_split
 
     def _item_id(self, item: CodeProblem) -> str:
         return item.id

@@ -101,8 +101,7 @@ def product_from_record(rec: Mapping[str, Any], attributes: list[str]) -> Produc
     """One product of ``items_shuffle.json`` (module docstring) with its mined attributes."""
     asin = str(rec["asin"]).upper()
     title = str(rec.get("name") or "")
-    bullets = rec.get("small_description") or []
-    bullets = tuple(str(b) for b in bullets) if isinstance(bullets, list) else (str(bullets),)
+    bullets = rec.get("small_description")  # a list or one string; Product normalises both
     options: dict[str, tuple[str, ...]] = {}
     for name, contents in (rec.get("customization_options") or {}).items():
         if contents is None:

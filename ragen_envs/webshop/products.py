@@ -10,12 +10,23 @@ Field names follow the WebShop engine's product dictionaries (Yao et al. 2022, a
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["Goal", "Product", "words"]
 
 _WORD = re.compile(r"[a-z0-9]+")
+
+
+def _texts(value: str | Iterable[Any] | None) -> tuple[str, ...]:
+    """A tuple of strings from ``value``: one string is *one* entry (never split into its
+    characters), ``None`` / ``""`` is none, any other iterable gives one entry per element."""
+    if value is None or value == "":
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    return tuple(str(v) for v in value)
 
 
 def words(text: str) -> list[str]:
@@ -56,6 +67,14 @@ class Product:
     bullet_points: tuple[str, ...] = ()
     description: str = ""
 
+    def __post_init__(self) -> None:
+        # A string where a tuple of strings belongs is one entry (``bullet_points="Soft"`` is
+        # ``("Soft",)``, not ``("S", "o", "f", "t")``); lists become tuples, so products compare
+        # equal however they were built.
+        for name in ("bullet_points", "attributes", "name_nouns"):
+            object.__setattr__(self, name, _texts(getattr(self, name)))
+        object.__setattr__(self, "options", {str(k): _texts(v) for k, v in dict(self.options).items()})
+
     @property
     def text(self) -> str:
         """Title, bullet points and description, lower-cased (the reward's text fallback)."""
@@ -87,6 +106,12 @@ class Goal:
     query: str
     product_category: str
     name_nouns: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        for name in ("attributes", "name_nouns"):
+            object.__setattr__(self, name, _texts(getattr(self, name)))
+        opts = self.options.items() if isinstance(self.options, Mapping) else self.options
+        object.__setattr__(self, "options", tuple((str(k), str(v)) for k, v in opts))
 
     @property
     def option_values(self) -> tuple[str, ...]:

@@ -22,7 +22,6 @@ one turn (:func:`require_one_row_per_episode`).
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +33,7 @@ from ragen_bench.rollout import EpisodeSpec, RolloutConfig
 
 from ..batch import BuildStats, Sample, build_samples
 from ..config import ConfigError, StarPOConfig
-from ..filtering import FilterConfig, group_scores, select_groups
+from ..filtering import FilterConfig, group_scores, group_values, select_groups
 
 
 # ------------------------------------------------------------------- seeds
@@ -205,9 +204,7 @@ def filter_groups(records: Sequence[EpisodeRecord], fcfg: FilterConfig,
     """
     if fcfg.metric == "entropy":
         raise ValueError("the entropy filter metric needs the trainer's own forward pass")
-    per_group: dict[int, list[float]] = defaultdict(list)
-    for r in records:
-        per_group[r.group].append(float(r.completion_tokens) if fcfg.metric == "length" else r.episode_return)
+    per_group = group_values(records, fcfg.metric)  # NaN-reward episodes (dropped) score nothing
     merged: dict[int, list[float]] = {}
     for part in (gather(dict(per_group)) if gather else [dict(per_group)]):
         merged.update(part)

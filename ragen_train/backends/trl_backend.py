@@ -119,8 +119,8 @@ def trl_settings(cfg: StarPOConfig, *, output_dir: str | Path | None = None, wor
             f"{alg.adv_estimator}: GRPOTrainer has group-relative advantages only (no critic, no leave-one-out)")
         scale = "group"
     add("algorithm.grpo_eps", "approximate",
-        f"TRL divides by (std + 1e-4) and computes it over the group with NaN rows removed; ours uses "
-        f"{alg.grpo_eps:g} and sets constant groups (std <= 1e-6) to exactly 0")
+        f"TRL divides by (std + 1e-4) (its advantage is ours times (std+1e-6)/(std+1e-4): 13x smaller at std 7e-6) and computes std over the group with NaN rows removed; ours uses "
+        f"{alg.grpo_eps:g} and sets constant groups (population std <= 1e-6) to exactly 0")
     norm_len = float(alg.norm_len or r.max_new_tokens * rollout_config_for(cfg).max_turns)  # as the native trainer
     loss_map = {"token-mean": ("dapo", None), "seq-mean-token-mean": ("grpo", None),
                 "seq-mean-token-sum-norm": ("dr_grpo", norm_len), "seq-mean-token-sum": ("dr_grpo", 1.0)}
