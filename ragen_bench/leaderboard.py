@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .fileio import atomic_write_json
 from .results import RunDir, now_iso, protocol_of
 
 HEADLINE = ("success", "return", "valid_action_rate", "format_valid_rate", "turns", "tokens")
@@ -114,7 +115,7 @@ def add_run(board_path: str | Path, run_path: str | Path, *, label: str | None =
     entries.sort(key=lambda e: (e["env_id"], -(e["metrics"]["success"]["mean"] or 0.0), e["model"]))
     board["entries"] = entries
     Path(board_path).parent.mkdir(parents=True, exist_ok=True)
-    Path(board_path).write_text(json.dumps(board, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    atomic_write_json(board_path, board)
     return entry
 
 
