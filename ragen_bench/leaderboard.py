@@ -14,8 +14,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ragen_envs import jsonutil
 
+from .fileio import atomic_write_json
 from .results import RunDir, now_iso, protocol_of
 from .validate import read_checked
 
@@ -126,7 +126,7 @@ def add_run(board_path: str | Path, run_path: str | Path, *, label: str | None =
     entries.sort(key=lambda e: (e["env_id"], -(e["metrics"]["success"]["mean"] or 0.0), e["model"]))
     board["entries"] = entries
     Path(board_path).parent.mkdir(parents=True, exist_ok=True)
-    Path(board_path).write_text(jsonutil.dumps(board, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    atomic_write_json(board_path, board)
     return entry
 
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import functools
-import json
 import os
 import subprocess
 from collections.abc import Iterable, Iterator
@@ -35,6 +34,7 @@ from typing import Any
 from ragen_envs import jsonutil
 
 from . import __version__
+from .fileio import atomic_write_json, repair_jsonl_tail
 from .records import EpisodeRecord
 from .stats import mean_with_uncertainty, pass_at_k_over_groups
 from .validate import check_object, read_checked
@@ -105,7 +105,7 @@ class RunDir:
     def write_run(self, meta: dict[str, Any]) -> None:
         """Write ``run.json`` atomically."""
         self.path.mkdir(parents=True, exist_ok=True)
-        _atomic_write_json(self.path / RUN_FILE, meta)
+        atomic_write_json(self.path / RUN_FILE, meta)
 
     @contextlib.contextmanager
     def writer_lock(self) -> Iterator[None]:
@@ -155,27 +155,9 @@ class RunDir:
 
     # ---------------------------------------------------------- episodes.jsonl
     def repair(self) -> int:
-        """Cut a torn last line off ``episodes.jsonl``; return the bytes removed."""
-        p = self.episodes_path
-        if not p.exists():
-            return 0
-        data = p.read_bytes()
-        keep = len(data)
-        if data and not data.endswith(b"\n"):
-            keep = data.rfind(b"\n") + 1
-        else:
-            # A complete-looking last line may still be invalid JSON (a torn write that
-            # happened to end in a newline); check it.
-            start = data.rfind(b"\n", 0, max(0, len(data) - 1)) + 1
-            if data[start:].strip():
-                try:
-                    json.loads(data[start:])
-                except ValueError:
-                    keep = start
-        if keep < len(data):
-            with open(p, "r+b") as fh:
-                fh.truncate(keep)
-        return len(data) - keep
+        """Cut a torn last line off ``episodes.jsonl``; return the bytes removed
+        (:func:`ragen_bench.fileio.repair_jsonl_tail`)."""
+        return repair_jsonl_tail(self.episodes_path)
 
     def read_episodes(self) -> dict[int, dict[str, Any]]:
         """The latest record per episode index (call :meth:`repair` first to drop a torn last line).
@@ -224,7 +206,7 @@ class RunDir:
     # ---------------------------------------------------------------- summary
     def write_summary(self, summary: dict[str, Any]) -> Path:
         p = self.path / SUMMARY_FILE
-        _atomic_write_json(p, summary)
+        atomic_write_json(p, summary)
         return p
 
     def read_summary(self) -> dict[str, Any]:
@@ -347,8 +329,3 @@ def protocol_of(run: dict[str, Any]) -> dict[str, Any]:
         "group_size": run.get("group_size"),
     }
 
-
-def _atomic_write_json(path: Path, obj: Any) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(jsonutil.dumps(obj, indent=2, ensure_ascii=False, sort_keys=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)

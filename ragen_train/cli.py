@@ -27,7 +27,6 @@ import typer
 from rich.markup import escape
 
 from ragen_bench.console import make_console, print_error
-from ragen_envs import jsonutil
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Train LLM agents with multi-turn RL (StarPO: PPO / GRPO and variants) on ragen environments.")
@@ -65,7 +64,9 @@ def _load(config: str, overrides: list[str] | None):
 def starpo(
     config: ConfigOpt = "quickstart",
     overrides: Overrides = None,
-    resume: Annotated[Optional[str], typer.Option(help="Checkpoint directory, or 'latest' in trainer.out_dir.")] = None,
+    resume: Annotated[Optional[str], typer.Option(help=(
+        "Checkpoint directory, or 'latest': the newest intact checkpoint in trainer.out_dir (damaged newer ones "
+        "are reported and skipped; docs/training.md, 'Checkpoints')."))] = None,
     backend: Annotated[str, typer.Option(help="Trainer back-end: native | trl | verl (docs/backends.md).")] = "native",
 ) -> None:
     """Train with StarPO (rollout -> filter -> advantages -> PPO/GRPO update), with validation and checkpoints."""
@@ -81,6 +82,8 @@ def starpo(
             warnings.simplefilter("always", RuntimeWarning)
             trainer = StarPOTrainer(cfg, resume=resume)
         _replay(caught)
+        if trainer.resumed_from is not None and trainer.dist.is_main:
+            _info(f"resuming from {trainer.resumed_from.path} (step {trainer.resumed_from.step})")
     except (FileNotFoundError, FileExistsError) as exc:
         raise _error(exc) from None
     except ConfigError as exc:
@@ -91,7 +94,8 @@ def starpo(
 
         png = plot_metrics(Path(cfg.trainer.out_dir) / "metrics.jsonl", Path(cfg.trainer.out_dir) / "training_curves.png",
                            title=f"{cfg.name}: {cfg.env.id}")
-        _info(f"done: {cfg.trainer.out_dir} (curves: {png}); last validation: " + _val_text(last))
+        _info(f"done: {cfg.trainer.out_dir} (model: {Path(cfg.trainer.out_dir) / 'final_model'}; curves: {png}); "
+              "last validation: " + _val_text(last))
 
 
 def _external_backend(name: str, cfg, resume: str | None) -> None:
@@ -160,11 +164,13 @@ def sft(config: ConfigOpt = "quickstart", overrides: Overrides = None,
     hist = sft_train(model, tok, samples, cfg, device=cfg.model.device,
                      log=lambda s, row: log.log(s, row, phase="sft") if s % 10 == 0 else None)
     log.close()
-    save_model(model, tok, dest)
+    save_model(model, tok, dest, config=cfg.to_dict())  # atomic: complete or absent after a crash
     # `ragen-train eval <dest>` reads the protocol from the config next to the model folder.
     cfg_file = dest.parent / "config.json"
     if not cfg_file.exists() or cfg.trainer.overwrite:
-        cfg_file.write_text(jsonutil.dumps(cfg.to_dict(), indent=2) + "\n")
+        from ragen_bench.fileio import atomic_write_json
+
+        atomic_write_json(cfg_file, cfg.to_dict())
     _info(f"SFT: {len(hist)} steps, final loss {hist[-1]['sft/loss']:.4f}; model saved to {dest}")
 
 

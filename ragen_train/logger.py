@@ -5,6 +5,12 @@ whatever the width of the terminal (:func:`ragen_bench.console.make_console`).  
 "phase": "train"|"val"|"sft"|"eval", <metric>: <float>, ...}`` (``schemas/metrics.schema.json``).
 W&B runs in offline mode unless ``WANDB_MODE`` says otherwise, so it works without a
 network; the offline run directory can be synced later with ``wandb sync``.
+
+Crash safety: rows are appended and flushed one at a time, so a killed run leaves at most
+one torn last line; opening the log cuts it off (:func:`ragen_bench.fileio.repair_jsonl_tail`,
+as ``episodes.jsonl`` is repaired).  A resumed run (``resume_step=k``) first drops the rows
+of steps after ``k`` — logged after checkpoint ``k`` by the run that died — so every step
+appears once and curves do not zigzag.  TensorBoard and W&B event logs are not rewritten.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from typing import Any
 
 from ragen_bench.console import make_console
 from ragen_envs import jsonutil
+from ragen_bench.fileio import atomic_write_text, repair_jsonl_tail
 
 KNOWN_LOGGERS = ("jsonl", "console", "tensorboard", "wandb")
 
@@ -52,6 +59,8 @@ class MetricLogger:
             ``tensorboard``, ``wandb``.
         enabled: False on non-zero ranks.
         run_name / config: for W&B.
+        resume_step: the checkpoint step a resumed run continues from: rows of later
+            steps are removed from ``metrics.jsonl`` (:func:`truncate_metrics`).
 
     Raises:
         ValueError: an unknown logger name.
@@ -59,7 +68,7 @@ class MetricLogger:
     """
 
     def __init__(self, out_dir: str | Path, loggers: list[str], *, enabled: bool = True, run_name: str = "ragen",
-                 config: dict[str, Any] | None = None, wandb_project: str = "ragen"):
+                 config: dict[str, Any] | None = None, wandb_project: str = "ragen", resume_step: int | None = None):
         unknown = [name for name in loggers if name not in KNOWN_LOGGERS]
         if unknown:
             raise ValueError(f"unknown logger(s) {unknown} (known: {', '.join(KNOWN_LOGGERS)})")
@@ -72,7 +81,11 @@ class MetricLogger:
         if not enabled:
             return
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        self._fh = open(self.out_dir / "metrics.jsonl", "a", encoding="utf-8")
+        path = self.out_dir / "metrics.jsonl"
+        repair_jsonl_tail(path)
+        if resume_step is not None:
+            truncate_metrics(path, resume_step)
+        self._fh = open(path, "a", encoding="utf-8")
         if "tensorboard" in loggers:
             try:
                 from torch.utils.tensorboard import SummaryWriter
@@ -121,11 +134,49 @@ class MetricLogger:
             self._wandb = None
 
 
+def truncate_metrics(path: str | Path, step: int) -> int:
+    """Drop the rows of steps after ``step`` from a ``metrics.jsonl`` (atomically rewritten);
+    returns how many were dropped.  Rows are kept byte for byte; a missing file is no-op.
+
+    Raises:
+        ValueError: a line is not a JSON object with an integer ``step`` (naming file and line).
+    """
+    p = Path(path)
+    if not p.is_file():
+        return 0
+    kept, dropped = [], 0
+    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(keepends=True), 1):
+        if not line.strip():
+            continue
+        try:
+            row_step = int(json.loads(line)["step"])
+        except (ValueError, KeyError, TypeError):
+            raise ValueError(f"{p}:{n}: not a metrics row (a JSON object with an integer step)") from None
+        if row_step > step:
+            dropped += 1
+        else:
+            kept.append(line if line.endswith("\n") else line + "\n")
+    if dropped:
+        atomic_write_text(p, "".join(kept))
+    return dropped
+
+
 def read_metrics(path: str | Path) -> list[dict[str, Any]]:
-    """All rows of a ``metrics.jsonl``."""
+    """All rows of a ``metrics.jsonl``; a torn last line (a run killed mid-write) is skipped.
+
+    Raises:
+        ValueError: a line other than the last is not valid JSON (naming file and line).
+    """
     rows = []
     with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                rows.append(json.loads(line))
+        lines = fh.readlines()
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            if n == len(lines):
+                break  # torn last line
+            raise ValueError(f"{path}:{n}: not valid JSON") from None
     return rows

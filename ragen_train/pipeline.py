@@ -10,6 +10,10 @@ seeds (the test split), train with StarPO, evaluate again with the same seeds, s
 ``started_from`` (the SFT checkpoint passed in as ``sft_model``, else ``null``),
 ``sft_model_dir`` (the ``sft_model/`` this run saved after its own SFT, else ``null``),
 ``final_model_dir``, ``eval_split``, ``eval_episodes``, ``wall_s``.
+
+``sft_model/``, ``final_model/`` and ``summary.json`` are written atomically (complete or
+absent after a crash; the model folders carry a ``manifest.json``, see
+:mod:`ragen_train.checkpoint`).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ragen_envs import jsonutil
+from ragen_bench.fileio import atomic_write_json
 
 from .checkpoint import save_model
 from .config import StarPOConfig
@@ -83,19 +87,18 @@ def run_sft_then_starpo(cfg: StarPOConfig, *, eval_episodes: int | None = None, 
         log(f"[ragen] SFT done: {len(hist)} steps, final loss {hist[-1]['sft/loss']:.3f}")
         sft_dir = out / "sft_model"
         if trainer.dist.is_main:
-            save_model(trainer.model, tokenizer, sft_dir)
+            save_model(trainer.model, tokenizer, sft_dir, config=cfg.to_dict())
     before = trainer.evaluate(split=test, episodes=n_eval)
     log(f"[ragen] after SFT (before RL): test success {before.get('val/success', 0):.3f}")
     trainer.fit()
     after = trainer.evaluate(split=test, episodes=n_eval)
     log(f"[ragen] after StarPO: test success {after.get('val/success', 0):.3f}")
     plot = None
-    if trainer.dist.is_main:
-        save_model(trainer.model, tokenizer, out / "final_model")
+    if trainer.dist.is_main:  # final_model/ was saved by fit()
         plot = plot_metrics(out / "metrics.jsonl", out / "training_curves.png", title=f"{cfg.name}: {cfg.env.id}")
         res = {"untrained": base or None, "started_from": str(sft_model) if sft_model else None,
                "sft_model_dir": str(sft_dir) if sft_dir else None, "final_model_dir": str(out / "final_model"),
                "before_rl": before, "after_rl": after, "eval_split": test, "eval_episodes": n_eval,
                "wall_s": round(time.perf_counter() - t0, 1)}
-        (out / "summary.json").write_text(jsonutil.dumps(res, indent=2) + "\n")
+        atomic_write_json(out / "summary.json", res)
     return PipelineResult(out, before, after, plot, time.perf_counter() - t0)

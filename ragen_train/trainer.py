@@ -37,12 +37,12 @@ import torch
 
 import ragen_envs
 from ragen_bench.diagnostics.text_stats import DegenerateWatch, degenerate_rate, record_responses
+from ragen_bench.fileio import atomic_write_json
 from ragen_bench.policies.hf import HFPolicy
 from ragen_bench.records import EpisodeRecord
 from ragen_bench.rollout import EpisodeSpec, RolloutConfig, RolloutEngine
 from ragen_bench.runner import rollout_config_from
 from ragen_bench.stats import pass_at_k
-from ragen_envs import jsonutil
 
 from . import checkpoint as ckpt
 from . import distributed as D
@@ -145,7 +145,11 @@ class StarPOTrainer:
         self.cfg = validate(cfg)
         check_device(cfg.model.device)
         self.out_dir = Path(cfg.trainer.out_dir)
-        resume_dir = self._find_checkpoint(resume) if resume else None  # before loading anything
+        found = self._find_checkpoint(resume) if resume else None  # before loading anything
+        resume_dir = found.path if found is not None else None
+        self.resumed_from: ckpt.Resumable | None = found
+        if found is not None and found.fallback_message():
+            warnings.warn(found.fallback_message(), RuntimeWarning, stacklevel=2)
         if resume is None:
             self._claim_out_dir()
         self.dist = D.init(cfg.model.device)
@@ -182,12 +186,13 @@ class StarPOTrainer:
         self.collapse_tracker: Any = None
         self.degenerate_watch = DegenerateWatch(cfg.trainer.degenerate_warn_rate, cfg.trainer.degenerate_stop_steps)
         self.logger = MetricLogger(self.out_dir, cfg.trainer.loggers, enabled=self.dist.is_main, run_name=cfg.name,
-                                   config=cfg.to_dict(), wandb_project=cfg.trainer.wandb_project)
+                                   config=cfg.to_dict(), wandb_project=cfg.trainer.wandb_project,
+                                   resume_step=found.step if found is not None else None)
         if self.dist.is_main:
             self.out_dir.mkdir(parents=True, exist_ok=True)
             if resume_dir is not None:
                 self._note_config_changes(resume_dir)
-            (self.out_dir / "config.json").write_text(jsonutil.dumps(cfg.to_dict(), indent=2) + "\n")
+            atomic_write_json(self.out_dir / "config.json", cfg.to_dict())
         if resume_dir is not None:
             self._resume(resume_dir)
 
@@ -560,33 +565,61 @@ class StarPOTrainer:
 
     # ----------------------------------------------------------- checkpoints
     def save(self) -> Path:
+        """Write checkpoint ``self.step`` (crash-safe; :func:`ragen_train.checkpoint.save`)."""
         t = self.cfg.trainer
+        # Train/eval mode of the modules is part of the state: a resumed run must continue in the
+        # modes the uninterrupted one would be in (a freshly loaded module is in eval mode).
+        modes = {"policy": unwrap(self.model).training,
+                 "critic": unwrap(self.critic).training if self.critic is not None else None}
         state = {"empty_streak": self.empty_streak, "nonfinite_skips": self.nonfinite_skips,
                  "degenerate_watch": self.degenerate_watch.state_dict(),
                  "collapse_tracker": self.collapse_tracker.state_dict() if self.collapse_tracker is not None else None,
-                 "rollout_seed_counter": self.step * self.cfg.rollout.env_groups, "config": self.cfg.to_dict()}
+                 "rollout_seed_counter": self.step * self.cfg.rollout.env_groups, "modes": modes,
+                 "config": self.cfg.to_dict()}
         path = ckpt.save(self.out_dir, self.step, model=self.model, tokenizer=self.tokenizer,
                          optimizer=self.optimizer, scheduler=self.scheduler, state=state, rank=self.dist.rank,
                          critic=self.critic, critic_optimizer=self.critic_optimizer,
-                         merge_lora=self.cfg.model.lora.save == "merged", keep=t.keep_checkpoints)
+                         merge_lora=self.cfg.model.lora.save == "merged", keep=t.keep_checkpoints,
+                         barrier=lambda: D.barrier(self.dist))
         D.barrier(self.dist)
         return path
 
-    def _find_checkpoint(self, where: str) -> Path:
-        """The checkpoint directory ``--resume`` names (``"latest"``: the newest in ``out_dir``).
+    def save_final_model(self) -> Path:
+        """Save the policy to ``<out_dir>/final_model`` (rank 0; atomic, with a manifest), as
+        every back-end does (docs/backends.md); returns the path."""
+        final = self.out_dir / "final_model"
+        if self.dist.is_main:
+            ckpt.save_model(self.model, self.tokenizer, final, merge_lora=self.cfg.model.lora.save == "merged",
+                            config=self.cfg.to_dict())
+        D.barrier(self.dist)
+        return final
+
+    def _find_checkpoint(self, where: str) -> ckpt.Resumable:
+        """The checkpoint ``--resume`` names, verified (:func:`ragen_train.checkpoint.verify`).
+
+        ``"latest"``: the newest intact checkpoint in ``out_dir`` (damaged newer ones are
+        passed over and reported by :meth:`Resumable.fallback_message`).  A directory: that
+        checkpoint, which must be intact (no fall-back from one the user named).
 
         Raises:
-            FileNotFoundError: no complete checkpoint there (with a hint about
-                ``trainer.save_every``).
+            FileNotFoundError: no checkpoint at all (with a hint about ``trainer.save_every``).
+            NoIntactCheckpoint: checkpoints exist but none (or not the named one) is intact;
+                one line naming the damaged file(s).
         """
-        d = ckpt.latest(self.out_dir) if where == "latest" else Path(where)
-        if d is None or not (d / "state.json").is_file():
+        root = self.out_dir / "checkpoints"
+        if where == "latest" and not ckpt.list_checkpoints(root) or where != "latest" and not Path(where).is_dir():
             every = self.cfg.trainer.save_every
             raise FileNotFoundError(
                 f"no checkpoint to resume from at {where!r} (out_dir {self.out_dir}); checkpoints are written "
                 f"every trainer.save_every steps (0 = never; this config: {every}) — set trainer.save_every > 0 "
                 "in the run to be resumed")
-        return d
+        if where == "latest":
+            return ckpt.find_resumable(self.out_dir)
+        try:
+            manifest = ckpt.verify(where)
+        except ckpt.CheckpointError as exc:
+            raise ckpt.NoIntactCheckpoint(f"cannot resume from damaged checkpoint {exc}") from None
+        return ckpt.Resumable(Path(where), int(manifest["step"]), newest_step=int(manifest["step"]))
 
     def _note_config_changes(self, resume_dir: Path) -> None:
         """Warn about fields that differ from the resumed run's config and keep that config.
@@ -613,12 +646,13 @@ class StarPOTrainer:
         if not changes:
             return
         kept = _resumed_copy_path(self.out_dir)
-        kept.write_text(jsonutil.dumps(old, indent=2) + "\n")
+        atomic_write_json(kept, old)
         warnings.warn(f"resuming {resume_dir} with a changed config ({len(changes)} field(s)): " + "; ".join(changes)
                       + f" — the previous config is kept in {kept}", RuntimeWarning, stacklevel=3)
 
     def _resume(self, d: Path) -> None:
-        """Load the model, optimiser, scheduler, RNG and loop state of checkpoint ``d``."""
+        """Load the model, optimiser, scheduler, RNG, module modes and loop state of checkpoint
+        ``d`` (verified by :meth:`_find_checkpoint`)."""
         from safetensors.torch import load_file
 
         state = ckpt.load_state(d)
@@ -641,6 +675,11 @@ class StarPOTrainer:
         rng = d / f"rng_rank{self.dist.rank}.pt"
         if rng.is_file():
             ckpt.set_rng_state(torch.load(rng, weights_only=False))
+        modes = state.get("modes") or {}
+        if modes.get("policy") is not None:
+            self.model.train(bool(modes["policy"]))
+        if self.critic is not None and modes.get("critic") is not None:
+            self.critic.train(bool(modes["critic"]))
         self.step = int(state["step"])
         self.empty_streak = int(state.get("empty_streak", 0))
         self.nonfinite_skips = int(state.get("nonfinite_skips", 0))
@@ -653,7 +692,8 @@ class StarPOTrainer:
 
     # -------------------------------------------------------------------- fit
     def fit(self) -> dict[str, float]:
-        """Train until ``total_steps``; returns the last validation metrics."""
+        """Train until ``total_steps`` (or a stopping rule), then save ``final_model``
+        (:meth:`save_final_model`); returns the last validation metrics."""
         t = self.cfg.trainer
         last_val: dict[str, float] = {}
         if t.val_before_train and self.step == 0 and t.val_every > 0:
@@ -690,6 +730,7 @@ class StarPOTrainer:
                 warnings.warn(f"stopping: {self.nonfinite_skips} updates had non-finite gradients", RuntimeWarning)
                 break
         self.logger.close()
+        self.save_final_model()
         return last_val
 
 

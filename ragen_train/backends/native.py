@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..checkpoint import save_model
 from ..config import StarPOConfig
 from .base import BackendResult
 
@@ -17,14 +16,12 @@ class NativeBackend:
 
     def train(self, cfg: StarPOConfig, *, model: Any = None, tokenizer: Any = None,
               resume: str | None = None) -> BackendResult:
-        """Fit, then save the final policy to ``<out_dir>/final_model`` (rank 0)."""
+        """Fit; :meth:`StarPOTrainer.fit` saves the final policy to ``<out_dir>/final_model``."""
         from ..trainer import StarPOTrainer
 
         trainer = StarPOTrainer(cfg, resume=resume, model=model, tokenizer=tokenizer)
         last = trainer.fit()
         out = Path(cfg.trainer.out_dir)
         final = out / "final_model"
-        if trainer.dist.is_main:
-            save_model(trainer.model, trainer.tokenizer, final, merge_lora=cfg.model.lora.save == "merged")
         return BackendResult(backend=self.name, out_dir=out, metrics_path=out / "metrics.jsonl",
                              checkpoint_dir=final, last_val=last, extra={"steps": trainer.step})

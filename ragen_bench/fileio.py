@@ -1,0 +1,205 @@
+"""Crash-safe file writes: atomic replacement of files and directories, fsync, torn-line repair.
+
+Everything a run rewrites (``summary.json``, ``run.json``, leaderboards, checkpoints, saved
+models) is written to a temporary sibling, flushed and ``fsync``-ed, then renamed over the
+target with :func:`os.replace` (atomic on POSIX: a reader sees the old file or the new
+one, never a mix), and the parent directory is ``fsync``-ed so the rename itself
+survives power loss.  Everything a run appends to (``episodes.jsonl``, ``metrics.jsonl``)
+can end in one torn line after a kill; :func:`repair_jsonl_tail` cuts it off.
+
+A killed writer leaves at most a temporary sibling (``.<name>.tmp-<pid>``) that
+:func:`remove_stale_temporaries` deletes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ragen_envs import jsonutil
+
+#: Marker in the names of temporary siblings (``.summary.json.tmp-123``, ``.step_000010.tmp-123``).
+TMP_MARK = ".tmp-"
+#: Marker of directories renamed aside before they are deleted or replaced.
+OLD_MARK = ".old-"
+
+
+def fsync_dir(path: str | os.PathLike[str]) -> None:
+    """``fsync`` a directory so that renames and new entries in it are durable (no-op where
+    directories cannot be opened, e.g. Windows)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # pragma: no cover - not POSIX
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover - some file systems refuse fsync on directories
+        pass
+    finally:
+        os.close(fd)
+
+
+def fsync_tree(root: str | os.PathLike[str]) -> None:
+    """``fsync`` every file and directory under ``root`` (and ``root`` itself)."""
+    for dirpath, _dirnames, filenames in os.walk(root):
+        for name in filenames:
+            with open(os.path.join(dirpath, name), "rb") as fh:
+                os.fsync(fh.fileno())
+        fsync_dir(dirpath)
+
+
+def _tmp_sibling(path: Path) -> Path:
+    return path.with_name(f".{path.name}{TMP_MARK}{os.getpid()}")
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Replace ``path`` with ``data`` atomically and durably; returns ``path``.
+
+    The bytes go to ``.<name>.tmp-<pid>`` in the same directory, which is flushed,
+    ``fsync``-ed and renamed over ``path``; then the directory is ``fsync``-ed.  A crash at
+    any moment leaves either the old file or the new one.
+    """
+    path = Path(path)
+    tmp = _tmp_sibling(path)
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    fsync_dir(path.parent)
+    return path
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> Path:
+    """:func:`atomic_write_bytes` of ``text`` encoded with ``encoding``."""
+    return atomic_write_bytes(path, text.encode(encoding))
+
+
+def atomic_write_json(path: str | os.PathLike[str], obj: Any, *, indent: int | None = 2,
+                      ensure_ascii: bool = False, **dumps: Any) -> Path:
+    """:func:`atomic_write_text` of strict JSON (:func:`ragen_envs.jsonutil.dumps`: a NaN or
+    infinity raises ``NonFiniteNumberError`` naming its path) plus a final newline.  If
+    serialising raises, the old file is left untouched."""
+    text = jsonutil.dumps(obj, indent=indent, ensure_ascii=ensure_ascii, **dumps) + "\n"
+    return atomic_write_text(path, text)
+
+
+@contextlib.contextmanager
+def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Build a directory under a temporary name and move it into place as a whole.
+
+    Yields the temporary directory (``.<name>.tmp-<pid>`` next to ``path``, empty) to be
+    filled.  When the ``with`` block ends normally, every file in it is ``fsync``-ed and
+    it is renamed to ``path``; an existing ``path`` is first renamed aside
+    (``.<name>.old-<pid>``) and deleted after the swap.  When the block raises, the
+    temporary directory is deleted and ``path`` is untouched.  A crash at any moment
+    leaves either the old directory or the new one under ``path`` (or, in the instant
+    between the two renames, only the old one under its aside name), plus temporaries
+    that :func:`remove_stale_temporaries` cleans up.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _tmp_sibling(path)
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir()
+    try:
+        yield tmp
+        fsync_tree(tmp)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    replace_directory(tmp, path)
+
+
+def replace_directory(src: Path, dest: Path) -> None:
+    """Rename directory ``src`` to ``dest``, replacing an existing ``dest`` (see
+    :func:`atomic_directory`); the parent directory is ``fsync``-ed."""
+    aside = None
+    if dest.exists():
+        aside = dest.with_name(f".{dest.name}{OLD_MARK}{os.getpid()}")
+        if aside.exists():
+            shutil.rmtree(aside)
+        os.replace(dest, aside)
+    os.replace(src, dest)
+    fsync_dir(dest.parent)
+    if aside is not None:
+        shutil.rmtree(aside, ignore_errors=True)
+
+
+def remove_directory(path: Path) -> None:
+    """Delete a directory so that a crash midway never leaves a half-deleted one under its
+    name: it is renamed aside first (``.<name>.old-<pid>``), then removed."""
+    aside = path.with_name(f".{path.name}{OLD_MARK}{os.getpid()}")
+    os.replace(path, aside)
+    fsync_dir(path.parent)
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def remove_stale_temporaries(directory: str | os.PathLike[str]) -> list[Path]:
+    """Delete the temporaries (``.*.tmp-*``, ``.*.old-*``) that killed writers left in
+    ``directory``; returns what was removed.  Call it only while holding the directory's
+    single-writer role (a live writer's temporaries would be removed too)."""
+    removed = []
+    d = Path(directory)
+    if not d.is_dir():
+        return removed
+    for p in d.iterdir():
+        if p.name.startswith(".") and (TMP_MARK in p.name or OLD_MARK in p.name):
+            shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+            removed.append(p)
+    return removed
+
+
+def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:
+    """Hex SHA-256 of a file's bytes (read in 1 MiB chunks)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def repair_jsonl_tail(path: str | os.PathLike[str]) -> int:
+    """Cut a torn last line off a JSON-lines file that is only ever appended to; returns the
+    bytes removed (0 when the file is intact or missing).
+
+    A writer killed mid-line leaves a last line without its newline, or (a torn write that
+    happened to end in one) a last line that is not valid JSON; either is removed so that
+    the next append starts on a fresh line.  Earlier lines are never touched.
+    """
+    p = Path(path)
+    if not p.exists():
+        return 0
+    data = p.read_bytes()
+    keep = len(data)
+    if data and not data.endswith(b"\n"):
+        keep = data.rfind(b"\n") + 1
+    else:
+        start = data.rfind(b"\n", 0, max(0, len(data) - 1)) + 1
+        if data[start:].strip():
+            try:
+                json.loads(data[start:])
+            except ValueError:
+                keep = start
+    if keep < len(data):
+        with open(p, "r+b") as fh:
+            fh.truncate(keep)
+            fh.flush()
+            os.fsync(fh.fileno())
+    return len(data) - keep
+
+
+__all__ = ["atomic_directory", "atomic_write_bytes", "atomic_write_json", "atomic_write_text", "fsync_dir",
+           "fsync_tree", "remove_directory", "remove_stale_temporaries", "repair_jsonl_tail", "replace_directory",
+           "sha256_file"]
