@@ -89,6 +89,12 @@ class BanditEnv(TextEnv):
 
     env_key = "bandit"
 
+    def __init__(self, render_mode: str | None = None, **config: Any):
+        super().__init__(render_mode, **config)
+        self._risky_prob = float(self.config["risky_prob"])
+        #: arm name -> (is_risky, outcome_unpaid, outcome_paid); see :meth:`_pull`.
+        self._pulls: dict[str, tuple[bool, tuple[str, Transition], tuple[str, Transition]]] = {}
+
     def _means(self) -> tuple[float, float]:
         c = self.config
         return float(c["steady_reward"]), float(c["risky_reward"]) * float(c["risky_prob"])
@@ -115,32 +121,53 @@ class BanditEnv(TextEnv):
         self._best = risky if risky_mean > steady_mean else steady
         self._steady, self._risky = steady, risky
         self._last: str | None = None
+        # Action text -> what pulling that arm does (see _pull): keyed by the canonical
+        # spellings and their casefolded forms, so the common case (an exact name) costs
+        # one dict look-up; match_action's rule (strip, casefold) applies when it misses.
+        self._pull_of = {}
+        for name, arm in zip(self.action_names, self._arms):
+            self._pull_of[name] = self._pull_of[name.casefold()] = self._pull(arm)
 
     def _reset_info(self) -> dict[str, Any]:
         return {"arms": list(self._arms)}
 
-    def _arm_of(self, action: str) -> str | None:
-        """The arm an action names (its label in ``answer_with="label"`` mode)."""
-        key = self.match_action(action)
-        if key is None:
-            return None
-        return self._arms[LABELS.index(key)] if self.action_names == LABELS else key
-
     def _step(self, action: str) -> Transition:
-        arm = self._arm_of(action)
-        if arm is None:
-            self._last = None
-            what = "label" if self.action_names == LABELS else "arm name"
-            return self.invalid(f"not an {what}: expected one of {list(self.action_names or ())}")
-        c = self.config
-        if arm == self._risky:
-            reward = float(c["risky_reward"]) if self.np_random.random() < float(c["risky_prob"]) else 0.0
-        else:
-            reward = float(c["steady_reward"])
-        self._last = f"You pulled {arm} and received {reward:g} points."
-        chose_best = arm == self._best
-        return Transition(reward=reward, terminated=True, success=chose_best,
-                          info={"arm": arm, "chose_best": chose_best})
+        pull = self._pull_of.get(action)
+        if pull is None:
+            pull = self._pull_of.get(action.strip().casefold())
+            if pull is None:
+                self._last = None
+                what = "label" if self.action_names == LABELS else "arm name"
+                return self.invalid(f"not an {what}: expected one of {list(self.action_names or ())}")
+        risky, unpaid, paid = pull
+        # Only the risky arm draws from the RNG (one uniform draw, as RAGEN's env does);
+        # ``_np_random`` is ``np_random`` without the property (set by every reset).
+        self._last, tr = paid if risky and self._np_random.random() < self._risky_prob else unpaid
+        return tr
+
+    def _pull(self, arm: str) -> tuple[bool, tuple[str, Transition], tuple[str, Transition]]:
+        """``(is_risky, outcome_unpaid, outcome_paid)`` of pulling ``arm``; each outcome is
+        ``(observation, Transition)``.
+
+        Built once per arm name and reused (cached in ``_pulls``): a pull's result
+        depends on nothing but the arm and the config, which is fixed for the env's
+        lifetime (the steady and risky name lists are disjoint, so whether an arm is the
+        better one is a function of its name).
+        """
+        pull = self._pulls.get(arm)
+        if pull is None:
+            c = self.config
+            risky = arm == self._risky
+            chose_best = arm == self._best
+            rewards = (0.0, float(c["risky_reward"])) if risky else (float(c["steady_reward"]),) * 2
+            unpaid, paid = (
+                (obs, Transition(reward=r, terminated=True, success=chose_best, observation=obs,
+                                 info={"arm": arm, "chose_best": chose_best}))
+                for r in rewards
+                for obs in (f"You pulled {arm} and received {r:g} points.",)
+            )
+            pull = self._pulls[arm] = (risky, unpaid, paid)
+        return pull
 
     def _observation(self) -> str:
         if self._last is not None:
