@@ -19,7 +19,8 @@ handling for non-string actions, the ``info`` contract and the typed episode sta
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -96,6 +97,7 @@ class Transition:
     success: bool
     info: dict[str, Any]
     observation: str | None
+    template: dict[str, Any] | None
 
     def __init__(self, reward: float, terminated: bool = False, action_is_valid: bool = True,
                  action_is_effective: bool = True, success: bool = False,
@@ -107,6 +109,26 @@ class Transition:
         self.success = bool(success)
         self.info = {} if info is None else info
         self.observation = observation
+        self.template = None
+
+    def reusable(self) -> Transition:
+        """Mark this transition as one the env returns again for the same outcome.
+
+        Precomputes the step ``info`` (base keys in their order, then :attr:`info`) so
+        :meth:`TextEnv.step` only copies it and fills in ``status``, ``step`` and
+        ``episode_return``.  Neither the transition nor its ``info`` may change
+        afterwards.  Returns ``self``.
+        """
+        self.template = {
+            "action_is_valid": self.action_is_valid,
+            "action_is_effective": self.action_is_effective,
+            "success": self.success,
+            "status": None,
+            "step": None,
+            "episode_return": None,
+            **self.info,
+        }
+        return self
 
 
 _RUNNING = EpisodeStatus.RUNNING
@@ -164,6 +186,8 @@ class TextEnv(gym.Env[str, str]):
         #: ``_ready`` and the episode still running: the one flag ``step`` tests.
         self._live = False
         self._max_action_length = int(self.max_action_length)
+        self._lookup_names: object = ()  # match_action's table is for these names (none yet)
+        self._lookup: dict[str, str] = {}
 
     # ------------------------------------------------------------------ hooks
     def _reset(self, options: Mapping[str, Any]) -> None:  # pragma: no cover - abstract
@@ -210,14 +234,21 @@ class TextEnv(gym.Env[str, str]):
         """Map ``action`` to its canonical name in :attr:`action_names`, case-insensitively.
 
         Leading and trailing whitespace is ignored.  Returns ``None`` when the text is
-        not exactly one of the names.
+        not exactly one of the names (with several names equal up to case, the first).
+        One dict look-up per call: the table is rebuilt only when ``action_names`` is
+        replaced by another object.
         """
-        names = self.action_names or ()
-        key = action.strip().casefold()
-        for name in names:
-            if name.casefold() == key:
-                return name
-        return None
+        names = self.action_names
+        if names is not self._lookup_names:
+            self._lookup_names = names
+            fold: dict[str, str] = {}
+            for name in names or ():
+                fold.setdefault(name.casefold(), name)
+            self._lookup = {**fold, **{name: fold[name.casefold()] for name in names or ()}}
+        name = self._lookup.get(action)
+        if name is None:
+            name = self._lookup.get(action.strip().casefold())
+        return name
 
     def invalid(self, reason: str, **info: Any) -> Transition:
         """The transition for an invalid action: state unchanged, ``invalid_action_reward``."""
@@ -298,15 +329,22 @@ class TextEnv(gym.Env[str, str]):
             self._live = False
         else:
             status = _RUNNING
-        info = {
-            "action_is_valid": tr.action_is_valid,
-            "action_is_effective": tr.action_is_effective,
-            "success": tr.success,
-            "status": status._value_,
-            "step": steps,
-            "episode_return": ret,
-            **tr.info,
-        }
+        template = tr.template
+        if template is None:
+            info = {
+                "action_is_valid": tr.action_is_valid,
+                "action_is_effective": tr.action_is_effective,
+                "success": tr.success,
+                "status": status._value_,
+                "step": steps,
+                "episode_return": ret,
+                **tr.info,
+            }
+        else:  # a reusable transition: same keys, same order
+            info = template.copy()
+            info["status"] = status._value_
+            info["step"] = steps
+            info["episode_return"] = ret
         obs = tr.observation
         return self._observation() if obs is None else obs, reward, terminated, truncated, info
 
@@ -349,6 +387,35 @@ class TextEnv(gym.Env[str, str]):
     def episode_return(self) -> float:
         """Sum of rewards in the current episode."""
         return self._return
+
+
+def raw_uniform(rng: np.random.Generator) -> Callable[[], int] | None:
+    """The raw 64-bit draw behind ``rng.random()``, when the bit generator is PCG64.
+
+    For numpy's PCG64 (the bit generator of Gymnasium's ``np_random``),
+    ``Generator.random()`` is ``(next64 >> 11) * 2**-53`` (numpy
+    ``random/src/pcg64/pcg64.h``, ``pcg64_next_double``) and ``bit_generator.random_raw()``
+    returns that same ``next64``, advancing the same state.  With
+    :func:`raw_threshold`, ``raw() < raw_threshold(p)`` is therefore exactly the event
+    ``rng.random() < p`` and leaves the generator where ``rng.random()`` would have
+    (tested in ``tests/test_env_speed_paths.py``), at a third of the cost (no float
+    conversion, no argument parsing).  Returns ``None`` for any other bit generator:
+    use ``rng.random()`` then.
+    """
+    bg = rng.bit_generator
+    return bg.random_raw if type(bg) is np.random.PCG64 else None
+
+
+def raw_threshold(p: float) -> int | None:
+    """The integer ``t`` with ``raw < t`` iff ``(raw >> 11) * 2**-53 < p`` for every 64-bit ``raw``.
+
+    ``(raw >> 11) * 2**-53 < p`` iff ``raw >> 11 < p * 2**53`` (scaling by a power of
+    two is exact) iff ``raw >> 11 < ceil(p * 2**53)`` (an integer side) iff
+    ``raw < ceil(p * 2**53) * 2**11``.  ``None`` for a non-finite ``p``.
+    """
+    if not math.isfinite(p):
+        return None
+    return math.ceil(p * 9007199254740992.0) << 11
 
 
 def join_lines(lines: Sequence[str]) -> str:
