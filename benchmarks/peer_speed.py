@@ -356,10 +356,11 @@ def ragen_bandit_steps(*, from_text: bool) -> Prepare:
     return prepare
 
 
-def ragen_countdown_scoring() -> Prepare:
-    """RAGEN's ``CountdownEnv.step`` (``ragen/env/countdown/env.py``) on a plain dict row
-    (RAGEN indexes a Hugging Face ``datasets`` table, which is slower; a dict keeps the
-    reference conservative): ``check_format`` (``re.findall(r"\\d+")``, the sorted
+def ragen_countdown_scoring(*, datasets_row: bool = False) -> Prepare:
+    """RAGEN's ``CountdownEnv.step`` (``ragen/env/countdown/env.py``): read the episode's
+    row, as RAGEN does, from a Hugging Face ``datasets`` table (``self.data[self.index]``;
+    ``datasets_row=True``, the real library) or, conservatively, from a plain dict; then
+    ``check_format`` (``re.findall(r"\\d+")``, the sorted
     numbers equal the row's), ``check_correctness`` (``eval`` with no builtins, within
     1e-5 of the target), the reward, ``f"Your answer get {reward} points."`` and a 3-key
     info dict.  The rows and answers are our Countdown-v0 instances and their oracle
@@ -390,16 +391,29 @@ def ragen_countdown_scoring() -> Prepare:
         obs = f"Your answer get {reward} points."
         return obs, reward, True, {"action_is_effective": reward > 0, "action_is_valid": True, "success": reward == 1}
 
+    if datasets_row:
+        datasets = _peer_import("datasets")
+
     def prepare(n: int) -> tuple[Callable[[], Any], int]:
-        items = []
+        rows, answers = [], []
         for _ in range(n):
             proto.reset(seed=next(seeds))
             inst = proto._instance
-            items.append(({"target": inst.target, "nums": list(inst.numbers)}, proto.oracle_actions()[0]))
+            rows.append({"target": inst.target, "nums": list(inst.numbers)})
+            answers.append(proto.oracle_actions()[0])
+        if datasets_row:
+            table = datasets.Dataset.from_list(rows)
+            items = list(enumerate(answers))
 
-        def run() -> None:
-            for row, a in items:
-                step(row, a)
+            def run() -> None:
+                for i, a in items:
+                    step(table[i], a)
+        else:
+            pairs = list(zip(rows, answers))
+
+            def run() -> None:
+                for row, a in pairs:
+                    step(row, a)
         return run, n
     return prepare
 
@@ -523,7 +537,9 @@ ROWS: dict[str, Row] = {r.key: r for r in [
         target=1.0),
     Row("countdown_step", "Countdown scoring an instance (ragen/Countdown-v0 step)",
         Side("ours", lambda: ours_steps("ragen/Countdown-v0", per_episode=1), N_STEP),
-        [Side("RAGEN compute_reward + step (re-stated)", ragen_countdown_scoring, N_STEP)],
+        [Side("RAGEN compute_reward + step, dict row (re-stated)", ragen_countdown_scoring, N_STEP),
+         Side("RAGEN compute_reward + step, datasets row (re-stated, real datasets)",
+              lambda: ragen_countdown_scoring(datasets_row=True), N_STEP)],
         target=1.0),
     Row("sokoban_step_6", "Sokoban step 6x6, text (ragen/Sokoban-v0)",
         Side("ours", lambda: ours_steps("ragen/Sokoban-v0", per_episode=19, policy="random"), N_STEP),
