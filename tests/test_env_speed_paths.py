@@ -177,3 +177,28 @@ def test_env_speed_info_contract_holds_on_every_step(env_id: str) -> None:
             assert type(info["action_is_valid"]) is bool and type(info["action_is_effective"]) is bool
             assert type(info["success"]) is bool and type(info["status"]) is str
             assert type(info["step"]) is int and type(info["episode_return"]) is float
+
+
+# ------------------------------------------------------- Sudoku 4x4 uniqueness
+def test_env_speed_sudoku_4x4_table_answers_as_the_search() -> None:
+    """The 288-grid table gives the bounded search's answer on every removal question."""
+    from ragen_envs.envs.sudoku.generator import has_unique_solution_without
+    from ragen_envs.envs.sudoku.grid import geometry
+    from ragen_envs.envs.sudoku.solver import random_solution, solve
+
+    g = geometry(4)
+    rng = np.random.default_rng(5)
+    checked = 0
+    for _ in range(150):
+        grid = random_solution(4, rng)
+        for cell in rng.permutation(16).tolist():
+            allowed = [g.full] * 16
+            allowed[cell] = g.full & ~(1 << grid[cell])
+            trial = list(grid)
+            trial[cell] = 0
+            by_search = not solve(trial, limit=1, allowed=allowed)
+            assert has_unique_solution_without(grid, cell, grid[cell]) == by_search
+            checked += 1
+            if by_search:
+                grid[cell] = 0  # walk towards harder puzzles, as the generator does
+    assert checked == 150 * 16
