@@ -27,6 +27,9 @@ References (never copied code; see ``benchmarks/README.md`` for the full list):
 * **RAGEN** is not on PyPI: its rows are *re-statements of its per-call work* written
   here from reading RAGEN at commit 5eb79b8 (RAGEN-AI/RAGEN), each described at its
   function below.
+
+``RAGEN_OURS_ROOT=/path/to/other/checkout`` measures that checkout's ``ragen_envs`` as
+"ours" (e.g. the commit before a speed-up, ``git archive <commit> | tar -x -C DIR``).
 """
 
 from __future__ import annotations
@@ -58,26 +61,32 @@ class PeerMissing(RuntimeError):
 
 # ============================================================== ours (ragen_envs)
 def _our_env(env_id: str) -> Any:
-    sys.path.insert(0, str(ROOT))
+    root = os.environ.get("RAGEN_OURS_ROOT") or str(ROOT)  # another checkout: before/after a change
+    if sys.path[0] != root:
+        sys.path.insert(0, root)
     import ragen_envs
 
     return ragen_envs.make(env_id).unwrapped
 
 
-def ours_reset(env_id: str) -> Prepare:
-    """``env.reset(seed=k)`` with a new seed every call (instance generation included)."""
-    env = _our_env(env_id)
+def _per_seed(call: Callable[[int], Any]) -> Prepare:
+    """A batch of ``call(k)`` over fresh seeds ``k`` (a reset, a data-set item, ...)."""
     seeds = iter(range(10**9))
 
     def prepare(n: int) -> tuple[Callable[[], Any], int]:
         ks = [next(seeds) for _ in range(n)]
-        reset = env.reset
 
         def run() -> None:
             for k in ks:
-                reset(seed=k)
+                call(k)
         return run, n
     return prepare
+
+
+def ours_reset(env_id: str) -> Prepare:
+    """``env.reset(seed=k)`` with a new seed every call (instance generation included)."""
+    reset = _our_env(env_id).reset
+    return _per_seed(lambda k: reset(seed=k))
 
 
 def ours_steps(env_id: str, *, per_episode: int, policy: str = "oracle") -> Prepare:
@@ -167,34 +176,14 @@ def rg_mini_sudoku_reset(empty: int) -> Prepare:
     (one puzzle: solved board, uniqueness-checked removals, question text)."""
     mod = _peer_import("reasoning_gym.games.mini_sudoku")
     ds = mod.MiniSudokuDataset(mod.MiniSudokuConfig(min_empty=empty, max_empty=empty, seed=0, size=10**9))
-    seeds = iter(range(10**9))
-
-    def prepare(n: int) -> tuple[Callable[[], Any], int]:
-        ks = [next(seeds) for _ in range(n)]
-        get = ds.__getitem__
-
-        def run() -> None:
-            for k in ks:
-                get(k)
-        return run, n
-    return prepare
+    return _per_seed(ds.__getitem__)
 
 
 def gem_sudoku_reset(clues: int, scale: int) -> Prepare:
     """GEM ``SudokuEnv(clues, scale).reset(seed=k)`` (``game:Sudoku-v0-easy`` is 4x4, 10 clues)."""
     mod = _peer_import("gem.envs.game_env.sudoku")
-    env = mod.SudokuEnv(clues=clues, max_turns=15, scale=scale)
-    seeds = iter(range(10**9))
-
-    def prepare(n: int) -> tuple[Callable[[], Any], int]:
-        ks = [next(seeds) for _ in range(n)]
-        reset = env.reset
-
-        def run() -> None:
-            for k in ks:
-                reset(seed=k)
-        return run, n
-    return prepare
+    reset = mod.SudokuEnv(clues=clues, max_turns=15, scale=scale).reset
+    return _per_seed(lambda k: reset(seed=k))
 
 
 def gem_sokoban_steps(dim: int, boxes: int, max_turns: int) -> Prepare:
@@ -488,16 +477,7 @@ def ragen_frozenlake_reset(size: int, p: float) -> Prepare:
             random.setstate(state)
             np.random.set_state(np_state)
 
-    seeds = iter(range(10**9))
-
-    def prepare(n: int) -> tuple[Callable[[], Any], int]:
-        ks = [next(seeds) for _ in range(n)]
-
-        def run() -> None:
-            for k in ks:
-                reset(k)
-        return run, n
-    return prepare
+    return _per_seed(reset)
 
 
 # ===================================================================== the rows
