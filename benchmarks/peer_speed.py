@@ -69,6 +69,15 @@ def _our_env(env_id: str) -> Any:
     return ragen_envs.make(env_id).unwrapped
 
 
+def _replay(runs: list[tuple[Callable[[Any], Any], list[Any]]]) -> Callable[[], None]:
+    """The timed part of a step batch: every episode's ``step`` over its fixed actions."""
+    def run() -> None:
+        for step, actions in runs:
+            for a in actions:
+                step(a)
+    return run
+
+
 def _per_seed(call: Callable[[int], Any]) -> Prepare:
     """A batch of ``call(k)`` over fresh seeds ``k`` (a reset, a data-set item, ...)."""
     seeds = iter(range(10**9))
@@ -133,11 +142,7 @@ def ours_steps(env_id: str, *, per_episode: int, policy: str = "oracle") -> Prep
             runs.append((env.step, actions))
             total += len(actions)
 
-        def run() -> None:
-            for step, actions in runs:
-                for a in actions:
-                    step(a)
-        return run, total
+        return _replay(runs), total
     return prepare
 
 
@@ -206,11 +211,7 @@ def gem_sokoban_steps(dim: int, boxes: int, max_turns: int) -> Prepare:
             runs.append((env.step, [f"\\boxed{{{rnd.choice(['up', 'down', 'left', 'right'])}}}" for _ in range(k)]))
             total += k
 
-        def run() -> None:
-            for step, actions in runs:
-                for a in actions:
-                    step(a)
-        return run, total
+        return _replay(runs), total
     return prepare
 
 
@@ -262,11 +263,7 @@ def ragen_sokoban_steps(dim: int, boxes: int, per_episode: int) -> Prepare:
             runs.append((env.text_step, [int(a) for a in rng.integers(1, 5, size=per_episode)]))
             total += per_episode
 
-        def run() -> None:
-            for step, actions in runs:
-                for a in actions:
-                    step(a)
-        return run, total
+        return _replay(runs), total
     return prepare
 
 
