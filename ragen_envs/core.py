@@ -19,8 +19,9 @@ handling for non-string actions, the ``info`` contract and the typed episode sta
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -67,25 +68,80 @@ class EpisodeStatus(str, enum.Enum):
         return self.value
 
 
-@dataclass
+@dataclass(slots=True, init=False)
 class Transition:
     """What one action did, as reported by :meth:`TextEnv._step`.
 
     Attributes:
-        reward: scalar reward in the env's documented units.
+        reward: scalar reward in the env's documented units (stored as ``float``).
         terminated: the MDP reached a terminal state (solved, failed).
         action_is_valid: the action parsed under the env's action grammar.
         action_is_effective: the action changed the state.
         success: the task is solved (only meaningful when ``terminated``).
         info: extra, env-specific ``info`` entries (must match the env's info schema).
+        observation: the observation after the action when the env already has it
+            (it must equal what ``_observation()`` would return); ``None`` (default):
+            :meth:`TextEnv.step` calls ``_observation()``.
+
+    The constructor normalises the types once (``float`` reward, ``bool`` flags), so
+    :meth:`TextEnv.step` can use the fields as they are and an env may build a
+    transition once and return it again for the same outcome (Bandit does).  A
+    transition is read, never modified, by the base class; its ``info`` is copied into
+    the step's ``info``.
     """
 
     reward: float
-    terminated: bool = False
-    action_is_valid: bool = True
-    action_is_effective: bool = True
-    success: bool = False
-    info: dict[str, Any] = field(default_factory=dict)
+    terminated: bool
+    action_is_valid: bool
+    action_is_effective: bool
+    success: bool
+    info: dict[str, Any]
+    observation: str | None
+    template: dict[str, Any] | None
+
+    def __init__(self, reward: float, terminated: bool = False, action_is_valid: bool = True,
+                 action_is_effective: bool = True, success: bool = False,
+                 info: dict[str, Any] | None = None, observation: str | None = None) -> None:
+        self.reward = float(reward)
+        self.terminated = bool(terminated)
+        self.action_is_valid = bool(action_is_valid)
+        self.action_is_effective = bool(action_is_effective)
+        self.success = bool(success)
+        self.info = {} if info is None else info
+        self.observation = observation
+        self.template = None
+
+    def reusable(self) -> Transition:
+        """Mark this transition as one the env returns again for the same outcome.
+
+        Precomputes the step ``info`` (base keys in their order, then :attr:`info`) so
+        :meth:`TextEnv.step` only copies it and fills in ``status``, ``step`` and
+        ``episode_return``.  Neither the transition nor its ``info`` may change
+        afterwards.  Returns ``self``.
+        """
+        self.template = {
+            "action_is_valid": self.action_is_valid,
+            "action_is_effective": self.action_is_effective,
+            "success": self.success,
+            "status": None,
+            "step": None,
+            "episode_return": None,
+            **self.info,
+        }
+        return self
+
+
+_RUNNING = EpisodeStatus.RUNNING
+_SUCCESS = EpisodeStatus.SUCCESS
+_FAILURE = EpisodeStatus.FAILURE
+_STEP_LIMIT = EpisodeStatus.STEP_LIMIT
+
+#: The longest action :meth:`TextEnv.step` parses, in characters (64 Ki).  A longer
+#: action is an invalid action (``invalid_reason`` names the limit; the env's
+#: ``invalid_action_reward``, i.e. its format penalty) and is never parsed, so no parser
+#: can be driven into long work or an exception by sheer length.  It is far above what
+#: any env's grammar needs (a DeepCoder program of 64 Ki characters is ~16 k tokens).
+MAX_ACTION_LENGTH = 1 << 16
 
 
 class TextEnv(gym.Env[str, str]):
@@ -111,6 +167,8 @@ class TextEnv(gym.Env[str, str]):
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
     env_key: ClassVar[str] = ""
+    #: Longest action parsed, in characters; longer ones are invalid (see :meth:`step`).
+    max_action_length: ClassVar[int] = MAX_ACTION_LENGTH
 
     def __init__(self, render_mode: str | None = None, **config: Any):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -120,11 +178,16 @@ class TextEnv(gym.Env[str, str]):
         self.render_mode = render_mode
         self.config: dict[str, Any] = validate_config(self.env_key, config)
         self.observation_space = UnicodeText(MAX_TEXT_LENGTH)
-        self.action_space = UnicodeText(MAX_TEXT_LENGTH)
+        self.action_space = UnicodeText(self.max_action_length)
         self._status = EpisodeStatus.RUNNING
         self._steps = 0
         self._return = 0.0
         self._ready = False
+        #: ``_ready`` and the episode still running: the one flag ``step`` tests.
+        self._live = False
+        self._max_action_length = int(self.max_action_length)
+        self._lookup_names: object = ()  # match_action's table is for these names (none yet)
+        self._lookup: dict[str, str] = {}
 
     # ------------------------------------------------------------------ hooks
     def _reset(self, options: Mapping[str, Any]) -> None:  # pragma: no cover - abstract
@@ -171,14 +234,21 @@ class TextEnv(gym.Env[str, str]):
         """Map ``action`` to its canonical name in :attr:`action_names`, case-insensitively.
 
         Leading and trailing whitespace is ignored.  Returns ``None`` when the text is
-        not exactly one of the names.
+        not exactly one of the names (with several names equal up to case, the first).
+        One dict look-up per call: the table is rebuilt only when ``action_names`` is
+        replaced by another object.
         """
-        names = self.action_names or ()
-        key = action.strip().casefold()
-        for name in names:
-            if name.casefold() == key:
-                return name
-        return None
+        names = self.action_names
+        if names is not self._lookup_names:
+            self._lookup_names = names
+            fold: dict[str, str] = {}
+            for name in names or ():
+                fold.setdefault(name.casefold(), name)
+            self._lookup = {**fold, **{name: fold[name.casefold()] for name in names or ()}}
+        name = self._lookup.get(action)
+        if name is None:
+            name = self._lookup.get(action.strip().casefold())
+        return name
 
     def invalid(self, reason: str, **info: Any) -> Transition:
         """The transition for an invalid action: state unchanged, ``invalid_action_reward``."""
@@ -204,11 +274,13 @@ class TextEnv(gym.Env[str, str]):
             ``(observation, info)``.
         """
         super().reset(seed=seed)
+        self.np_random  # noqa: B018 - creates the generator when no seed was ever given, so hooks may use ``_np_random``
         self._steps = 0
         self._return = 0.0
         self._status = EpisodeStatus.RUNNING
         self._reset(options or {})
-        self._ready = True
+        self._max_steps = int(self.config["max_steps"])  # after _reset: an env may derive it from the instance
+        self._ready = self._live = True
         info = {
             "action_is_valid": True,
             "action_is_effective": False,
@@ -225,7 +297,10 @@ class TextEnv(gym.Env[str, str]):
 
         Any string is accepted; one that does not parse under the env's action grammar
         is an invalid action: the state is unchanged, the reward is the config's
-        ``invalid_action_reward`` and the step counts toward ``max_steps``.
+        ``invalid_action_reward`` and the step counts toward ``max_steps``.  An action
+        longer than :attr:`max_action_length` characters (default
+        :data:`MAX_ACTION_LENGTH`) is invalid without being parsed.  ``bytes`` are
+        decoded as UTF-8 (undecodable bytes replaced); any other non-string is invalid.
 
         Returns:
             ``(observation, reward, terminated, truncated, info)``.
@@ -234,35 +309,62 @@ class TextEnv(gym.Env[str, str]):
             gymnasium.error.ResetNeeded: before the first ``reset`` or after the
                 episode ended.
         """
-        if not self._ready:
-            raise ResetNeeded("call reset() before step()")
-        if self._status.is_terminal:
-            raise ResetNeeded(f"the episode has ended ({self._status.value}); call reset()")
-        if isinstance(action, (bytes, bytearray)):
-            action = action.decode("utf-8", errors="replace")
-        if isinstance(action, str):
+        if not self._live:
+            self._refuse_step()
+        if type(action) is str and len(action) <= self._max_action_length:
             tr = self._step(action)
         else:
-            tr = self.invalid(f"action must be a string, got {type(action).__name__}")
-        self._steps += 1
-        reward = float(tr.reward)
-        self._return += reward
-        terminated = bool(tr.terminated)
-        truncated = (not terminated) and self._steps >= int(self.config["max_steps"])
+            tr = self._step_irregular(action)
+        steps = self._steps = self._steps + 1
+        reward = tr.reward
+        ret = self._return = self._return + reward
+        terminated = tr.terminated
+        truncated = False
         if terminated:
-            self._status = EpisodeStatus.SUCCESS if tr.success else EpisodeStatus.FAILURE
-        elif truncated:
-            self._status = EpisodeStatus.STEP_LIMIT
-        info = {
-            "action_is_valid": bool(tr.action_is_valid),
-            "action_is_effective": bool(tr.action_is_effective),
-            "success": bool(tr.success),
-            "status": self._status.value,
-            "step": self._steps,
-            "episode_return": self._return,
-        }
-        info.update(tr.info)
-        return self._observation(), reward, terminated, truncated, info
+            status = self._status = _SUCCESS if tr.success else _FAILURE
+            self._live = False
+        elif steps >= self._max_steps:
+            truncated = True
+            status = self._status = _STEP_LIMIT
+            self._live = False
+        else:
+            status = _RUNNING
+        template = tr.template
+        if template is None:
+            info = {
+                "action_is_valid": tr.action_is_valid,
+                "action_is_effective": tr.action_is_effective,
+                "success": tr.success,
+                "status": status._value_,
+                "step": steps,
+                "episode_return": ret,
+                **tr.info,
+            }
+        else:  # a reusable transition: same keys, same order
+            info = template.copy()
+            info["status"] = status._value_
+            info["step"] = steps
+            info["episode_return"] = ret
+        obs = tr.observation
+        return self._observation() if obs is None else obs, reward, terminated, truncated, info
+
+    # The uncommon branches of ``step``, kept out of its common path.
+    def _refuse_step(self) -> None:
+        if not self._ready:
+            raise ResetNeeded("call reset() before step()")
+        raise ResetNeeded(f"the episode has ended ({self._status.value}); call reset()")
+
+    def _step_irregular(self, action: Any) -> Transition:
+        """``_step`` for a non-``str`` or over-long action (see :meth:`step`)."""
+        if isinstance(action, (bytes, bytearray)):
+            action = action.decode("utf-8", errors="replace")
+        elif isinstance(action, str):
+            action = str(action)
+        else:
+            return self.invalid(f"action must be a string, got {type(action).__name__}")
+        if len(action) > self.max_action_length:
+            return self.invalid(f"action is {len(action)} characters long; the limit is {self.max_action_length}")
+        return self._step(action)
 
     def render(self) -> str | None:
         """The current observation text when ``render_mode == "ansi"``."""
@@ -285,6 +387,35 @@ class TextEnv(gym.Env[str, str]):
     def episode_return(self) -> float:
         """Sum of rewards in the current episode."""
         return self._return
+
+
+def raw_uniform(rng: np.random.Generator) -> Callable[[], int] | None:
+    """The raw 64-bit draw behind ``rng.random()``, when the bit generator is PCG64.
+
+    For numpy's PCG64 (the bit generator of Gymnasium's ``np_random``),
+    ``Generator.random()`` is ``(next64 >> 11) * 2**-53`` (numpy
+    ``random/src/pcg64/pcg64.h``, ``pcg64_next_double``) and ``bit_generator.random_raw()``
+    returns that same ``next64``, advancing the same state.  With
+    :func:`raw_threshold`, ``raw() < raw_threshold(p)`` is therefore exactly the event
+    ``rng.random() < p`` and leaves the generator where ``rng.random()`` would have
+    (tested in ``tests/test_env_speed_paths.py``), at a third of the cost (no float
+    conversion, no argument parsing).  Returns ``None`` for any other bit generator:
+    use ``rng.random()`` then.
+    """
+    bg = rng.bit_generator
+    return bg.random_raw if type(bg) is np.random.PCG64 else None
+
+
+def raw_threshold(p: float) -> int | None:
+    """The integer ``t`` with ``raw < t`` iff ``(raw >> 11) * 2**-53 < p`` for every 64-bit ``raw``.
+
+    ``(raw >> 11) * 2**-53 < p`` iff ``raw >> 11 < p * 2**53`` (scaling by a power of
+    two is exact) iff ``raw >> 11 < ceil(p * 2**53)`` (an integer side) iff
+    ``raw < ceil(p * 2**53) * 2**11``.  ``None`` for a non-finite ``p``.
+    """
+    if not math.isfinite(p):
+        return None
+    return math.ceil(p * 9007199254740992.0) << 11
 
 
 def join_lines(lines: Sequence[str]) -> str:

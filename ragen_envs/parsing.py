@@ -26,7 +26,14 @@ that text into a :class:`ParsedResponse`.  The rules (each one a test in
 8. With a per-turn budget ``max_actions``, only the first ``max_actions`` actions are
    returned; ``n_dropped`` reports how many were cut.
 
-The parser never raises on any ``str`` input and runs in time linear in its length.
+The parser never raises on any ``str`` input and runs in time linear in its length:
+one left-to-right regular-expression scan for the four tags (no backtracking: the
+pattern has no repetition), then slicing, ``strip`` and ``split`` over the text, so a
+1 MiB flood of tags or separators parses in milliseconds
+(``tests/test_long_actions.py``).  It has no length cap of its own; each action it
+returns meets the env's cap when stepped: an action longer than
+``ragen_envs.core.MAX_ACTION_LENGTH`` (65,536 characters) is an invalid action, with the
+env's format penalty, never an exception (``docs/envs/README.md``, "Action length cap").
 """
 
 from __future__ import annotations

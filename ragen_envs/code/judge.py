@@ -33,16 +33,52 @@ from .problems import CallTest, CheckTest, CodeProblem, StdioTest
 __all__ = ["JudgeReport", "SandboxFailure", "TestOutcome", "extract_code", "judge", "outputs_match", "reference_passes", "tests_count",
            "values_match"]
 
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+#.-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
+_LANG = re.compile(r"[ \t]*([A-Za-z0-9_+#.-]*)")
 _PY_LANGS = {"", "python", "py", "python3", "py3"}
 _INT = re.compile(r"^[-+]?\d+$")
 
 
+def _fenced_blocks(text: str) -> list[tuple[str, str]]:
+    """``(language, code)`` of every fenced block, in order, in one left-to-right pass.
+
+    A block opens at a ```` ``` ```` that has a line break somewhere after it: the rest
+    of that line is its info string, whose first word (after spaces or tabs, made of
+    ``[A-Za-z0-9_+#.-]``) is the language; the code runs from the next line to the
+    next ```` ``` ```` (or to the end of the text, for an unclosed final fence), and the
+    search for the next block continues after that closing fence.  Each character is
+    looked at a bounded number of times (``str.find`` from a position that only moves
+    forward), so the cost is linear in ``len(text)`` — a regular expression with a lazy
+    body and a per-position scan for the line break took quadratic time on inputs like
+    ``"```" * 200000`` (issue 20, item 8).
+    """
+    blocks: list[tuple[str, str]] = []
+    pos, n = 0, len(text)
+    while pos < n:
+        start = text.find("```", pos)
+        if start < 0:
+            break
+        eol = text.find("\n", start + 3)
+        if eol < 0:
+            break  # no line break after this fence, so none after any later one either
+        lang = _LANG.match(text, start + 3, eol).group(1)
+        end = text.find("```", eol + 1)
+        if end < 0:
+            blocks.append((lang, text[eol + 1:]))
+            break
+        blocks.append((lang, text[eol + 1:end]))
+        pos = end + 3
+    return blocks
+
+
 def extract_code(answer: str) -> str | None:
-    """The program in an answer (rules in the module docstring); ``None`` if empty."""
+    """The program in an answer (rules in the module docstring); ``None`` if empty.
+
+    Runs in time linear in ``len(answer)`` (:func:`_fenced_blocks`); the env caps the
+    action length before this is called (``ragen_envs.core.MAX_ACTION_LENGTH``).
+    """
     if not isinstance(answer, str):
         return None
-    blocks = [(m.group(1).lower(), m.group(2)) for m in _FENCE.finditer(answer)]
+    blocks = [(lang.lower(), code) for lang, code in _fenced_blocks(answer)]
     if blocks:
         py = [code for lang, code in blocks if lang in _PY_LANGS]
         code = (py or [blocks[-1][1]])[-1]

@@ -26,11 +26,11 @@ Splits (``split_by``):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from ..core import TextEnv, Transition, join_lines
+from ..core import TextEnv, Transition, join_lines, raw_threshold, raw_uniform
 from ..seeding import in_split, sample_instance
 
 #: (steady arm, risky arm) name pairs per split; no name appears in two splits.
@@ -71,6 +71,9 @@ ARM_PAIRS: dict[str, tuple[tuple[str, str], ...]] = {
 #: Action names in ``answer_with="label"`` mode (arm shown first is A).
 LABELS = ("A", "B")
 
+#: What pulling one arm does: ``(is_risky, (obs, Transition) unpaid, (obs, Transition) paid)``.
+Pull = tuple[bool, tuple[str, Transition], tuple[str, Transition]]
+
 
 class BanditEnv(TextEnv):
     """Two-armed bandit; actions are the two arm names (case-insensitive).
@@ -88,6 +91,13 @@ class BanditEnv(TextEnv):
     """
 
     env_key = "bandit"
+
+    def __init__(self, render_mode: str | None = None, **config: Any):
+        super().__init__(render_mode, **config)
+        c = self.config
+        self._risky_prob = float(c["risky_prob"])
+        self._payoffs = (float(c["steady_reward"]), float(c["risky_reward"]), self._risky_prob)
+        self._raw_threshold = raw_threshold(self._risky_prob)
 
     def _means(self) -> tuple[float, float]:
         c = self.config
@@ -115,32 +125,64 @@ class BanditEnv(TextEnv):
         self._best = risky if risky_mean > steady_mean else steady
         self._steady, self._risky = steady, risky
         self._last: str | None = None
+        # The generator of this episode (a seeded reset replaces it).
+        self._raw = raw_uniform(self.np_random) if self._raw_threshold is not None else None
+        self._pull_of = self._pull_table()
 
     def _reset_info(self) -> dict[str, Any]:
         return {"arms": list(self._arms)}
 
-    def _arm_of(self, action: str) -> str | None:
-        """The arm an action names (its label in ``answer_with="label"`` mode)."""
-        key = self.match_action(action)
-        if key is None:
-            return None
-        return self._arms[LABELS.index(key)] if self.action_names == LABELS else key
-
     def _step(self, action: str) -> Transition:
-        arm = self._arm_of(action)
-        if arm is None:
-            self._last = None
-            what = "label" if self.action_names == LABELS else "arm name"
-            return self.invalid(f"not an {what}: expected one of {list(self.action_names or ())}")
-        c = self.config
-        if arm == self._risky:
-            reward = float(c["risky_reward"]) if self.np_random.random() < float(c["risky_prob"]) else 0.0
+        pull = self._pull_of.get(action)
+        if pull is None:
+            pull = self._pull_of.get(action.strip().casefold())
+            if pull is None:
+                self._last = None
+                what = "label" if self.action_names == LABELS else "arm name"
+                return self.invalid(f"not an {what}: expected one of {list(self.action_names or ())}")
+        risky, unpaid, paid = pull
+        if risky:
+            # One uniform draw, as RAGEN's env does: np_random.random() < risky_prob, or
+            # the same event decided on the raw PCG64 output (core.raw_uniform).
+            raw = self._raw
+            win = raw() < self._raw_threshold if raw is not None else self.np_random.random() < self._risky_prob
+            self._last, tr = paid if win else unpaid
         else:
-            reward = float(c["steady_reward"])
-        self._last = f"You pulled {arm} and received {reward:g} points."
-        chose_best = arm == self._best
-        return Transition(reward=reward, terminated=True, success=chose_best,
-                          info={"arm": arm, "chose_best": chose_best})
+            self._last, tr = unpaid
+        return tr
+
+    #: (arms, action names, payoffs) -> {action text: pull}; see :meth:`_pull_table`.
+    _PULL_TABLES: ClassVar[dict[tuple[Any, ...], dict[str, Pull]]] = {}
+
+    def _pull_table(self) -> dict[str, Pull]:
+        """Action text -> what pulling that arm does, ``(is_risky, unpaid, paid)`` with
+        each outcome ``(observation, Transition)``.
+
+        Keyed by the canonical action spellings and their casefolded forms, so the common
+        case (an exact name) costs one dict look-up; match_action's rule (strip,
+        casefold) applies when it misses.  A pull's result depends only on the arm pair,
+        the action names and the payoffs (which arm is better follows from them), so
+        one table per such key is built and shared by every env of the process: the
+        transitions are immutable (:meth:`~ragen_envs.core.Transition.reusable`), and a
+        step touches the same few objects whichever env takes it.
+        """
+        key = (self._arms, self.action_names, self._payoffs, self._best)
+        table = self._PULL_TABLES.get(key)
+        if table is None:
+            steady_reward, risky_reward, _ = self._payoffs
+            table = {}
+            for name, arm in zip(self.action_names, self._arms):
+                risky = arm == self._risky
+                chose_best = arm == self._best
+                unpaid, paid = (
+                    (obs, Transition(reward=r, terminated=True, success=chose_best, observation=obs,
+                                     info={"arm": arm, "chose_best": chose_best}).reusable())
+                    for r in ((0.0, risky_reward) if risky else (steady_reward,) * 2)
+                    for obs in (f"You pulled {arm} and received {r:g} points.",)
+                )
+                table[name] = table[name.casefold()] = (risky, unpaid, paid)
+            self._PULL_TABLES[key] = table
+        return table
 
     def _observation(self) -> str:
         if self._last is not None:

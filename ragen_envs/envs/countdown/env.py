@@ -58,6 +58,11 @@ class CountdownEnv(TextEnv):
             if lo > hi:
                 raise ConfigError(self.env_key, name, f"minimum {lo} is greater than maximum {hi}")
         self._data: SplitData | None = None
+        c = self.config  # read once: the config is fixed for the env's lifetime
+        self._max_chars = int(c["max_answer_chars"])
+        self._success_reward, self._format_reward = float(c["success_reward"]), float(c["format_reward"])
+        self._head_of: object = None  # the instance self._head was rendered for
+        self._head = ""
         if self.config["data_path"] is not None:
             try:
                 self._data = load_split(self.config["data_path"], self.config["split"])
@@ -109,7 +114,7 @@ class CountdownEnv(TextEnv):
     # ------------------------------------------------------------------- step
     def _step(self, action: str) -> Transition:
         inst = self._instance
-        result = check_answer(action, inst.numbers, inst.target, max_chars=int(self.config["max_answer_chars"]))
+        result = check_answer(action, inst.numbers, inst.target, max_chars=self._max_chars)
         if result.status is AnswerStatus.INVALID:
             # The observation stays as it was (core contract); the reason is in info.
             return self.invalid(result.reason or "invalid answer")
@@ -117,12 +122,15 @@ class CountdownEnv(TextEnv):
         assert result.value is not None and result.expression is not None
         info = {"expression": result.expression, "value": format_value(result.value)}
         if result.status is AnswerStatus.CORRECT:
-            return Transition(reward=float(self.config["success_reward"]), terminated=True, success=True, info=info)
-        return Transition(reward=float(self.config["format_reward"]), terminated=True, success=False, info=info)
+            return Transition(self._success_reward, True, success=True, info=info)
+        return Transition(self._format_reward, True, success=False, info=info)
 
     def _observation(self) -> str:
         inst = self._instance
-        head = f"Target: {inst.target} | Numbers: [{', '.join(str(n) for n in inst.numbers)}]"
+        if self._head_of is not inst:  # rendered once per instance
+            self._head_of = inst
+            self._head = f"Target: {inst.target} | Numbers: [{', '.join(str(n) for n in inst.numbers)}]"
+        head = self._head
         r = self._result
         if r is None:
             return head

@@ -11,7 +11,7 @@ from ...core import TextEnv, Transition, join_lines
 from ...seeding import sample_instance
 from .generator import fallback_possible, fallback_room, generate_room
 from .level_sets import load_level_source
-from .render import legend, render, resolve_vocab
+from .render import grid_template, legend, render, resolve_vocab
 from .reverse import optimal_distance as reverse_distance
 from .room import (
     ACTION_NAMES,
@@ -31,6 +31,9 @@ from .xsb import XSBError
 def _level_distance(puzzle: Puzzle, max_states: int) -> int | None:
     """Optimal distance of a fixed level's start state by reverse play (memoised)."""
     return reverse_distance(puzzle.layout, puzzle.player, puzzle.boxes, max_states=max_states)
+
+
+_ACTION_INDEX = {name: i for i, name in enumerate(ACTION_NAMES)}
 
 
 class SokobanEnv(TextEnv):
@@ -91,6 +94,8 @@ class SokobanEnv(TextEnv):
         self._seed_arg: int | None = None
         self._plan_key: tuple[int, tuple[int, ...]] | None = None
         self._plan: list[str] = []
+        self._format = cfg["observation_format"]
+        self._template: list[str] = []
 
     # --------------------------------------------------------------- reset
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
@@ -134,6 +139,7 @@ class SokobanEnv(TextEnv):
         self._player = self._puzzle.player
         self._boxes = set(self._puzzle.boxes)
         self._plan_key = None
+        self._template = grid_template(self._puzzle.layout, self._vocab)
 
     def _reset_info(self) -> dict[str, Any]:
         pz = self._puzzle
@@ -160,7 +166,7 @@ class SokobanEnv(TextEnv):
         if name is None:
             return self.invalid("not an action: expected one of Up, Down, Left, Right",
                                 pushed=False, boxes_on_target=self._on_target())
-        move = apply_action(pz.layout, self._player, self._boxes, ACTION_NAMES.index(name))
+        move = apply_action(pz.layout, self._player, self._boxes, _ACTION_INDEX[name])
         self._player = move.player
         on = self._on_target()
         solved = on == pz.num_boxes
@@ -175,8 +181,7 @@ class SokobanEnv(TextEnv):
     # ------------------------------------------------------------- render
     def _observation(self) -> str:
         assert self._puzzle is not None
-        return render(self.config["observation_format"], self._puzzle.layout, self._player,
-                      self._boxes, self._vocab)
+        return render(self._format, self._puzzle.layout, self._player, self._boxes, self._vocab, self._template)
 
     @property
     def instruction(self) -> str:

@@ -73,26 +73,41 @@ def legend(vocab: Mapping[str, str]) -> str:
     return ", ".join(f"{vocab[k]} {VOCAB_MEANINGS[k]}" for k in VOCAB_KEYS)
 
 
-def render_grid(layout: Layout, player: int, boxes: Iterable[int], vocab: Mapping[str, str]) -> str:
-    """The grid render: one symbol per cell, rows joined by ``\\n`` (no trailing newline)."""
-    box_set = set(boxes)
+def grid_template(layout: Layout, vocab: Mapping[str, str]) -> list[str]:
+    """The static part of the grid render, one string per output character.
+
+    Cell ``i`` (flat index) is at position ``i + i // width`` (a ``\n`` ends every row
+    but the last) and holds the wall, target or empty-floor symbol.  :func:`render_grid`
+    copies it and writes the boxes and the player: computing it once per room (the env
+    does, at reset) makes a step's render proportional to the number of boxes plus one
+    ``join``, not to a scan of the board.
+    """
     targets = layout.target_set
     w = layout.width
     sym_wall, sym_empty, sym_target = vocab["wall"], vocab["empty"], vocab["target"]
-    rows = []
-    for r in range(layout.height):
-        row = []
-        for i in range(r * w, r * w + w):
-            if layout.walls[i]:
-                row.append(sym_wall)
-            elif i in box_set:
-                row.append(vocab["box_on_target"] if i in targets else vocab["box"])
-            elif i == player:
-                row.append(vocab["player_on_target"] if i in targets else vocab["player"])
-            else:
-                row.append(sym_target if i in targets else sym_empty)
-        rows.append("".join(row))
-    return "\n".join(rows)
+    out: list[str] = []
+    for i, wall in enumerate(layout.walls):
+        if i and i % w == 0:
+            out.append("\n")
+        out.append(sym_wall if wall else sym_target if i in targets else sym_empty)
+    return out
+
+
+def render_grid(layout: Layout, player: int, boxes: Iterable[int], vocab: Mapping[str, str],
+                template: list[str] | None = None) -> str:
+    """The grid render: one symbol per cell, rows joined by ``\n`` (no trailing newline).
+
+    ``template`` is :func:`grid_template` of the same ``layout`` and ``vocab`` when the
+    caller has it (built here otherwise).  A box is drawn over the player's cell if both
+    claim one (an impossible state).
+    """
+    cells = (grid_template(layout, vocab) if template is None else template).copy()
+    targets = layout.target_set
+    w = layout.width
+    cells[player + player // w] = vocab["player_on_target"] if player in targets else vocab["player"]
+    for b in boxes:
+        cells[b + b // w] = vocab["box_on_target"] if b in targets else vocab["box"]
+    return "".join(cells)
 
 
 def _cells(layout: Layout, cells: Iterable[int]) -> str:
@@ -128,18 +143,21 @@ def render_coord(layout: Layout, player: int, boxes: Iterable[int]) -> str:
     ])
 
 
-def render(fmt: str, layout: Layout, player: int, boxes: Iterable[int], vocab: Mapping[str, str]) -> str:
+def render(fmt: str, layout: Layout, player: int, boxes: Iterable[int], vocab: Mapping[str, str],
+           template: list[str] | None = None) -> str:
     """Render in observation format ``fmt`` (``grid``, ``coord`` or ``grid_coord``).
+
+    ``template``: :func:`grid_template` of ``layout`` and ``vocab``, if the caller keeps it.
 
     Raises:
         ValueError: unknown format.
     """
-    boxes = tuple(boxes)
     if fmt == "grid":
-        return render_grid(layout, player, boxes, vocab)
+        return render_grid(layout, player, boxes, vocab, template)
+    boxes = tuple(boxes)
     if fmt == "coord":
         return render_coord(layout, player, boxes)
     if fmt == "grid_coord":
         return ("Coordinates:\n" + render_coord(layout, player, boxes)
-                + "\nGrid map:\n" + render_grid(layout, player, boxes, vocab))
+                + "\nGrid map:\n" + render_grid(layout, player, boxes, vocab, template))
     raise ValueError(f"unknown observation format {fmt!r}; expected one of {OBSERVATION_FORMATS}")

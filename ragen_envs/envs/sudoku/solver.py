@@ -64,9 +64,10 @@ class _Search:
             self.solutions.append(self.grid.copy())
             return len(self.solutions) >= limit
         g, rows, cols, boxes, allowed = self.g, self.rows, self.cols, self.boxes, self.allowed
+        row_of, col_of, box_of = g.row, g.col, g.box_of
         best_k, best_mask, best_count = -1, 0, 99
         for k, i in enumerate(empty):
-            mask = allowed[i] & ~(rows[g.row[i]] | cols[g.col[i]] | boxes[g.box_of[i]])
+            mask = allowed[i] & ~(rows[row_of[i]] | cols[col_of[i]] | boxes[box_of[i]])
             if not mask:
                 return False
             count = mask.bit_count()
@@ -77,7 +78,7 @@ class _Search:
         cell = empty[best_k]
         empty[best_k] = empty[-1]
         empty.pop()
-        r, c, b = g.row[cell], g.col[cell], g.box_of[cell]
+        r, c, b = row_of[cell], col_of[cell], box_of[cell]
         digits = [d for d in range(1, g.n + 1) if best_mask >> d & 1]
         if rng is not None and len(digits) > 1:
             digits = [digits[j] for j in rng.permutation(len(digits))]

@@ -1,0 +1,653 @@
+"""Our environments against their peers, measured in the same run (issue 21's rows).
+
+Run::
+
+    python benchmarks/peer_speed.py                 # every row, 5 repetitions, medians
+    python benchmarks/peer_speed.py --rows bandit_step sudoku_reset --reps 7
+    python benchmarks/peer_speed.py --markdown      # the table of benchmarks/README.md
+
+Each row times one operation (an env step or reset) of ours and of each reference.
+Repetition ``r`` runs ours, then every reference, each in a fresh subprocess (so no side
+warms the other's caches and one slow moment of the shared machine hits one sample,
+not one side); a subprocess times ``--batches`` batches of ``n`` operations (:data:`N_STEP` steps or :data:`N_RESET` resets) with
+``time.perf_counter`` around the whole batch (per-call timer overhead is amortised;
+setting a batch up — resets, action plans — is outside the timed region) and reports
+the median seconds per operation.  The table gives the median over repetitions and
+the ratio ``peer time / our time`` (higher is better for us; 2.0 = twice as fast).
+
+References (never copied code; see ``benchmarks/README.md`` for the full list):
+
+* **installed peers** — reasoning-gym (``reasoning_gym.games.mini_sudoku``), GEM
+  (``gem-llm``: ``gem.envs.game_env.sudoku`` / ``.sokoban``) and gym-sokoban (the
+  physics RAGEN's Sokoban inherits), imported at run time from the interpreter given by
+  ``--peer-python`` (default: ``$RAGEN_PEER_PYTHON``, else ``.peer-venv/bin/python``
+  when it exists, else this interpreter).  A peer that does not import there is skipped
+  with the reason printed.  Set one up with
+  ``python -m venv .peer-venv && .peer-venv/bin/pip install reasoning-gym==0.1.25 numpy gym-sokoban==0.0.6 && .peer-venv/bin/pip install --no-deps gem-llm==0.1.0``.
+* **RAGEN** is not on PyPI: its rows are *re-statements of its per-call work* written
+  here from reading RAGEN at commit 5eb79b8 (RAGEN-AI/RAGEN), each described at its
+  function below.
+
+``RAGEN_OURS_ROOT=/path/to/other/checkout`` measures that checkout's ``ragen_envs`` as
+"ours" (e.g. the commit before a speed-up, ``git archive <commit> | tar -x -C DIR``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: One operation's batch: ``prepare(n)`` builds the state for ``n`` operations (not
+#: timed) and returns ``(run, count)``; ``run()`` performs ``count`` operations (timed).
+Prepare = Callable[[int], tuple[Callable[[], Any], int]]
+
+
+class PeerMissing(RuntimeError):
+    """A peer package does not import in this interpreter (the row is skipped)."""
+
+
+# ============================================================== ours (ragen_envs)
+def _our_env(env_id: str) -> Any:
+    root = os.environ.get("RAGEN_OURS_ROOT") or str(ROOT)  # another checkout: before/after a change
+    if sys.path[0] != root:
+        sys.path.insert(0, root)
+    import ragen_envs
+
+    return ragen_envs.make(env_id).unwrapped
+
+
+def _replay(runs: list[tuple[Callable[[Any], Any], list[Any]]]) -> Callable[[], None]:
+    """The timed part of a step batch: every episode's ``step`` over its fixed actions."""
+    def run() -> None:
+        for step, actions in runs:
+            for a in actions:
+                step(a)
+    return run
+
+
+def _per_seed(call: Callable[[int], Any]) -> Prepare:
+    """A batch of ``call(k)`` over fresh seeds ``k`` (a reset, a data-set item, ...)."""
+    seeds = iter(range(10**9))
+
+    def prepare(n: int) -> tuple[Callable[[], Any], int]:
+        ks = [next(seeds) for _ in range(n)]
+
+        def run() -> None:
+            for k in ks:
+                call(k)
+        return run, n
+    return prepare
+
+
+def ours_reset(env_id: str) -> Prepare:
+    """``env.reset(seed=k)`` with a new seed every call (instance generation included)."""
+    reset = _our_env(env_id).reset
+    return _per_seed(lambda k: reset(seed=k))
+
+
+def ours_steps(env_id: str, *, per_episode: int, policy: str = "oracle") -> Prepare:
+    """``env.step(action)`` with valid actions, episodes of at most ``per_episode`` steps.
+
+    ``prepare`` resets envs (a pool of copies, kept across batches) with fresh seeds and
+    plays each episode once to fix its actions (the oracle's plan, or uniform random
+    action names), then resets each env again with the same seed; the timed run replays
+    those actions, so every timed call is a legal step of a live episode.
+    """
+    import numpy as np
+
+    pool: list[Any] = []
+    seeds = iter(range(10**9))
+    rng = np.random.default_rng(0)
+
+    def episode(env: Any) -> list[str]:
+        seed = next(seeds)
+        env.reset(seed=seed)
+        if per_episode == 1 and policy == "oracle":  # one step from the start: no need to play it first
+            return list(env.oracle_actions())[:1]
+        actions: list[str] = []
+        plan: list[str] = []
+        while len(actions) < per_episode:
+            if policy == "oracle" and not plan:
+                plan = list(env.oracle_actions())
+            a = plan.pop(0) if plan else env.sample_action(rng)
+            _, _, te, tr, info = env.step(a)
+            assert info["action_is_valid"], (env_id, a, info)
+            actions.append(a)
+            if te or tr:
+                break
+        env.reset(seed=seed)
+        return actions
+
+    def prepare(n: int) -> tuple[Callable[[], Any], int]:
+        runs: list[tuple[Callable[[str], Any], list[str]]] = []
+        total = 0
+        while total < n:
+            if len(runs) == len(pool):
+                pool.append(_our_env(env_id))  # made as users make them (deepcopies are slower to step)
+            env = pool[len(runs)]
+            actions = episode(env)
+            runs.append((env.step, actions))
+            total += len(actions)
+
+        return _replay(runs), total
+    return prepare
+
+
+# ================================================================ installed peers
+def _peer_import(module: str) -> Any:
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise PeerMissing(f"{module} does not import here ({exc})") from None
+
+
+def _cache_rooms(module: Any, keep: int = 8) -> None:
+    """Make ``module.generate_room`` (a peer's Sokoban room generator) return copies of
+    its first ``keep`` rooms in turn.
+
+    Only the *step* of these peers is timed; their generators take from milliseconds to
+    minutes per 8x8 room, which would make setting a batch up take longer than the
+    measurement.  The env objects are still built by their own constructors.
+    """
+    original = module.generate_room
+    rooms: list[Any] = []
+    turn = iter(range(10**12))
+
+    def cached(*args: Any, **kwargs: Any) -> Any:
+        if len(rooms) < keep:
+            rooms.append(original(*args, **kwargs))
+            return copy.deepcopy(rooms[-1])
+        return copy.deepcopy(rooms[next(turn) % keep])
+    module.generate_room = cached
+
+
+def rg_mini_sudoku_reset(empty: int) -> Prepare:
+    """reasoning-gym ``MiniSudokuDataset[k]`` with ``min_empty = max_empty = empty``
+    (one puzzle: solved board, uniqueness-checked removals, question text)."""
+    mod = _peer_import("reasoning_gym.games.mini_sudoku")
+    ds = mod.MiniSudokuDataset(mod.MiniSudokuConfig(min_empty=empty, max_empty=empty, seed=0, size=10**9))
+    return _per_seed(ds.__getitem__)
+
+
+def gem_sudoku_reset(clues: int, scale: int) -> Prepare:
+    """GEM ``SudokuEnv(clues, scale).reset(seed=k)`` (``game:Sudoku-v0-easy`` is 4x4, 10 clues)."""
+    mod = _peer_import("gem.envs.game_env.sudoku")
+    reset = mod.SudokuEnv(clues=clues, max_turns=15, scale=scale).reset
+    return _per_seed(lambda k: reset(seed=k))
+
+
+def gem_sokoban_steps(dim: int, boxes: int, max_turns: int) -> Prepare:
+    """GEM ``SokobanEnv.step("\\\\boxed{dir}")`` with uniform random directions, fewer
+    steps per episode than ``max_turns`` (GEM's easy: 6x6, 2 boxes, 20 turns; hard: 8x8,
+    4 boxes, 50 turns).  Each step renders the board into ``info["suffix"]``."""
+    mod = _peer_import("gem.envs.game_env.sokoban")
+    import random
+
+    _cache_rooms(_peer_import("gem.envs.game_env.sokoban.sokoban"))
+
+    rnd = random.Random(0)
+
+    def prepare(n: int) -> tuple[Callable[[], Any], int]:
+        runs = []
+        total = 0
+        while total < n:
+            env = mod.SokobanEnv(dim_room=(dim, dim), num_boxes=boxes, max_turns=max_turns)
+            k = max_turns - 1
+            runs.append((env.step, [f"\\boxed{{{rnd.choice(['up', 'down', 'left', 'right'])}}}" for _ in range(k)]))
+            total += k
+
+        return _replay(runs), total
+    return prepare
+
+
+def ragen_sokoban_steps(dim: int, boxes: int, per_episode: int) -> Prepare:
+    """RAGEN's ``SokobanEnv.step`` (``ragen/env/sokoban/env.py``) on the real gym-sokoban
+    physics it inherits, with the RGB frame stubbed out.
+
+    Per step, as RAGEN does: keep the previous player position; call gym-sokoban's
+    ``SokobanEnv.step(action)`` (push/move on the numpy room, reward, done check; its
+    ``render(mode="rgb_array")`` returns ``None`` here instead of drawing the frame);
+    render the text grid (``np.where`` marking the player on a target, then one
+    ``GRID_LOOKUP`` symbol per cell joined by rows); compare positions with
+    ``np.array_equal``; build the 3-key info dict.  Actions are uniform over 1..4.
+    """
+    mod = _peer_import("gym_sokoban.envs.sokoban_env")
+    import numpy as np
+
+    _cache_rooms(mod)
+
+    lookup = {0: "#", 1: "_", 2: "O", 3: "\u221a", 4: "X", 5: "P", 6: "S"}
+
+    class Stubbed(mod.SokobanEnv):
+        def render(self, mode: str = "text", close: Any = None, scale: int = 1) -> Any:
+            if mode != "text":
+                return None  # the RGB frame, stubbed out
+            room = np.where((self.room_state == 5) & (self.room_fixed == 2), 6, self.room_state)
+            return "\n".join("".join(lookup.get(c, "?") for c in row) for row in room.tolist())
+
+        def text_step(self, action: int) -> Any:
+            previous = self.player_position
+            _, reward, done, _ = mod.SokobanEnv.step(self, action)
+            obs = self.render()
+            info = {"action_is_effective": not np.array_equal(previous, self.player_position),
+                    "action_is_valid": True, "success": self.boxes_on_target == self.num_boxes}
+            return obs, reward, done, info
+
+    rng = np.random.default_rng(0)
+
+    def prepare(n: int) -> tuple[Callable[[], Any], int]:
+        runs = []
+        total = 0
+        while total < n:
+            while True:
+                try:
+                    env = Stubbed(dim_room=(dim, dim), max_steps=100, num_boxes=boxes)
+                    break
+                except (RuntimeError, RuntimeWarning):  # gym-sokoban's generator gives up; RAGEN retries
+                    continue
+            runs.append((env.text_step, [int(a) for a in rng.integers(1, 5, size=per_episode)]))
+            total += per_episode
+
+        return _replay(runs), total
+    return prepare
+
+
+# ============================================================ RAGEN re-statements
+def ragen_bandit_steps(*, from_text: bool) -> Prepare:
+    """RAGEN's ``BanditEnv.step`` (``ragen/env/bandit/env.py``): the action is an int arm
+    index; ``assert`` it is in ``ACTION_LOOKUP``; look the arm's name up; the low arm
+    pays its score, the high arm draws ``self.np_random.random()`` once against
+    ``hi_arm_hiscore_prob``; format ``f"{name}: {reward} points"``, store it as the
+    render cache, return ``(obs, reward, True, info)`` with a 3-key info dict.
+
+    ``from_text=True`` adds what RAGEN's env manager does per step to get that int from
+    the model's text (``ragen/llm_agent/es_manager.py``: ``_extract_map_valid_actions``
+    builds the lower-cased reverse lookup and maps the lower-cased action, then
+    ``_execute_actions`` accumulates reward and info) — the work our ``step(str)`` covers.
+    Always pulls the high ("risky") arm, as our oracle does under the default payoffs.
+    """
+    import gymnasium as gym
+
+    class Bandit(gym.Env):
+        def __init__(self) -> None:
+            self.lo, self.hi = "phoenix", "dragon"
+            self.render_cache: str | None = None
+
+        def reset_arms(self, seed: int) -> None:
+            gym.Env.reset(self, seed=seed)
+            names = (self.lo, self.hi) if self.np_random.random() < 0.5 else (self.hi, self.lo)
+            self.ACTION_LOOKUP = {1: names[0], 2: names[1]}
+            self.ARM_IDX_TO_NAME = self.ACTION_LOOKUP
+            self.NAME_TO_ARM_IDX = {v: k for k, v in self.ACTION_LOOKUP.items()}
+
+        def step(self, action: int) -> Any:
+            assert action in self.ACTION_LOOKUP, f"Invalid action: {action}"
+            name = self.ARM_IDX_TO_NAME[action]
+            if name == self.lo:
+                reward = 0.1
+            else:
+                reward = 1.0 if self.np_random.random() < 0.25 else 0.0
+            obs = f"{name}: {reward} points"
+            self.render_cache = obs
+            return obs, reward, True, {"action_is_effective": True, "action_is_valid": True, "success": name == self.hi}
+
+    def text_step(env: Bandit, text: str) -> Any:
+        rev = {v.lower(): k for k, v in env.ACTION_LOOKUP.items()}
+        mapped = [rev[a] for a in [x.lower() for x in [text]] if a in rev]
+        acc, turn_info = 0.0, {}
+        for a in mapped:
+            _, reward, done, info = env.step(a)
+            acc += reward
+            turn_info.update(info)
+            if done:
+                break
+        return acc, turn_info
+
+    seeds = iter(range(10**9))
+    pool: list[Bandit] = []
+
+    def prepare(n: int) -> tuple[Callable[[], Any], int]:
+        while len(pool) < n:
+            pool.append(Bandit())
+        envs = []
+        for e in pool[:n]:
+            e.reset_arms(next(seeds))
+            envs.append((e, e.NAME_TO_ARM_IDX[e.hi]))
+        if from_text:
+            pairs = [(e, "Dragon") for e, _ in envs]
+
+            def run() -> None:
+                for e, t in pairs:
+                    text_step(e, t)
+        else:
+            def run() -> None:
+                for e, a in envs:
+                    e.step(a)
+        return run, n
+    return prepare
+
+
+def ragen_countdown_scoring(*, datasets_row: bool = False) -> Prepare:
+    """RAGEN's ``CountdownEnv.step`` (``ragen/env/countdown/env.py``): read the episode's
+    row, as RAGEN does, from a Hugging Face ``datasets`` table (``self.data[self.index]``;
+    ``datasets_row=True``, the real library) or, conservatively, from a plain dict; then
+    ``check_format`` (``re.findall(r"\\d+")``, the sorted
+    numbers equal the row's), ``check_correctness`` (``eval`` with no builtins, within
+    1e-5 of the target), the reward, ``f"Your answer get {reward} points."`` and a 3-key
+    info dict.  The rows and answers are our Countdown-v0 instances and their oracle
+    expressions, so both sides score the same strings.
+    """
+    proto = _our_env("ragen/Countdown-v0")
+    seeds = iter(range(10**9))
+
+    def check_format(equation: str, nums: list[int]) -> bool:
+        try:
+            return sorted(int(x) for x in re.findall(r"\d+", equation)) == sorted(nums)
+        except Exception:  # noqa: BLE001 - RAGEN's bare except
+            return False
+
+    def check_correctness(equation: str, target: int) -> bool:
+        try:
+            return abs(eval(equation, {"__builtins__": None}, {}) - target) < 1e-5  # noqa: S307 - the reference's own eval
+        except Exception:  # noqa: BLE001
+            return False
+
+    def step(row: dict[str, Any], action: str) -> Any:
+        if not check_format(action, row["nums"]):
+            reward = 0.0
+        elif not check_correctness(action, row["target"]):
+            reward = 0.1
+        else:
+            reward = 1.0
+        obs = f"Your answer get {reward} points."
+        return obs, reward, True, {"action_is_effective": reward > 0, "action_is_valid": True, "success": reward == 1}
+
+    if datasets_row:
+        datasets = _peer_import("datasets")
+
+    def prepare(n: int) -> tuple[Callable[[], Any], int]:
+        rows, answers = [], []
+        for _ in range(n):
+            proto.reset(seed=next(seeds))
+            inst = proto._instance
+            rows.append({"target": inst.target, "nums": list(inst.numbers)})
+            answers.append(proto.oracle_actions()[0])
+        if datasets_row:
+            table = datasets.Dataset.from_list(rows)
+            items = list(enumerate(answers))
+
+            def run() -> None:
+                for i, a in items:
+                    step(table[i], a)
+        else:
+            pairs = list(zip(rows, answers))
+
+            def run() -> None:
+                for row, a in pairs:
+                    step(row, a)
+        return run, n
+    return prepare
+
+
+def ragen_frozenlake_reset(size: int, p: float) -> Prepare:
+    """RAGEN's ``FrozenLakeEnv.reset(seed)`` (``ragen/env/frozen_lake/env.py``, ``utils.py``)
+    on Gymnasium's real ``FrozenLakeEnv``.
+
+    Per reset, as RAGEN does: save and seed the global ``random`` / ``numpy.random``
+    states (``all_seed``); generate a map (``seeding.np_random(seed)``; until valid:
+    ``np_random.choice(["F", "H"], (size, size), p=[p, 1-p])``, random distinct start
+    and goal, a depth-first reachability check); re-run ``__init__`` (Gymnasium's
+    ``FrozenLakeEnv(desc=map, is_slippery=True)``); ``FrozenLakeEnv.reset(seed)``; render
+    the text grid (``np.where`` S->F, mark the player, ``np.vectorize`` through the cell
+    lookup, join rows); restore the global states.
+    """
+    import random
+
+    import numpy as np
+    from gymnasium.envs.toy_text.frozen_lake import FrozenLakeEnv as GymFrozenLake
+    from gymnasium.utils import seeding
+
+    map_lookup = {b"P": 0, b"F": 1, b"H": 2, b"G": 3}
+    grid_lookup = {0: "P", 1: "_", 2: "O", 3: "G", 4: "X", 5: "\u221a"}
+
+    def valid(board: Any) -> bool:
+        frontier, seen = [], set()
+        sr, sc = np.where(np.array(board) == "S")
+        frontier.append((sr[0], sc[0]))
+        while frontier:
+            r, c = frontier.pop()
+            if (r, c) in seen:
+                continue
+            seen.add((r, c))
+            for dr, dc in ((1, 0), (0, 1), (-1, 0), (0, -1)):
+                rn, cn = r + dr, c + dc
+                if 0 <= rn < size and 0 <= cn < size:
+                    if board[rn][cn] == "G":
+                        return True
+                    if board[rn][cn] != "H":
+                        frontier.append((rn, cn))
+        return False
+
+    def make_map(seed: int) -> list[str]:
+        rng, _ = seeding.np_random(seed)
+        while True:
+            board = rng.choice(["F", "H"], (size, size), p=[p, 1 - p])
+            s = tuple(rng.integers(size, size=2))
+            g = tuple(rng.integers(size, size=2))
+            if s != g:
+                board[s[0]][s[1]], board[g[0]][g[1]] = "S", "G"
+                if valid(board):
+                    return ["".join(row) for row in board]
+
+    def render(env: Any) -> str:
+        pos = (env.s // env.ncol, env.s % env.ncol)
+        room = np.where(env.desc == b"S", b"F", env.desc.copy())
+        room[pos] = b"P"
+        room = np.vectorize(lambda x: map_lookup[x])(room)
+        room[pos] = 4 if env.desc[pos] == b"H" else 5 if env.desc[pos] == b"G" else 0
+        return "\n".join("".join(grid_lookup.get(c, "?") for c in row) for row in room)
+
+    def reset(seed: int) -> str:
+        state, np_state = random.getstate(), np.random.get_state()
+        try:
+            random.seed(seed)
+            np.random.seed(seed)
+            env = GymFrozenLake(desc=make_map(seed), is_slippery=True)
+            env.reset(seed=seed)
+            return render(env)
+        finally:
+            random.setstate(state)
+            np.random.set_state(np_state)
+
+    return _per_seed(reset)
+
+
+# ===================================================================== the rows
+@dataclass
+class Side:
+    label: str
+    factory: Callable[[], Prepare]
+    n: int
+    peer: bool = False  # runs under the peer interpreter
+    note: str = ""
+
+
+@dataclass
+class Row:
+    key: str
+    title: str
+    ours: Side
+    refs: list[Side] = field(default_factory=list)
+    target: float = 1.0  # the ratio the issue asks for against every reference
+
+
+#: Operations per timed batch: about one rollout batch of envs (a step batch touches
+#: this many live episodes; far larger pools measure the CPU cache, not the env).
+N_STEP = 256
+N_RESET = 100
+
+ROWS: dict[str, Row] = {r.key: r for r in [
+    Row("bandit_step", "Bandit step (ragen/Bandit-v0)",
+        Side("ours", lambda: ours_steps("ragen/Bandit-v0", per_episode=1), N_STEP),
+        [Side("RAGEN env.step(int) (re-stated)", lambda: ragen_bandit_steps(from_text=False), N_STEP),
+         Side("RAGEN text->int map + step (re-stated)", lambda: ragen_bandit_steps(from_text=True), N_STEP)],
+        target=1.0),
+    Row("sudoku_reset", "Sudoku 4x4 reset, 6 empty (ragen/Sudoku-v0)",
+        Side("ours", lambda: ours_reset("ragen/Sudoku-v0"), N_RESET),
+        [Side("reasoning-gym mini_sudoku (installed)", lambda: rg_mini_sudoku_reset(6), 1000, peer=True),
+         Side("GEM Sudoku 4x4, 10 clues (installed)", lambda: gem_sudoku_reset(10, 4), 1000, peer=True)],
+        target=1.0),
+    Row("countdown_step", "Countdown scoring an instance (ragen/Countdown-v0 step)",
+        Side("ours", lambda: ours_steps("ragen/Countdown-v0", per_episode=1), N_STEP),
+        [Side("RAGEN compute_reward + step, dict row (re-stated)", ragen_countdown_scoring, N_STEP),
+         Side("RAGEN compute_reward + step, datasets row (re-stated, real datasets)",
+              lambda: ragen_countdown_scoring(datasets_row=True), N_STEP)],
+        target=1.0),
+    Row("sokoban_step_6", "Sokoban step 6x6, text (ragen/Sokoban-v0)",
+        Side("ours", lambda: ours_steps("ragen/Sokoban-v0", per_episode=19, policy="random"), N_STEP),
+        [Side("GEM Sokoban 6x6 easy (installed)", lambda: gem_sokoban_steps(6, 2, 20), 10000, peer=True),
+         Side("RAGEN on gym-sokoban, RGB stubbed (installed physics)", lambda: ragen_sokoban_steps(6, 1, 19), N_STEP,
+              peer=True)],
+        target=3.0),
+    Row("sokoban_step_8", "Sokoban step 8x8, text (ragen/Sokoban-Large-v0)",
+        Side("ours", lambda: ours_steps("ragen/Sokoban-Large-v0", per_episode=49, policy="random"), N_STEP),
+        [Side("GEM Sokoban 8x8 hard (installed)", lambda: gem_sokoban_steps(8, 4, 50), 10000, peer=True)],
+        target=3.0),
+    Row("frozenlake_reset_8", "FrozenLake reset 8x8 (ragen/FrozenLake-8x8-v0)",
+        Side("ours", lambda: ours_reset("ragen/FrozenLake-8x8-v0"), N_RESET),
+        [Side("RAGEN reset on Gymnasium FrozenLake (re-stated)", lambda: ragen_frozenlake_reset(8, 0.8), N_RESET)],
+        target=1.0),
+]}
+
+
+# ================================================================= measurement
+def measure(row_key: str, side_index: int, batches: int) -> dict[str, Any]:
+    """Seconds per operation of one side of one row (median over ``batches``)."""
+    row = ROWS[row_key]
+    side = row.ours if side_index < 0 else row.refs[side_index]
+    try:
+        prepare = side.factory()
+    except PeerMissing as exc:
+        return {"skipped": str(exc)}
+    import gc
+
+    per_op = []
+    prepare(side.n)[0]()  # warm-up
+    for _ in range(batches):
+        run, count = prepare(side.n)
+        gc.collect()
+        gc.disable()
+        t0 = time.perf_counter()
+        run()
+        dt = time.perf_counter() - t0
+        gc.enable()
+        per_op.append(dt / count)
+    return {"seconds": statistics.median(per_op)}
+
+
+def _peer_python(arg: str | None) -> str:
+    if arg:
+        return arg
+    if os.environ.get("RAGEN_PEER_PYTHON"):
+        return os.environ["RAGEN_PEER_PYTHON"]
+    venv = ROOT / ".peer-venv" / "bin" / "python"
+    return str(venv) if venv.exists() else sys.executable
+
+
+def _run_worker(python: str, row: str, side: int, batches: int) -> dict[str, Any]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = subprocess.run([python, str(Path(__file__).resolve()), "--worker", row, str(side), str(batches)],
+                         capture_output=True, text=True, env=env, check=False)
+    if out.returncode != 0:
+        return {"skipped": f"worker failed: {out.stderr.strip().splitlines()[-1] if out.stderr.strip() else out.returncode}"}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def compare(rows: list[str], reps: int, batches: int, peer_python: str) -> list[dict[str, Any]]:
+    """Alternate ours and each reference in fresh processes, ``reps`` times; medians."""
+    results = []
+    for key in rows:
+        row = ROWS[key]
+        sides = [(-1, row.ours)] + list(enumerate(row.refs))
+        samples: dict[int, list[float]] = {i: [] for i, _ in sides}
+        skipped: dict[int, str] = {}
+        for _ in range(reps):
+            for i, side in sides:
+                if i in skipped:
+                    continue
+                r = _run_worker(peer_python if side.peer else sys.executable, key, i, batches)
+                if "skipped" in r:
+                    skipped[i] = r["skipped"]
+                else:
+                    samples[i].append(r["seconds"])
+        ours = statistics.median(samples[-1])
+        for i, side in sides[1:]:
+            entry = {"row": key, "title": row.title, "reference": side.label, "target": row.target,
+                     "ours_per_s": 1.0 / ours}
+            if i in skipped:
+                entry["skipped"] = skipped[i]
+                print(f"SKIP {row.title} vs {side.label}: {skipped[i]}", file=sys.stderr)
+            else:
+                peer = statistics.median(samples[i])
+                ratios = sorted(p / o for p, o in zip(samples[i], samples[-1]))
+                entry.update(peer_per_s=1.0 / peer, ratio=peer / ours, ratio_min=ratios[0], ratio_max=ratios[-1])
+            results.append(entry)
+    return results
+
+
+def _fmt_rate(x: float) -> str:
+    return f"{x / 1000:,.1f} k/s" if x >= 1000 else f"{x:,.0f} /s"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line; see the module docstring."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", nargs="*", default=list(ROWS), choices=list(ROWS), help="rows to measure (default: all)")
+    ap.add_argument("--reps", type=int, default=5, help="repetitions per side (fresh process each); default 5")
+    ap.add_argument("--batches", type=int, default=30, help="timed batches per process (median); default 30")
+    ap.add_argument("--peer-python", default=None, help="interpreter with the peers installed")
+    ap.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    ap.add_argument("--worker", nargs=3, metavar=("ROW", "SIDE", "BATCHES"), help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.worker:
+        print(json.dumps(measure(args.worker[0], int(args.worker[1]), int(args.worker[2]))))
+        return 0
+    if args.reps < 1 or args.batches < 1:
+        ap.error("--reps and --batches must be at least 1")
+    results = compare(args.rows, args.reps, args.batches, _peer_python(args.peer_python))
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return 0
+    if args.markdown:
+        print("| preset | reference | ours | reference | ratio (median, min-max) | target |")
+        print("|---|---|---:|---:|---:|---:|")
+    for e in results:
+        if "skipped" in e:
+            line = (f"| {e['title']} | {e['reference']} | {_fmt_rate(e['ours_per_s'])} | skipped: {e['skipped']} | | "
+                    f"≥ {e['target']:g} |")
+        else:
+            line = (f"| {e['title']} | {e['reference']} | {_fmt_rate(e['ours_per_s'])} | {_fmt_rate(e['peer_per_s'])} | "
+                    f"**{e['ratio']:.2f}** ({e['ratio_min']:.2f}-{e['ratio_max']:.2f}) | ≥ {e['target']:g} |")
+        print(line if args.markdown else line.strip("| ").replace(" | ", "  "))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
