@@ -1,0 +1,164 @@
+"""Inline SVG charts for result pages: a histogram and a line chart with a legend.
+
+Each function returns :class:`markupsafe.Markup` (safe to insert into a template): every
+label that comes from data is escaped here.  Points and bars carry an SVG ``<title>``, so
+hovering shows the exact value without any script; the line chart's legend checkboxes
+show and hide series (``page.js``).  Coordinates are rounded to 0.1 px, so output is
+deterministic.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+
+from markupsafe import Markup, escape
+
+#: Series colours (colour-blind-safe Okabe–Ito palette, skipping yellow).
+PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#56B4E9", "#E69F00", "#000000")
+
+
+def _r(x: float) -> str:
+    return f"{x:.1f}"
+
+
+def _label(x: float) -> str:
+    """A short tick label: integers without decimals, others with up to 3 significant digits."""
+    if x == int(x) and abs(x) < 1e6:
+        return str(int(x))
+    return f"{x:.3g}"
+
+
+def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
+    """About ``n`` round tick values covering [lo, hi] (1-2-5 steps)."""
+    if hi <= lo:
+        return [lo]
+    raw = (hi - lo) / n
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
+    start = math.ceil(lo / step - 1e-9) * step
+    out, v = [], start
+    while v <= hi + 1e-9 * step:
+        out.append(round(v, 12))
+        v += step
+    return out
+
+
+def histogram_bins(values: Sequence[float], max_bins: int = 20) -> list[tuple[float, float, int]]:
+    """``(left, right, count)`` per bin.
+
+    Few distinct values (≤ ``max_bins``, typical of episode returns): one bar per value
+    (``left == right``).  Otherwise ``max_bins`` equal-width bins over [min, max], the last
+    one closed.
+    """
+    if not values:
+        return []
+    distinct = sorted(set(values))
+    if len(distinct) <= max_bins:
+        counts = Counter(values)
+        return [(v, v, counts[v]) for v in distinct]
+    lo, hi = distinct[0], distinct[-1]
+    width = (hi - lo) / max_bins
+    bins = [0] * max_bins
+    for v in values:
+        bins[min(int((v - lo) / width), max_bins - 1)] += 1
+    return [(lo + i * width, lo + (i + 1) * width, c) for i, c in enumerate(bins)]
+
+
+def histogram(values: Sequence[float], *, title: str, xlabel: str, unit: str = "episodes",
+              width: int = 520, height: int = 220) -> Markup:
+    """An SVG bar chart of ``values`` (see :func:`histogram_bins`); each bar's tooltip gives
+    its range and count."""
+    bins = histogram_bins(list(values))
+    left, right, top, bottom = 44, 12, 26, 36
+    pw, ph = width - left - right, height - top - bottom
+    parts = [f'<svg class="chart histogram" role="img" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
+             f'xmlns="http://www.w3.org/2000/svg">',
+             f'<text class="title" x="{left}" y="16">{escape(title)}</text>']
+    if not bins:
+        parts.append(f'<text x="{left}" y="{top + ph / 2:.0f}">no data</text></svg>')
+        return Markup("".join(parts))
+    ymax = max(c for _, _, c in bins)
+    for t in _ticks(0, ymax, 4):
+        y = top + ph - ph * t / ymax
+        parts.append(f'<line class="grid" x1="{left}" x2="{left + pw}" y1="{_r(y)}" y2="{_r(y)}"/>'
+                     f'<text x="{left - 6}" y="{_r(y + 4)}" text-anchor="end">{_label(t)}</text>')
+    n = len(bins)
+    slot = pw / n
+    for i, (a, b, c) in enumerate(bins):
+        h = ph * c / ymax
+        bar = min(slot * 0.8, 56.0)
+        x = left + i * slot + (slot - bar) / 2
+        what = _label(a) if a == b else f"[{_label(a)}, {_label(b)}{']' if i == n - 1 else ')'}"
+        parts.append(f'<rect class="bar" x="{_r(x)}" y="{_r(top + ph - h)}" width="{_r(bar)}" height="{_r(h)}">'
+                     f'<title>{escape(xlabel)} {escape(what)}: {c} {escape(unit)}</title></rect>')
+        if n <= 12 or i in (0, n - 1):
+            parts.append(f'<text x="{_r(x + bar / 2)}" y="{top + ph + 14}" text-anchor="middle">'
+                         f'{escape(_label(a) if a == b else _label(a))}</text>')
+    parts.append(f'<line class="axis" x1="{left}" x2="{left + pw}" y1="{top + ph}" y2="{top + ph}"/>'
+                 f'<text x="{left + pw / 2:.0f}" y="{height - 4}" text-anchor="middle">{escape(xlabel)}</text></svg>')
+    return Markup("".join(parts))
+
+
+def line_chart(series: Sequence[tuple[str, Sequence[tuple[float, float]]]], *, title: str, chart_id: str,
+               xlabel: str = "step", width: int = 430, height: int = 250) -> Markup:
+    """An SVG line chart, one polyline (and hoverable points) per ``(label, [(x, y), ...])``,
+    with a legend of checkboxes that show and hide each series.
+
+    Args:
+        series: labels and points; points with a non-finite y are skipped.
+        title: the chart title.
+        chart_id: a page-unique id prefix (``[A-Za-z0-9_-]``) for the series groups.
+    """
+    clean = [(label, [(float(x), float(y)) for x, y in pts if y is not None and math.isfinite(float(y))])
+             for label, pts in series]
+    clean = [(label, pts) for label, pts in clean if pts]
+    left, right, top, bottom = 48, 12, 26, 34
+    pw, ph = width - left - right, height - top - bottom
+    parts = [f'<figure class="card chart-card"><svg class="chart line" role="img" viewBox="0 0 {width} {height}" '
+             f'width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg">',
+             f'<text class="title" x="{left}" y="16">{escape(title)}</text>']
+    if not clean:
+        parts.append(f'<text x="{left}" y="{top + ph / 2:.0f}">no data</text></svg></figure>')
+        return Markup("".join(parts))
+    xs = [x for _, pts in clean for x, _ in pts]
+    ys = [y for _, pts in clean for _, y in pts]
+    x0, x1 = min(xs), max(xs)
+    y0, y1 = min(ys), max(ys)
+    if x1 == x0:
+        x0, x1 = x0 - 1, x1 + 1
+    if y1 == y0:
+        pad = abs(y0) * 0.1 or 1.0
+        y0, y1 = y0 - pad, y1 + pad
+
+    def px(x: float) -> float:
+        return left + pw * (x - x0) / (x1 - x0)
+
+    def py(y: float) -> float:
+        return top + ph - ph * (y - y0) / (y1 - y0)
+
+    for t in _ticks(y0, y1, 4):
+        parts.append(f'<line class="grid" x1="{left}" x2="{left + pw}" y1="{_r(py(t))}" y2="{_r(py(t))}"/>'
+                     f'<text x="{left - 6}" y="{_r(py(t) + 4)}" text-anchor="end">{_label(t)}</text>')
+    for t in _ticks(x0, x1, 5):
+        parts.append(f'<text x="{_r(px(t))}" y="{top + ph + 14}" text-anchor="middle">{_label(t)}</text>')
+    parts.append(f'<line class="axis" x1="{left}" x2="{left + pw}" y1="{top + ph}" y2="{top + ph}"/>'
+                 f'<line class="axis" x1="{left}" x2="{left}" y1="{top}" y2="{top + ph}"/>'
+                 f'<text x="{left + pw / 2:.0f}" y="{height - 4}" text-anchor="middle">{escape(xlabel)}</text>')
+    legend = []
+    for i, (label, pts) in enumerate(clean):
+        colour = PALETTE[i % len(PALETTE)]
+        gid = f"{chart_id}-s{i}"
+        path = " ".join(f"{_r(px(x))},{_r(py(y))}" for x, y in pts)
+        parts.append(f'<g id="{gid}" data-series="{escape(label)}"><polyline fill="none" stroke="{colour}" '
+                     f'stroke-width="1.8" points="{path}"/>')
+        radius = 2.6 if len(pts) <= 60 else 1.6
+        for x, y in pts:
+            parts.append(f'<circle cx="{_r(px(x))}" cy="{_r(py(y))}" r="{radius}" fill="{colour}">'
+                         f'<title>{escape(label)} at {escape(xlabel)} {_label(x)}: {y:.4g}</title></circle>')
+        parts.append("</g>")
+        legend.append(f'<label><input type="checkbox" checked data-series-toggle="{gid}">'
+                      f'<span class="swatch" style="background:{colour}"></span>{escape(label)}</label>')
+    parts.append(f'</svg><figcaption class="legend">{"".join(legend)}</figcaption></figure>')
+    return Markup("".join(parts))
