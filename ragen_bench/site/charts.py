@@ -24,25 +24,38 @@ def _r(x: float) -> str:
 
 
 def _label(x: float) -> str:
-    """A short tick label: integers without decimals, others with up to 3 significant digits."""
+    """A short label: integers without decimals, others with up to 3 significant digits."""
     if x == int(x) and abs(x) < 1e6:
         return str(int(x))
     return f"{x:.3g}"
 
 
+def _tick_labels(ticks: Sequence[float]) -> list[str]:
+    """Labels for axis ticks: the fewest decimals (up to 12) that tell every tick apart."""
+    if all(t == int(t) and abs(t) < 1e6 for t in ticks):
+        return [str(int(t)) for t in ticks]
+    for digits in range(1, 13):
+        labels = [f"{t:.{digits}f}" for t in ticks]
+        if len(set(labels)) == len(labels):
+            return labels
+    return [f"{t:.6g}" for t in ticks]
+
+
 def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
-    """About ``n`` round tick values covering [lo, hi] (1-2-5 steps)."""
-    if hi <= lo:
+    """About ``n`` round tick values covering [lo, hi] (1-2-5 steps; at most ``2n + 1``).
+
+    A range too narrow for the float resolution at its magnitude gets just its ends.
+    """
+    if not hi > lo:
         return [lo]
     raw = (hi - lo) / n
     mag = 10 ** math.floor(math.log10(raw))
     step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
-    start = math.ceil(lo / step - 1e-9) * step
-    out, v = [], start
-    while v <= hi + 1e-9 * step:
-        out.append(round(v, 12))
-        v += step
-    return out
+    if step <= 1e-12 * max(abs(lo), abs(hi)):
+        return [lo, hi]
+    first = math.ceil(lo / step - 1e-9)
+    count = min(int(math.floor(hi / step + 1e-9)) - first + 1, 2 * n + 1)
+    return [round((first + i) * step, 12) for i in range(max(count, 0))]
 
 
 def histogram_bins(values: Sequence[float], max_bins: int = 20) -> list[tuple[float, float, int]]:
@@ -80,17 +93,18 @@ def histogram(values: Sequence[float], *, title: str, xlabel: str, unit: str = "
         parts.append(f'<text x="{left}" y="{top + ph / 2:.0f}">no data</text></svg>')
         return Markup("".join(parts))
     ymax = max(c for _, _, c in bins)
-    for t in _ticks(0, ymax, 4):
+    yt = _ticks(0, ymax, 4)
+    for t, text in zip(yt, _tick_labels(yt)):
         y = top + ph - ph * t / ymax
         parts.append(f'<line class="grid" x1="{left}" x2="{left + pw}" y1="{_r(y)}" y2="{_r(y)}"/>'
-                     f'<text x="{left - 6}" y="{_r(y + 4)}" text-anchor="end">{_label(t)}</text>')
+                     f'<text x="{left - 6}" y="{_r(y + 4)}" text-anchor="end">{text}</text>')
     n = len(bins)
     slot = pw / n
     for i, (a, b, c) in enumerate(bins):
         h = ph * c / ymax
         bar = min(slot * 0.8, 56.0)
         x = left + i * slot + (slot - bar) / 2
-        what = _label(a) if a == b else f"[{_label(a)}, {_label(b)}{']' if i == n - 1 else ')'}"
+        what = f"{a:.6g}" if a == b else f"[{a:.6g}, {b:.6g}{']' if i == n - 1 else ')'}"
         parts.append(f'<rect class="bar" x="{_r(x)}" y="{_r(top + ph - h)}" width="{_r(bar)}" height="{_r(h)}">'
                      f'<title>{escape(xlabel)} {escape(what)}: {c} {escape(unit)}</title></rect>')
         if n <= 12 or i in (0, n - 1):
@@ -138,11 +152,12 @@ def line_chart(series: Sequence[tuple[str, Sequence[tuple[float, float]]]], *, t
     def py(y: float) -> float:
         return top + ph - ph * (y - y0) / (y1 - y0)
 
-    for t in _ticks(y0, y1, 4):
+    yt, xt = _ticks(y0, y1, 4), _ticks(x0, x1, 5)
+    for t, text in zip(yt, _tick_labels(yt)):
         parts.append(f'<line class="grid" x1="{left}" x2="{left + pw}" y1="{_r(py(t))}" y2="{_r(py(t))}"/>'
-                     f'<text x="{left - 6}" y="{_r(py(t) + 4)}" text-anchor="end">{_label(t)}</text>')
-    for t in _ticks(x0, x1, 5):
-        parts.append(f'<text x="{_r(px(t))}" y="{top + ph + 14}" text-anchor="middle">{_label(t)}</text>')
+                     f'<text x="{left - 6}" y="{_r(py(t) + 4)}" text-anchor="end">{text}</text>')
+    for t, text in zip(xt, _tick_labels(xt)):
+        parts.append(f'<text x="{_r(px(t))}" y="{top + ph + 14}" text-anchor="middle">{text}</text>')
     parts.append(f'<line class="axis" x1="{left}" x2="{left + pw}" y1="{top + ph}" y2="{top + ph}"/>'
                  f'<line class="axis" x1="{left}" x2="{left}" y1="{top}" y2="{top + ph}"/>'
                  f'<text x="{left + pw / 2:.0f}" y="{height - 4}" text-anchor="middle">{escape(xlabel)}</text>')
