@@ -44,7 +44,7 @@ def main() -> None:
                         "--run-id", "random-FrozenLake", "--no-progress"], check=True, capture_output=True)
         build_site(sorted((ROOT / "leaderboards").glob("*.json")), tmp / "site", runs_roots=[ROOT / "runs"])
         report = write_run_report(tmp / "random-FrozenLake", tmp / "report.html")
-        driver = launch(1280, 760)
+        driver = launch(1520, 900)
         try:
             driver.get(file_url(tmp / "site" / "procedural.html"))
             driver.find_element(By.ID, "col-success").click()
@@ -52,7 +52,7 @@ def main() -> None:
             driver.get(file_url(report))
             Select(driver.find_element(By.ID, "status-filter")).select_by_value("turn_limit")
             first = next(d for d in driver.find_elements(By.CSS_SELECTOR, "#episodes details.episode") if d.is_displayed())
-            driver.execute_script("arguments[0].open = true; window.scrollTo(0, arguments[0].offsetTop - 250);", first)
+            driver.execute_script("arguments[0].open = true; window.scrollTo(0, arguments[0].offsetTop - 70);", first)
             driver.save_screenshot(str(args.out / "run_report.png"))
             if args.train:
                 from ragen_train.report import write_train_report
