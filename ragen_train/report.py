@@ -159,5 +159,5 @@ def _pipeline(summary: dict[str, Any]) -> dict[str, Any] | None:
     if not columns:
         return None
     keys = sorted({k for _, values in columns for k in values})
-    return {"columns": columns, "keys": keys, "split": summary.get("eval_split", "?"),
+    return {"columns": columns, "metric_keys": keys, "split": summary.get("eval_split", "?"),
             "episodes": summary.get("eval_episodes", "?")}

@@ -99,3 +99,20 @@ def test_chart_ticks_on_a_range_below_float_resolution_terminate():
 def test_line_chart_escapes_labels():
     svg = line_chart([("<b>x</b>", [(0, 1.0)])], title="<i>t</i>", chart_id="c")
     assert "<b>" not in svg and "&lt;b&gt;x&lt;/b&gt;" in svg and "&lt;i&gt;t&lt;/i&gt;" in svg
+
+
+@pytest.mark.slow
+def test_train_report_shows_before_and_after_evaluation_of_a_recipe(trained, tmp_path):
+    import json
+    import shutil
+
+    out, _ = trained
+    copy = tmp_path / "out"
+    shutil.copytree(out, copy)
+    (copy / "summary.json").write_text(json.dumps({  # the shape ragen_train.pipeline writes
+        "untrained": {"val/success": 0.0}, "before_rl": {"val/success": 0.578, "val/return": 0.1},
+        "after_rl": {"val/success": 0.992, "val/return": 0.9}, "eval_split": "test", "eval_episodes": 512}))
+    html = write_train_report(copy, runs_roots=[])[0].read_text()
+    assert "Held-out evaluation (test split, 512 episodes)" in html
+    row = re.search(r"<tr><td>val/success</td>(.*?)</tr>", html).group(1)
+    assert re.findall(r">([0-9.–]+)</td>", row) == ["0.000", "0.578", "0.992"]

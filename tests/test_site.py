@@ -135,7 +135,7 @@ def test_site_pages_need_no_network(board_with_runs, tmp_path):
 
 
 def test_site_publishes_baseline_boards_with_one_command(tmp_path):
-    res = _cli("site", *map(str, BASELINES), "--out", str(tmp_path / "site"))
+    res = _cli("site", *map(str, BASELINES), "--out", str(tmp_path / "site"), cwd=tmp_path)  # no runs/ there
     assert res.returncode == 0, res.stderr
     names = sorted(p.name for p in (tmp_path / "site").iterdir())
     assert names == sorted(["index.html", *(f"{p.stem}.html" for p in BASELINES)])
@@ -159,3 +159,13 @@ def test_site_refuses_two_boards_with_one_page_name(tmp_path):
     shutil.copy(BASELINES[0], tmp_path / "a" / BASELINES[0].name)
     with pytest.raises(SiteError, match="would both publish as"):
         build_site([BASELINES[0], tmp_path / "a" / BASELINES[0].name], tmp_path / "site")
+
+
+def test_page_templates_and_assets_are_tracked_not_ignored():
+    # A `site/` pattern in .gitignore once hid ragen_bench/site/ from git and from the wheel.
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    assets = [p for p in (ROOT / "ragen_bench" / "site").rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+    assert any(p.suffix == ".html" for p in assets) and any(p.suffix == ".js" for p in assets)
+    res = subprocess.run(["git", "-C", str(ROOT), "check-ignore", *map(str, assets)], capture_output=True, text=True)
+    assert res.stdout.strip() == "", f"ignored by .gitignore: {res.stdout}"

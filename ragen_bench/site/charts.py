@@ -58,6 +58,19 @@ def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     return [round((first + i) * step, 12) for i in range(max(count, 0))]
 
 
+def _open_svg(kind: str, title: str, width: int, height: int, left: int) -> list[str]:
+    """The opening ``<svg>`` tag and the title of a chart of class ``chart KIND``."""
+    return [f'<svg class="chart {kind}" role="img" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
+            f'xmlns="http://www.w3.org/2000/svg">', f'<text class="title" x="{left}" y="16">{escape(title)}</text>']
+
+
+def _y_grid(ticks: list[float], to_y, left: int, plot_width: int) -> list[str]:
+    """Horizontal grid lines with labels at the y ``ticks`` (``to_y`` maps a value to pixels)."""
+    return [f'<line class="grid" x1="{left}" x2="{left + plot_width}" y1="{_r(to_y(t))}" y2="{_r(to_y(t))}"/>'
+            f'<text x="{left - 6}" y="{_r(to_y(t) + 4)}" text-anchor="end">{text}</text>'
+            for t, text in zip(ticks, _tick_labels(ticks))]
+
+
 def histogram_bins(values: Sequence[float], max_bins: int = 20) -> list[tuple[float, float, int]]:
     """``(left, right, count)`` per bin.
 
@@ -86,18 +99,12 @@ def histogram(values: Sequence[float], *, title: str, xlabel: str, unit: str = "
     bins = histogram_bins(list(values))
     left, right, top, bottom = 44, 12, 26, 36
     pw, ph = width - left - right, height - top - bottom
-    parts = [f'<svg class="chart histogram" role="img" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
-             f'xmlns="http://www.w3.org/2000/svg">',
-             f'<text class="title" x="{left}" y="16">{escape(title)}</text>']
+    parts = _open_svg("histogram", title, width, height, left)
     if not bins:
         parts.append(f'<text x="{left}" y="{top + ph / 2:.0f}">no data</text></svg>')
         return Markup("".join(parts))
     ymax = max(c for _, _, c in bins)
-    yt = _ticks(0, ymax, 4)
-    for t, text in zip(yt, _tick_labels(yt)):
-        y = top + ph - ph * t / ymax
-        parts.append(f'<line class="grid" x1="{left}" x2="{left + pw}" y1="{_r(y)}" y2="{_r(y)}"/>'
-                     f'<text x="{left - 6}" y="{_r(y + 4)}" text-anchor="end">{text}</text>')
+    parts += _y_grid(_ticks(0, ymax, 4), lambda t: top + ph - ph * t / ymax, left, pw)
     n = len(bins)
     slot = pw / n
     for i, (a, b, c) in enumerate(bins):
@@ -130,9 +137,7 @@ def line_chart(series: Sequence[tuple[str, Sequence[tuple[float, float]]]], *, t
     clean = [(label, pts) for label, pts in clean if pts]
     left, right, top, bottom = 48, 12, 26, 34
     pw, ph = width - left - right, height - top - bottom
-    parts = [f'<figure class="card chart-card"><svg class="chart line" role="img" viewBox="0 0 {width} {height}" '
-             f'width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg">',
-             f'<text class="title" x="{left}" y="16">{escape(title)}</text>']
+    parts = ['<figure class="card chart-card">', *_open_svg("line", title, width, height, left)]
     if not clean:
         parts.append(f'<text x="{left}" y="{top + ph / 2:.0f}">no data</text></svg></figure>')
         return Markup("".join(parts))
@@ -152,10 +157,8 @@ def line_chart(series: Sequence[tuple[str, Sequence[tuple[float, float]]]], *, t
     def py(y: float) -> float:
         return top + ph - ph * (y - y0) / (y1 - y0)
 
-    yt, xt = _ticks(y0, y1, 4), _ticks(x0, x1, 5)
-    for t, text in zip(yt, _tick_labels(yt)):
-        parts.append(f'<line class="grid" x1="{left}" x2="{left + pw}" y1="{_r(py(t))}" y2="{_r(py(t))}"/>'
-                     f'<text x="{left - 6}" y="{_r(py(t) + 4)}" text-anchor="end">{text}</text>')
+    parts += _y_grid(_ticks(y0, y1, 4), py, left, pw)
+    xt = _ticks(x0, x1, 5)
     for t, text in zip(xt, _tick_labels(xt)):
         parts.append(f'<text x="{_r(px(t))}" y="{top + ph + 14}" text-anchor="middle">{text}</text>')
     parts.append(f'<line class="axis" x1="{left}" x2="{left + pw}" y1="{top + ph}" y2="{top + ph}"/>'
