@@ -20,8 +20,11 @@ DRIVER_NAMES = ("chromedriver",)
 
 
 def _which(names: tuple[str, ...], env: str) -> str | None:
+    """The program named by environment variable ``env`` (when it is a file), else the first of
+    ``names`` on ``PATH``; ``None`` when there is none (selenium is then never started, so it
+    never tries to download a driver)."""
     if os.environ.get(env):
-        return os.environ[env]
+        return os.environ[env] if os.path.isfile(os.environ[env]) else None
     return next((p for p in map(shutil.which, names) if p), None)
 
 
