@@ -13,7 +13,10 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 
-from markupsafe import Markup, escape
+try:
+    from markupsafe import Markup, escape
+except ImportError as exc:  # pragma: no cover - markupsafe comes with jinja2 (the site extra)
+    raise ImportError("result pages need jinja2: pip install 'ragen[site]'") from exc
 
 #: Series colours (colour-blind-safe Okabe–Ito palette, skipping yellow).
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#56B4E9", "#E69F00", "#000000")
