@@ -439,7 +439,7 @@ def site(
         _error(str(exc))
         raise typer.Exit(2) from None
     n_runs = sum(1 for f in files if f.parent.name == "runs")
-    out.print(escape(f"wrote {len(files)} pages to {out_dir} ({len(boards)} boards, {n_runs} run reports); "
+    out.print(escape(f"wrote {len(files)} pages to {out_dir} ({len(boards)} board{'s' if len(boards) != 1 else ''}, {n_runs} run report{'s' if n_runs != 1 else ''}); "
                      f"open {out_dir / 'index.html'}"), soft_wrap=True)
 
 
