@@ -439,8 +439,9 @@ def site(
         _error(str(exc))
         raise typer.Exit(2) from None
     n_runs = sum(1 for f in files if f.parent.name == "runs")
-    out.print(escape(f"wrote {len(files)} pages to {out_dir} ({len(boards)} board{'s' if len(boards) != 1 else ''}, {n_runs} run report{'s' if n_runs != 1 else ''}); "
-                     f"open {out_dir / 'index.html'}"), soft_wrap=True)
+    plural = lambda n, word: f"{n} {word}{'s' if n != 1 else ''}"  # noqa: E731
+    out.print(escape(f"wrote {len(files)} pages to {out_dir} ({plural(len(boards), 'board')}, "
+                     f"{plural(n_runs, 'run report')}); open {out_dir / 'index.html'}"), soft_wrap=True)
 
 
 @app.command("report")
