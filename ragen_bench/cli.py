@@ -7,6 +7,8 @@
     ragen-bench validate runs/<run-id>          # or single files: runs/<run-id>/episodes.jsonl
     ragen-bench leaderboard add runs/<run-id> --board leaderboards/procedural.json
     ragen-bench leaderboard render --board leaderboards/procedural.json
+    ragen-bench site leaderboards/*.json --out site/   # static leaderboard site
+    ragen-bench report runs/<run-id>                   # runs/<run-id>/report.html
 """
 
 from __future__ import annotations
@@ -444,6 +446,52 @@ def board_render(board: Annotated[Path, typer.Option(help="Leaderboard JSON file
         _error(f"no board at {board}")
         raise typer.Exit(2)
     sys.stdout.write(render_markdown(data))
+
+
+@app.command("site")
+def site(
+    boards: Annotated[list[Path], typer.Argument(help="Leaderboard JSON files, e.g. leaderboards/*.json.")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder of the static site (created); open DIR/index.html.")] = Path("site"),
+    runs: Annotated[Optional[list[Path]], typer.Option("--runs", help="Folder holding the entries' run directories "
+                                                       "(ROOT/<run_id> or ROOT/*/<run_id>); repeatable. Default: runs.")] = None,
+    reports: Annotated[bool, typer.Option("--reports/--no-reports", help="Write and link a report for every entry whose run directory is found.")] = True,
+) -> None:
+    """Publish leaderboards as a static site: an index, one sortable page per board, run reports.
+
+    Plain HTML, CSS and a little JavaScript, no network: it opens from file:// or any static host. The same input gives byte-identical files.
+
+    Example: ragen-bench site leaderboards/*.json --out site/ --runs runs/baselines
+    """
+    from .site import SiteError, build_site
+
+    try:
+        files = build_site(boards, out_dir, runs_roots=runs or [Path("runs")], reports=reports)
+    except (SiteError, OSError, ValueError, ImportError) as exc:
+        _error(str(exc))
+        raise typer.Exit(2) from None
+    n_runs = sum(1 for f in files if f.parent.name == "runs")
+    plural = lambda n, word: f"{n} {word}{'s' if n != 1 else ''}"  # noqa: E731
+    out.print(escape(f"wrote {len(files)} pages to {out_dir} ({plural(len(boards), 'board')}, "
+                     f"{plural(n_runs, 'run report')}); open {out_dir / 'index.html'}"), soft_wrap=True)
+
+
+@app.command("report")
+def report(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory (run.json, episodes.jsonl, summary.json).")],
+    out_file: Annotated[Optional[Path], typer.Option("--out", help="The HTML file to write (default: RUN/report.html).")] = None,
+) -> None:
+    """Write one self-contained HTML report of a run: summary, statuses, returns, diagnostics, every episode.
+
+    Episodes are shown as conversations (observation, think, answer, parse flags, actions with step rewards, status) and can be filtered by status and searched. No network needed.
+    """
+    from .report import write_run_report
+
+    try:
+        path = write_run_report(run_dir, out_file)
+    except (OSError, ValueError, ImportError) as exc:
+        _error(str(exc))
+        raise typer.Exit(2) from None
+    out.print(escape(f"wrote {path}"), soft_wrap=True)
 
 
 from .diagnostics.cli import register as _register_diagnostics  # noqa: E402

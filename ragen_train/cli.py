@@ -7,6 +7,7 @@
     ragen-train eval outputs/quickstart/final_model --episodes 64   # the training protocol and env
     ragen-train presets                          # list presets
     ragen-train show-config --config sokoban     # the resolved config as JSON
+    ragen-train report outputs/quickstart        # outputs/quickstart/report.html
 
 Under ``torchrun --nproc_per_node N ragen-train starpo ...`` the same command trains with
 torch.distributed (gloo on CPU, NCCL on GPU).
@@ -260,6 +261,27 @@ def show_config(config: ConfigOpt = "quickstart", overrides: Overrides = None) -
     """Print the resolved config as JSON."""
     cfg = _load(config, overrides)
     typer.echo(json.dumps(cfg.to_dict(), indent=2))
+
+
+@app.command("report")
+def report(
+    out_dir: Annotated[Path, typer.Argument(help="A training output directory (trainer.out_dir, with metrics.jsonl).")],
+    out_file: Annotated[Optional[Path], typer.Option("--out", help="The HTML file to write (default: OUT_DIR/report.html).")] = None,
+    eval_run: Annotated[Optional[list[Path]], typer.Option("--eval", help="An evaluation run directory to link (repeatable).")] = None,
+    runs: Annotated[Optional[list[Path]], typer.Option("--runs", help="Folder searched for evaluation runs of a model inside OUT_DIR "
+                                                       "(ROOT/* and ROOT/*/*); repeatable. Default: runs.")] = None,
+) -> None:
+    """Write an HTML report of a training run: config, before/after evaluation, interactive training curves, links to evaluation reports.
+
+    The curves are those of training_curves.png (hover for values, tick series on and off), plus every other logged metric. The evaluation runs get their own reports beside this one (eval_reports/). No network needed.
+    """
+    from .report import write_train_report
+
+    try:
+        files = write_train_report(out_dir, out_file, eval_runs=eval_run or [], runs_roots=runs or [Path("runs")])
+    except (OSError, ValueError, ImportError) as exc:
+        raise _error(exc) from None
+    _info(f"wrote {files[0]} ({len(files) - 1} evaluation report{'s' if len(files) != 2 else ''})")
 
 
 def main() -> None:
