@@ -72,8 +72,28 @@ class EnvSection:
 
 
 @dataclass
+class VLLMSection:
+    """The colocated vLLM rollout engine (``rollout.engine=vllm``; see
+    :mod:`ragen_train.rollout_engine`).  ``dtype`` ``auto`` takes ``model.dtype``."""
+
+    dtype: str = "auto"
+    gpu_memory_utilization: float = 0.5
+    tensor_parallel_size: int = 1
+    max_model_len: int | None = None
+    kv_cache_gb: float = 2.0  # CPU only (VLLM_CPU_KVCACHE_SPACE)
+    sleep_mode: bool = True  # GPU only: free the engine's memory during the update
+    enforce_eager: bool = True
+    check_sync: bool = True  # compare one weight after every sync
+
+
+@dataclass
 class RolloutSection:
-    """Rollouts per step and the agent-loop protocol (``None`` = the env's default)."""
+    """Rollouts per step and the agent-loop protocol (``None`` = the env's default).
+
+    ``engine``: who samples the rollouts — ``hf`` (transformers ``generate`` on the training
+    model), ``vllm`` (a colocated vLLM engine synced after every optimizer step) or
+    ``auto`` (``vllm`` when vLLM is installed and the model is not ``tiny``).
+    """
 
     env_groups: int = 8
     group_size: int = 8
@@ -91,6 +111,8 @@ class RolloutSection:
     max_new_tokens: int = 64
     reward_placement: str = "last_token"  # "last_token" | "turn_end"
     batch_size: int = 64
+    engine: str = "auto"  # "auto" | "hf" | "vllm"
+    vllm: VLLMSection = field(default_factory=VLLMSection)
 
 
 @dataclass
@@ -128,6 +150,11 @@ class AlgorithmSection:
     kl_in_reward: bool = False
     value_clip: float | None = 0.5
     vf_coef: float = 1.0
+    # Truncated importance sampling for the rollout/train mismatch (Yao et al. 2025, "Your
+    # Efficient RL Framework Secretly Brings You Off-Policy RL Training"; verl's
+    # tis_imp_ratio_cap): "auto" = on with the vllm engine.
+    tis: str = "auto"  # "auto" | "on" | "off"
+    tis_cap: float = 2.0
     filter: FilterSection = field(default_factory=FilterSection)
 
 
@@ -212,6 +239,9 @@ _CHOICES: dict[str, tuple[Any, ...]] = {
     "rollout.context_mode": ("full", "last_k", "single_turn"),
     "rollout.system_prompt": ("full", "minimal"),
     "rollout.reward_placement": ("last_token", "turn_end"),
+    "rollout.engine": ("auto", "hf", "vllm"),
+    "rollout.vllm.dtype": ("auto", "float32", "bfloat16", "float16"),
+    "algorithm.tis": ("auto", "on", "off"),
     "algorithm.adv_estimator": ("grpo", "dr_grpo", "rloo", "gae", "bilevel_gae"),
     "algorithm.loss_agg_mode": ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm"),
     "algorithm.kl_estimator": ("k1", "k2", "k3", "abs"),
@@ -227,7 +257,7 @@ _CHOICES: dict[str, tuple[Any, ...]] = {
 }
 
 _POSITIVE = {"rollout.env_groups", "rollout.group_size", "rollout.max_new_tokens", "rollout.batch_size",
-             "optim.ppo_epochs", "optim.mini_batches", "optim.micro_batch_size", "trainer.total_steps",
+             "optim.ppo_epochs", "optim.mini_batches", "rollout.vllm.tensor_parallel_size", "optim.micro_batch_size", "trainer.total_steps",
              "trainer.val_episodes", "sft.episodes", "sft.batch_size", "sft.micro_batch_size", "sft.epochs"}
 
 
@@ -267,6 +297,12 @@ def validate(cfg: StarPOConfig, *, user_env_fields: set[str] | None = None) -> S
         raise ConfigError("rollout.group_size", f"{flat['algorithm.adv_estimator']} needs groups of at least 2")
     if flat["algorithm.dual_clip"] is not None and flat["algorithm.dual_clip"] <= 1:
         raise ConfigError("algorithm.dual_clip", "must be > 1 (or null to disable)")
+    if flat["algorithm.tis_cap"] < 1:
+        raise ConfigError("algorithm.tis_cap", f"must be >= 1 (the largest importance weight kept), got {flat['algorithm.tis_cap']}")
+    if not 0 < flat["rollout.vllm.gpu_memory_utilization"] <= 1:
+        raise ConfigError("rollout.vllm.gpu_memory_utilization", "must be in (0, 1]")
+    if flat["rollout.vllm.kv_cache_gb"] <= 0:
+        raise ConfigError("rollout.vllm.kv_cache_gb", "must be > 0")
     if flat["rollout.temperature"] <= 0:
         raise ConfigError("rollout.temperature", "training rollouts must sample (temperature > 0)")
     _validate_env(cfg, user_env_fields or set())
