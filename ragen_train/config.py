@@ -111,6 +111,7 @@ class RolloutSection:
     max_new_tokens: int = 64
     reward_placement: str = "last_token"  # "last_token" | "turn_end"
     batch_size: int = 64
+    format_reminder: bool = False  # restate the answer format at the end of every user message
     engine: str = "auto"  # "auto" | "hf" | "vllm"
     vllm: VLLMSection = field(default_factory=VLLMSection)
 
@@ -554,6 +555,7 @@ def agent_protocol(cfg: StarPOConfig, temperature: float | None = None) -> dict[
         "context_mode": r.context_mode, "context_window": r.context_window,
         "max_context_tokens": r.max_context_tokens, "format_penalty": r.format_penalty,
         "max_invalid_answers": r.max_invalid_answers, "system_prompt": r.system_prompt,
+        "format_reminder": r.format_reminder,
         "sampling": {"temperature": r.temperature if temperature is None else temperature, "top_p": r.top_p,
                      "max_new_tokens": r.max_new_tokens},
     }
