@@ -102,11 +102,26 @@ def feedback_text(reward: float | None, parsed: ParsedResponse | None, format_pe
     return "\n".join(lines)
 
 
-def turn_text(turn: int, max_turns: int, observation: str, max_actions: int, feedback: str = "") -> str:
-    """The user message for one turn."""
+def turn_text(turn: int, max_turns: int, observation: str, max_actions: int, feedback: str = "",
+              reminder: str = "") -> str:
+    """The user message for one turn; ``reminder`` (if any) is its last line."""
     head = f"{feedback}\n" if feedback else ""
+    tail = f"\n{reminder}" if reminder else ""
     return (f"{head}Turn {turn} of {max_turns}.\nObservation:\n{observation}\n"
-            f"You may take up to {max_actions} action(s) this turn.")
+            f"You may take up to {max_actions} action(s) this turn.{tail}")
+
+
+def format_reminder(enable_think: bool) -> str:
+    """The last line of every user message with ``format_reminder`` on.
+
+    Small instruct models follow the answer format when it is restated, with a concrete
+    example, right before they answer.  Qwen2.5-Coder-0.5B-Instruct, first turn, 16 samples
+    at temperature 1: tags present in Bandit 1/16 -> 12/16, FrozenLake 6/16 -> 9/16,
+    Sokoban-Easy 8/16 -> 12/16 (restating the format with the placeholder "your action(s)"
+    instead helped nowhere).
+    """
+    think = "<think>...</think>" if enable_think else ""
+    return f"Reply with your action(s) inside <answer></answer> tags, e.g. {think}<answer>ACTION</answer>"
 
 
 @dataclass

@@ -33,7 +33,7 @@ from ragen_envs.ranges import FINITE, Range
 
 from .chat import ChatTokens
 from .policies.base import Policy
-from .prompts import Conversation, TurnText, feedback_text, system_message, turn_text
+from .prompts import Conversation, TurnText, feedback_text, format_reminder, system_message, turn_text
 from .records import EpisodeRecord, TurnRecord
 from .types import Generation, PolicyRequest, SamplingParams
 
@@ -67,6 +67,8 @@ class RolloutConfig:
             channel, parse the answer from the reasoning text (counted per turn).
         system_prompt: ``full`` (the env's instruction and the protocol) or ``minimal``
             (the answer format only; see :func:`~ragen_bench.prompts.system_message`).
+        format_reminder: restate the answer format as the last line of every user message
+            (:func:`~ragen_bench.prompts.format_reminder`; small instruct models need it).
     """
 
     max_turns: int = 5
@@ -81,6 +83,7 @@ class RolloutConfig:
     action_sep: str = "||"
     answer_from_reasoning: bool = False
     system_prompt: str = "full"
+    format_reminder: bool = False
 
     def __post_init__(self) -> None:
         if self.context_mode not in CONTEXT_MODES:
@@ -106,6 +109,7 @@ class RolloutConfig:
             "answer_from_reasoning": self.answer_from_reasoning,
             "system_prompt": self.system_prompt,
             "sampling": self.sampling.as_dict(),
+            **({"format_reminder": True} if self.format_reminder else {}),
         }
 
 
@@ -304,7 +308,8 @@ class RolloutEngine:
             invalid_streak = 0
             prev: TurnRecord | None = None
             for turn in range(1, cfg.max_turns + 1):
-                user = turn_text(turn, cfg.max_turns, obs, cfg.max_actions_per_turn, feedback)
+                user = turn_text(turn, cfg.max_turns, obs, cfg.max_actions_per_turn, feedback,
+                                 format_reminder(cfg.enable_think) if cfg.format_reminder else "")
                 conv.turns.append(TurnText(user=user))
                 messages, dropped, fits = conv.build(
                     self._count_tokens if cfg.max_context_tokens else None, cfg.max_context_tokens)

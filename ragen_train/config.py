@@ -75,8 +75,28 @@ class EnvSection:
 
 
 @dataclass
+class VLLMSection:
+    """The colocated vLLM rollout engine (``rollout.engine=vllm``; see
+    :mod:`ragen_train.rollout_engine`).  ``dtype`` ``auto`` takes ``model.dtype``."""
+
+    dtype: str = "auto"
+    gpu_memory_utilization: float = 0.5
+    tensor_parallel_size: int = 1
+    max_model_len: int | None = None
+    kv_cache_gb: float = 2.0  # CPU only (VLLM_CPU_KVCACHE_SPACE)
+    sleep_mode: bool = True  # GPU only: free the engine's memory during the update
+    enforce_eager: bool = True
+    check_sync: bool = True  # compare one weight after every sync
+
+
+@dataclass
 class RolloutSection:
-    """Rollouts per step and the agent-loop protocol (``None`` = the env's default)."""
+    """Rollouts per step and the agent-loop protocol (``None`` = the env's default).
+
+    ``engine``: who samples the rollouts — ``hf`` (transformers ``generate`` on the training
+    model), ``vllm`` (a colocated vLLM engine synced after every optimizer step) or
+    ``auto`` (``vllm`` when vLLM is installed and the model is not ``tiny``).
+    """
 
     env_groups: int = 8
     group_size: int = 8
@@ -94,6 +114,9 @@ class RolloutSection:
     max_new_tokens: int = 64
     reward_placement: str = "last_token"  # "last_token" | "turn_end"
     batch_size: int = 64
+    format_reminder: bool = False  # restate the answer format at the end of every user message
+    engine: str = "auto"  # "auto" | "hf" | "vllm"
+    vllm: VLLMSection = field(default_factory=VLLMSection)
 
 
 @dataclass
@@ -131,6 +154,11 @@ class AlgorithmSection:
     kl_in_reward: bool = False
     value_clip: float | None = 0.5
     vf_coef: float = 1.0
+    # Truncated importance sampling for the rollout/train mismatch (Yao et al. 2025, "Your
+    # Efficient RL Framework Secretly Brings You Off-Policy RL Training"; verl's
+    # tis_imp_ratio_cap): "auto" = on with the vllm engine.
+    tis: str = "auto"  # "auto" | "on" | "off"
+    tis_cap: float = 2.0
     filter: FilterSection = field(default_factory=FilterSection)
 
 
@@ -217,6 +245,9 @@ _CHOICES: dict[str, tuple[Any, ...]] = {
     "rollout.context_mode": ("full", "last_k", "single_turn"),
     "rollout.system_prompt": ("full", "minimal"),
     "rollout.reward_placement": ("last_token", "turn_end"),
+    "rollout.engine": ("auto", "hf", "vllm"),
+    "rollout.vllm.dtype": ("auto", "float32", "bfloat16", "float16"),
+    "algorithm.tis": ("auto", "on", "off"),
     "algorithm.adv_estimator": ("grpo", "dr_grpo", "rloo", "gae", "bilevel_gae"),
     "algorithm.loss_agg_mode": ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm"),
     "algorithm.kl_estimator": ("k1", "k2", "k3", "abs"),
@@ -265,6 +296,9 @@ _RANGES: dict[str, Range] = {
     "trainer.collapse_samples": Range(ge=1), "trainer.max_nonfinite_skips": Range(ge=0),
     "trainer.degenerate_warn_rate": Range(ge=0, le=1),
     "trainer.degenerate_stop_steps": Range(ge=0),  # 0: never stop
+    "algorithm.tis_cap": Range(ge=1),  # the largest importance weight kept (truncated IS)
+    "rollout.vllm.tensor_parallel_size": Range(ge=1), "rollout.vllm.gpu_memory_utilization": Range(gt=0, le=1),
+    "rollout.vllm.kv_cache_gb": Range(gt=0),
 }
 
 
@@ -553,6 +587,7 @@ def agent_protocol(cfg: StarPOConfig, temperature: float | None = None) -> dict[
         "context_mode": r.context_mode, "context_window": r.context_window,
         "max_context_tokens": r.max_context_tokens, "format_penalty": r.format_penalty,
         "max_invalid_answers": r.max_invalid_answers, "system_prompt": r.system_prompt,
+        "format_reminder": r.format_reminder,
         "sampling": {"temperature": r.temperature if temperature is None else temperature, "top_p": r.top_p,
                      "max_new_tokens": r.max_new_tokens},
     }

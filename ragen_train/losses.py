@@ -163,3 +163,37 @@ def value_loss(values: Tensor, old_values: Tensor, returns: Tensor, *, clip: flo
     clipped = (v_clip - returns).square()
     loss = 0.5 * torch.maximum(unclipped, clipped)
     return loss, {"vf_clipfrac": (clipped > unclipped).float().mean().detach()}
+
+
+def tis_weights(old_logp: Tensor, rollout_logp: Tensor, cap: float, mask: Tensor | None = None) -> Tensor:
+    """Truncated importance-sampling weights for rollouts sampled by another engine.
+
+    ``w_t = min(exp(log π_train(a_t) − log π_rollout(a_t)), C)``, detached: the policy
+    gradient of samples drawn from the inference engine's distribution ``π_rollout`` (e.g.
+    vLLM, which differs slightly from the training model's ``π_train`` even with the same
+    weights) is reweighted toward the training distribution, with the ratio capped at ``C``
+    to bound the variance (Yao et al. 2025, "Your Efficient RL Framework Secretly Brings
+    You Off-Policy RL Training", truncated importance sampling; verl's
+    ``tis_imp_ratio_cap``).
+
+    Args:
+        old_logp: ``(B, T)`` log-probs of the sampled tokens under the training model
+            before the update.
+        rollout_logp: ``(B, T)`` the same tokens' log-probs reported by the rollout engine.
+        cap: ``C >= 1``.
+        mask: ``(B, T)``; weights outside it are 1.
+
+    Returns:
+        ``(B, T)`` weights in ``(0, C]``.
+
+    Raises:
+        ValueError: ``cap < 1`` or mismatched shapes.
+    """
+    if cap < 1:
+        raise ValueError(f"tis cap must be >= 1, got {cap}")
+    if old_logp.shape != rollout_logp.shape:
+        raise ValueError(f"shapes differ: old_logp {tuple(old_logp.shape)} vs rollout_logp {tuple(rollout_logp.shape)}")
+    w = torch.exp((old_logp - rollout_logp).detach().clamp(max=30.0)).clamp(max=cap)
+    if mask is not None:
+        w = torch.where(mask > 0, w, torch.ones_like(w))
+    return w

@@ -6,13 +6,29 @@ GAE or GRPO, entropy 0.001, clip 0.2/0.28, lr 1e-6, 400 tokens per turn.  Their 
 hub id (Qwen/Qwen2.5-0.5B-Instruct; override ``model.path=``).  ``quickstart`` and the
 ``tiny-*`` presets use the tiny offline model and settings that learn on a laptop CPU in
 minutes.
+
+``cpu-*-lora`` presets train a real local instruct model (``$RAGEN_REAL_MODEL``, default
+the directory ``../shared/tools/small-model`` builds: Qwen2.5-Coder-0.5B-Instruct) with LoRA
+and vLLM rollouts on a CPU (examples/real_model_run.py).  ``ragen2-<alg>-<env>-<size>``
+are the RAGEN-2 GPU recipes (arXiv 2604.06268; reference section 4.2): PPO (GAE,
+token-mean), DAPO (group advantages, token-mean, clip 0.2/0.28, no KL; Yu et al. 2025, arXiv
+2503.14476), GRPO (std-normalised, seq-mean-token-mean) and Dr. GRPO (no std,
+seq-mean-token-sum; Liu et al. 2025, arXiv 2503.20783), all with SNR-aware top-p 0.9
+filtering (softmax mode, include_zero), 8 groups × 16, 5 turns × 2 actions, 400 tokens a
+turn, entropy 0.001, no KL, lr 1e-6, 400 steps, validation on 512 episodes at T 0.5, vLLM
+rollouts at ``gpu_memory_utilization`` 0.3 and ``max_model_len`` 3600 (RAGEN base.yaml).
 """
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from collections.abc import Callable
 
 from .config import (
+    LoraConfig,
+    VLLMSection,
     AlgorithmSection,
     EnvSection,
     FilterSection,
@@ -85,6 +101,68 @@ _BANDIT = dict(steps=30, sft_episodes=4096, sft_steps=120, oracle_fraction=0.6, 
 _SOKOBAN = dict(steps=50, sft_episodes=8192, sft_steps=640, oracle_fraction=1.0, lr=5e-4, env_groups=16, group_size=4)
 
 
+def real_model_path() -> str:
+    """``$RAGEN_REAL_MODEL``, else the small-model tool's cache directory
+    (``${RAGEN_MODEL_CACHE:-~/.cache/ragen-models}/qwen2.5-coder-0.5b-instruct``)."""
+    env = os.environ.get("RAGEN_REAL_MODEL")
+    if env:
+        return env
+    cache = Path(os.environ.get("RAGEN_MODEL_CACHE", Path.home() / ".cache" / "ragen-models"))
+    return str(cache / "qwen2.5-coder-0.5b-instruct")
+
+
+def _cpu_lora(name: str, env_id: str, *, steps: int, max_new_tokens: int, env_config: dict | None = None,
+              **rollout: object) -> StarPOConfig:
+    """A real instruct model + LoRA on a CPU: answer-only turns with the format restated in
+    every user message (the 0.5B model drops the tags otherwise), 4 groups × 8 episodes,
+    vLLM rollouts in bfloat16 (faster than float32 on CPU) and a float32 LoRA update."""
+    r = dict(env_groups=4, group_size=8, max_new_tokens=max_new_tokens, enable_think=False, format_reminder=True,
+             temperature=1.0, batch_size=64, engine="vllm", vllm=VLLMSection(dtype="bfloat16", kv_cache_gb=2.0))
+    r.update(rollout)
+    return StarPOConfig(
+        name=name,
+        model=ModelConfig(path=real_model_path(), dtype="float32", device="cpu",
+                          lora=LoraConfig(rank=16, alpha=32, target_modules="all-linear")),
+        env=EnvSection(id=env_id, config=dict(env_config or {})),
+        rollout=RolloutSection(**r),  # type: ignore[arg-type]
+        algorithm=AlgorithmSection(adv_estimator="grpo", entropy_coef=0.0, loss_agg_mode="token-mean"),
+        optim=OptimSection(lr=2e-5, micro_batch_size=8, mini_batches=1, ppo_epochs=1, weight_decay=0.0),
+        trainer=TrainerSection(total_steps=steps, val_every=0, val_episodes=256, val_temperature=0.5, save_every=0,
+                               out_dir=f"outputs/{name}", collapse_every=0),
+    )
+
+
+_RAGEN2_ALGS: dict[str, dict[str, object]] = {
+    "ppo": dict(adv_estimator="gae", loss_agg_mode="token-mean"),
+    "dapo": dict(adv_estimator="grpo", loss_agg_mode="token-mean", clip_low=0.2, clip_high=0.28),
+    "grpo": dict(adv_estimator="grpo", loss_agg_mode="seq-mean-token-mean"),
+    "drgrpo": dict(adv_estimator="dr_grpo", loss_agg_mode="seq-mean-token-sum"),
+}
+_RAGEN2_ENVS = {"sokoban": ("ragen/Sokoban-v0", 5, 2), "frozenlake": ("ragen/FrozenLake-v0", 5, 2),
+                "countdown": ("ragen/Countdown-v0", 1, 1), "metamathqa": ("ragen/MetaMathQA-v0", 1, 1)}
+_RAGEN2_MODELS = {"0.5b": "Qwen/Qwen2.5-0.5B-Instruct", "3b": "Qwen/Qwen2.5-3B-Instruct"}
+
+
+def _ragen2(alg: str, env: str, size: str) -> StarPOConfig:
+    env_id, turns, actions = _RAGEN2_ENVS[env]
+    name = f"ragen2-{alg}-{env}-{size}"
+    return StarPOConfig(
+        name=name,
+        model=ModelConfig(path=_RAGEN2_MODELS[size], dtype="bfloat16", device="cuda"),
+        env=EnvSection(id=env_id),
+        rollout=RolloutSection(env_groups=8, group_size=16, max_turns=turns, max_actions_per_turn=actions,
+                               max_new_tokens=400, batch_size=128, engine="vllm",
+                               vllm=VLLMSection(gpu_memory_utilization=0.3, max_model_len=3600)),
+        algorithm=AlgorithmSection(entropy_coef=0.001, kl_coef=0.0,
+                                   filter=FilterSection(strategy="top_p", value=0.9, top_p_mode="softmax",
+                                                        include_zero=True),
+                                   **_RAGEN2_ALGS[alg]),  # type: ignore[arg-type]
+        optim=OptimSection(lr=1e-6, critic_lr=1e-5, micro_batch_size=4, mini_batches=4),
+        trainer=TrainerSection(total_steps=400, val_every=10, val_episodes=512, val_temperature=0.5, save_every=100,
+                               out_dir=f"outputs/{name}"),
+    )
+
+
 PRESETS: dict[str, Callable[[], StarPOConfig]] = {
     # RAGEN task presets (GPU scale).
     "bandit": lambda: _task("bandit", "ragen/Bandit-v0", turns=1, actions=1, max_new_tokens=500),
@@ -103,4 +181,12 @@ PRESETS: dict[str, Callable[[], StarPOConfig]] = {
     "tiny-bandit-ppo": lambda: _tiny("tiny-bandit-ppo", "ragen/Bandit-PairsAB-v0", "gae", **_BANDIT),
     "tiny-sokoban-grpo": lambda: _tiny("tiny-sokoban-grpo", "ragen/Sokoban-Easy-v0", "grpo", **_SOKOBAN),
     "tiny-sokoban-ppo": lambda: _tiny("tiny-sokoban-ppo", "ragen/Sokoban-Easy-v0", "gae", **_SOKOBAN),
+    # A real local instruct model + LoRA + vLLM rollouts on a CPU (examples/real_model_run.py).
+    "cpu-bandit-lora": lambda: _cpu_lora("cpu-bandit-lora", "ragen/Bandit-v0", steps=8, max_new_tokens=24),
+    "cpu-frozenlake-lora": lambda: _cpu_lora("cpu-frozenlake-lora", "ragen/FrozenLake-v0", steps=8,
+                                             max_new_tokens=24),
+    "cpu-sokoban-lora": lambda: _cpu_lora("cpu-sokoban-lora", "ragen/Sokoban-Easy-v0", steps=8, max_new_tokens=24),
 }
+# RAGEN-2 GPU recipes: ragen2-{ppo,dapo,grpo,drgrpo}-{sokoban,frozenlake,countdown,metamathqa}-{0.5b,3b}.
+PRESETS.update({f"ragen2-{a}-{e}-{m}": (lambda a=a, e=e, m=m: _ragen2(a, e, m))
+                for a in _RAGEN2_ALGS for e in _RAGEN2_ENVS for m in _RAGEN2_MODELS})

@@ -51,7 +51,7 @@ from .batch import Sample, TensorBatch, build_samples, collate
 from .config import StarPOConfig, _flatten, agent_protocol, validate
 from .filtering import FilterConfig, group_scores, group_values, select_groups
 from .logger import MetricLogger
-from .losses import Denominators, aggregate, kl_penalty, ppo_policy_loss, value_loss
+from .losses import Denominators, aggregate, kl_penalty, ppo_policy_loss, tis_weights, value_loss
 from .modeling import check_device, load_critic, load_policy, load_tokenizer, token_logprobs, token_values, unwrap
 
 
@@ -175,8 +175,15 @@ class StarPOTrainer:
                                                    lr=opt.critic_lr, betas=(opt.beta1, opt.beta2),
                                                    eps=opt.adam_eps, weight_decay=opt.weight_decay)
                                  if self.critic is not None else None)
-        self.policy = HFPolicy(unwrap(self.model), self.tokenizer, device=self.device,
-                               max_batch_size=cfg.rollout.batch_size)
+        self.engine_name, self.vllm_engine = self._build_engine(sync=model is not None)
+        self.policy = (self.vllm_engine.policy if self.vllm_engine is not None else
+                       HFPolicy(unwrap(self.model), self.tokenizer, device=self.device,
+                                max_batch_size=cfg.rollout.batch_size))
+        self.tis = (alg.tis == "on" or (alg.tis == "auto" and self.engine_name == "vllm"))
+        if self.tis and cfg.rollout.temperature != 1.0:
+            warnings.warn("algorithm.tis needs rollout.temperature=1 (engines report log-probs at temperature 1); "
+                          "truncated importance sampling is off", RuntimeWarning, stacklevel=2)
+            self.tis = False
         self.rollout_cfg = self._rollout_config(cfg.rollout.temperature)
         self.layout = "trajectory" if self.rollout_cfg.context_mode == "full" else "turn"
         self.filter_cfg = FilterConfig.from_section(alg.filter)
@@ -218,6 +225,42 @@ class StarPOTrainer:
                 shutil.rmtree(p) if p.is_dir() else p.unlink()
 
     # ------------------------------------------------------------ configuration
+    def _build_engine(self, *, sync: bool) -> tuple[str, Any]:
+        """``("hf", None)`` or ``("vllm", VLLMRolloutEngine)`` for ``rollout.engine``
+        (see :mod:`ragen_train.rollout_engine`); ``sync`` loads the trainer's weights into a
+        new engine (a model passed in, e.g. after SFT, differs from ``model.path``)."""
+        from .config import ConfigError
+        from .modeling import resolve_model_path
+        from .rollout_engine import resolve_engine
+
+        cfg = self.cfg
+        name = resolve_engine(cfg.rollout.engine, cfg.model.path)
+        if name == "hf":
+            return name, None
+        from .rollout_engine import VLLMRolloutEngine, vllm_available
+
+        if not vllm_available():
+            from ragen_bench.policies.vllm_backend import VLLM_EXTRA_HINT
+
+            raise ConfigError("rollout.engine", f"vllm is not importable here ({VLLM_EXTRA_HINT}); "
+                                                "use rollout.engine=hf")
+        v = cfg.rollout.vllm
+        engine = VLLMRolloutEngine(
+            resolve_model_path(cfg.model.path), dtype=cfg.model.dtype if v.dtype == "auto" else v.dtype,
+            max_batch_size=cfg.rollout.batch_size, device=str(self.device),
+            tensor_parallel_size=v.tensor_parallel_size, gpu_memory_utilization=v.gpu_memory_utilization,
+            max_model_len=v.max_model_len, enforce_eager=v.enforce_eager, seed=cfg.trainer.seed + self.dist.rank,
+            kv_cache_gb=v.kv_cache_gb, sleep_mode=v.sleep_mode, distributed=self.dist.enabled)
+        if sync:
+            engine.sync_weights(self.model, check=v.check_sync)
+        return name, engine
+
+    def _sync_engine(self) -> dict[str, float]:
+        """Push the updated weights into the vLLM engine (no-op for ``hf``)."""
+        if self.vllm_engine is None:
+            return {}
+        return self.vllm_engine.sync_weights(self.model, check=self.cfg.rollout.vllm.check_sync)
+
     def _rollout_config(self, temperature: float) -> RolloutConfig:
         return rollout_config_for(self.cfg, temperature)
 
@@ -286,7 +329,13 @@ class StarPOTrainer:
             metrics["train/consecutive_empty"] = float(self.empty_streak)
         else:
             self.empty_streak = 0
+            if self.vllm_engine is not None:
+                self.vllm_engine.sleep()
             metrics.update(self._update(kept_samples, scale))
+            if "actor/grad_norm" in metrics:  # the weights changed
+                t_sync = time.perf_counter()
+                metrics.update(self._sync_engine())
+                metrics["time/sync_s"] = time.perf_counter() - t_sync
         metrics["time/rollout_s"] = t_roll
         metrics["time/step_s"] = time.perf_counter() - t0
         metrics["train/nonfinite_skips_total"] = float(self.nonfinite_skips)
@@ -429,7 +478,9 @@ class StarPOTrainer:
         opt = self.cfg.optim
         samples = samples or [self._dummy_sample()]
         batch = collate(samples, self.tokenizer.pad_token_id)
+        t_old = time.perf_counter()
         stats = self._forward_stats(batch)
+        t_old = time.perf_counter() - t_old
         adv, returns = self._advantages(batch, samples, stats)
         mask = batch.loss_mask
         acc = _Acc()
@@ -438,16 +489,20 @@ class StarPOTrainer:
         acc.tok("adv/nonzero_frac", float(((adv != 0).float() * mask).sum()), float(mask.sum()))
         if batch.rollout_logprobs is not None and self.cfg.rollout.temperature == 1.0 and "old_logp" in stats:
             # Rollout log-probs are at temperature 1; so are the recomputed ones only then.
-            acc.tok("rollout/logprob_abs_diff", float(((batch.rollout_logprobs - stats["old_logp"]).abs() * mask).sum()),
-                    float(mask.sum()))
+            diff = (batch.rollout_logprobs - stats["old_logp"]).abs() * mask
+            acc.tok("rollout/logprob_abs_diff", float(diff.sum()), float(mask.sum()))
+            acc.step_stat("rollout/logprob_abs_diff_max", float(diff.max()) if diff.numel() else 0.0)
         acc.total("batch/response_tokens", float(mask.sum()))
         n = len(samples)
+        t_upd = time.perf_counter()
         for epoch in range(opt.ppo_epochs):
             gen = torch.Generator().manual_seed(self.cfg.trainer.seed * 1_000_003 + self.step * 101 + epoch)
             order = torch.randperm(n, generator=gen).tolist()
             for k in range(opt.mini_batches):
                 self._minibatch(batch, stats, adv, returns, order[k::opt.mini_batches], scale, acc)
         metrics = acc.reduce(self.dist)
+        metrics["time/old_logprob_s"] = t_old
+        metrics["time/update_s"] = time.perf_counter() - t_upd
         metrics["actor/lr"] = self.scheduler.get_last_lr()[0]
         if "actor/grad_norm" in acc.steps:  # the schedule advances with optimizer steps
             self.scheduler.step()
@@ -492,10 +547,16 @@ class StarPOTrainer:
                     old = logp.detach()
                     rl = batch.rollout_logprobs
                     if rl is not None and mi and cfg.rollout.temperature == 1.0:
-                        acc.tok("rollout/logprob_abs_diff", float(((rl[sel].to(self.device) - old).abs() * mask).sum()),
-                                float(mask.sum()))
+                        diff = (rl[sel].to(self.device) - old).abs() * mask
+                        acc.tok("rollout/logprob_abs_diff", float(diff.sum()), float(mask.sum()))
+                        acc.step_stat("rollout/logprob_abs_diff_max", float(diff.max()))
                 pg, pst = ppo_policy_loss(logp, old, adv[sel].to(self.device), mask,
                                           clip_low=alg.clip_low, clip_high=alg.clip_high, dual_clip=alg.dual_clip)
+                if self.tis and batch.rollout_logprobs is not None and mi:
+                    w = tis_weights(old, batch.rollout_logprobs[sel].to(self.device), alg.tis_cap, mask)
+                    pg = pg * w
+                    acc.tok("rollout/tis_weight", float((w * mask).sum()), float(mask.sum()))
+                    acc.tok("rollout/tis_capped_frac", float(((w >= alg.tis_cap) * mask).sum()), float(mask.sum()))
                 pg_loss = aggregate(pg, mask, alg.loss_agg_mode, denom)
                 ent_loss = aggregate(ent, mask, alg.loss_agg_mode, denom)
                 loss = pg_loss - alg.entropy_coef * ent_loss
@@ -689,6 +750,7 @@ class StarPOTrainer:
 
             self.collapse_tracker = CollapseTracker(mi_drop=0.2 if self.cfg.trainer.collapse_warn else float("inf"))
             self.collapse_tracker.load_state_dict(state["collapse_tracker"])
+        self._sync_engine()  # the engine was built from model.path, not the checkpoint
 
     # -------------------------------------------------------------------- fit
     def fit(self) -> dict[str, float]:
@@ -744,7 +806,8 @@ class _Acc:
     * ``loss``: values already normalised by global denominators; summed over
       micro-batches and ranks they give the mini-batch value; averaged over mini-batches.
     * ``tok``: token-weighted sums and counts.
-    * ``step_stat``: one value per optimizer step (identical on every rank); averaged.
+    * ``step_stat``: one value per optimizer step (identical on every rank); averaged —
+      except keys ending in ``_max``: the maximum over all values and ranks.
     * ``total``: summed over ranks.
     """
 
@@ -781,8 +844,13 @@ class _Acc:
             s, c = self.toks[k] if k in self.toks else (0.0, 0.0)
             c_all = D.all_reduce_sum(c, info)
             out[k] = D.all_reduce_sum(s, info) / c_all if c_all else 0.0
-        for k, vals in self.steps.items():
-            out[k] = float(np.mean(vals)) if k != "actor/nonfinite_skip" else float(np.sum(vals))
+        skeys = sorted(set().union(*D.all_gather_object(sorted(self.steps), info))) if info.enabled else sorted(self.steps)
+        for k in skeys:
+            vals = self.steps.get(k, [])
+            if k.endswith("_max"):  # a maximum over micro-batches and ranks
+                out[k] = D.all_reduce_max(max(vals, default=0.0), info)
+            elif vals:
+                out[k] = float(np.mean(vals)) if k != "actor/nonfinite_skip" else float(np.sum(vals))
         for k, v in self.totals.items():
             out[k] = D.all_reduce_sum(v, info)
         return out

@@ -1,0 +1,266 @@
+"""Rollout engines for the native trainer: ``hf`` (transformers ``generate`` on the training
+model) and ``vllm`` (a colocated ``vllm.LLM`` in the trainer's process, kept in step with
+the trained weights).
+
+Both plug into :class:`ragen_bench.rollout.RolloutEngine` as a
+:class:`~ragen_bench.policies.base.Policy`: the episode loop, prompts, parsing, rewards and
+env seeds are the same; only who samples the tokens differs.  The ``vllm`` engine is the
+bench back-end :class:`~ragen_bench.policies.vllm_backend.VLLMPolicy` (token ids in, sampled
+ids and their log-probabilities out) plus what training needs:
+
+* :meth:`VLLMRolloutEngine.sync_weights` — after every optimizer step the trainer's weights
+  (LoRA adapters merged on the fly, :func:`merged_named_weights`) go through the engine's
+  own weight loader (``model.load_weights``, which also fuses q/k/v and gate/up), the prefix
+  cache is reset (cached KV blocks were computed with the old weights), and one weight the
+  loader cannot skip is compared with the trainer's (:meth:`VLLMRolloutEngine.check_weights`).
+* On GPUs, optional sleep mode (``enable_sleep_mode``): the engine frees its KV cache
+  during the update (:meth:`sleep` / :meth:`wake_up`); elsewhere these are no-ops.
+
+The engine's log-probabilities and the trainer's differ slightly (other kernels, bf16
+vs fp32, batch-dependent reductions): the trainer logs ``rollout/logprob_abs_diff_mean``
+/ ``_max`` and by default applies truncated importance sampling (see
+:func:`ragen_train.losses.tis_weights`).
+
+vLLM is imported only when the ``vllm`` engine is built.  In-process access to the model
+needs vLLM's V1 engine core in this process: the engine sets
+``VLLM_ENABLE_V1_MULTIPROCESSING=0`` before importing vLLM unless the caller set it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+ENGINES = ("auto", "hf", "vllm")
+
+
+def vllm_available() -> bool:
+    """Whether ``import vllm`` can work here (checked without importing it)."""
+    return importlib.util.find_spec("vllm") is not None
+
+
+def resolve_engine(engine: str, model_path: str) -> str:
+    """The engine ``rollout.engine`` selects: ``auto`` is ``vllm`` when vLLM is installed
+    and the model is not the tiny preset, else ``hf``.
+
+    Raises:
+        ValueError: an unknown engine name.
+    """
+    if engine not in ENGINES:
+        raise ValueError(f"rollout.engine must be one of {list(ENGINES)}, got {engine!r}")
+    if engine != "auto":
+        return engine
+    return "vllm" if model_path != "tiny" and vllm_available() else "hf"
+
+
+# ------------------------------------------------------------------- weights
+def _is_lora_layer(module: Any) -> bool:
+    return hasattr(module, "base_layer") and hasattr(module, "lora_A") and hasattr(module, "get_delta_weight")
+
+
+@torch.no_grad()
+def merged_named_weights(model: Any, dtype: torch.dtype | None = None) -> Iterator[tuple[str, torch.Tensor]]:
+    """The model's weights under the plain Hugging Face names, LoRA adapters merged.
+
+    For a peft model every LoRA-wrapped linear layer yields ``W + ΔW`` with
+    ``ΔW = (α / r) · B A`` (Hu et al. 2021, eq. 3; peft's ``get_delta_weight`` of each active
+    adapter), under the name of the original layer (``…q_proj.weight``, not
+    ``…q_proj.base_layer.weight``); adapter tensors themselves are not yielded.  The model
+    itself is not modified (no merge/unmerge round trip, which would drift in float32).
+    A plain model yields its ``named_parameters`` and buffers that are part of its state.
+
+    Args:
+        model: a ``PreTrainedModel``, a peft ``PeftModel`` or one wrapped by DDP.
+        dtype: cast every tensor to it (e.g. the engine's dtype); ``None`` keeps it.
+
+    Yields:
+        ``(name, tensor)`` with tensors detached (on the model's device).
+    """
+    from .modeling import unwrap
+
+    model = unwrap(model)
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    lora_prefixes: dict[str, Any] = {}
+    for name, module in base.named_modules():
+        if _is_lora_layer(module):
+            lora_prefixes[name] = module
+
+    def cast(t: torch.Tensor) -> torch.Tensor:
+        t = t.detach()
+        return t.to(dtype) if dtype is not None and t.is_floating_point() else t
+
+    for name, module in lora_prefixes.items():
+        layer = module.base_layer
+        weight = layer.weight.detach().clone()
+        for adapter in getattr(module, "active_adapters", ["default"]):
+            if adapter in module.lora_A:
+                weight += module.get_delta_weight(adapter).to(weight.dtype)
+        yield f"{name}.weight", cast(weight)
+        if getattr(layer, "bias", None) is not None:
+            yield f"{name}.bias", cast(layer.bias)
+    for name, param in base.named_parameters():
+        if ".lora_" in name or ".base_layer." in name:
+            continue
+        yield name, cast(param)
+
+
+# -------------------------------------------------------------------- engine
+def _import_vllm_in_process() -> Any:
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    from ragen_bench.policies.vllm_backend import _import_vllm
+
+    return _import_vllm()
+
+
+class VLLMRolloutEngine:
+    """A colocated vLLM engine that samples the trainer's rollouts.
+
+    Construction loads the model into vLLM (about 30 s for a 0.5B model on two CPU cores).
+
+    Args:
+        model_path: the model directory vLLM loads (the trainer's ``model.path``, resolved).
+        dtype: engine dtype (``"float32"``, ``"bfloat16"``, ``"float16"``; ``"auto"``: the
+            model config's).
+        max_batch_size: most requests per ``generate`` call.
+        device: the trainer's device; ``cuda`` enables sleep mode when asked for.
+        tensor_parallel_size, gpu_memory_utilization, max_model_len, enforce_eager, seed:
+            forwarded to ``vllm.LLM``.
+        kv_cache_gb: on CPU, the KV cache size (``VLLM_CPU_KVCACHE_SPACE``, GiB) unless the
+            environment already sets it.
+        sleep_mode: free the engine's GPU memory during updates (GPU only).
+        distributed: the trainer runs under torchrun (one engine per rank, vLLM's
+            ``external_launcher`` executor so it joins the ranks' process group).
+        engine_kwargs: any other ``vllm.LLM`` argument.
+
+    Raises:
+        ImportError: vLLM is not installed (the message names the extra).
+    """
+
+    def __init__(self, model_path: str, *, dtype: str = "auto", max_batch_size: int = 256, device: str = "cpu",
+                 tensor_parallel_size: int = 1, gpu_memory_utilization: float = 0.5, max_model_len: int | None = None,
+                 enforce_eager: bool = True, seed: int = 0, kv_cache_gb: float = 2.0, sleep_mode: bool = True,
+                 distributed: bool = False, **engine_kwargs: Any):
+        on_gpu = str(device).startswith("cuda")
+        if not on_gpu:
+            os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", f"{kv_cache_gb:g}")
+        _import_vllm_in_process()
+        from ragen_bench.policies.vllm_backend import VLLMPolicy
+
+        self.sleep_mode = bool(sleep_mode and on_gpu)
+        kwargs = dict(engine_kwargs)
+        if self.sleep_mode:
+            kwargs["enable_sleep_mode"] = True
+        if distributed:
+            kwargs.setdefault("distributed_executor_backend", "external_launcher")
+        self.policy = VLLMPolicy(model_path, max_batch_size=max_batch_size, tensor_parallel_size=tensor_parallel_size,
+                                 gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
+                                 dtype=dtype, seed=seed, enforce_eager=enforce_eager, **kwargs)
+        self.llm = self.policy.llm
+        self.tensor_parallel_size = int(tensor_parallel_size)
+        self.asleep = False
+        self.syncs = 0
+
+    # -- model access
+    def apply(self, fn: Any) -> list[Any]:
+        """Run ``fn(model)`` on the engine's model in every worker; their results."""
+        return self.llm.apply_model(fn)
+
+    def sync_weights(self, model: Any, *, check: bool = True) -> dict[str, float]:
+        """Load the trainer's current weights into the engine and reset its prefix cache.
+
+        Args:
+            model: the training model (plain, peft or DDP-wrapped).
+            check: compare one weight afterwards (:meth:`check_weights`).
+
+        Returns:
+            ``{"sync/tensors": n, "sync/max_abs_err": e}`` (``e`` only when checked).
+
+        Raises:
+            RuntimeError: the engine did not take the weights (check failed).
+        """
+        self.wake_up()
+        dtype = self._engine_dtype()
+        weights = [(n, t.to("cpu") if t.device.type != "cpu" and self._engine_on_cpu else t)
+                   for n, t in merged_named_weights(model, dtype)]
+        # The worker's reload path (vllm.model_executor.model_loader.reload): the checkpoint-
+        # format names and shapes go through each layer's loader and its post-load processing
+        # (CPU weight repacking), which a bare model.load_weights after start-up skips.
+        self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": iter(weights),
+                                                          "is_checkpoint_format": True})
+        self.llm.reset_prefix_cache()
+        self.syncs += 1
+        out = {"sync/tensors": float(len(weights))}
+        if check:
+            out["sync/max_abs_err"] = self.check_weights(dict(weights))
+        return out
+
+    @property
+    def _engine_on_cpu(self) -> bool:
+        return not torch.cuda.is_available()
+
+    def _engine_dtype(self) -> torch.dtype:
+        found = self.apply(lambda m: next(m.parameters()).dtype)
+        return found[0]
+
+    #: A weight every supported decoder keeps under its Hugging Face name and shape in
+    #: vLLM (not fused, not sharded by tensor parallelism): the final norm.
+    CHECK_NAME = "model.norm.weight"
+
+    def check_weights(self, weights: dict[str, torch.Tensor], *, tol: float = 1e-2) -> float:
+        """Largest absolute difference between the engine's copy of one trained weight
+        (the last decoder layer's MLP down projection, which every LoRA ``all-linear``
+        update and every full update changes, summed over rows, plus the final norm) and
+        the trainer's.
+
+        Raises:
+            RuntimeError: the difference exceeds ``tol`` (the engine still serves other weights).
+        """
+        name = self._check_key(weights)
+        if name is None:
+            return 0.0
+        expect = weights[name].float().cpu()
+        attr = name.split(".")
+
+        def read(m: Any) -> torch.Tensor:
+            obj = m
+            for a in attr:
+                obj = obj[int(a)] if a.isdigit() else getattr(obj, a)
+            return obj.detach().float().cpu().clone()
+
+        got = self.apply(read)[0]
+        if got.shape != expect.shape:  # sharded under tensor parallelism: nothing comparable
+            return 0.0
+        err = float((got - expect).abs().max())
+        if err > tol:
+            raise RuntimeError(f"the vLLM engine does not serve the trained weights after the sync: {name} differs "
+                               f"by {err:.3g} (> {tol:g})")
+        return err
+
+    def _check_key(self, weights: dict[str, torch.Tensor]) -> str | None:
+        layers = sorted({int(k.split(".")[2]) for k in weights if k.startswith("model.layers.")})
+        if layers and self.tensor_parallel_size == 1:
+            key = f"model.layers.{layers[-1]}.mlp.down_proj.weight"
+            if key in weights:
+                return key
+        return self.CHECK_NAME if self.CHECK_NAME in weights else None
+
+    # -- memory
+    def sleep(self) -> None:
+        """Free the engine's GPU memory (KV cache, and weights: they are re-synced) during
+        the update; a no-op without sleep mode."""
+        if self.sleep_mode and not self.asleep:
+            self.llm.sleep(level=1)
+            self.asleep = True
+
+    def wake_up(self) -> None:
+        """Undo :meth:`sleep` (before a sync or a rollout)."""
+        if self.asleep:
+            self.llm.wake_up()
+            self.asleep = False
+
+
+__all__ = ["ENGINES", "VLLMRolloutEngine", "merged_named_weights", "resolve_engine", "vllm_available"]

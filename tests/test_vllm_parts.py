@@ -1,0 +1,99 @@
+"""The parts of the vLLM rollout engine that need no vLLM: LoRA merging for the weight sync,
+truncated importance-sampling weights, engine selection, the real-model presets and the
+format reminder."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from ragen_train.losses import tis_weights
+from ragen_train.rollout_engine import merged_named_weights, resolve_engine, vllm_available
+
+
+def test_lora_merged_for_the_sync_equals_peft_merge_and_unload() -> None:
+    import copy
+
+    from ragen_train.config import LoraConfig, ModelConfig
+    from ragen_train.modeling import apply_lora, load_policy
+
+    base = load_policy(ModelConfig(path="tiny"))
+    model = apply_lora(base, LoraConfig(rank=4, alpha=8))
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if "lora_B" in n:
+                p.normal_(0, 0.1)  # B starts at zero: make the adapters do something
+    merged = dict(merged_named_weights(model))
+    reference = dict(copy.deepcopy(model).merge_and_unload().named_parameters())
+    assert set(merged) == set(reference)
+    assert not any("lora_" in k or "base_layer" in k for k in merged)
+    for k, v in reference.items():
+        torch.testing.assert_close(merged[k], v.detach(), rtol=0, atol=1e-6)
+    q = "model.layers.0.self_attn.q_proj.weight"
+    assert not torch.allclose(merged[q], model.get_base_model().model.layers[0].self_attn.q_proj.base_layer.weight)
+    assert merged_named_weights(model, torch.bfloat16).__next__()[1].dtype == torch.bfloat16
+
+
+def test_tis_weights_are_the_capped_ratio_inside_the_mask() -> None:
+    old = torch.tensor([[-1.0, -2.0, -0.5, -3.0]])
+    rollout = torch.tensor([[-1.5, -2.0, -3.0, -1.0]])
+    mask = torch.tensor([[1.0, 1.0, 1.0, 0.0]])
+    w = tis_weights(old, rollout, cap=2.0, mask=mask)
+    assert w.tolist()[0] == pytest.approx([math.exp(0.5), 1.0, 2.0, 1.0])  # e^2.5 capped at 2; outside mask 1
+    assert not w.requires_grad
+    with pytest.raises(ValueError, match="cap"):
+        tis_weights(old, rollout, cap=0.5)
+    with pytest.raises(ValueError, match="shapes"):
+        tis_weights(old, rollout[:, :2], cap=2.0)
+
+
+def test_rollout_engine_auto_is_hf_for_tiny_and_vllm_for_real_models_when_installed() -> None:
+    assert resolve_engine("auto", "tiny") == "hf"
+    assert resolve_engine("auto", "/models/qwen") == ("vllm" if vllm_available() else "hf")
+    assert resolve_engine("hf", "/models/qwen") == "hf"
+    with pytest.raises(ValueError, match="rollout.engine"):
+        resolve_engine("sglang", "tiny")
+
+
+def test_rollout_engine_vllm_without_vllm_is_a_one_line_config_error(tmp_path) -> None:
+    from ragen_train.config import ConfigError, apply_overrides, load_config
+    from ragen_train.trainer import StarPOTrainer
+
+    if vllm_available():
+        pytest.skip("vllm is installed here: the error path cannot be reached")
+    cfg = apply_overrides(load_config("tiny-bandit-grpo"), ["rollout.engine=vllm", f"trainer.out_dir={tmp_path}"])
+    with pytest.raises(ConfigError, match="rollout.engine.*vllm is not importable"):
+        StarPOTrainer(cfg)
+
+
+def test_real_model_presets_validate_and_follow_ragen2_recipes() -> None:
+    from ragen_train.config import ConfigError, apply_overrides, load_config, validate
+    from ragen_train.presets import PRESETS
+
+    names = [n for n in PRESETS if n.startswith(("cpu-", "ragen2-"))]
+    assert len([n for n in names if n.startswith("ragen2-")]) == 32
+    for n in names:
+        validate(PRESETS[n]())
+    g = PRESETS["ragen2-drgrpo-sokoban-3b"]()
+    assert (g.algorithm.adv_estimator, g.algorithm.loss_agg_mode) == ("dr_grpo", "seq-mean-token-sum")
+    assert (g.algorithm.filter.value, g.algorithm.filter.top_p_mode) == (0.9, "softmax")
+    assert g.rollout.engine == "vllm" and g.rollout.vllm.gpu_memory_utilization == 0.3
+    c = PRESETS["cpu-bandit-lora"]()
+    assert c.model.lora.rank > 0 and c.rollout.format_reminder and c.model.device == "cpu"
+    with pytest.raises(ConfigError, match="algorithm.tis_cap"):
+        apply_overrides(load_config("tiny-bandit-grpo"), ["algorithm.tis_cap=0.5"])
+
+
+def test_format_reminder_is_the_last_line_of_each_user_message_only_when_on() -> None:
+    from ragen_bench.rollout import EpisodeSpec, RolloutConfig, RolloutEngine
+    from tests.scripted import ScriptedPolicy
+
+    for on in (False, True):
+        policy = ScriptedPolicy(lambda i, t: "<answer>Left</answer>")
+        RolloutEngine(policy, RolloutConfig(max_turns=2, enable_think=False, format_reminder=on)).run(
+            [EpisodeSpec(index=0, env_id="ragen/FrozenLake-v0", seed=0, group=0)])
+        last = policy.requests[0].messages[-1]["content"].splitlines()[-1]
+        assert (last == "Reply with your action(s) inside <answer></answer> tags, e.g. <answer>ACTION</answer>") == on
