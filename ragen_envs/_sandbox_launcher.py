@@ -755,6 +755,9 @@ class Unserializable:
     def __repr__(self) -> str:
         return self.text
 
+    def __bool__(self) -> bool:
+        raise TypeError("the program returned something that is not plain data")
+
 
 class _Program:
     """The harness's end of the pipes to ``P``."""
