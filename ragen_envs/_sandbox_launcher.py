@@ -1078,11 +1078,16 @@ def main() -> None:
 
 
 def _remove_fallback_dir(base: str) -> None:
+    """Delete the host's temporary directory after a fallback run (not ``shutil``: 38 ms to import)."""
     try:
-        import shutil
-
-        shutil.rmtree(base, ignore_errors=True)
-    except BaseException:  # noqa: BLE001 - the host removes it too
+        for top, dirs, names in os.walk(base, topdown=False):
+            for name in names:
+                os.unlink(os.path.join(top, name))
+            for name in dirs:
+                path = os.path.join(top, name)
+                os.unlink(path) if os.path.islink(path) else os.rmdir(path)
+        os.rmdir(base)
+    except OSError:  # e.g. a directory the program made unreadable: the host removes it too
         pass
 
 

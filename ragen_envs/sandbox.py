@@ -4,43 +4,59 @@ Spec: ``docs/envs/sandbox.md``.  Standard library only, reusable by any environm
 
 Each call of :func:`run_python` / :func:`run_command` starts a fresh process tree
 (``ragen_envs/_sandbox_launcher.py``) and returns a typed :class:`SandboxResult`.  The
-containment layers, and what each one depends on:
+containment layers, and what each one depends on (what each cannot stop: the spec page):
 
 =============================  ===============================================  ==========================
 Layer                          Mechanism                                        Needs
 =============================  ===============================================  ==========================
 CPU time                       ``RLIMIT_CPU`` (SIGXCPU, then SIGKILL 1 s later)  always
-Wall-clock time                host timer, SIGKILL to the whole process group   always
+Wall-clock time                host timer, SIGKILL to the whole process group;  always
+                               the launcher's own backstop at wall + 2 s
+Host death                     ``PR_SET_PDEATHSIG``: the launcher (and so the   always
+                               PID namespace) dies with the host
+Memory of the whole run        one cgroup per run (``memory_mb`` for all its    a writable cgroup (v1/v2)
+                               processes, no swap); OOM kill -> memory_limit
 Address space                  ``RLIMIT_AS`` (``MemoryError`` in Python)        always
+Processes / threads            cgroup ``pids.max`` (exact per run); without a   always
+                               cgroup ``RLIMIT_NPROC`` capped at
+                               ``max_processes_without_cgroup``
 File size                      ``RLIMIT_FSIZE`` (``EFBIG``)                     always
-Processes / threads            ``RLIMIT_NPROC``                                 always (exact per sandbox
-                                                                                with a user namespace or
-                                                                                as root; see below)
 Core dumps                     ``RLIMIT_CORE = 0``                              always
 Output size                    host reads both pipes incrementally and kills    always
                                the tree past ``max_output_bytes``
 Environment                    empty but ``PATH``, ``LANG``, ``HOME``,          always
                                ``TMPDIR`` (no secrets of the parent)
+Private root                   the program sees only an empty read-only root    user namespaces (or root)
+                               with the interpreter's library, the shared
+                               libraries it loaded, ``/dev`` basics, a private
+                               ``/proc`` and a size-limited tmpfs ``/tmp``
+                               (cwd ``/tmp/work``) and ``/dev/shm``: no project
+                               tree, no data, no host sockets, no host writes
 No network                     new network namespace (no interface is up, not   user namespaces (or root)
                                even loopback) + Python ``socket`` disabled
                                (the latter alone is best effort)
-Working directory              fresh temporary directory, deleted afterwards;   always
-                               with a mount namespace a private tmpfs of
-                               ``tmp_size_mb`` on ``/tmp`` (cwd ``/tmp/work``),
-                               ``/var/tmp`` and ``/dev/shm``
-Writes elsewhere               every other mount is remounted read-only          user namespaces (or root)
+SysV IPC                       IPC namespace, freed with the sandbox            user namespaces (or root)
 Process cleanup                PID namespace: when the program ends every       user namespaces (or root)
                                process it left behind is killed, even one that
                                left the process group; ``/proc`` shows only
                                the sandbox's processes
 Privileges                     ``PR_SET_NO_NEW_PRIVS``; as root the program     always
                                runs as ``run_as_uid`` (65534, ``nobody``)
+Verdicts (``harness=``)        the harness runs in a separate process and       always
+                               reports on a descriptor the program lacks;
+                               values cross as decoded literals
+Interpreter shutdown           non-daemon threads joined, ``atexit`` run        always
 =============================  ===============================================  ==========================
+
+The host's temporary directory is deleted by the launcher as soon as it has copied the
+program's files (namespaces) or when it ends (fallback); a host killed in the fallback
+leaves one named after its pid, which the next host removes.
 
 Without user namespaces (some distributions disable them for unprivileged users) and
 without root, ``namespaces="auto"`` falls back to the rlimit/process-group layers: the
-program then can open network connections through other means than Python's
-``socket`` module (e.g. ``ctypes``), write wherever its user may, and read the
+program then can read every file its user may (the project's data included), open
+network connections through other means than Python's ``socket`` module (e.g.
+``ctypes``), write wherever its user may, leave SysV IPC objects behind, and read the
 ``/proc/<pid>/environ`` of its user's other processes.  ``namespaces="require"`` turns
 that case into a :attr:`SandboxStatus.SANDBOX_ERROR` instead; :func:`isolation_report`
 says which layers are active on this machine.

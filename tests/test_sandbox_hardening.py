@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 
 import ragen_envs
 from ragen_envs import _sandbox_launcher as launcher
+from ragen_envs import sandbox as sb
 from ragen_envs.code.judge import judge
 from ragen_envs.code.problems import problem_from_record
 from ragen_envs.data.loaders import load_source
@@ -229,12 +230,35 @@ def _mem_available() -> int:
     raise AssertionError("no MemAvailable in /proc/meminfo")
 
 
-def _lowest_available_during(fn):
-    low = [_mem_available()]
+def _rss(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) << 10
+    except OSError:
+        pass
+    return 0
+
+
+def _watch_memory(fn, monkeypatch: pytest.MonkeyPatch):
+    """Run ``fn`` while sampling (every 20 ms) the summed resident memory of the sandbox's
+    processes (found by their session: each run's launcher leads one) and the host's
+    MemAvailable.  Returns (result, peak sandbox RSS, lowest MemAvailable)."""
+    sessions: set[int] = set()
+    real_popen = sb.subprocess.Popen
+
+    class RecordingPopen(real_popen):  # type: ignore[misc, valid-type]
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            sessions.add(self.pid)
+
+    monkeypatch.setattr(sb.subprocess, "Popen", RecordingPopen)
+    peak, low = [0], [_mem_available()]
     done = threading.Event()
 
     def watch() -> None:
         while not done.is_set():
+            peak.append(sum(_rss(pid) for pid in _processes_in_sessions(sessions)))
             low.append(_mem_available())
             time.sleep(0.02)
 
@@ -245,19 +269,20 @@ def _lowest_available_during(fn):
     finally:
         done.set()
         t.join()
-    return result, min(low)
+    return result, max(peak), min(low)
 
 
-def test_memory_limit_covers_the_whole_sandbox() -> None:
+def test_memory_limit_covers_the_whole_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = SandboxConfig(cpu_time_s=10, wall_time_s=20, memory_mb=512, max_processes=32)
     baseline = _mem_available()
-    res, low = _lowest_available_during(lambda: run_python(CHILDREN_400MB, config=cfg))
-    growth_gib = (baseline - low) / (1 << 30)
-    print(f"\n12 x 400 MiB children, memory_mb=512: host memory growth {growth_gib:.2f} GiB, "
-          f"cgroup peak {getattr(res, 'memory_peak_mb', None)} MiB, status {res.status.value}, "
-          f"cgroup {res.isolation.get('cgroup')}")
-    # Before: ~4.7 GiB.  Now at most one limit's worth (plus other tenants' noise).
-    assert growth_gib < 2.0
+    res, rss, low = _watch_memory(lambda: run_python(CHILDREN_400MB, config=cfg), monkeypatch)
+    rss_gib = rss / (1 << 30)
+    print(f"\n12 x 400 MiB children, memory_mb=512: sandbox RSS peak {rss_gib:.2f} GiB, host MemAvailable "
+          f"drop {(baseline - low) / (1 << 30):.2f} GiB (other tenants included), cgroup peak "
+          f"{getattr(res, 'memory_peak_mb', None)} MiB, status {res.status.value}, cgroup {res.isolation.get('cgroup')}")
+    # Before: 4.7 GiB resident.  Now one limit's worth (RSS counts the pages the forked
+    # children share with their parent once per process: a little over 512 MiB).
+    assert rss_gib < 1.0
     if res.isolation.get("cgroup"):
         assert res.status is SandboxStatus.MEMORY_LIMIT and "cgroup" in res.detail
         if res.memory_peak_mb is not None:
@@ -267,14 +292,13 @@ def test_memory_limit_covers_the_whole_sandbox() -> None:
         assert int(res.stdout.split()[0]) < cfg.max_processes_without_cgroup
 
 
-def test_without_a_cgroup_the_process_cap_bounds_memory() -> None:
+def test_without_a_cgroup_the_process_cap_bounds_memory(monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = SandboxConfig(cpu_time_s=10, wall_time_s=20, memory_mb=512, max_processes=32, cgroup=False)
-    baseline = _mem_available()
-    res, low = _lowest_available_during(lambda: run_python(CHILDREN_400MB, config=cfg))
+    res, rss, _ = _watch_memory(lambda: run_python(CHILDREN_400MB, config=cfg), monkeypatch)
     assert res.isolation["cgroup"] is False and res.memory_peak_mb is None
     forked = int(res.stdout.split()[0])
     assert forked < cfg.max_processes_without_cgroup  # the program itself is one of them
-    assert (baseline - low) / (1 << 30) < cfg.max_processes_without_cgroup * 0.5 + 1.0
+    assert rss <= cfg.max_processes_without_cgroup * (cfg.memory_mb << 20)
 
 
 # ------------------------------------------------------- 5. killing the host

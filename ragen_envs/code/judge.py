@@ -1,7 +1,9 @@
 """Run a candidate program against a problem's tests in the sandbox and score it.
 
 Spec: ``docs/envs/deepcoder.md``.  Every program runs through :mod:`ragen_envs.sandbox`
-(one sandboxed process per stdin/stdout or call test; one per HumanEval ``check``).
+(one sandboxed run per stdin/stdout or call test; one per HumanEval ``check``).  Call and
+``check`` tests are judged by a harness outside the candidate (:mod:`.harness`): the
+verdict comes back on a channel the candidate cannot write to, as plain data.
 
 **Code extraction** (:func:`extract_code`): the last fenced block labelled ``python``,
 ``py``, ``python3`` or unlabelled (``` fences are optional); if there is only a block
