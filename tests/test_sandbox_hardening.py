@@ -27,12 +27,19 @@ from hypothesis import strategies as st
 
 import ragen_envs
 from ragen_envs import _sandbox_launcher as launcher
-from ragen_envs import sandbox as sb
 from ragen_envs.code.judge import judge
 from ragen_envs.code.problems import problem_from_record
 from ragen_envs.data.loaders import load_source
 from ragen_envs.sandbox import SandboxConfig, SandboxStatus, isolation_report, run_python
-from tests.test_sandbox import FALLBACK, FAST, HAS_NS, _processes_in_sessions, needs_fallback, needs_ns
+from tests.test_sandbox import (
+    FALLBACK,
+    FAST,
+    HAS_NS,
+    _processes_in_sessions,
+    needs_fallback,
+    needs_ns,
+    record_sessions,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -244,15 +251,7 @@ def _watch_memory(fn, monkeypatch: pytest.MonkeyPatch):
     """Run ``fn`` while sampling (every 20 ms) the summed resident memory of the sandbox's
     processes (found by their session: each run's launcher leads one) and the host's
     MemAvailable.  Returns (result, peak sandbox RSS, lowest MemAvailable)."""
-    sessions: set[int] = set()
-    real_popen = sb.subprocess.Popen
-
-    class RecordingPopen(real_popen):  # type: ignore[misc, valid-type]
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            sessions.add(self.pid)
-
-    monkeypatch.setattr(sb.subprocess, "Popen", RecordingPopen)
+    sessions = record_sessions(monkeypatch)
     peak, low = [0], [_mem_available()]
     done = threading.Event()
 
