@@ -4,43 +4,59 @@ Spec: ``docs/envs/sandbox.md``.  Standard library only, reusable by any environm
 
 Each call of :func:`run_python` / :func:`run_command` starts a fresh process tree
 (``ragen_envs/_sandbox_launcher.py``) and returns a typed :class:`SandboxResult`.  The
-containment layers, and what each one depends on:
+containment layers, and what each one depends on (what each cannot stop: the spec page):
 
 =============================  ===============================================  ==========================
 Layer                          Mechanism                                        Needs
 =============================  ===============================================  ==========================
 CPU time                       ``RLIMIT_CPU`` (SIGXCPU, then SIGKILL 1 s later)  always
-Wall-clock time                host timer, SIGKILL to the whole process group   always
+Wall-clock time                host timer, SIGKILL to the whole process group;  always
+                               the launcher's own backstop at wall + 2 s
+Host death                     ``PR_SET_PDEATHSIG``: the launcher (and so the   always
+                               PID namespace) dies with the host
+Memory of the whole run        one cgroup per run (``memory_mb`` for all its    a writable cgroup (v1/v2)
+                               processes, no swap); OOM kill -> memory_limit
 Address space                  ``RLIMIT_AS`` (``MemoryError`` in Python)        always
+Processes / threads            cgroup ``pids.max`` (exact per run); without a   always
+                               cgroup ``RLIMIT_NPROC`` capped at
+                               ``max_processes_without_cgroup``
 File size                      ``RLIMIT_FSIZE`` (``EFBIG``)                     always
-Processes / threads            ``RLIMIT_NPROC``                                 always (exact per sandbox
-                                                                                with a user namespace or
-                                                                                as root; see below)
 Core dumps                     ``RLIMIT_CORE = 0``                              always
 Output size                    host reads both pipes incrementally and kills    always
                                the tree past ``max_output_bytes``
 Environment                    empty but ``PATH``, ``LANG``, ``HOME``,          always
                                ``TMPDIR`` (no secrets of the parent)
+Private root                   the program sees only an empty read-only root    user namespaces (or root)
+                               with the interpreter's library, the shared
+                               libraries it loaded, ``/dev`` basics, a private
+                               ``/proc`` and a size-limited tmpfs ``/tmp``
+                               (cwd ``/tmp/work``) and ``/dev/shm``: no project
+                               tree, no data, no host sockets, no host writes
 No network                     new network namespace (no interface is up, not   user namespaces (or root)
                                even loopback) + Python ``socket`` disabled
                                (the latter alone is best effort)
-Working directory              fresh temporary directory, deleted afterwards;   always
-                               with a mount namespace a private tmpfs of
-                               ``tmp_size_mb`` on ``/tmp`` (cwd ``/tmp/work``),
-                               ``/var/tmp`` and ``/dev/shm``
-Writes elsewhere               every other mount is remounted read-only          user namespaces (or root)
+SysV IPC                       IPC namespace, freed with the sandbox            user namespaces (or root)
 Process cleanup                PID namespace: when the program ends every       user namespaces (or root)
                                process it left behind is killed, even one that
                                left the process group; ``/proc`` shows only
                                the sandbox's processes
 Privileges                     ``PR_SET_NO_NEW_PRIVS``; as root the program     always
                                runs as ``run_as_uid`` (65534, ``nobody``)
+Verdicts (``harness=``)        the harness runs in a separate process and       always
+                               reports on a descriptor the program lacks;
+                               values cross as decoded literals
+Interpreter shutdown           non-daemon threads joined, ``atexit`` run        always
 =============================  ===============================================  ==========================
+
+The host's temporary directory is deleted by the launcher as soon as it has copied the
+program's files (namespaces) or when it ends (fallback); a host killed in the fallback
+leaves one named after its pid, which the next host removes.
 
 Without user namespaces (some distributions disable them for unprivileged users) and
 without root, ``namespaces="auto"`` falls back to the rlimit/process-group layers: the
-program then can open network connections through other means than Python's
-``socket`` module (e.g. ``ctypes``), write wherever its user may, and read the
+program then can read every file its user may (the project's data included), open
+network connections through other means than Python's ``socket`` module (e.g.
+``ctypes``), write wherever its user may, leave SysV IPC objects behind, and read the
 ``/proc/<pid>/environ`` of its user's other processes.  ``namespaces="require"`` turns
 that case into a :attr:`SandboxStatus.SANDBOX_ERROR` instead; :func:`isolation_report`
 says which layers are active on this machine.
@@ -68,6 +84,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
+
+from . import _sandbox_cgroup, _sandbox_launcher
 
 __all__ = [
     "SandboxConfig",
@@ -141,6 +159,14 @@ class SandboxConfig:
             (default False: standard library only, ``python -I -S``).
         run_as_uid: uid (and gid) the program runs as when the host is root; ``None``
             keeps root (then ``RLIMIT_NPROC`` does not apply — avoid).
+        visible_paths: extra host paths (files or directories) bound read-only into the
+            private root (mount namespace only); by default the program sees only its
+            working directory and the interpreter's own files.
+        cgroup: put the whole run under one cgroup (memory = ``memory_mb`` for all its
+            processes together, tasks = ``max_processes``) where this machine allows.
+        max_processes_without_cgroup: the process/thread cap used instead of
+            ``max_processes`` when no cgroup is available, so that the memory a run
+            can take (processes x ``memory_mb``) stays bounded.
     """
 
     cpu_time_s: float = 2.0
@@ -154,14 +180,20 @@ class SandboxConfig:
     python: str | None = None
     site_packages: bool = False
     run_as_uid: int | None = 65534
+    visible_paths: tuple[str, ...] = ()
+    cgroup: bool = True
+    max_processes_without_cgroup: int = 4
 
     def __post_init__(self) -> None:
         for name in ("cpu_time_s", "wall_time_s", "memory_mb", "file_size_mb", "max_processes",
-                     "max_output_bytes", "tmp_size_mb"):
+                     "max_output_bytes", "tmp_size_mb", "max_processes_without_cgroup"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"SandboxConfig.{name} must be > 0, got {getattr(self, name)!r}")
         if self.namespaces not in ("auto", "require", "off"):
             raise ValueError(f"SandboxConfig.namespaces must be auto, require or off, got {self.namespaces!r}")
+        for p in self.visible_paths:
+            if not isinstance(p, str) or not os.path.isabs(p):
+                raise ValueError(f"SandboxConfig.visible_paths must be absolute paths, got {p!r}")
 
     def with_(self, **changes: Any) -> SandboxConfig:
         """A copy with some fields changed."""
@@ -185,6 +217,11 @@ class SandboxResult:
         detail: a short explanation (``"cpu"`` / ``"wall"`` for timeouts, the setup
             error, the signal name).
         isolation: which containment layers were active (see :func:`isolation_report`).
+        verdict: the values a harness reported with ``report(value)`` (see
+            :func:`run_python`), in order; ``()`` without a harness.  Lines that do not
+            decode are dropped (a harness writes only what it encodes itself).
+        memory_peak_mb: the run's peak memory (all processes together, MiB) when it ran
+            under a cgroup that reports it, else ``None``.
     """
 
     status: SandboxStatus
@@ -198,6 +235,8 @@ class SandboxResult:
     cpu_time_s: float
     detail: str = ""
     isolation: Mapping[str, Any] = field(default_factory=dict)
+    verdict: tuple[Any, ...] = ()
+    memory_peak_mb: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -208,11 +247,12 @@ class SandboxResult:
         """A JSON-friendly view."""
         d = asdict(self)
         d["status"] = self.status.value
+        d["verdict"] = list(self.verdict)
         return d
 
 
 def run_python(source: str, *, stdin: str | bytes = b"", config: SandboxConfig | None = None,
-               files: Mapping[str, str | bytes] | None = None) -> SandboxResult:
+               files: Mapping[str, str | bytes] | None = None, harness: str | None = None) -> SandboxResult:
     """Run Python ``source`` as ``__main__`` in the sandbox.
 
     Args:
@@ -221,6 +261,19 @@ def run_python(source: str, *, stdin: str | bytes = b"", config: SandboxConfig |
         config: limits and policy (default :class:`SandboxConfig()`).
         files: extra files for the working directory, ``{name: content}`` (plain names,
             no directories).
+        harness: trusted Python source that judges the program from outside it.  The
+            program runs first, in its own process; then the harness runs in another
+            process of the same sandbox, where every name it does not define stands for
+            the program's global of that name (calling it calls the program's function
+            with plain-data arguments and returns its plain-data result; an exception
+            in the program raises ``ProgramError("Type: message")``; a result that is
+            not plain data comes back as an ``Unserializable`` with its ``repr`` as
+            ``.text``), ``program(name, prefer_method=False)`` gives such a proxy
+            explicitly (``prefer_method``: a method of a fresh ``Solution()`` when the
+            program defines that class), and ``report(value)`` sends plain data to
+            :attr:`SandboxResult.verdict`.  The program can neither read the harness
+            (it is read only after the program's process exists, from a descriptor
+            the program does not have) nor write to the verdict channel.
 
     Returns:
         A :class:`SandboxResult`; this function does not raise for anything the program
@@ -231,7 +284,7 @@ def run_python(source: str, *, stdin: str | bytes = b"", config: SandboxConfig |
     """
     all_files = dict(files or {})
     all_files["main.py"] = source
-    return _run({"mode": "python"}, stdin, config or SandboxConfig(), all_files)
+    return _run({"mode": "python"}, stdin, config or SandboxConfig(), all_files, harness)
 
 
 def run_command(argv: Sequence[str], *, stdin: str | bytes = b"", config: SandboxConfig | None = None,
@@ -239,13 +292,14 @@ def run_command(argv: Sequence[str], *, stdin: str | bytes = b"", config: Sandbo
     """Run the executable ``argv[0]`` (looked up on the sandbox ``PATH``) in the sandbox.
 
     Same containment as :func:`run_python` except the Python-level socket guard; the
-    executable must be readable by the sandbox user.  See :func:`run_python` for the
-    arguments.
+    executable must be readable by the sandbox user.  With a private root the program
+    also sees ``/usr`` (read-only, site-/dist-packages hidden), where commands live.
+    See :func:`run_python` for the arguments.
     """
     if not argv:
         raise ValueError("argv must not be empty")
     return _run({"mode": "exec", "argv": [str(a) for a in argv]}, stdin, config or SandboxConfig(),
-                dict(files or {}))
+                dict(files or {}), None)
 
 
 @functools.cache
@@ -253,15 +307,19 @@ def isolation_report(namespaces: str = "auto") -> dict[str, Any]:
     """Which containment layers a sandboxed run gets on this machine (cached).
 
     Runs one trivial program and returns its ``isolation`` record, e.g.
-    ``{"net_ns": True, "pid_ns": True, "mount_ns": True, "user_ns": False,
-    "private_tmp": True, "private_proc": True, "readonly_root": True,
-    "dropped_to_uid": True, ...}``.
+    ``{"net_ns": True, "pid_ns": True, "mount_ns": True, "ipc_ns": True,
+    "user_ns": False, "private_root": True, "private_tmp": True, "private_proc": True,
+    "readonly_root": True, "dropped_to_uid": True, "cgroup": "v1",
+    "parent_death": True, "visible_paths": [...], ...}``.
     """
     res = run_python("pass", config=SandboxConfig(namespaces=namespaces))  # type: ignore[arg-type]
     return dict(res.isolation) | {"status": res.status.value}
 
 
 # ----------------------------------------------------------------------- internals
+_TMP_PREFIX = "ragen-sandbox-"
+
+
 def _as_bytes(data: str | bytes) -> bytes:
     return data.encode("utf-8") if isinstance(data, str) else bytes(data)
 
@@ -273,21 +331,63 @@ def _kill_group(pgid: int) -> None:
         pass
 
 
+@functools.cache
+def _sweep_stale_dirs(tmp: str) -> None:
+    """Remove temporary directories of sandbox hosts that no longer run (once per process).
+
+    The launcher deletes the host's directory itself as soon as it has read the files
+    (namespaces), or at its end (fallback); a host and launcher killed together in the
+    fallback leave one, named after the host's pid, which the next host removes here.
+    """
+    try:
+        names = os.listdir(tmp)
+    except OSError:
+        return
+    for name in names:
+        head = name[len(_TMP_PREFIX):].split("-", 1)[0]
+        if not (name.startswith(_TMP_PREFIX) and head.isdigit()) or int(head) == os.getpid():
+            continue
+        try:
+            os.kill(int(head), 0)
+        except ProcessLookupError:
+            shutil.rmtree(os.path.join(tmp, name), ignore_errors=True)
+        except OSError:
+            pass
+
+
+def _memfd(name: str, data: bytes) -> int:
+    fd = os.memfd_create(name, 0)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
 def _run(spec: dict[str, Any], stdin: str | bytes, config: SandboxConfig,
-         files: Mapping[str, str | bytes]) -> SandboxResult:
+         files: Mapping[str, str | bytes], harness: str | None) -> SandboxResult:
     for name in files:
         if not name or "/" in name or name in (".", ".."):
             raise ValueError(f"file names must be plain names, got {name!r}")
-    base = tempfile.mkdtemp(prefix="ragen-sandbox-")
+    _sweep_stale_dirs(tempfile.gettempdir())
+    base = tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{os.getpid()}-")
     start = time.monotonic()
+    cgroup = None
+    if config.cgroup:
+        # L and C are in the group too (+2); a harnessed run has one more process (+1).
+        cgroup = _sandbox_cgroup.create(int(config.memory_mb) << 20,
+                                        int(config.max_processes) + 2 + (harness is not None))
     try:
-        return _run_in(base, spec, stdin, config, files, start)
+        return _run_in(base, spec, stdin, config, files, start, harness, cgroup)
     finally:
+        if cgroup is not None:
+            cgroup.destroy()
         shutil.rmtree(base, ignore_errors=True)
 
 
 def _run_in(base: str, spec: dict[str, Any], stdin: str | bytes, config: SandboxConfig,
-            files: Mapping[str, str | bytes], start: float) -> SandboxResult:
+            files: Mapping[str, str | bytes], start: float, harness: str | None,
+            cgroup: _sandbox_cgroup.RunCgroup | None) -> SandboxResult:
     work = os.path.join(base, "work")
     os.mkdir(work, 0o755)
     for name, content in files.items():
@@ -304,12 +404,25 @@ def _run_in(base: str, spec: dict[str, Any], stdin: str | bytes, config: Sandbox
             os.chown(path, uid, uid)
     status_r, status_w = os.pipe()
     pid_r, pid_w = os.pipe()
+    own_fds = [status_r, status_w, pid_r, pid_w]
+    child_fds = [status_w, pid_w]
+    harness_fd = verdict_r = verdict_w = None
+    if harness is not None:
+        harness_fd = _memfd("ragen-harness", harness.encode("utf-8"))
+        verdict_r, verdict_w = os.pipe()
+        own_fds += [harness_fd, verdict_r, verdict_w]
+        child_fds += [harness_fd, verdict_w]
     cfg = {
         "mode": spec["mode"], "argv": spec.get("argv"), "status_fd": status_w, "pid_fd": pid_w,
-        "cpu_time_s": config.cpu_time_s, "memory_mb": config.memory_mb,
+        "harness_fd": harness_fd, "verdict_fd": verdict_w,
+        "cpu_time_s": config.cpu_time_s, "wall_time_s": config.wall_time_s, "memory_mb": config.memory_mb,
         "file_size_mb": config.file_size_mb, "max_processes": config.max_processes,
+        "max_processes_without_cgroup": config.max_processes_without_cgroup,
         "tmp_size_mb": config.tmp_size_mb, "namespaces": config.namespaces,
-        "run_as_uid": uid if root else None,
+        "run_as_uid": uid if root else None, "host_pid": os.getpid(), "base": base,
+        "visible_paths": list(config.visible_paths),
+        "cgroup_procs": cgroup.procs_files if cgroup is not None else [],
+        "cgroup_kind": cgroup.kind if cgroup is not None else None,
     }
     python = config.python or sys.executable
     flags = ["-I"] if config.site_packages else ["-I", "-S"]
@@ -319,16 +432,16 @@ def _run_in(base: str, spec: dict[str, Any], stdin: str | bytes, config: Sandbox
             proc = subprocess.Popen(
                 [python, *flags, "-c", _BOOT, marshal.dumps(cfg).hex()],
                 cwd=work, env=env, stdin=stdin_fh, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                pass_fds=(status_w, pid_w), start_new_session=True, close_fds=True,
+                pass_fds=tuple(child_fds), start_new_session=True, close_fds=True,
             )
     except OSError as exc:
-        for fd in (status_r, status_w, pid_r, pid_w):
+        for fd in own_fds:
             os.close(fd)
         return _error_result(f"could not start the launcher: {exc}", start)
-    os.close(status_w)
-    os.close(pid_w)
+    for fd in child_fds:
+        os.close(fd)
     try:
-        return _supervise(proc, status_r, pid_r, config, start)
+        return _supervise(proc, status_r, pid_r, verdict_r, config, start, cgroup)
     except BaseException:
         _kill_group(proc.pid)  # e.g. KeyboardInterrupt while waiting: leave nothing running
         try:
@@ -338,26 +451,44 @@ def _run_in(base: str, spec: dict[str, Any], stdin: str | bytes, config: Sandbox
         proc.returncode = -9
         raise
     finally:
-        os.close(status_r)
-        os.close(pid_r)
+        for fd in (status_r, pid_r, verdict_r):
+            if fd is not None:
+                os.close(fd)
         for stream in (proc.stdout, proc.stderr):
             if stream is not None:
                 stream.close()
 
 
-def _supervise(proc: subprocess.Popen, status_r: int, pid_r: int, config: SandboxConfig,
-               start: float) -> SandboxResult:
+#: Largest verdict the host keeps (bytes); past it the rest is dropped.
+_MAX_VERDICT = 16 << 20
+
+
+def _decode_verdict(buf: bytearray) -> tuple[Any, ...]:
+    """The harness's ``report`` values, one encoded literal per line (bad lines dropped)."""
+    values = []
+    for line in bytes(buf).decode("utf-8", errors="replace").split("\n"):
+        if line:
+            try:
+                values.append(_sandbox_launcher.decode_value(line))
+            except ValueError:
+                continue
+    return tuple(values)
+
+
+def _supervise(proc: subprocess.Popen, status_r: int, pid_r: int, verdict_r: int | None, config: SandboxConfig,
+               start: float, cgroup: _sandbox_cgroup.RunCgroup | None) -> SandboxResult:
     cap = int(config.max_output_bytes)
     out = {"stdout": bytearray(), "stderr": bytearray()}
     truncated = {"stdout": False, "stderr": False}
-    status_buf = bytearray()
-    pid_buf = bytearray()
+    bufs = {"status": bytearray(), "pid": bytearray(), "verdict": bytearray()}
     sel = selectors.DefaultSelector()
     assert proc.stdout is not None and proc.stderr is not None
     sel.register(proc.stdout, selectors.EVENT_READ, "stdout")
     sel.register(proc.stderr, selectors.EVENT_READ, "stderr")
     sel.register(status_r, selectors.EVENT_READ, "status")
     sel.register(pid_r, selectors.EVENT_READ, "pid")
+    if verdict_r is not None:
+        sel.register(verdict_r, selectors.EVENT_READ, "verdict")
     deadline = start + float(config.wall_time_s)
     killed_for: str | None = None
     # Once the report has arrived the program has ended; processes it left holding the
@@ -372,7 +503,7 @@ def _supervise(proc: subprocess.Popen, status_r: int, pid_r: int, config: Sandbo
         if now >= drain_until:
             break
         for key, _ in sel.select(timeout=min(deadline, drain_until) - now):
-            if not _read_into(key, sel, out, truncated, status_buf, pid_buf, cap):
+            if not _read_into(key, sel, out, truncated, bufs, cap):
                 continue
             if key.data == "status" and drain_until == float("inf"):
                 drain_until = time.monotonic() + 0.25
@@ -385,7 +516,7 @@ def _supervise(proc: subprocess.Popen, status_r: int, pid_r: int, config: Sandbo
     # reaped the orphans).  A run that must stop is ended by killing C's process group,
     # not L, so that L still reaps C and leaves no orphan; L itself is killed only if it
     # lingers.
-    child = int(pid_buf) if pid_buf.strip().isdigit() else None
+    child = int(bufs["pid"]) if bufs["pid"].strip().isdigit() else None
     if killed_for is not None:
         _kill_group(child if child is not None else proc.pid)
     waited = _wait_for(proc.pid, 1.0 if killed_for is None else 2.0)
@@ -398,20 +529,28 @@ def _supervise(proc: subprocess.Popen, status_r: int, pid_r: int, config: Sandbo
     final = time.monotonic() + 0.2
     while sel.get_map() and time.monotonic() < final:
         for key, _ in sel.select(timeout=max(0.0, final - time.monotonic())):
-            _read_into(key, sel, out, truncated, status_buf, pid_buf, cap)
+            _read_into(key, sel, out, truncated, bufs, cap)
     sel.close()
     _, wait_status, usage = waited if waited is not None else os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(wait_status)
     wall = time.monotonic() - start
-    report = _parse_report(status_buf)
+    report = _parse_report(bufs["status"])
     stdout = out["stdout"].decode("utf-8", errors="replace")
     stderr = out["stderr"].decode("utf-8", errors="replace")
     cpu = float(report.get("cpu_time_s", usage.ru_utime + usage.ru_stime))
     iso = report.get("isolation", {})
+    peak, oom_kills = cgroup.stats() if cgroup is not None else (None, 0)
     common = dict(stdout=stdout, stderr=stderr, stdout_truncated=truncated["stdout"],
-                  stderr_truncated=truncated["stderr"], wall_time_s=wall, cpu_time_s=cpu, isolation=iso)
+                  stderr_truncated=truncated["stderr"], wall_time_s=wall, cpu_time_s=cpu, isolation=iso,
+                  verdict=_decode_verdict(bufs["verdict"]),
+                  memory_peak_mb=None if peak is None else peak / (1 << 20))
     if killed_for == "output":
         return SandboxResult(SandboxStatus.OUTPUT_LIMIT, None, signal.SIGKILL, detail="output", **common)
+    if oom_kills:
+        # The cgroup's limit for the whole run was hit: the kernel killed a process of it.
+        code, sig = report.get("exit_code"), report.get("signal")
+        return SandboxResult(SandboxStatus.MEMORY_LIMIT, code, sig,
+                             detail=f"cgroup memory limit: {oom_kills} process(es) OOM-killed", **common)
     if not report:
         if killed_for == "wall":
             return SandboxResult(SandboxStatus.TIMEOUT, None, signal.SIGKILL, detail="wall", **common)
@@ -459,7 +598,7 @@ def _wait_for(pid: int, timeout: float) -> tuple[int, int, Any] | None:
 
 
 def _read_into(key: selectors.SelectorKey, sel: selectors.BaseSelector, out: dict[str, bytearray],
-               truncated: dict[str, bool], status_buf: bytearray, pid_buf: bytearray, cap: int) -> bool:
+               truncated: dict[str, bool], bufs: dict[str, bytearray], cap: int) -> bool:
     """Read one chunk from a ready pipe; unregister it at EOF.  Returns False at EOF."""
     fd = key.fd
     try:
@@ -469,12 +608,11 @@ def _read_into(key: selectors.SelectorKey, sel: selectors.BaseSelector, out: dic
     if not chunk:
         sel.unregister(key.fileobj)
         return False
-    if key.data == "status":
-        if len(status_buf) <= _MAX_REPORT:
-            status_buf += chunk
-        return True
-    if key.data == "pid":
-        pid_buf += chunk
+    if key.data in bufs:
+        buf = bufs[key.data]
+        limit = _MAX_VERDICT if key.data == "verdict" else _MAX_REPORT
+        if len(buf) <= limit:
+            buf += chunk
         return True
     buf = out[key.data]
     room = cap - len(buf)

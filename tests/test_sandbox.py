@@ -62,13 +62,8 @@ def _processes_in_sessions(sessions: set[int]) -> set[int]:
     return found
 
 
-@pytest.fixture
-def host_unharmed(monkeypatch: pytest.MonkeyPatch):
-    """After the test: no process of its sandbox runs left, this process fine, a new run works.
-
-    The launchers this test starts are recorded (each is the leader of a new session);
-    processes of other test sessions running at the same time are not counted.
-    """
+def record_sessions(monkeypatch: pytest.MonkeyPatch) -> set[int]:
+    """The set (filled as they start) of the sandbox launchers' pids, each a session id."""
     sessions: set[int] = set()
     real_popen = sb.subprocess.Popen
 
@@ -78,6 +73,17 @@ def host_unharmed(monkeypatch: pytest.MonkeyPatch):
             sessions.add(self.pid)
 
     monkeypatch.setattr(sb.subprocess, "Popen", RecordingPopen)
+    return sessions
+
+
+@pytest.fixture
+def host_unharmed(monkeypatch: pytest.MonkeyPatch):
+    """After the test: no process of its sandbox runs left, this process fine, a new run works.
+
+    The launchers this test starts are recorded (each is the leader of a new session);
+    processes of other test sessions running at the same time are not counted.
+    """
+    sessions = record_sessions(monkeypatch)
     pid = os.getpid()
     yield
     deadline = time.monotonic() + 5

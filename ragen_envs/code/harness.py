@@ -1,22 +1,29 @@
-"""Programs that run a candidate solution against one test (spec: ``docs/envs/deepcoder.md``).
+"""Harnesses that judge a candidate solution from outside it (spec: ``docs/envs/deepcoder.md``).
 
-* stdin/stdout tests run the candidate as it is.
-* :func:`call_program` appends a driver that calls the function (or the method of
-  ``class Solution`` when the candidate defines one, as LeetCode-style starter code
-  does) with JSON arguments and prints the JSON-encoded result on a marker line.
-* :func:`check_program` appends HumanEval test code in which every ``assert`` of
-  ``check`` is rewritten (AST transform) to record its own outcome and go on, so that a
-  problem's score is the share of its asserts that hold, and prints one marker line per
-  evaluated assert (an assert of a constant, like HumanEval's ``assert True, "..."``
-  debugging lines, is left alone and not counted).  An assert that raises (including ``SystemExit`` from the
-  candidate) fails; asserts never reached (an exception outside an assert, a timeout)
-  count as failed.
+A harness is trusted Python source run by :func:`ragen_envs.sandbox.run_python` next to
+the candidate, not inside it: the candidate runs as ``__main__`` in its own process,
+the harness in another process of the same sandbox, calling the candidate's functions
+through proxies (plain-data arguments in, plain-data results out) and sending its
+findings with ``report(value)`` over a channel the candidate has no descriptor for.
+Nothing the candidate prints, and no object it returns (a result that is not plain
+data is compared by its ``repr`` text; a result whose ``==`` lies cannot exist on the
+harness side), can become a verdict.
 
-Marker lines start with :data:`MARKER`; the judge ignores everything else the candidate
-prints.  Limitation (documented on the spec page): the candidate runs in the same
-process as the driver, as in HumanEval's own harness, so a program written to forge
-marker lines can fake a call/check result; stdin/stdout tests are judged outside the
-process and cannot be forged that way.
+* stdin/stdout tests need no harness: the candidate runs as it is and its output is
+  compared on the host.
+* :func:`call_harness` calls the function (or the method of a fresh ``Solution()``
+  when the candidate defines that class, as LeetCode-style starter code does) and
+  reports ``("value", result)``, ``("repr", text)`` for a result that is not plain
+  data, or ``("raise", "Type: message")``.
+* :func:`check_harness` runs HumanEval test code in which every ``assert`` of ``check``
+  is rewritten (AST transform) to record its own outcome and go on, so that a
+  problem's score is the share of its asserts that hold, and reports one
+  ``(index, passed, detail)`` per evaluated assert (an assert of a constant, like
+  HumanEval's ``assert True, "..."`` debugging lines, is left alone and not counted).
+  An assert that raises (including ``SystemExit`` from the candidate) fails; asserts
+  never reached (the candidate failed to load, a timeout) count as failed.  Names the
+  test code uses but does not define (the entry point, helpers of the prompt such as
+  ``poly``) are the candidate's.
 """
 
 from __future__ import annotations
@@ -25,39 +32,25 @@ import ast
 import math
 from typing import Any
 
-__all__ = ["MARKER", "call_program", "check_program", "count_asserts", "py_literal"]
+__all__ = ["call_harness", "check_harness", "count_asserts", "py_literal"]
 
-#: Prefix of the result lines the drivers print (ASCII record separator + tag).
-MARKER = "\x1eRAGEN-RESULT "
-
-_CALL_DRIVER = '''
-
-def __ragen_call():
-    import sys as _sys
-    _args = {args}
-    _fn_name = {fn!r}
-    _cls = globals().get("Solution")
-    if isinstance(_cls, type) and hasattr(_cls, _fn_name):
-        _fn = getattr(_cls(), _fn_name)
+_CALL_HARNESS = """
+try:
+    __ragen_result = program({fn!r}, prefer_method=True)(*{args})
+except ProgramError as __ragen_e:
+    report(("raise", str(__ragen_e)))
+else:
+    if isinstance(__ragen_result, Unserializable):
+        report(("repr", __ragen_result.text))
     else:
-        _fn = globals()[_fn_name]
-    _result = _fn(*_args)
-    _sys.stdout.flush()
-    _sys.stdout.write("\\n" + {marker!r} + repr(_result) + "\\n")
-    _sys.stdout.flush()
+        report(("value", __ragen_result))
+"""
 
-__ragen_call()
-'''
-
-_CHECK_PRELUDE = '''
-
+_CHECK_PRELUDE = """
 def __ragen_record(_idx, _ok, _detail):
-    import sys as _sys
-    _sys.stdout.flush()
-    _sys.stdout.write("\\n" + {marker!r} + str(_idx) + (" 1 " if _ok else " 0 ") + repr(str(_detail)[:300]) + "\\n")
-    _sys.stdout.flush()
+    report((_idx, _ok is True, str(_detail)[:300]))
 
-'''
+"""
 
 
 def py_literal(value: Any) -> str:
@@ -135,32 +128,30 @@ def count_asserts(test_code: str) -> int:
     return _rewrite_check(test_code)[1]
 
 
-def check_program(candidate: str, test_code: str, entry_point: str) -> tuple[str, int]:
-    """Program running HumanEval-style ``test_code`` against ``candidate``.
+def check_harness(test_code: str, entry_point: str) -> tuple[str, int]:
+    """Harness running HumanEval-style ``test_code`` against the candidate's ``entry_point``.
 
     Returns:
-        ``(program, n_asserts)``; the program prints ``MARKER <index> <1|0> <repr(detail)>``
-        once per evaluated assert.
+        ``(harness, n_asserts)``; the harness reports ``(index, passed, detail)`` once
+        per evaluated assert.
 
     Raises:
         SyntaxError: ``test_code`` does not parse (a data error, not the candidate's).
     """
     rewritten, n = _rewrite_check(test_code)
     driver = (
-        "\n\ndef __ragen_main():\n"
-        f"    check({entry_point})\n\n"
-        "try:\n    __ragen_main()\nexcept BaseException as __ragen_e:\n"
+        "\n\ntry:\n"
+        f"    check({entry_point})\n"
+        "except BaseException as __ragen_e:\n"
         "    import sys as __ragen_sys\n"
         "    __ragen_sys.stderr.write('check stopped: ' + repr(__ragen_e)[:300] + '\\n')\n"
     )
-    program = candidate + _CHECK_PRELUDE.format(marker=MARKER) + rewritten + driver
-    return program, n
+    return _CHECK_PRELUDE + rewritten + driver, n
 
 
-def call_program(candidate: str, fn_name: str, args: tuple[Any, ...] | list[Any]) -> str:
-    """Program calling ``fn_name(*args)`` after ``candidate`` and printing the JSON result.
+def call_harness(fn_name: str, args: tuple[Any, ...] | list[Any]) -> str:
+    """Harness calling the candidate's ``fn_name(*args)`` (JSON arguments) and reporting the result.
 
-    The result line is ``MARKER + repr(result)``; the judge reads it back with
-    ``ast.literal_eval`` (a result that is not a literal is compared by its ``repr``).
+    Reports one ``("value", result)``, ``("repr", text)`` or ``("raise", "Type: message")``.
     """
-    return candidate + _CALL_DRIVER.format(args=py_literal(list(args)), fn=fn_name, marker=MARKER)
+    return _CALL_HARNESS.format(args=py_literal(list(args)), fn=fn_name)

@@ -1,7 +1,9 @@
 """Run a candidate program against a problem's tests in the sandbox and score it.
 
 Spec: ``docs/envs/deepcoder.md``.  Every program runs through :mod:`ragen_envs.sandbox`
-(one sandboxed process per stdin/stdout or call test; one per HumanEval ``check``).
+(one sandboxed run per stdin/stdout or call test; one per HumanEval ``check``).  Call and
+``check`` tests are judged by a harness outside the candidate (:mod:`.harness`): the
+verdict comes back on a channel the candidate cannot write to, as plain data.
 
 **Code extraction** (:func:`extract_code`): the last fenced block labelled ``python``,
 ``py``, ``python3`` or unlabelled (``` fences are optional); if there is only a block
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..sandbox import SandboxConfig, SandboxResult, SandboxStatus, run_python
-from .harness import MARKER, call_program, check_program
+from .harness import call_harness, check_harness
 from .problems import CallTest, CheckTest, CodeProblem, StdioTest
 
 __all__ = ["JudgeReport", "SandboxFailure", "TestOutcome", "extract_code", "judge", "outputs_match", "reference_passes", "tests_count",
@@ -228,21 +230,24 @@ def _run_stdio(code: str, test: StdioTest, index: int, cfg: SandboxConfig, tol: 
                        f"{head}\nYour program failed: {_status_text(res, n)}")
 
 
-def _marker_lines(stdout: str) -> list[str]:
-    return [line[len(MARKER):] for line in stdout.split("\n") if line.startswith(MARKER)]
+def _show(value: Any) -> str:
+    """``repr`` for feedback; never raises (e.g. an int too long to print in decimal)."""
+    try:
+        return repr(value)
+    except Exception:  # noqa: BLE001 - ValueError (int digits), RecursionError, ...
+        return f"<{type(value).__name__} too large to show>"
 
 
 def _run_call(code: str, test: CallTest, index: int, cfg: SandboxConfig, tol: float, n: int) -> TestOutcome:
-    res = _check_sandbox(run_python(call_program(code, test.fn_name, test.args), config=cfg))
-    args = ", ".join(repr(a) for a in test.args)
-    head = f"Call: {test.fn_name}({_cut(args, n)})\nExpected: {_cut(repr(test.expected), n)}"
-    lines = _marker_lines(res.stdout)
-    if res.status is SandboxStatus.OK and lines:
-        text = lines[-1]
-        try:
-            got = ast.literal_eval(text)
-        except Exception:  # noqa: BLE001 - not a literal: compare the repr text
-            got = text
+    res = _check_sandbox(run_python(code, config=cfg, harness=call_harness(test.fn_name, test.args)))
+    args = ", ".join(_show(a) for a in test.args)
+    head = f"Call: {test.fn_name}({_cut(args, n)})\nExpected: {_cut(_show(test.expected), n)}"
+    verdict = [v for v in res.verdict if type(v) is tuple and len(v) == 2 and v[0] in ("value", "repr", "raise")]
+    if res.status is SandboxStatus.OK and verdict:
+        kind, got = verdict[-1]
+        if kind == "raise":
+            return TestOutcome(index, False, "runtime_error", f"{head}\nYour code failed: runtime error: {_cut(str(got), n)}")
+        text = got if kind == "repr" else _show(got)
         ok = values_match(got, test.expected, tol)
         if not ok and test.accept_wrapped and isinstance(test.expected, list) and len(test.expected) == 1:
             ok = values_match(got, test.expected[0], tol)
@@ -254,20 +259,15 @@ def _run_call(code: str, test: CallTest, index: int, cfg: SandboxConfig, tol: fl
 
 
 def _run_check(code: str, test: CheckTest, first_index: int, cfg: SandboxConfig, n: int) -> list[TestOutcome]:
-    program, count = check_program(code, test.code, test.entry_point)
-    res = _check_sandbox(run_python(program, config=cfg))
+    harness, count = check_harness(test.code, test.entry_point)
+    res = _check_sandbox(run_python(code, config=cfg, harness=harness))
     state: dict[int, tuple[bool, str]] = {}
-    for line in _marker_lines(res.stdout):
-        parts = line.split(" ", 2)
-        if len(parts) != 3 or not parts[0].isdigit() or parts[1] not in ("0", "1"):
+    for entry in res.verdict:
+        if not (type(entry) is tuple and len(entry) == 3 and type(entry[0]) is int and type(entry[1]) is bool):
             continue
-        idx, ok = int(parts[0]), parts[1] == "1"
+        idx, ok, detail = entry
         if not 0 <= idx < count:
             continue
-        try:
-            detail = ast.literal_eval(parts[2])
-        except Exception:  # noqa: BLE001
-            detail = parts[2]
         prev = state.get(idx)
         if prev is None or (prev[0] and not ok):
             state[idx] = (ok if prev is None else prev[0] and ok, str(detail))
