@@ -277,10 +277,13 @@ def _project_root() -> str:
 
 def _is_project_path(real: str, project: str) -> bool:
     """``real`` is the project tree, inside it, an ancestor of it, or another source checkout
-    of the project (a ``sys.path`` entry of an editable install)."""
+    of the project (a ``sys.path`` entry of an editable install).  A site-/dist-packages
+    directory never is, even inside the checkout (a ``.venv`` there): this project's packages
+    in it are hidden on their own (:func:`_hidden_package_dirs`)."""
+    if os.path.basename(real) in ("site-packages", "dist-packages"):
+        return False
     return (real == project or real.startswith(project + "/") or project.startswith(real.rstrip("/") + "/")
-            or (os.path.basename(real) not in ("site-packages", "dist-packages")
-                and os.path.isdir(os.path.join(real, "ragen_envs"))))
+            or os.path.isdir(os.path.join(real, "ragen_envs")))
 
 
 def _loaded_libraries() -> list[str]:
