@@ -31,7 +31,7 @@ SEARCHQA, WEBSHOP = "ragen/SearchQA-v0", "ragen/WebShop-v0"
 
 
 def test_index_build_searchqa(benchmark: Any) -> None:
-    from ragen_envs.search.retrieval import BM25Retriever, corpus_documents
+    from ragen_envs.envs.searchqa.retrieval import BM25Retriever, corpus_documents
 
     docs = corpus_documents("bundled:searchqa-countries-corpus")
     benchmark.group = "index build"
@@ -39,8 +39,8 @@ def test_index_build_searchqa(benchmark: Any) -> None:
 
 
 def test_index_build_webshop(benchmark: Any) -> None:
-    from ragen_envs.webshop import catalog
-    from ragen_envs.webshop.engine import Shop
+    from ragen_envs.envs.webshop import catalog
+    from ragen_envs.envs.webshop.engine import Shop
 
     def build() -> Shop:
         catalog.generate_catalog.cache_clear()

@@ -1,7 +1,7 @@
 """A small, deterministic wrapper around the ``bm25s`` library (Okapi BM25 ranking).
 
-Used by the SearchQA local retriever (:mod:`ragen_envs.search.retrieval`) and the WebShop
-search engine (:mod:`ragen_envs.webshop.engine`).  The ranking itself is ``bm25s``'s
+Used by the SearchQA local retriever (:mod:`ragen_envs.envs.searchqa.retrieval`) and the WebShop
+search engine (:mod:`ragen_envs.envs.webshop.engine`).  The ranking itself is ``bm25s``'s
 (Lù 2024, arXiv 2407.03618; default scoring variant ``"lucene"``, k1 = 1.5, b = 0.75);
 this module only fixes the parts that decide reproducibility:
 

@@ -1,6 +1,7 @@
 """Environment configuration: JSON-Schema validation with defaults and field-naming errors.
 
-Every environment has a config schema ``schemas/envs/<env>.config.schema.json``.  Its
+Every environment has a config schema ``envs/<env>.config`` (the file
+``ragen_envs/envs/<env>/config.schema.json``, see :mod:`ragen_envs.resources`).  Its
 top-level ``properties`` (directly or through a ``$ref`` into
 ``schemas/envs/common.config.schema.json``) carry a ``default`` each, so a config is
 complete once validated.
@@ -18,7 +19,7 @@ import jsonschema
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-from .resources import load_schema, schema_dir
+from .resources import all_schemas, load_schema
 
 
 class ConfigError(ValueError):
@@ -41,11 +42,10 @@ class ConfigError(ValueError):
 
 @functools.cache
 def _registry() -> Registry:
-    """Every schema under :func:`schema_dir`, keyed by relative path and by ``$id``."""
-    root = schema_dir()
+    """Every schema (:func:`ragen_envs.resources.all_schemas`: ``schemas/`` and the env
+    packages), keyed by name (``"envs/sokoban.config.schema.json"``) and by ``$id``."""
     resources = []
-    for path in sorted(root.rglob("*.schema.json")):
-        rel = path.relative_to(root).as_posix()
+    for rel in all_schemas():
         schema = load_schema(rel)
         resource = Resource.from_contents(schema, default_specification=DRAFT202012)
         resources.append((rel, resource))
@@ -69,7 +69,7 @@ def _strict(cls: type) -> type:
 
 @functools.cache
 def schema_validator(name: str) -> jsonschema.protocols.Validator:
-    """A cached validator for schema ``name`` (relative to ``schemas/``), with ``$ref``
+    """A cached validator for schema ``name`` (e.g. ``"episode"``, ``"envs/sokoban.info"``), with ``$ref``
     resolution across the env schemas.  Its ``number`` type refuses ``NaN`` and
     infinities (``"nan is not of type 'number'"``)."""
     return validator_for_schema(load_schema(name))
@@ -158,7 +158,8 @@ def _to_json(value: Any) -> Any:
 
 
 def validate_info(env: str, info: Mapping[str, Any]) -> None:
-    """Validate a step/reset ``info`` dict against ``schemas/envs/<env>.info.schema.json``.
+    """Validate a step/reset ``info`` dict against schema ``envs/<env>.info``
+    (``ragen_envs/envs/<env>/info.schema.json``).
 
     Raises:
         jsonschema.ValidationError: the info does not follow the env's info schema.

@@ -149,8 +149,8 @@ class TextEnv(gym.Env[str, str]):
 
     Class attributes to set in subclasses:
         env_key: the config/schema key, e.g. ``"sokoban"``; the config schema is
-            ``schemas/envs/<env_key>.config.schema.json`` and the info schema
-            ``schemas/envs/<env_key>.info.schema.json``.
+            ``ragen_envs/envs/<env_key>/config.schema.json`` and the info schema
+            ``ragen_envs/envs/<env_key>/info.schema.json``.
 
     Args:
         render_mode: ``None`` or ``"ansi"`` (``render()`` returns the observation).
@@ -219,6 +219,16 @@ class TextEnv(gym.Env[str, str]):
         the episode is over or the oracle has nothing to add.
         """
         raise NotImplementedError(f"{type(self).__name__} has no oracle")
+
+    def optimal_return(self) -> float | None:
+        """The maximum return of the current instance from its start state, or ``None``
+        when the env does not state one (this default; e.g. Bandit, whose reward is a draw).
+
+        An env that states it must have an oracle that earns exactly it on every instance
+        (unless the env sets ``oracle_is_exact = False``): the generic sweep
+        (``tests/envs/test_env_api.py``) checks that for every registered id.
+        """
+        return None
 
     def sample_action(self, rng: np.random.Generator) -> str:
         """A uniformly random *well-formed* action (the random baseline).
@@ -398,7 +408,7 @@ def raw_uniform(rng: np.random.Generator) -> Callable[[], int] | None:
     returns that same ``next64``, advancing the same state.  With
     :func:`raw_threshold`, ``raw() < raw_threshold(p)`` is therefore exactly the event
     ``rng.random() < p`` and leaves the generator where ``rng.random()`` would have
-    (tested in ``tests/test_env_speed_paths.py``), at a third of the cost (no float
+    (tested in ``tests/envs/test_env_speed_paths.py``), at a third of the cost (no float
     conversion, no argument parsing).  Returns ``None`` for any other bit generator:
     use ``rng.random()`` then.
     """

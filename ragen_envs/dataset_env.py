@@ -24,9 +24,9 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from ..core import TextEnv
-from .loaders import DataSourceError
-from .splits import SplitTable, partition
+from .core import TextEnv
+from .data.loaders import DataSourceError
+from .data.splits import SplitTable, partition
 
 __all__ = ["DatasetEnv"]
 

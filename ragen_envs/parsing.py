@@ -6,7 +6,7 @@ A model answers each turn with::
 
 (or only ``<answer>…</answer>`` in answer-only mode).  :func:`parse_response` turns
 that text into a :class:`ParsedResponse`.  The rules (each one a test in
-``tests/test_parsing.py``; the spec is ``docs/envs/README.md`` section "Answer format"):
+``tests/envs/test_parsing.py``; the spec is ``docs/envs/README.md`` section "Answer format"):
 
 1. Only the model's response is parsed, never the prompt.
 2. Tags are lowercase and exact: ``<think>``, ``</think>``, ``<answer>``, ``</answer>``.
@@ -30,7 +30,7 @@ The parser never raises on any ``str`` input and runs in time linear in its leng
 one left-to-right regular-expression scan for the four tags (no backtracking: the
 pattern has no repetition), then slicing, ``strip`` and ``split`` over the text, so a
 1 MiB flood of tags or separators parses in milliseconds
-(``tests/test_long_actions.py``).  It has no length cap of its own; each action it
+(``tests/envs/test_long_actions.py``).  It has no length cap of its own; each action it
 returns meets the env's cap when stepped: an action longer than
 ``ragen_envs.core.MAX_ACTION_LENGTH`` (65,536 characters) is an invalid action, with the
 env's format penalty, never an exception (``docs/envs/README.md``, "Action length cap").

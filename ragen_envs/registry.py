@@ -7,7 +7,7 @@ Every environment is registered with :func:`gymnasium.register` under
 :func:`make` work; :func:`make` adds a friendlier error for unknown ids.
 
 A change to what a seed produces bumps the version of every affected id (golden
-tests in ``tests/test_golden.py`` pin seed -> first observation).
+tests in ``tests/envs/test_golden.py`` pin seed -> first observation).
 """
 
 from __future__ import annotations

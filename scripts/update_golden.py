@@ -3,7 +3,7 @@
 
 For each id of ``ragen_envs.list_envs()`` the file holds the id's version and the
 SHA-256 (of the UTF-8 bytes) of the observation returned by ``reset(seed=s)`` for
-``s = 0..9`` with the id's default config.  ``tests/test_golden.py`` compares against it,
+``s = 0..9`` with the id's default config.  ``tests/envs/test_golden.py`` compares against it,
 so any change to what a seed produces is caught; such a change needs a new version of
 the id (DESIGN.md "Environments": a change to what a seed produces bumps the version).
 

@@ -208,6 +208,6 @@ def test_oracle_backend_succeeds_on_every_procedural_preset(env_id: str) -> None
         assert rate == 1.0, [r.status for r in records]
     else:
         # Slippery ice: no policy can guarantee success; the oracle is the optimal policy
-        # (tests/test_frozenlake.py checks its success rate against value iteration).
+        # (tests/envs/test_frozenlake.py checks its success rate against value iteration).
         assert all(r.status in ("success", "failure", "step_limit", "turn_limit") for r in records)
         assert rate > 0

@@ -31,13 +31,16 @@ import pytest
 import ragen_envs
 from ragen_envs.baselines import oracle_policy, run_episode
 
-from .conftest import ALL_IDS
+from .envs.conftest import ALL_IDS
 
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
-_ENV_SCHEMAS = sorted(p.name for p in (REPO / "schemas" / "envs").glob("*.json"))
-_ALL_SCHEMAS = sorted(p.relative_to(REPO / "schemas").as_posix() for p in (REPO / "schemas").rglob("*.json"))
+# The wheels copy schemas/ (ragen-envs: schemas/envs/ only) file for file: the shared schemas
+# and the folder's README; each env's own schemas travel in its package.
+_ENV_SCHEMAS = sorted(p.name for p in (REPO / "schemas" / "envs").iterdir() if p.is_file())
+_ENV_KEYS = sorted({e.env_key for e in ragen_envs.list_envs()})
+_ALL_SCHEMAS = sorted(p.relative_to(REPO / "schemas").as_posix() for p in (REPO / "schemas").rglob("*") if p.is_file())
 
 
 def _run(cmd: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
@@ -115,10 +118,12 @@ def test_ragen_envs_wheel_holds_only_ragen_envs_and_env_schemas(envs_wheel: Path
                       if n.startswith("ragen_envs/schemas/envs/"))
     assert packaged == _ENV_SCHEMAS
     assert not [n for n in names if n.startswith("ragen_envs/schemas/") and not n.startswith("ragen_envs/schemas/envs/")]
-    # Every module of the source package is in the wheel.
-    sources = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "ragen_envs").rglob("*.py")
-                     if "__pycache__" not in p.parts)
+    # Every file of the source package is in the wheel: modules, each env package's config
+    # and info schemas (ragen_envs/envs/<key>/*.schema.json) and bundled data.
+    sources = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "ragen_envs").rglob("*")
+                     if p.is_file() and "__pycache__" not in p.parts)
     assert set(sources) <= set(names)
+    assert {f"ragen_envs/envs/{key}/{kind}.schema.json" for key in _ENV_KEYS for kind in ("config", "info")} <= set(names)
 
 
 def test_ragen_envs_wheel_requires_only_gymnasium_numpy_jsonschema(envs_wheel: Path) -> None:

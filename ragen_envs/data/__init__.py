@@ -1,10 +1,13 @@
 """The data layer shared by data-backed environments (spec: ``docs/envs/data.md``).
 
 * :mod:`.loaders` — local JSONL / JSON / parquet files, the Hugging Face hub, source specs;
-* :mod:`.bundled` — small splits shipped with the package, each with provenance;
+* :mod:`.bundled` — the registry of small splits shipped in the env packages
+  (``ragen_envs/envs/<key>/bundled/``), each with provenance;
 * :mod:`.splits` — train / validation / test assignment, disjoint by construction;
-* :mod:`.env` — :class:`DatasetEnv`, the base class with the seed semantics;
 * :mod:`.attempts` — multi-attempt scoring.
+
+The base class of data-backed environments, with the seed semantics, is
+:class:`ragen_envs.dataset_env.DatasetEnv`.
 
 Importing this package imports no optional dependency (``pyarrow`` and ``datasets``
 are imported only by the functions that need them).

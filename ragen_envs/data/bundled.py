@@ -1,13 +1,15 @@
 """Small data splits shipped inside ``ragen_envs`` (package data), each with provenance.
 
-Every bundled data file ``ragen_envs/data/bundled/<file>`` has a sidecar
-``<name>.provenance.json`` (validated against ``schemas/data/provenance.schema.json``)
-that names the data set, its file, where it came from (``source``, ``source_url``), its
-licence (an SPDX id from :data:`PERMISSIVE_LICENSES`), the copyright holder, the
-licence text file when the licence requires shipping it, how the file was made
-(``created_by``), its record count and its SHA-256.  The registry is the set of
-sidecars: :func:`list_bundled` reads them, so adding a data set means adding a file and
-its sidecar (``python -m ragen_envs.data.build_bundled`` rebuilds ours).
+Each data-backed environment keeps its bundled files in its own package, in
+``ragen_envs/envs/<key>/bundled/`` (:data:`BUNDLED_GLOB`).  Every bundled data file
+``<file>`` has a sidecar ``<name>.provenance.json`` beside it (validated against
+``schemas/data/provenance.schema.json``) that names the data set, its file, where it
+came from (``source``, ``source_url``), its licence (an SPDX id from
+:data:`PERMISSIVE_LICENSES`), the copyright holder, the licence text file when the
+licence requires shipping it, how the file was made (``created_by``), its record count
+and its SHA-256.  The registry is the set of sidecars: :func:`list_bundled` reads them,
+so adding a data set means adding a file and its sidecar to the env's ``bundled/``
+folder (``scripts/build_bundled.py`` rebuilds ours).
 
 Load one with ``load_source("bundled:<name>")`` or :func:`load_bundled`.
 """
@@ -23,10 +25,13 @@ from typing import Any
 
 from .loaders import read_records
 
-__all__ = ["BUNDLED_DIR", "PERMISSIVE_LICENSES", "BundledDataset", "bundled_info", "list_bundled", "load_bundled"]
+__all__ = ["BUNDLED_GLOB", "PERMISSIVE_LICENSES", "BundledDataset", "bundled_dir", "bundled_dirs", "bundled_info",
+           "list_bundled", "load_bundled"]
 
-#: The folder with the bundled files and their sidecars.
-BUNDLED_DIR = Path(__file__).resolve().parent / "bundled"
+_ENVS_DIR = Path(__file__).resolve().parents[1] / "envs"
+
+#: Where bundled files and their sidecars live, relative to ``ragen_envs/envs/``.
+BUNDLED_GLOB = "*/bundled"
 
 #: Licences a bundled file may carry (SPDX ids).
 PERMISSIVE_LICENSES = frozenset({"MIT", "Apache-2.0", "BSD-2-Clause", "BSD-3-Clause", "CC0-1.0", "CC-BY-4.0"})
@@ -38,7 +43,7 @@ class BundledDataset:
 
     Attributes:
         name: the name used in ``bundled:<name>``.
-        file: the data file, relative to :data:`BUNDLED_DIR`.
+        file: the data file, relative to :attr:`folder`.
         format: the record format (e.g. ``"metamathqa"``, ``"gsm8k"``, ``"humaneval"``).
         description: one line.
         source / source_url: where the data comes from.
@@ -48,6 +53,8 @@ class BundledDataset:
         created_by: the command that produced the file.
         records: number of records.
         sha256: hex digest of the file.
+        folder: the ``bundled/`` folder holding the file and its sidecar (not a sidecar
+            field: where the sidecar was found).
     """
 
     name: str
@@ -62,23 +69,46 @@ class BundledDataset:
     created_by: str
     records: int
     sha256: str
+    folder: Path
 
     @property
     def path(self) -> Path:
         """Absolute path of the data file."""
-        return BUNDLED_DIR / self.file
+        return self.folder / self.file
+
+    @property
+    def sidecar(self) -> Path:
+        """Absolute path of the provenance sidecar."""
+        return self.folder / f"{self.name}.provenance.json"
+
+
+def bundled_dir(env_key: str) -> Path:
+    """The ``bundled/`` folder of env package ``env_key`` (``ragen_envs/envs/<key>/bundled``)."""
+    return _ENVS_DIR / env_key / "bundled"
+
+
+def bundled_dirs() -> list[Path]:
+    """The ``bundled/`` folders of the env packages, in name order."""
+    return sorted(p for p in _ENVS_DIR.glob(BUNDLED_GLOB) if p.is_dir())
 
 
 @functools.cache
 def list_bundled() -> dict[str, BundledDataset]:
-    """Every bundled data set by name (read from the ``*.provenance.json`` sidecars)."""
+    """Every bundled data set by name (read from the ``*.provenance.json`` sidecars).
+
+    Raises:
+        ValueError: two env packages bundle a data set of the same name.
+    """
     out: dict[str, BundledDataset] = {}
-    for sidecar in sorted(BUNDLED_DIR.glob("*.provenance.json")):
-        with open(sidecar, encoding="utf-8") as fh:
-            meta: dict[str, Any] = json.load(fh)
-        fields = {k: meta.get(k) for k in BundledDataset.__dataclass_fields__}
-        ds = BundledDataset(**fields)  # type: ignore[arg-type]
-        out[ds.name] = ds
+    for folder in bundled_dirs():
+        for sidecar in sorted(folder.glob("*.provenance.json")):
+            with open(sidecar, encoding="utf-8") as fh:
+                meta: dict[str, Any] = json.load(fh)
+            fields = {k: meta.get(k) for k in BundledDataset.__dataclass_fields__ if k != "folder"}
+            ds = BundledDataset(**fields, folder=folder)  # type: ignore[arg-type]
+            if ds.name in out:
+                raise ValueError(f"bundled data set {ds.name!r} is in both {out[ds.name].folder} and {folder}")
+            out[ds.name] = ds
     return out
 
 

@@ -22,7 +22,7 @@ Within a split, exact key duplicates are dropped (the first occurrence is kept),
 remaining items are ordered by a second keyed hash of their key (not by file order, so
 that a file sorted by difficulty or topic does not give seeds 0..k one kind of item).
 Item ``i`` of a split is then ``items[i % len(items)]`` (see
-:class:`ragen_envs.data.env.DatasetEnv`).
+:class:`ragen_envs.dataset_env.DatasetEnv`).
 """
 
 from __future__ import annotations

@@ -15,10 +15,7 @@ import pytest
 
 import ragen_envs
 from ragen_envs.config import schema_validator
-from ragen_envs.data import bundled as bundled_mod
-from ragen_envs.data.build_bundled import build
-from ragen_envs.data.env import DatasetEnv
-from ragen_envs.data.bundled import PERMISSIVE_LICENSES, file_sha256, list_bundled, load_bundled
+from ragen_envs.data.bundled import PERMISSIVE_LICENSES, bundled_dirs, file_sha256, list_bundled, load_bundled
 from ragen_envs.data.loaders import (
     SOURCE_SPLIT_KEY,
     DataSourceError,
@@ -29,7 +26,11 @@ from ragen_envs.data.loaders import (
     read_records,
 )
 from ragen_envs.data.splits import LeakageError, assert_disjoint, canonical_key, normalize_text, partition
+from ragen_envs.dataset_env import DatasetEnv
 from ragen_envs.seeding import instance_split
+
+from .conftest import REPO, load_script
+
 
 def _is_dataset_env(entry: ragen_envs.EnvEntry) -> bool:
     module, _, cls = entry.entry_point.partition(":")
@@ -114,7 +115,7 @@ def test_missing_extra_messages_name_only_extras_that_exist() -> None:
     defined by the full project; the message names both distributions for those."""
     import tomllib
 
-    root = Path(__file__).resolve().parent.parent
+    root = REPO
     envs = tomllib.loads((root / "packaging/ragen-envs/pyproject.toml").read_text())["project"]["optional-dependencies"]
     full = tomllib.loads((root / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert ENVS_EXTRAS == set(envs) and ENVS_EXTRAS <= set(full)
@@ -169,39 +170,39 @@ def test_bundled_registry_lists_our_sets() -> None:
 @pytest.mark.parametrize("name", sorted(list_bundled()))
 def test_every_bundled_file_has_valid_provenance(name: str) -> None:
     info = list_bundled()[name]
-    sidecar = json.loads((bundled_mod.BUNDLED_DIR / f"{name}.provenance.json").read_text())
+    sidecar = json.loads(info.sidecar.read_text())
     schema_validator("data/provenance").validate(sidecar)
     assert info.license in PERMISSIVE_LICENSES
     assert info.path.is_file() and file_sha256(info.path) == info.sha256
     assert len(load_bundled(name)) == info.records
     if info.license_file:
-        text = (bundled_mod.BUNDLED_DIR / info.license_file).read_text()
+        text = (info.folder / info.license_file).read_text()
         assert "Permission is hereby granted" in text  # the MIT grant is shipped with the data
 
 
 def test_humaneval_copy_is_the_mit_licensed_openai_file() -> None:
     info = list_bundled()["humaneval"]
     assert info.license == "MIT" and "OpenAI" in info.copyright and info.records == 164
-    text = (bundled_mod.BUNDLED_DIR / "humaneval.LICENSE.txt").read_text()
+    text = (info.folder / "humaneval.LICENSE.txt").read_text()
     assert "MIT License" in text and "OpenAI" in text
 
 
 def test_provenance_schema_rejects_a_non_permissive_licence() -> None:
-    sidecar = json.loads((bundled_mod.BUNDLED_DIR / "humaneval.provenance.json").read_text())
+    sidecar = json.loads(list_bundled()["humaneval"].sidecar.read_text())
     sidecar["license"] = "CC-BY-NC-4.0"
     with pytest.raises(jsonschema.ValidationError):
         schema_validator("data/provenance").validate(sidecar)
 
 
 def test_bundled_files_are_reproducible() -> None:
-    assert build(check=True) == []
+    assert load_script("build_bundled").build(check=True) == []
 
 
 def test_every_package_data_file_is_accounted_for() -> None:
-    names = {p.name for p in bundled_mod.BUNDLED_DIR.iterdir()}
+    names = {p for folder in bundled_dirs() for p in folder.iterdir()}
     covered = set()
     for info in list_bundled().values():
-        covered |= {info.file, f"{info.name}.provenance.json"} | ({info.license_file} if info.license_file else set())
+        covered |= {info.path, info.sidecar} | ({info.folder / info.license_file} if info.license_file else set())
     assert names == covered
 
 

@@ -13,10 +13,10 @@ import pytest
 
 import ragen_envs
 from ragen_envs.baselines import oracle_policy, run_episode
-from ragen_envs.code.harness import count_asserts, py_literal
-from ragen_envs.code.judge import extract_code, judge, outputs_match, reference_passes, values_match
-from ragen_envs.code.judge import tests_count as count_tests
-from ragen_envs.code.problems import (
+from ragen_envs.envs.deepcoder.harness import count_asserts, py_literal
+from ragen_envs.envs.deepcoder.judge import extract_code, judge, outputs_match, reference_passes, values_match
+from ragen_envs.envs.deepcoder.judge import tests_count as count_tests
+from ragen_envs.envs.deepcoder.problems import (
     FORMATS,
     CallTest,
     CheckTest,

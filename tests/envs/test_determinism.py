@@ -16,7 +16,6 @@ import os
 import random
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,16 +24,15 @@ import pytest
 import ragen_envs
 from ragen_envs.baselines import EpisodeResult, make_random_policy, oracle_policy, run_episode
 
-from .conftest import ALL_IDS
+from .conftest import ALL_IDS, REPO
 
-REPO = Path(__file__).resolve().parents[1]
 SEEDS = (0, 1, 2)
 
 #: Runs the episodes of :func:`_episodes` in a fresh interpreter and prints them as JSON.
 _SCRIPT = """
 import json, sys
 sys.path.insert(0, {repo!r})
-from tests.test_determinism import _all_episodes
+from tests.envs.test_determinism import _all_episodes
 print(json.dumps(_all_episodes(), sort_keys=True))
 """
 

@@ -59,7 +59,7 @@ def test_oracle_reaches_maximum_and_infos_validate(env_id: str) -> None:
         successes += result.success
         if getattr(base, "oracle_is_exact", True):
             assert result.success, f"oracle failed on seed {seed}: {result.status}"
-            expected = base.optimal_return() if hasattr(base, "optimal_return") else None
+            expected = base.optimal_return()
             if expected is not None:
                 assert result.episode_return == pytest.approx(expected, abs=1e-9)
     assert successes > 0

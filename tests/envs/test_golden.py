@@ -9,20 +9,14 @@ deliberately by running the script.
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
 import ragen_envs
 
-from .conftest import ALL_IDS
+from .conftest import ALL_IDS, load_script
 
-_SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "update_golden.py"
-_spec = importlib.util.spec_from_file_location("update_golden", _SCRIPT)
-assert _spec is not None and _spec.loader is not None
-golden = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(golden)
+golden = load_script("update_golden")
+_SCRIPT = "scripts/update_golden.py"
 
 GOLDEN = golden.load_golden()
 HOW = "run `python scripts/update_golden.py` to add it (and commit tests/data/golden_first_obs.json)"
@@ -38,7 +32,7 @@ def test_golden_file_exists_and_names_its_source() -> None:
 
 def test_no_stale_ids_in_golden_file() -> None:
     stale = sorted(set(GOLDEN) - set(ALL_IDS))
-    assert not stale, f"golden entries for ids that are no longer registered: {stale}; run `python {_SCRIPT.name}`"
+    assert not stale, f"golden entries for ids that are no longer registered: {stale}; run `python {_SCRIPT}`"
 
 
 @pytest.mark.parametrize("env_id", ALL_IDS)

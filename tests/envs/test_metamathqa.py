@@ -16,9 +16,9 @@ import ragen_envs
 from ragen_envs.baselines import oracle_policy, run_episode
 from ragen_envs.data.loaders import MissingExtraError, load_source
 from ragen_envs.envs.metamathqa import math_item_from_record
-from ragen_envs.mathqa.equivalence import answers_equal, parse_number
-from ragen_envs.mathqa.extract import extract_answer, last_boxed
-from ragen_envs.mathqa.generator import TEMPLATES, format_answer, generate
+from ragen_envs.envs.metamathqa.equivalence import answers_equal, parse_number
+from ragen_envs.envs.metamathqa.extract import extract_answer, last_boxed
+from ragen_envs.envs.metamathqa.generator import TEMPLATES, format_answer, generate
 
 # (text, expected answer, rule).  The first block is the issue's table (issue 7).
 EXTRACTION_TABLE = [
@@ -253,5 +253,5 @@ def test_rephrasings_of_one_question_share_a_split() -> None:
     # MetaMathQA augments each original question several times; the split follows the original.
     rows = [{"query": f"Rephrasing {i} of a question", "response": "The answer is: 3", "original_question": "The question"}
             for i in range(20)]
-    keys = {ragen_envs.envs.metamathqa.canonical_key(math_item_from_record(r).key_text) for r in rows}
+    keys = {ragen_envs.envs.metamathqa.env.canonical_key(math_item_from_record(r).key_text) for r in rows}
     assert len(keys) == 1

@@ -27,11 +27,12 @@ from hypothesis import strategies as st
 
 import ragen_envs
 from ragen_envs import _sandbox_launcher as launcher
-from ragen_envs.code.judge import judge
-from ragen_envs.code.problems import problem_from_record
+from ragen_envs.envs.deepcoder.judge import judge
+from ragen_envs.envs.deepcoder.problems import problem_from_record
+from ragen_envs.data.bundled import bundled_info
 from ragen_envs.data.loaders import load_source
 from ragen_envs.sandbox import SandboxConfig, SandboxStatus, isolation_report, run_python
-from tests.test_sandbox import (
+from tests.envs.test_sandbox import (
     FALLBACK,
     FAST,
     HAS_NS,
@@ -41,7 +42,7 @@ from tests.test_sandbox import (
     record_sessions,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _coder(data_source: str, **config: Any) -> Any:
@@ -108,7 +109,7 @@ def test_model_code_cannot_read_the_answers(tmp_path: Path) -> None:
                Path(sys.base_prefix).parts[1]}
     assert visible <= allowed, visible - allowed
     # The host is unchanged: the bundled data is where it was.
-    assert (ROOT / "ragen_envs/data/bundled/code-stdio-ours.jsonl").is_file()
+    assert bundled_info("code-stdio-ours").path.is_file()
 
 
 @needs_ns

@@ -20,9 +20,8 @@ import ragen_envs
 from ragen_envs.baselines import make_random_policy, oracle_policy, run_episode
 from ragen_envs.data.loaders import DataSourceError, MissingExtraError, load_source
 from ragen_envs.envs.searchqa import parse_search_action
-from ragen_envs.search import build_corpus
-from ragen_envs.search.questions import detect_format, qa_item_from_record
-from ragen_envs.search.retrieval import (
+from ragen_envs.envs.searchqa.questions import detect_format, qa_item_from_record
+from ragen_envs.envs.searchqa.retrieval import (
     BM25Retriever,
     Document,
     Hit,
@@ -33,10 +32,12 @@ from ragen_envs.search.retrieval import (
     local_bm25_retriever,
     parse_search_r1_response,
 )
-from ragen_envs.search.scoring import exact_match, f1_score, normalize_answer, qa_reward, score_answer
-from ragen_envs.search.serve import serve_in_thread
+from ragen_envs.envs.searchqa.scoring import exact_match, f1_score, normalize_answer, qa_reward, score_answer
+from ragen_envs.envs.searchqa.serve import serve_in_thread
 
-REPO = Path(__file__).resolve().parents[1]
+from .conftest import load_script
+
+REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data" / "search"
 ENV_ID = "ragen/SearchQA-v0"
 
@@ -81,7 +82,7 @@ def test_normalisation_is_squad() -> None:
     ],
 )
 def test_reward_rule(mode: str, f1: float, em: bool, expected: float) -> None:
-    from ragen_envs.search.scoring import QAScore
+    from ragen_envs.envs.searchqa.scoring import QAScore
 
     assert qa_reward(QAScore(em, f1, "g"), mode=mode) == pytest.approx(expected)
 
@@ -176,7 +177,7 @@ def test_format_hits_caps() -> None:
 
 # ------------------------------------------------------------- bundled data
 def test_bundled_files_are_reproducible() -> None:
-    assert build_corpus.build(check=True) == []
+    assert load_script("build_bundled").build(check=True, envs=["searchqa"]) == []
 
 
 def test_bundled_questions_are_answerable_from_the_corpus() -> None:
@@ -356,7 +357,7 @@ def test_search_r1_wire_format(served: str) -> None:
 
 
 def test_served_by_the_command_line(tmp_path: Path) -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "ragen_envs.search.serve", "--port", "0"], cwd=REPO,
+    proc = subprocess.Popen([sys.executable, "-m", "ragen_envs.envs.searchqa.serve", "--port", "0"], cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": str(REPO)})
     try:

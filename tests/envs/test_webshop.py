@@ -20,10 +20,10 @@ import ragen_envs
 from ragen_envs.baselines import make_random_policy, oracle_policy, run_episode
 from ragen_envs.data.loaders import DataSourceError, MissingExtraError
 from ragen_envs.envs.webshop import parse_shop_action
-from ragen_envs.webshop.catalog import generate_catalog, generate_goals, price_upper_bound
-from ragen_envs.webshop.original import load_webshop_dir
-from ragen_envs.webshop.products import Goal, Product
-from ragen_envs.webshop.reward import (
+from ragen_envs.envs.webshop.catalog import generate_catalog, generate_goals, price_upper_bound
+from ragen_envs.envs.webshop.original import load_webshop_dir
+from ragen_envs.envs.webshop.products import Goal, Product
+from ragen_envs.envs.webshop.reward import (
     attribute_matches,
     combine,
     option_matches,
@@ -31,9 +31,9 @@ from ragen_envs.webshop.reward import (
     type_score,
     webshop_reward,
 )
-from ragen_envs.webshop.vocab import PRODUCT_TYPES
+from ragen_envs.envs.webshop.vocab import PRODUCT_TYPES
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data" / "webshop"
 ENV_ID = "ragen/WebShop-v0"
 
@@ -166,7 +166,7 @@ def _catalogue_digest() -> str:
     products = generate_catalog(0, 3000)
     goals = generate_goals(0, 3000)
     payload = json.dumps([[asdict(p) for p in products], [asdict(g) for g in goals]], sort_keys=True)
-    from ragen_envs.webshop.engine import get_shop
+    from ragen_envs.envs.webshop.engine import get_shop
 
     shop = get_shop("generated", 0, 3000, 1, "human")
     searches = [shop.search(q) for q in ("running shoes black", "organic green tea", "x-large hoodie", "9")]
@@ -174,7 +174,7 @@ def _catalogue_digest() -> str:
 
 
 def test_catalogue_and_search_identical_across_processes() -> None:
-    code = f"import sys; sys.path.insert(0, {str(REPO)!r}); from tests.test_webshop import _catalogue_digest; print(_catalogue_digest())"
+    code = f"import sys; sys.path.insert(0, {str(REPO)!r}); from tests.envs.test_webshop import _catalogue_digest; print(_catalogue_digest())"
     digests = set()
     for hash_seed in ("0", "4242"):
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True,
@@ -373,7 +373,7 @@ def test_env_over_original_files() -> None:
 
 
 def test_missing_bm25s_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    from ragen_envs.webshop.engine import Shop
+    from ragen_envs.envs.webshop.engine import Shop
 
     monkeypatch.setitem(sys.modules, "bm25s", None)
     with pytest.raises(MissingExtraError, match=re.escape("pip install 'ragen-envs[webshop]' (or 'ragen[webshop]' for the full project")):

@@ -30,8 +30,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..core import TextEnv, Transition, join_lines, raw_threshold, raw_uniform
-from ..seeding import in_split, sample_instance
+from ...core import TextEnv, Transition, join_lines, raw_threshold, raw_uniform
+from ...seeding import in_split, sample_instance
 
 #: (steady arm, risky arm) name pairs per split; no name appears in two splits.
 ARM_PAIRS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -78,7 +78,7 @@ Pull = tuple[bool, tuple[str, Transition], tuple[str, Transition]]
 class BanditEnv(TextEnv):
     """Two-armed bandit; actions are the two arm names (case-insensitive).
 
-    Config (``schemas/envs/bandit.config.schema.json``): ``split``, ``split_by``,
+    Config (``ragen_envs/envs/bandit/config.schema.json``): ``split``, ``split_by``,
     ``answer_with`` (``"name"``: the action is the arm's name; ``"label"``: the arms are
     shown as ``A: <name>``, ``B: <name>`` and the action is the letter, a multiple-choice
     answer that needs no copying of names), ``max_steps``

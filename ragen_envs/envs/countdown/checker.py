@@ -169,7 +169,7 @@ def _evaluate(node: ast.expr) -> Fraction:
 # anything else (unary signs, ``**``, ``1 2``, ``2(3)``, a leading-zero literal, ...) it
 # returns ``None`` and :func:`_check` takes the ``ast`` path, so every invalid answer
 # keeps its reason.  (Equality with the ``ast`` path is tested on random and adversarial
-# expressions in ``tests/test_countdown.py``.)
+# expressions in ``tests/envs/test_countdown.py``.)
 #
 #     expr := term (("+" | "-") term)*      term := atom (("*" | "/") atom)*
 #     atom := INT | "(" expr ")"             INT  := "0" | [1-9][0-9]{0,31}

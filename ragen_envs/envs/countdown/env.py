@@ -31,7 +31,7 @@ MAX_ATTEMPTS = 1000
 class CountdownEnv(TextEnv):
     """Countdown arithmetic puzzle; the action is one arithmetic expression.
 
-    Config (``schemas/envs/countdown.config.schema.json``): ``split``, ``max_steps``
+    Config (``ragen_envs/envs/countdown/config.schema.json``): ``split``, ``max_steps``
     (3), ``invalid_action_reward`` (-0.1), ``count_range`` ([3, 4]),
     ``number_range`` ([1, 100]), ``target_range`` ([1, 100]), ``success_reward`` (1.0),
     ``format_reward`` (0.1), ``max_answer_chars`` (200), ``data_path`` (``None``:

@@ -1,7 +1,7 @@
 """DeepCoder: write a program that passes a problem's tests (spec: ``docs/envs/deepcoder.md``).
 
 The observation is the problem statement; the action is the agent's answer, from which
-the program is extracted (``ragen_envs.code.judge.extract_code``: a ```python fence is
+the program is extracted (``ragen_envs.envs.deepcoder.judge.extract_code``: a ```python fence is
 optional).  The program runs against every test **in the sandbox**
 (:mod:`ragen_envs.sandbox`: CPU, memory, file-size, process and output limits, no
 network, a private temporary directory); the reward of attempt ``k`` follows
@@ -25,15 +25,15 @@ from typing import Any
 
 import numpy as np
 
-from ..config import ConfigError
-from ..core import Transition, join_lines
-from ..data.attempts import AttemptTracker
-from ..data.env import DatasetEnv
-from ..data.loaders import DataSourceError, load_source
-from ..data.splits import canonical_key
-from ..sandbox import SandboxConfig
-from ..code.judge import extract_code, judge, tests_count
-from ..code.problems import CallTest, CheckTest, CodeProblem, ProblemFormatError, problem_from_record
+from ...config import ConfigError
+from ...core import Transition, join_lines
+from ...data.attempts import AttemptTracker
+from ...dataset_env import DatasetEnv
+from ...data.loaders import DataSourceError, load_source
+from ...data.splits import canonical_key
+from ...sandbox import SandboxConfig
+from .judge import extract_code, judge, tests_count
+from .problems import CallTest, CheckTest, CodeProblem, ProblemFormatError, problem_from_record
 
 __all__ = ["DeepCoderEnv"]
 
@@ -41,7 +41,7 @@ __all__ = ["DeepCoderEnv"]
 class DeepCoderEnv(DatasetEnv):
     """Programming problems judged by sandboxed tests.
 
-    Config (``schemas/envs/deepcoder.config.schema.json``): ``split``, ``split_mode``,
+    Config (``ragen_envs/envs/deepcoder/config.schema.json``): ``split``, ``split_mode``,
     ``data_source`` (a source spec or a list of them), ``data_format``,
     ``max_attempts`` (1), ``attempt_decay`` (0.5), ``time_limit_s`` (CPU seconds per
     test run), ``wall_time_limit_s``, ``memory_limit_mb``, ``float_tolerance``,

@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from ..sandbox import SandboxConfig, SandboxResult, SandboxStatus, run_python
+from ...sandbox import SandboxConfig, SandboxResult, SandboxStatus, run_python
 from .harness import call_harness, check_harness
 from .problems import CallTest, CheckTest, CodeProblem, StdioTest
 

@@ -73,7 +73,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Union
 
-from ..data.loaders import SOURCE_SPLIT_KEY
+from ...data.loaders import SOURCE_SPLIT_KEY
 
 __all__ = [
     "FORMATS",

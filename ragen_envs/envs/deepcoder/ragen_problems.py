@@ -1,11 +1,11 @@
 """Stdin/stdout programming problems written by the ragen authors (MIT).
 
-Source of the bundled ``code-stdio-ours`` split (``python -m ragen_envs.data.build_bundled``).
+Source of the bundled ``code-stdio-ours`` split (``python scripts/build_bundled.py``).
 Each :class:`StdioProblem` has a statement, a reference program (the oracle's answer),
 two example inputs and a generator of further inputs; the expected outputs are computed
 by a separate Python function (``solve``), not by running the reference program, so
 the reference program is checked against an independent implementation when the tests
-run in the sandbox (``tests/test_deepcoder.py``).
+run in the sandbox (``tests/envs/test_deepcoder.py``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..seeding import derive_seed
+from ...seeding import derive_seed
 
 __all__ = ["PROBLEMS", "StdioProblem", "build_records"]
 

@@ -1,23 +1,15 @@
 """FrozenLake: cross a frozen lake to the goal without falling into a hole.
 
 Modules: :mod:`.maps` (standard and random maps), :mod:`.dynamics` (transition table
-and optimal policy), :mod:`.render` (text renderings), :mod:`.env` (the environment).
+and optimal policy), :mod:`.render` (text renderings), :mod:`.env` (the environment),
+:mod:`.register` (the ``register_env`` calls); config and info schemas beside them.
 Spec: ``docs/envs/frozenlake.md``.
 """
 
-from .dynamics import ACTIONS, Dynamics, OptimalPolicy, build_dynamics, solve, value_iteration
-from .env import FrozenLakeEnv
-from .maps import STANDARD_MAPS, FrozenMap, random_map_attempt
+from ..._lazy import lazy_exports
 
-__all__ = [
-    "ACTIONS",
-    "Dynamics",
-    "FrozenLakeEnv",
-    "FrozenMap",
-    "OptimalPolicy",
-    "STANDARD_MAPS",
-    "build_dynamics",
-    "random_map_attempt",
-    "solve",
-    "value_iteration",
-]
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    ".dynamics": ["ACTIONS", "Dynamics", "OptimalPolicy", "build_dynamics", "solve", "value_iteration"],
+    ".env": ["FrozenLakeEnv"],
+    ".maps": ["STANDARD_MAPS", "FrozenMap", "random_map_attempt"],
+})

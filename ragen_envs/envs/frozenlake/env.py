@@ -21,7 +21,7 @@ MAX_ATTEMPTS = 10_000
 class FrozenLakeEnv(TextEnv):
     """Walk across a frozen lake from the start to the goal without falling into a hole.
 
-    Config (``schemas/envs/frozenlake.config.schema.json``): ``split``, ``max_steps``
+    Config (``ragen_envs/envs/frozenlake/config.schema.json``): ``split``, ``max_steps``
     (100), ``invalid_action_reward`` (-0.1), ``observation_format`` (grid | coord |
     grid_coord), ``size`` (4), ``p`` (0.9, probability that a random tile is frozen),
     ``success_rate`` (1.0), ``map_name`` (null | "4x4" | "8x8": Gymnasium's fixed maps),

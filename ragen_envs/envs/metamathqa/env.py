@@ -2,8 +2,8 @@
 
 The observation is the question; the action is the content of the agent's
 ``<answer>`` block, from which the final answer is extracted
-(:mod:`ragen_envs.mathqa.extract`) and compared with the gold answer
-(:mod:`ragen_envs.mathqa.equivalence`).  A wrong answer gets feedback and, while
+(:mod:`ragen_envs.envs.metamathqa.extract`) and compared with the gold answer
+(:mod:`ragen_envs.envs.metamathqa.equivalence`).  A wrong answer gets feedback and, while
 attempts remain, the episode continues; attempt ``k`` (from 0) that is correct earns
 ``attempt_decay**k`` (RAGEN's ``1/2**k``, reference fact 1.3 "MetaMathQA").
 
@@ -23,14 +23,14 @@ from typing import Any
 
 import numpy as np
 
-from ..config import ConfigError
-from ..core import Transition, join_lines
-from ..data.attempts import AttemptTracker
-from ..data.env import DatasetEnv
-from ..data.loaders import SOURCE_SPLIT_KEY, DataSourceError, load_source
-from ..data.splits import canonical_key
-from ..mathqa.equivalence import answers_equal
-from ..mathqa.extract import extract_answer, normalize_answer
+from ...config import ConfigError
+from ...core import Transition, join_lines
+from ...data.attempts import AttemptTracker
+from ...dataset_env import DatasetEnv
+from ...data.loaders import SOURCE_SPLIT_KEY, DataSourceError, load_source
+from ...data.splits import canonical_key
+from .equivalence import answers_equal
+from .extract import extract_answer, normalize_answer
 
 __all__ = ["MathItem", "MetaMathQAEnv", "math_item_from_record"]
 
@@ -101,7 +101,7 @@ def math_item_from_record(record: Mapping[str, Any], fmt: str = "auto") -> MathI
 class MetaMathQAEnv(DatasetEnv):
     """Math word problems with answer extraction, equivalence checking and retries.
 
-    Config (``schemas/envs/metamathqa.config.schema.json``): ``split``, ``split_mode``,
+    Config (``ragen_envs/envs/metamathqa/config.schema.json``): ``split``, ``split_mode``,
     ``data_source``, ``data_format``, ``max_attempts`` (1), ``attempt_decay`` (0.5),
     ``equivalence`` (``math_verify``), ``max_answer_chars`` (10000), ``max_steps`` (3, must be
     >= ``max_attempts``), ``invalid_action_reward`` (-0.1).

@@ -1,9 +1,9 @@
 """Is a predicted final answer equal to the gold answer?  (spec: ``docs/envs/metamathqa.md``)
 
 :func:`answers_equal` compares two answers (already extracted, see
-:mod:`ragen_envs.mathqa.extract`) in three stages; the first that decides wins:
+:mod:`ragen_envs.envs.metamathqa.extract`) in three stages; the first that decides wins:
 
-1. **Canonical text**: equal after :func:`~ragen_envs.mathqa.extract.normalize_answer`.
+1. **Canonical text**: equal after :func:`~ragen_envs.envs.metamathqa.extract.normalize_answer`.
 2. **Exact numbers**: when both are plain numbers — integers, decimals, ``a/b``,
    ``\\frac{a}{b}`` (signs allowed) — they are compared as exact rationals
    (:class:`fractions.Fraction`): ``752`` = ``752.0``, ``1/3`` = ``\\frac{1}{3}``,
@@ -37,7 +37,7 @@ import threading
 from fractions import Fraction
 from typing import Any
 
-from ..data.loaders import MissingExtraError
+from ...data.loaders import MissingExtraError
 from .extract import normalize_answer
 
 __all__ = ["CHECKERS", "answers_equal", "parse_number", "require_checker"]

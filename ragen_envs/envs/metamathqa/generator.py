@@ -1,7 +1,7 @@
 """Math word problems written by the ragen authors, generated from templates (MIT).
 
 The bundled MetaMathQA-format and GSM8K-format splits (``bundled:math-templates-*``,
-built by ``python -m ragen_envs.data.build_bundled``) come from here: we may not ship
+built by ``python scripts/build_bundled.py``) come from here: we may not ship
 MetaMathQA (MIT, but derived from GSM8K/MATH model outputs we did not vet) or GSM8K
 (MIT) files we cannot download on the build machine, so we wrote our own problems.
 Every template's wording is ours; every answer is computed exactly in code with
@@ -20,8 +20,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..data.splits import normalize_text
-from ..seeding import attempt_rng, derive_seed
+from ...data.splits import normalize_text
+from ...seeding import attempt_rng, derive_seed
 
 __all__ = ["TEMPLATES", "WordProblem", "format_answer", "generate"]
 

@@ -1,6 +1,6 @@
 """The bundled SearchQA data: passages and questions built from our country-facts table.
 
-Source: ``ragen_envs/search/country_facts.tsv``, a table of public facts about 165
+Source: ``ragen_envs/envs/searchqa/country_facts.tsv``, a table of public facts about 165
 countries (capital, continent, currency, official languages, rounded population)
 written by the ragen authors and dedicated to the public domain (CC0-1.0); facts are
 not copyrightable, and the wording of every passage and question here is ours.
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..seeding import derive_seed
+from ...seeding import derive_seed
 
 __all__ = ["CONTINENTS", "Country", "FACTS_PATH", "build_documents", "build_questions", "load_countries",
            "population_text"]

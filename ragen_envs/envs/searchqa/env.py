@@ -3,8 +3,8 @@
 Multi-turn tool use in RAGEN's style (reference facts §1.3 "Search"): the agent issues
 ``search[query]`` actions, reads the retrieved documents (ids, scores, text capped in
 length), and ends the episode with ``finish[answer]``, scored by exact match / F1 after
-SQuAD normalisation (:mod:`ragen_envs.search.scoring`).  Retrieval goes through one
-interface (:mod:`ragen_envs.search.retrieval`): a local BM25 index over the configured
+SQuAD normalisation (:mod:`ragen_envs.envs.searchqa.scoring`).  Retrieval goes through one
+interface (:mod:`ragen_envs.envs.searchqa.retrieval`): a local BM25 index over the configured
 corpus (default: our bundled country passages) or an HTTP retrieval server speaking
 Search-R1's or RAGEN's protocol (a dense Wikipedia index plugs in unchanged).
 
@@ -23,13 +23,13 @@ from typing import Any
 
 import numpy as np
 
-from ..core import Transition, join_lines
-from ..data.env import DatasetEnv
-from ..data.loaders import load_source
-from ..data.splits import canonical_key
-from ..search.questions import QAItem, qa_item_from_record
-from ..search.retrieval import Hit, HttpRetriever, Retriever, format_hits, local_bm25_retriever
-from ..search.scoring import qa_reward, score_answer
+from ...core import Transition, join_lines
+from ...dataset_env import DatasetEnv
+from ...data.loaders import load_source
+from ...data.splits import canonical_key
+from .questions import QAItem, qa_item_from_record
+from .retrieval import Hit, HttpRetriever, Retriever, format_hits, local_bm25_retriever
+from .scoring import qa_reward, score_answer
 
 __all__ = ["SearchQAEnv", "parse_search_action"]
 
@@ -55,7 +55,7 @@ def parse_search_action(text: str) -> tuple[str, str] | None:
 class SearchQAEnv(DatasetEnv):
     """Question answering with a search tool (see the module docstring and the spec page).
 
-    Config (``schemas/envs/searchqa.config.schema.json``): ``split``, ``split_mode``,
+    Config (``ragen_envs/envs/searchqa/config.schema.json``): ``split``, ``split_mode``,
     ``data_source``, ``data_format``, ``retriever`` (``bm25`` | ``http``), ``corpus``,
     ``retriever_url``, ``retriever_protocol``, ``retriever_timeout_s``, ``topk`` (5),
     ``max_doc_chars`` (800), ``max_results_chars`` (4000), ``max_query_chars`` (300),

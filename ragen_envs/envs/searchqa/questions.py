@@ -14,7 +14,7 @@ by the record's keys):
     Gold = ``answer`` (may be ``yes`` / ``no``); supporting titles = the distinct titles
     of ``supporting_facts`` in order.  The unlabelled test file (no ``answer``) yields
     nothing.  Its ``context`` paragraphs can serve as a BM25 corpus
-    (:func:`ragen_envs.search.retrieval.documents_from_records`).
+    (:func:`ragen_envs.envs.searchqa.retrieval.documents_from_records`).
 ``nq`` (Natural Questions, Kwiatkowski et al. 2019; the *simplified* JSONL
 ``simplified-nq-train.jsonl`` and the original ``nq-*.jsonl.gz`` layout)
     ``{"example_id", "question_text", "document_text" | "document_tokens",
@@ -39,7 +39,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..data.loaders import SOURCE_SPLIT_KEY, DataSourceError
+from ...data.loaders import SOURCE_SPLIT_KEY, DataSourceError
 
 __all__ = ["FORMATS", "QAItem", "detect_format", "qa_item_from_record"]
 

@@ -44,7 +44,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..data.loaders import DataSourceError, load_source
+from ...data.loaders import DataSourceError, load_source
 
 __all__ = [
     "BM25Retriever",
@@ -193,7 +193,7 @@ class BM25Retriever:
     """
 
     def __init__(self, documents: Sequence[Document]):
-        from ..bm25 import BM25Index
+        from ...bm25 import BM25Index
 
         start = time.perf_counter()
         self.documents = tuple(documents)
@@ -326,7 +326,7 @@ class HttpRetriever:
             if isinstance(exc.reason, TimeoutError):
                 raise RetrievalError(f"{where} did not answer within {self.timeout_s:g} s") from None
             raise RetrievalError(f"cannot reach {where}: {exc.reason} (is the server running? start a local "
-                                 "one with `python -m ragen_envs.search.serve --port 8000`)") from None
+                                 "one with `python -m ragen_envs.envs.searchqa.serve --port 8000`)") from None
         except TimeoutError:
             raise RetrievalError(f"{where} did not answer within {self.timeout_s:g} s") from None
         except OSError as exc:

@@ -2,9 +2,9 @@
 
 Usage::
 
-    python -m ragen_envs.search.serve --port 8000                       # bundled country passages
-    python -m ragen_envs.search.serve --port 8000 --corpus wiki.jsonl   # any corpus source spec
-    python -m ragen_envs.search.serve --port 0                          # a free port (printed)
+    python -m ragen_envs.envs.searchqa.serve --port 8000                       # bundled country passages
+    python -m ragen_envs.envs.searchqa.serve --port 8000 --corpus wiki.jsonl   # any corpus source spec
+    python -m ragen_envs.envs.searchqa.serve --port 0                          # a free port (printed)
 
 It listens on ``127.0.0.1`` (``--host`` to change) and answers
 
@@ -12,7 +12,7 @@ It listens on ``127.0.0.1`` (``--host`` to change) and answers
   → ``{"result": [[{"document": {"id", "title", "text", "contents"}, "score": s}, ...], ...]}``
   (bare documents when ``return_scores`` is false, Search-R1's default), or with a
   RAGEN body ``{"query": q, "top_k": k}`` → ``{"query", "method": "bm25", "results":
-  [{"id", "content", "score"}], "num_results"}`` (see :mod:`ragen_envs.search.retrieval`);
+  [{"id", "content", "score"}], "num_results"}`` (see :mod:`ragen_envs.envs.searchqa.retrieval`);
 * ``GET /health`` → ``{"status": "healthy", "corpus_size": n, "index": "bm25"}``.
 
 Malformed requests get HTTP 400 with ``{"error": "..."}``; bodies over 1 MiB get 413.
@@ -153,7 +153,7 @@ def serve_in_thread(retriever: BM25Retriever, host: str = "127.0.0.1", port: int
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point (see the module docstring)."""
-    parser = argparse.ArgumentParser(prog="python -m ragen_envs.search.serve",
+    parser = argparse.ArgumentParser(prog="python -m ragen_envs.envs.searchqa.serve",
                                      description="Serve a BM25 index over the Search-R1 / RAGEN retrieval protocol.")
     parser.add_argument("--corpus", default="bundled:searchqa-countries-corpus",
                         help="corpus source spec: bundled:<name>, a JSONL/JSON/parquet file or directory")

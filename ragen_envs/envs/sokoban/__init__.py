@@ -9,24 +9,17 @@ Modules, one job each:
 * :mod:`.xsb` - reading and writing XSB level text;
 * :mod:`.level_sets` - where fixed levels come from (built-in, inline, file);
 * :mod:`.render` - grid / coord / grid_coord renders and symbol vocabularies;
-* :mod:`.env` - :class:`SokobanEnv`, the Gymnasium environment.
+* :mod:`.env` - :class:`SokobanEnv`, the Gymnasium environment;
+* :mod:`.register` - the ``register_env`` calls (ids and presets).
+
+Config and info schemas: ``config.schema.json``, ``info.schema.json`` beside them.
 """
 
-from .env import SokobanEnv
-from .room import ACTION_NAMES, Layout, Puzzle
-from .solver import SolverBudgetExceeded, solve
-from .xsb import XSBError, format_level, format_levels, load_xsb, parse_xsb
+from ..._lazy import lazy_exports
 
-__all__ = [
-    "ACTION_NAMES",
-    "Layout",
-    "Puzzle",
-    "SokobanEnv",
-    "SolverBudgetExceeded",
-    "XSBError",
-    "format_level",
-    "format_levels",
-    "load_xsb",
-    "parse_xsb",
-    "solve",
-]
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    ".env": ["SokobanEnv"],
+    ".room": ["ACTION_NAMES", "Layout", "Puzzle"],
+    ".solver": ["SolverBudgetExceeded", "solve"],
+    ".xsb": ["XSBError", "format_level", "format_levels", "load_xsb", "parse_xsb"],
+})

@@ -39,7 +39,7 @@ _ACTION_INDEX = {name: i for i, name in enumerate(ACTION_NAMES)}
 class SokobanEnv(TextEnv):
     """Sokoban: push every box onto a target (gym-sokoban physics and rewards).
 
-    Config (``schemas/envs/sokoban.config.schema.json``): ``split``, ``max_steps`` (100),
+    Config (``ragen_envs/envs/sokoban/config.schema.json``): ``split``, ``max_steps`` (100),
     ``invalid_action_reward`` (-0.1), ``observation_format`` (``grid`` | ``coord`` |
     ``grid_coord``), ``dim_room`` ([6, 6]), ``num_boxes`` (1), ``search_depth`` (300),
     ``max_search_states`` (100000), ``max_generation_attempts`` (400), ``grid_vocab``

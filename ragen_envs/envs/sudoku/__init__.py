@@ -2,28 +2,17 @@
 
 Modules: :mod:`.grid` (geometry, text form), :mod:`.solver` (exact search),
 :mod:`.generator` (unique-solution puzzles), :mod:`.moves` (action grammar),
-:mod:`.render` (grid rendering), :mod:`.env` (the environment).  Spec:
+:mod:`.render` (grid rendering), :mod:`.env` (the environment), :mod:`.register`
+(the ``register_env`` calls); config and info schemas beside them.  Spec:
 ``docs/envs/sudoku.md``.
 """
 
-from .env import SudokuEnv
-from .generator import EMPTY_CELLS, Puzzle, generate_attempt
-from .grid import from_text, geometry, to_text
-from .moves import Move, parse_move
-from .solver import SearchBudgetExceeded, count_solutions, random_solution, solve
+from ..._lazy import lazy_exports
 
-__all__ = [
-    "EMPTY_CELLS",
-    "Move",
-    "Puzzle",
-    "SearchBudgetExceeded",
-    "SudokuEnv",
-    "count_solutions",
-    "from_text",
-    "generate_attempt",
-    "geometry",
-    "parse_move",
-    "random_solution",
-    "solve",
-    "to_text",
-]
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    ".env": ["SudokuEnv"],
+    ".generator": ["EMPTY_CELLS", "Puzzle", "generate_attempt"],
+    ".grid": ["from_text", "geometry", "to_text"],
+    ".moves": ["Move", "parse_move"],
+    ".solver": ["SearchBudgetExceeded", "count_solutions", "random_solution", "solve"],
+})

@@ -28,7 +28,7 @@ GRAMMAR_HINT = "expected 'place N at row R col C', 'R,C,N', '(R,C,N)' or 'clear 
 class SudokuEnv(TextEnv):
     """Fill a Sudoku grid; every move is checked against the rules.
 
-    Config (``schemas/envs/sudoku.config.schema.json``): ``split``, ``size`` (4 | 9),
+    Config (``ragen_envs/envs/sudoku/config.schema.json``): ``split``, ``size`` (4 | 9),
     ``difficulty`` (easy | medium | hard: the number of empty cells, see
     :data:`.generator.EMPTY_CELLS`), ``max_steps`` (``null`` = twice the number of empty
     cells), ``invalid_action_reward`` (-0.1), ``placement_reward`` (1.0),

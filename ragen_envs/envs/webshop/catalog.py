@@ -5,7 +5,7 @@
 the 64 uniforms of a row are consumed in a fixed order, subsets by the random-keys
 method), so the catalogue is identical in every process and platform, and a catalogue
 of size ``n`` is a prefix of every larger one.  A product draws, uniformly: a product type
-(:data:`~ragen_envs.webshop.vocab.PRODUCT_TYPES`), a brand, 3-5 attributes from the
+(:data:`~ragen_envs.envs.webshop.vocab.PRODUCT_TYPES`), a brand, 3-5 attributes from the
 type's pool, for each option group 2 or more of its values (in vocabulary order), a
 price uniform in the type's range (whole dollars + 0.99), a title suffix, and one or two
 of its attributes for the title ``Brand + attributes + type + suffix`` (title-cased).  Its ASIN is

@@ -49,7 +49,7 @@ class Shop:
     build_seconds: float = 0.0
 
     def __post_init__(self) -> None:
-        from ..bm25 import BM25Index
+        from ...bm25 import BM25Index
 
         start = time.perf_counter()
         self.by_asin = {p.asin.upper(): i for i, p in enumerate(self.products)}

@@ -3,15 +3,15 @@
 A text version of WebShop (Yao et al. 2022, arXiv 2207.01206): a search page, result
 pages of 10 products (``click[next >]`` / ``click[< prev]``), item pages with options,
 description and features pages, and ``click[buy now]``, which ends the episode with the
-published reward (:mod:`ragen_envs.webshop.reward`; each goal option counts at most once,
+published reward (:mod:`ragen_envs.envs.webshop.reward`; each goal option counts at most once,
 so the reward never exceeds 1; success = reward 1).  Every observation shows the
 instruction, the page and the list of legal actions.
 
-The shop is a procedurally generated catalogue (:mod:`ragen_envs.webshop.catalog`,
+The shop is a procedurally generated catalogue (:mod:`ragen_envs.envs.webshop.catalog`,
 identical in every process) with one goal per product by default, or the original
-WebShop files when the user has them (:mod:`ragen_envs.webshop.original`).  Search is
-BM25 through ``bm25s`` (:mod:`ragen_envs.webshop.engine`).  Goals are items of a data
-set (:class:`~ragen_envs.data.env.DatasetEnv`): ``reset(seed=i)`` plays goal ``i mod N`` of
+WebShop files when the user has them (:mod:`ragen_envs.envs.webshop.original`).  Search is
+BM25 through ``bm25s`` (:mod:`ragen_envs.envs.webshop.engine`).  Goals are items of a data
+set (:class:`~ragen_envs.dataset_env.DatasetEnv`): ``reset(seed=i)`` plays goal ``i mod N`` of
 the split, and splits are assigned by a keyed hash of the instruction text, so no test
 instruction is ever a training instruction.
 """
@@ -24,12 +24,12 @@ from typing import Any
 
 import numpy as np
 
-from ..core import Transition, join_lines
-from ..data.env import DatasetEnv
-from ..data.splits import canonical_key
-from ..webshop.engine import Shop, get_shop
-from ..webshop.products import Goal, Product
-from ..webshop.reward import RewardBreakdown, option_value_matches, webshop_reward
+from ...core import Transition, join_lines
+from ...dataset_env import DatasetEnv
+from ...data.splits import canonical_key
+from .engine import Shop, get_shop
+from .products import Goal, Product
+from .reward import RewardBreakdown, option_value_matches, webshop_reward
 
 __all__ = ["WebShopEnv", "parse_shop_action"]
 
@@ -56,7 +56,7 @@ def _norm(text: str) -> str:
 class WebShopEnv(DatasetEnv):
     """The WebShop environment (see the module docstring and the spec page).
 
-    Config (``schemas/envs/webshop.config.schema.json``): ``split``, ``data_source``
+    Config (``ragen_envs/envs/webshop/config.schema.json``): ``split``, ``data_source``
     (``generated`` or a folder of original files), ``catalog_seed`` (0), ``catalog_size``
     (3000), ``goals_per_product`` (1), ``goal_source`` (``human``), ``results_per_page``
     (10), ``reward_mode`` (``raw`` or ``binary``), ``max_query_chars`` (200),

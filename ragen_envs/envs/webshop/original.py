@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from ..data.loaders import DataSourceError
+from ...data.loaders import DataSourceError
 from .catalog import NO_PRICE_BOUND, price_upper_bound
 from .products import Goal, Product, words
 from .vocab import RESERVED_CLICKS

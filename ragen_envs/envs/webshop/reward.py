@@ -27,7 +27,7 @@ adds one per purchased option that matches any goal option or merely appears in 
 product text, so several purchased options can count for one goal option and the
 reward can exceed 1; here ``|U_opt ∩ Y_opt| <= |U_opt|`` and so ``r <= 1``.  The engine's
 ``normalize_color`` step and spaCy noun parsing are not reproduced (products carry their
-name nouns, :attr:`~ragen_envs.webshop.products.Product.name_nouns`); ``token_set_ratio``
+name nouns, :attr:`~ragen_envs.envs.webshop.products.Product.name_nouns`); ``token_set_ratio``
 is re-implemented on :mod:`difflib` (as ``fuzzywuzzy`` computes it without
 ``python-Levenshtein``), so no extra dependency is needed.
 """
