@@ -152,7 +152,7 @@ def make(env_id: str, **config: Any) -> gym.Env:
     """Create a registered environment with config overrides.
 
     ``config`` overrides the preset's defaults and is validated against the env's
-    JSON Schema (``schemas/envs/<env_key>.config.schema.json``).  ``render_mode`` is
+    JSON Schema (``ragen_envs/envs/<env_key>/config.schema.json``).  ``render_mode`` is
     passed through to Gymnasium.
 
     Returns:

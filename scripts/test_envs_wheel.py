@@ -5,7 +5,8 @@ Usage::
 
     python scripts/test_envs_wheel.py                          # every env test, default seeds
     python scripts/test_envs_wheel.py --seeds 3 -- -m "not slow" -x   # quicker; args after -- go to pytest
-    python scripts/test_envs_wheel.py --keep /tmp/envs-wheel   # keep the venv and the test copy there
+    python scripts/test_envs_wheel.py --keep /var/tmp/envs-wheel   # keep the venv and the test copy there
+    python scripts/test_envs_wheel.py --tests tests/envs/test_env_api.py   # only these test files
 
 Steps (each timed; a JSON summary is the last line printed):
 
@@ -18,10 +19,16 @@ Steps (each timed; a JSON summary is the last line printed):
    from the package index or pip's cache — nothing of the source tree;
 3. copy to a scratch folder what the tests read besides the package: ``tests/__init__.py``,
    ``tests/envs/``, ``tests/data/``, the scripts they load (``scripts/update_golden.py``,
-   ``scripts/build_bundled.py``), ``pyproject.toml`` (pytest settings) and
-   ``packaging/ragen-envs/pyproject.toml`` (the extras); no ``ragen_envs``, ``ragen_bench``
+   ``scripts/build_bundled.py``), ``pyproject.toml`` (pytest settings),
+   ``packaging/ragen-envs/pyproject.toml`` (the extras) and ``docs/envs/`` (the spec pages
+   the template checks); no ``ragen_envs``, ``ragen_bench``
    or ``ragen_train`` source, so ``import ragen_envs`` can only find the wheel (checked);
-4. run ``python -m pytest tests/envs`` there with ``PYTHONPATH`` unset.
+4. run ``python -m pytest tests/envs`` (or the ``--tests`` given) there with ``PYTHONPATH``
+   unset.
+
+The scratch folder is under ``/var/tmp``, not ``/tmp``: the sandbox gives model-written
+programs a private ``/tmp``, which would hide a venv's site-packages there from the sandbox
+tests that import a third-party package (``site_packages=True``).
 
 Exit status: pytest's (or 2 when a step before it fails).
 """
@@ -47,7 +54,7 @@ EXTRAS = ("search", "webshop", "math", "pettingzoo")
 TEST_PACKAGES = ("pytest", "pytest-timeout", "hypothesis", "pyyaml")
 #: What the tests read besides the installed package (relative to the repository).
 COPIED = ("tests/__init__.py", "tests/envs", "tests/data", "scripts/update_golden.py", "scripts/build_bundled.py",
-          "pyproject.toml", "packaging/ragen-envs/pyproject.toml")
+          "pyproject.toml", "packaging/ragen-envs/pyproject.toml", "docs/envs")
 
 _CHECK_IMPORT = """
 import importlib.util, json, sys
@@ -57,6 +64,13 @@ print(json.dumps({"ragen_envs": ragen_envs.__file__,
                   "ragen_train": importlib.util.find_spec("ragen_train") is not None,
                   "torch": importlib.util.find_spec("torch") is not None}))
 """
+
+
+def scratch_root() -> Path:
+    """A new scratch folder outside ``/tmp`` (see the module docstring): under ``/var/tmp``
+    when it exists, else the system's temp folder."""
+    base = "/var/tmp" if os.path.isdir("/var/tmp") and os.access("/var/tmp", os.W_OK) else None
+    return Path(tempfile.mkdtemp(prefix="ragen-envs-wheel-", dir=base))
 
 
 class StepError(RuntimeError):
@@ -120,10 +134,16 @@ def main(argv: list[str] | None = None) -> int:
                                      epilog="Arguments after -- are passed to pytest.")
     parser.add_argument("--seeds", type=int, default=None,
                         help="RAGEN_TEST_SEEDS for the generic sweeps (default: the tests' own, 200)")
-    parser.add_argument("--keep", type=Path, default=None, help="build in this folder and keep it (default: a temp dir)")
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="build in this folder and keep it (default: a scratch folder under /var/tmp, removed)")
+    parser.add_argument("--tests", nargs="+", default=["tests/envs"],
+                        help="test files or folders under tests/envs/ to run (default: tests/envs)")
     parser.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     args = parser.parse_args(argv)
-    root = args.keep or Path(tempfile.mkdtemp(prefix="ragen-envs-wheel-"))
+    outside = [t for t in args.tests if not Path(t).as_posix().startswith("tests/envs")]
+    if outside:
+        parser.error(f"--tests must be under tests/envs/ (the env tests), got {outside}")
+    root = args.keep or scratch_root()
     root.mkdir(parents=True, exist_ok=True)
     times: dict[str, float] = {}
     summary: dict[str, object] = {"root": str(root), "times_s": times}
@@ -147,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     env = _clean_env()
     if args.seeds is not None:
         env["RAGEN_TEST_SEEDS"] = str(args.seeds)
-    cmd = [str(py), "-m", "pytest", "tests/envs", "-q", "-p", "no:cacheprovider", *args.pytest_args]
+    cmd = [str(py), "-m", "pytest", *args.tests, "-q", "-p", "no:cacheprovider", *args.pytest_args]
     t = time.perf_counter()
     proc = subprocess.run(cmd, cwd=str(work), env=env, text=True, capture_output=True, check=False)
     times["tests"] = round(time.perf_counter() - t, 1)
@@ -155,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.stderr.write(proc.stderr[-3000:])
     lines = [line for line in proc.stdout.splitlines() if line.strip()]
     summary.update(returncode=proc.returncode, pytest_summary=lines[-1] if lines else "", seeds=args.seeds,
-                   pytest_args=args.pytest_args)
+                   tests=args.tests, pytest_args=args.pytest_args)
     if args.keep is None:
         shutil.rmtree(root, ignore_errors=True)
     print(json.dumps(summary))

@@ -36,9 +36,10 @@ from .envs.conftest import ALL_IDS
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
-# The wheels copy schemas/ (ragen-envs: schemas/envs/ only) file for file: the shared schemas
-# and the folder's README; each env's own schemas travel in its package.
-_ENV_SCHEMAS = sorted(p.name for p in (REPO / "schemas" / "envs").iterdir() if p.is_file())
+# The wheels copy schemas/ (ragen-envs: schemas/envs/ and schemas/data/, what the env
+# package validates against) file for file; each env's own schemas travel in its package.
+_ENV_SCHEMAS = sorted(p.relative_to(REPO / "schemas").as_posix() for folder in ("envs", "data")
+                      for p in (REPO / "schemas" / folder).iterdir() if p.is_file())
 _ENV_KEYS = sorted({e.env_key for e in ragen_envs.list_envs()})
 _ALL_SCHEMAS = sorted(p.relative_to(REPO / "schemas").as_posix() for p in (REPO / "schemas").rglob("*") if p.is_file())
 
@@ -114,10 +115,8 @@ def test_ragen_envs_wheel_holds_only_ragen_envs_and_env_schemas(envs_wheel: Path
     assert tops == {"ragen_envs", _dist_info(envs_wheel)}
     _assert_no_bytecode(names)
     assert not [n for n in names if n.startswith(("ragen_bench", "ragen_train", "tests", "benchmarks", "scripts"))]
-    packaged = sorted(n.removeprefix("ragen_envs/schemas/envs/") for n in names
-                      if n.startswith("ragen_envs/schemas/envs/"))
-    assert packaged == _ENV_SCHEMAS
-    assert not [n for n in names if n.startswith("ragen_envs/schemas/") and not n.startswith("ragen_envs/schemas/envs/")]
+    packaged = sorted(n.removeprefix("ragen_envs/schemas/") for n in names if n.startswith("ragen_envs/schemas/"))
+    assert packaged == _ENV_SCHEMAS  # nothing else of schemas/ (no trainer or leaderboard schemas)
     # Every file of the source package is in the wheel: modules, each env package's config
     # and info schemas (ragen_envs/envs/<key>/*.schema.json) and bundled data.
     sources = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "ragen_envs").rglob("*")

@@ -76,7 +76,7 @@ def test_shared_env_schemas_stay_in_schemas_and_refs_resolve() -> None:
     assert resources.schema_path("envs/common.info") == resources.schema_dir() / "envs" / "common.info.schema.json"
     names = resources.all_schemas()
     assert {f"envs/{k}.{kind}.schema.json" for k in ENV_KEYS for kind in ("config", "info")} <= set(names)
-    assert {"envs/common.config.schema.json", "envs/common.info.schema.json", "episode.schema.json"} <= set(names)
+    assert {"envs/common.config.schema.json", "envs/common.info.schema.json", "data/provenance.schema.json"} <= set(names)
     with pytest.raises(FileNotFoundError, match=r"envs/nosuchenv\.config\.schema\.json"):
         resources.load_schema("envs/nosuchenv.config")
     # Each env info schema's $ref into common.info resolves: the common keys are required.
