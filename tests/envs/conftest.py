@@ -1,16 +1,7 @@
-"""Shared helpers of the env tests: every registered environment id, sweep sizes, scripts.
+"""Shared fixtures: every registered environment id, schema helpers.
 
-The env tests (``tests/envs/``) import only ``ragen_envs``, gymnasium, numpy, jsonschema,
-pytest and hypothesis (and an env's optional extra where its test needs it), so they run
-against the installed ``ragen-envs`` wheel alone (``scripts/test_envs_wheel.py``).
-
-**The generic sweep.**  :data:`ALL_IDS` is read from the registry, so every test
-parametrised over it — the Gymnasium checker, the info schemas, the oracle and random
-sweeps (``test_env_api.py``), bad input (``test_bad_input.py``, ``test_long_actions.py``),
-determinism across processes (``test_determinism.py``), golden first observations
-(``test_golden.py``), the group adapter (``test_group.py``) — picks a newly registered
-env up with no edit here (``docs/envs/adding-an-env.md``; ``test_template_env.py``
-checks that every registered id is swept).
+``ALL_IDS`` is read from the registry: the generic sweep picks a new env up with no edit
+(``docs/envs/adding-an-env.md``; ``template_test_env.py`` lists the sweep).
 """
 
 from __future__ import annotations
@@ -24,11 +15,9 @@ import pytest
 
 import ragen_envs
 
-#: The repository root (``tests/envs/`` is two levels down).
-REPO = Path(__file__).resolve().parents[2]
-
-#: Every registered id, in registration order (the parameter list of the generic sweep).
 ALL_IDS = [e.id for e in ragen_envs.list_envs()]
+
+REPO = Path(__file__).resolve().parents[2]
 
 #: Seeds per id for the oracle / random sweeps (the foundation issue asks for >= 200).
 N_SWEEP_SEEDS = int(os.environ.get("RAGEN_TEST_SEEDS", "200"))
@@ -51,16 +40,9 @@ def env_id(request: pytest.FixtureRequest) -> str:
 
 
 def load_script(name: str) -> types.ModuleType:
-    """Import ``scripts/<name>.py`` of the repository as a module (scripts are not a package).
-
-    Raises:
-        FileNotFoundError: no such script.
-    """
-    path = REPO / "scripts" / f"{name}.py"
-    if not path.is_file():
-        raise FileNotFoundError(f"no script {path}")
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
+    """Import ``scripts/<name>.py`` as a module (scripts are not a package)."""
+    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
+    assert spec is not None and spec.loader is not None, name
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
