@@ -182,3 +182,6 @@ register_env(
     procedural=False,
     agent_defaults={"max_turns": 9, "max_actions_per_turn": 1},
 )
+
+# Lean (spec: docs/envs/lean.md): ragen_envs/envs/lean/register.py.
+from .envs.lean import register as _lean_register  # noqa: E402,F401
