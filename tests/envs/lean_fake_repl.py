@@ -9,6 +9,7 @@ Fault options, for the tests of a broken REPL:
   --crash-on TACTIC   exit with status 3 (after a message on stderr) when asked TACTIC
   --hang-on TACTIC    never answer TACTIC (as Lean stuck in a long tactic)
   --silent            never answer anything
+  --log FILE          append every request (one JSON per line) to FILE
 A request without a recording is reported on stderr and ends the process with status 4.
 """
 
@@ -30,6 +31,7 @@ def main() -> int:
     ap.add_argument("--crash-on", action="append", default=[])
     ap.add_argument("--hang-on", action="append", default=[])
     ap.add_argument("--silent", action="store_true")
+    ap.add_argument("--log")
     args = ap.parse_args()
     lean = RecordedLean()
     while True:
@@ -49,6 +51,9 @@ def main() -> int:
         if query.startswith(("#", "--")):
             continue
         request = json.loads(query)
+        if args.log:
+            with open(args.log, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps(request, ensure_ascii=False) + "\n")
         if args.silent or request.get("tactic") in args.hang_on:
             time.sleep(3600)
         if request.get("tactic") in args.crash_on:

@@ -206,7 +206,8 @@ class LeanEnv(DatasetEnv):
         return Transition(reward=0.0, terminated=False, action_is_valid=True, action_is_effective=False,
                           info={"tactic_outcome": "env_error", "verifier_error": message,
                                 "tactics_checked": self._checked, "tactics_accepted": self._accepted,
-                                "proof_complete": False})
+                                "proof_complete": False,
+                                "verifier_attempts": self._verifier.attempts if self._verifier is not None else 1})
 
     def _apply(self, tactic: str, check: TacticCheck, attempts: int) -> Transition:
         c = self.config
