@@ -178,6 +178,7 @@ class KiminaServer:
         self.api_key: str | None = None
         self.requests: list[tuple[str, Any]] = []
         self.lock = threading.Lock()
+        self.transcripts = load_transcripts()  # read once; each check gets a fresh state machine
         self.written = {}
         for line in (DATA / "kimina-written.jsonl").read_text(encoding="utf-8").splitlines():
             if line.strip():
@@ -255,7 +256,7 @@ class KiminaServer:
         if set(tactics) & self.timeout_tactics:
             return {"id": sid, "time": timeout, "error": f"Lean REPL command timed out in {timeout} seconds",
                     "diagnostics": {"repl_uuid": "0"}}
-        return {"id": sid, "time": 0.05, "response": whole_proof_answer(RecordedLean(), code)}
+        return {"id": sid, "time": 0.05, "response": whole_proof_answer(RecordedLean(self.transcripts), code)}
 
     def __enter__(self) -> KiminaServer:
         self.thread.start()
