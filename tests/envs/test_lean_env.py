@@ -129,3 +129,13 @@ def test_issue15_item1_instruction_states_rewards_and_format() -> None:
     text = ragen_envs.make("ragen/Lean-v0").unwrapped.instruction
     assert "<answer>norm_num at h₀ || nlinarith [sq_nonneg (x - 1)]</answer>" in text
     assert "+10 when it completes the proof" in text and "at most 5 times" in text
+
+
+def test_issue15_item1_bad_replay_file_is_a_one_line_env_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"format": "ragen-lean-replay", "version": 0}\n\n{"theorem": "t", "tactics": "simp"}\n',
+                   encoding="utf-8")
+    for spec, expected in ((f"replay:{bad}", f"{bad}:3: an answer needs 'theorem' (string), 'tactics'"),
+                           (f"replay:{tmp_path / 'none.jsonl'}", "replay file: no such data file")):
+        info = _env(spec).step("simp")[4]
+        assert info["status"] == "env_error" and info["verifier_error"].startswith(expected), info["verifier_error"]

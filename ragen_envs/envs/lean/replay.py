@@ -22,13 +22,13 @@ name, else for ``"*"``); the env's oracle plays it.
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ...data.loaders import DataSourceError, read_records
 from .protocol import REJECTED, TIMEOUT, LeanMessage, ProtocolError, TacticCheck, tactic_check
-from .theorems import Theorem
+from .theorems import Theorem, line_of_record
 from .verifier import Verifier, VerifierError
 
 __all__ = ["ReplayVerifier", "Recording", "load_recording"]
@@ -56,31 +56,28 @@ def load_recording(path: str) -> Recording:
         VerifierError: the file is missing or a line is malformed (one line naming it).
     """
     p = Path(path)
-    if not p.is_file():
-        raise VerifierError(f"replay file not found: {path}")
+    try:
+        entries = read_records(p, format="jsonl")
+    except DataSourceError as exc:
+        raise VerifierError(f"replay file: {exc}") from None
     unrecorded = "error"
     answers: dict[tuple[str, tuple[str, ...]], Any] = {}
-    with open(p, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                entry = json.loads(line)
-            except ValueError as exc:
-                raise VerifierError(f"{path}:{lineno}: invalid JSON ({exc})") from None
-            if not isinstance(entry, dict):
-                raise VerifierError(f"{path}:{lineno}: expected a JSON object")
-            if "format" in entry:
-                unrecorded = entry.get("unrecorded", "error")
-                if unrecorded not in ("error", "reject"):
-                    raise VerifierError(f"{path}:{lineno}: 'unrecorded' must be 'error' or 'reject', got {unrecorded!r}")
-                continue
-            theorem, tactics = entry.get("theorem"), entry.get("tactics")
-            if not isinstance(theorem, str) or not isinstance(tactics, list) or \
-                    not all(isinstance(t, str) for t in tactics) or "answer" not in entry:
-                raise VerifierError(f"{path}:{lineno}: an answer needs 'theorem' (string), 'tactics' "
-                                    "(list of strings) and 'answer'")
-            answers[(theorem, tuple(tactics))] = entry["answer"]
+
+    def where(i: int) -> str:  # only on an error: it reads the file again for the line number
+        return f"{path}:{line_of_record(p, i) or f'record {i + 1}'}"
+
+    for i, entry in enumerate(entries):
+        if "format" in entry:
+            unrecorded = entry.get("unrecorded", "error")
+            if unrecorded not in ("error", "reject"):
+                raise VerifierError(f"{where(i)}: 'unrecorded' must be 'error' or 'reject', got {unrecorded!r}")
+            continue
+        theorem, tactics = entry.get("theorem"), entry.get("tactics")
+        if not isinstance(theorem, str) or not isinstance(tactics, list) or \
+                not all(isinstance(t, str) for t in tactics) or "answer" not in entry:
+            raise VerifierError(f"{where(i)}: an answer needs 'theorem' (string), 'tactics' (list of strings) "
+                                "and 'answer'")
+        answers[(theorem, tuple(tactics))] = entry["answer"]
     return Recording(str(p), unrecorded, answers)
 
 

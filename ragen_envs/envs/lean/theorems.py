@@ -38,8 +38,8 @@ from ...data.loaders import DataSourceError, load_source
 from ...data.splits import canonical_key
 from ...seeding import split_position
 
-__all__ = ["BUILTIN_SOURCES", "MINIF2F_HEADER", "VALIDATION_SHARE", "Theorem", "load_theorems", "source_split",
-           "theorem_from_record"]
+__all__ = ["BUILTIN_SOURCES", "MINIF2F_HEADER", "VALIDATION_SHARE", "Theorem", "line_of_record", "load_theorems",
+           "source_split", "theorem_from_record"]
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
@@ -127,7 +127,7 @@ def theorem_from_record(record: Mapping[str, Any], *, default_header: str, where
                    goal=record.get("goal"), split=record.get("split"))
 
 
-def _line_of_record(path: Path, index: int) -> int | None:
+def line_of_record(path: Path, index: int) -> int | None:
     """1-based line number of the ``index``-th (0-based) non-blank line of a JSONL file."""
     try:
         with open(path, encoding="utf-8") as fh:
@@ -174,7 +174,7 @@ def load_theorems(spec: str, *, default_header: str = MINIF2F_HEADER) -> list[Th
     theorems: list[Theorem] = []
     seen: dict[str, int] = {}
     for i, record in enumerate(records):
-        line = _line_of_record(path, i) if jsonl else None
+        line = line_of_record(path, i) if jsonl else None
         where = f"{resolved}:{line}" if line is not None else f"{resolved}: record {i + 1}"
         theorem = theorem_from_record(record, default_header=default_header, where=where)
         if theorem.name in seen:
