@@ -10,6 +10,7 @@ Fault options, for the tests of a broken REPL:
   --hang-on TACTIC    never answer TACTIC (as Lean stuck in a long tactic)
   --silent            never answer anything
   --log FILE          append every request (one JSON per line) to FILE
+  --pid-file FILE     write the process id to FILE at start
 A request without a recording is reported on stderr and ends the process with status 4.
 """
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -32,7 +34,10 @@ def main() -> int:
     ap.add_argument("--hang-on", action="append", default=[])
     ap.add_argument("--silent", action="store_true")
     ap.add_argument("--log")
+    ap.add_argument("--pid-file")
     args = ap.parse_args()
+    if args.pid_file:
+        Path(args.pid_file).write_text(str(os.getpid()), encoding="utf-8")
     lean = RecordedLean()
     while True:
         lines = []

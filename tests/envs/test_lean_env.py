@@ -123,6 +123,9 @@ def test_issue15_item1_verifier_choice(monkeypatch: pytest.MonkeyPatch) -> None:
     assert exc.value.field == "verifier"
     with pytest.raises(ragen_envs.ConfigError, match="replay: needs a file"):
         ragen_envs.make("ragen/Lean-v0", verifier="replay:")
+    monkeypatch.setenv(ENV_VAR, "lean-server:8000")
+    with pytest.raises(ragen_envs.ConfigError, match=r"\$RAGEN_LEAN_VERIFIER: unknown verifier 'lean-server:8000'"):
+        ragen_envs.make("ragen/Lean-v0")
 
 
 def test_issue15_item1_instruction_states_rewards_and_format() -> None:

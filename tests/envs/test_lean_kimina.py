@@ -47,7 +47,7 @@ def test_issue15_item1_kimina_request_shape(server: KiminaServer) -> None:
 def test_issue15_item1_kimina_429_and_500_are_retried_then_recorded(server: KiminaServer) -> None:
     env = lean_env(server.url, max_retries=2)
     env.reset(options={"theorem": "complex_and"})
-    server.fail_first = [429, 500]  # the health probe gets the 429, the statement check the 500
+    server.fail_first = [429, 500]  # the health probe gets both and answers on its third try
     _, reward, term, trunc, info = env.step(PROOF[0])
     assert (reward, term, trunc) == (pytest.approx(0.9), False, False)
     assert info["tactic_outcome"] == "accepted"

@@ -5,13 +5,17 @@ and a crashed, silent or missing REPL detected and reported as a one-line ``env_
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 import ragen_envs
 
-from .lean_support import PROOF, lean_env, repl_spec
+from .lean_support import FAKE_REPL, PROOF, lean_env, repl_spec
 
 
 def test_issue15_item1_repl_sends_header_and_statement_once_then_one_command_per_tactic(tmp_path: Path) -> None:
@@ -76,3 +80,24 @@ def test_issue15_item1_repl_unanswerable_request_ends_the_episode_not_the_proces
     assert "it exited with status 4; stderr: lean_fake_repl: no recorded answer for tactic 'simp_all'" \
         in info["verifier_error"]
     ragen_envs.validate_info("lean", info)
+
+
+@pytest.mark.timeout(60)
+def test_issue15_item1_repl_timeout_kills_the_repl_under_its_launcher(tmp_path: Path) -> None:
+    """``lake exe repl`` runs ``repl`` as a child: after a timeout neither may be left running."""
+    pid_file = tmp_path / "pid"
+    inner = shlex.join([sys.executable, str(FAKE_REPL), "--hang-on", "nlinarith", "--pid-file", str(pid_file)])
+    env = lean_env("repl:" + shlex.join(["sh", "-c", inner + "; true"]), lean_timeout_s=0.5)
+    env.reset(options={"theorem": "complex_and"})
+    env.step(PROOF[0])
+    child = int(pid_file.read_text())
+    assert env.step("nlinarith")[4]["tactic_outcome"] == "timeout"
+    for _ in range(50):
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail(f"the REPL child {child} outlived its launcher")
+    env.close()

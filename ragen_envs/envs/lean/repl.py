@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import collections
 import json
+import os
 import queue
+import signal
 import subprocess
 import threading
 import time
@@ -126,6 +128,8 @@ class ReplProcess:
 
 
 def _kill(proc: subprocess.Popen[str]) -> None:
+    """Close stdin (a REPL at rest exits), then kill the whole process group: ``lake exe
+    repl`` runs the ``repl`` binary as a child, which must not outlive it."""
     try:
         if proc.stdin:
             proc.stdin.close()
@@ -134,11 +138,16 @@ def _kill(proc: subprocess.Popen[str]) -> None:
     try:
         proc.wait(timeout=0.5)
     except subprocess.TimeoutExpired:
-        proc.kill()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
+        pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # its own group: started with start_new_session=True
+    except (ProcessLookupError, PermissionError, AttributeError, OSError):
+        if proc.poll() is None:
+            proc.kill()
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
 
 
 class ReplVerifier(Verifier):

@@ -102,10 +102,20 @@ def parse_spec(spec: str) -> VerifierSpec:
 
 
 def resolve_spec(configured: str | None) -> VerifierSpec:
-    """The config's spec, else ``$RAGEN_LEAN_VERIFIER``, else :data:`DEFAULT_SPEC`."""
-    if configured is None:
-        configured = os.environ.get(ENV_VAR) or DEFAULT_SPEC
-    return parse_spec(configured)
+    """The config's spec, else ``$RAGEN_LEAN_VERIFIER``, else :data:`DEFAULT_SPEC`.
+
+    Raises:
+        ValueError: the spec does not parse (naming the environment variable when it came from there).
+    """
+    if configured is not None:
+        return parse_spec(configured)
+    from_env = os.environ.get(ENV_VAR)
+    if not from_env:
+        return parse_spec(DEFAULT_SPEC)
+    try:
+        return parse_spec(from_env)
+    except ValueError as exc:
+        raise ValueError(f"${ENV_VAR}: {exc}") from None
 
 
 def indent_tactic(tactic: str) -> str:
