@@ -18,8 +18,6 @@ import ragen_envs
 
 from .lean_support import PROOF, KiminaServer, lean_env, repl_spec
 
-pytest.importorskip("httpx", reason="the Kimina back-end needs httpx (the 'lean' extra)")
-
 
 class Backend:
     """The back-end under test: ``make(**config)`` builds envs on it (closed afterwards)."""
@@ -44,6 +42,8 @@ class Backend:
 
 @pytest.fixture(params=["kimina", "repl"])
 def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
+    if request.param == "kimina":
+        pytest.importorskip("httpx", reason="the Kimina back-end needs httpx (the 'lean' extra)")
     b = Backend(request.param)
     yield b
     b.close()

@@ -8,6 +8,9 @@ Protocol facts (from the server's ``server/routers/check.py``, ``health.py``, ``
   "response"?}]}``; exactly one of ``error`` / ``response`` is set; ``response`` is the
   REPL's command answer with line numbers counted from the top of ``code``;
 * a Lean timeout is ``error`` with ``time`` equal to the request's ``timeout``;
+* positions count lines from the top of ``code`` (the server runs the ``import`` lines
+  apart and shifts the body's positions back, in an answer that has messages; the
+  probe's ``sorry`` always brings its "declaration uses sorry" warning);
 * ``Authorization: Bearer <key>`` when the server has a key (401 without it);
   429 "No available REPLs" and 500 (a REPL failed) are transient.
 
