@@ -269,18 +269,20 @@ class LeanEnv(DatasetEnv):
     def instruction(self) -> str:
         c = self.config
         cap = c["max_progress_rewards"]
+        progress = "a state not seen before" + (f" (at most {int(cap)} times)" if cap is not None else "")
+        terms = [(c["step_reward"], "per tactic"), (c["accepted_reward"], f"when it changes the open goals to {progress}"),
+                 (c["rejected_reward"], "when Lean rejects it"), (c["timeout_reward"], "when Lean times out"),
+                 (c["success_reward"], "when it completes the proof")]
+        rewards = "; ".join(f"{float(v):+g} {what}" for v, what in terms if float(v) != 0.0)
         return join_lines([
             "You are proving a theorem in Lean 4 with Mathlib, one tactic at a time.",
             "Each action is one Lean 4 tactic (it may span several lines); it is checked after the tactics "
             "accepted so far, and a rejected tactic is not kept.",
             "Several tactics in one answer are separated by ||, for example:",
             "<answer>norm_num at h₀ || nlinarith [sq_nonneg (x - 1)]</answer>",
-            f"Rewards: {c['step_reward']:g} per tactic; {c['accepted_reward']:+g} when it changes the open goals to "
-            f"a state not seen before ({'at most ' + str(int(cap)) + ' times' if cap is not None else 'unlimited'}); "
-            f"{c['rejected_reward']:+g} when Lean rejects it; {c['timeout_reward']:+g} when Lean times out; "
-            f"{c['success_reward']:+g} when it completes the proof.",
-            "A tactic that leaves the goals unchanged (a comment, skip, a repeated have) earns nothing. "
-            "sorry and admit are never accepted.",
+            f"Rewards: {rewards}.",
+            "A tactic that leaves the goals unchanged (a comment, skip, a repeated have) earns nothing beyond the "
+            "per-tactic cost. sorry and admit are never accepted.",
         ])
 
     # -------------------------------------------------------------- baselines
