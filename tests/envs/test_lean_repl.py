@@ -101,3 +101,16 @@ def test_issue15_item1_repl_timeout_kills_the_repl_under_its_launcher(tmp_path: 
     else:
         pytest.fail(f"the REPL child {child} outlived its launcher")
     env.close()
+
+
+def test_issue15_item1_repl_memory_limit_applies_to_the_process() -> None:
+    """An address-space cap too small for the interpreter: the REPL dies at start, reported."""
+    env = lean_env(repl_spec(), repl_memory_mb=8, max_retries=0)
+    env.reset(options={"theorem": "complex_and"})
+    info = env.step(PROOF[0])[4]
+    assert info["status"] == "env_error" and "failed on the statement command: it exited with status" \
+        in info["verifier_error"]
+    env = lean_env(repl_spec(), repl_memory_mb=4096)
+    env.reset(options={"theorem": "complex_and"})
+    assert env.step(PROOF[0])[4]["tactic_outcome"] == "accepted"
+    env.close()

@@ -10,8 +10,9 @@ Per theorem the back-end sends the header once per process (``{"cmd": header}`` 
 the root ``proofState`` and goal; then each tactic is one
 ``{"tactic": t, "proofState": n}``, so a step costs one tactic, not a re-check.
 
-Time limits: ``start_timeout_s`` for the header and statement commands,
-``lean_timeout_s`` for a tactic.  A tactic past its limit is Lean's ``timeout`` verdict:
+Limits: ``repl_memory_mb`` caps the address space of the REPL and its children;
+``start_timeout_s`` bounds the header and statement commands, ``lean_timeout_s`` a
+tactic.  A tactic past its limit is Lean's ``timeout`` verdict:
 the REPL (busy, unusable) is killed, and the next call restarts it and replays the
 accepted tactics.  A REPL that exits, answers garbage or stays silent on a command is
 restarted up to ``max_retries`` times; then a one-line
@@ -21,6 +22,7 @@ restarted up to ``max_retries`` times; then a one-line
 from __future__ import annotations
 
 import collections
+import functools
 import json
 import os
 import queue
@@ -64,12 +66,13 @@ class ReplProcess:
     answer, ``_Dead`` when the process has exited or its answer is not JSON.
     """
 
-    def __init__(self, command: Sequence[str], cwd: str | None):
+    def __init__(self, command: Sequence[str], cwd: str | None, memory_mb: int | None = None):
         self.command = list(command)
+        limit = None if memory_mb is None else functools.partial(_limit_memory, int(memory_mb) << 20)
         try:
             self.proc = subprocess.Popen(self.command, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=subprocess.PIPE, text=True, encoding="utf-8", errors="replace",
-                                         bufsize=1, start_new_session=True)
+                                         bufsize=1, start_new_session=True, preexec_fn=limit)
         except FileNotFoundError:
             raise _Permanent(f"Lean REPL executable not found: {self.command[0]!r} (command {' '.join(self.command)!r}"
                                 f"{f', in {cwd}' if cwd else ''}); install Lean and the REPL or set the verifier "
@@ -127,6 +130,13 @@ class ReplProcess:
         self._finalizer()
 
 
+def _limit_memory(nbytes: int) -> None:
+    """In the child before exec: cap its address space (inherited by its children)."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (nbytes, nbytes))
+
+
 def _kill(proc: subprocess.Popen[str]) -> None:
     """Close stdin (a REPL at rest exits), then kill the whole process group: ``lake exe
     repl`` runs the ``repl`` binary as a child, which must not outlive it."""
@@ -154,7 +164,8 @@ class ReplVerifier(Verifier):
     """Checks tactics in a Lean REPL subprocess (see the module docstring).
 
     Config fields used: ``repl_cwd`` (the Lean project the REPL runs in; ``null``: the
-    current directory), ``lean_timeout_s``, ``start_timeout_s``, ``max_retries``.
+    current directory), ``repl_memory_mb`` (``RLIMIT_AS`` of the process and its
+    children; ``null``: none), ``lean_timeout_s``, ``start_timeout_s``, ``max_retries``.
     """
 
     kind = "repl"
@@ -162,6 +173,7 @@ class ReplVerifier(Verifier):
     def __init__(self, command: Sequence[str], config: Mapping[str, Any]):
         self.command = tuple(command)
         self.cwd = config.get("repl_cwd")
+        self.memory_mb = config.get("repl_memory_mb")
         self.tactic_timeout = float(config["lean_timeout_s"])
         self.start_timeout = float(config["start_timeout_s"])
         self.retries = int(config["max_retries"])
@@ -184,7 +196,7 @@ class ReplVerifier(Verifier):
 
     def _restart(self) -> None:
         self._restart_lazily()
-        self._proc = ReplProcess(self.command, self.cwd)
+        self._proc = ReplProcess(self.command, self.cwd, self.memory_mb)
 
     def _ask(self, command: Mapping[str, Any], timeout: float, what: str) -> Any:
         """One command; a silent or dead REPL is a VerifierError (no retry here)."""
