@@ -18,3 +18,4 @@ from .envs.metamathqa import register  # noqa: F401
 from .envs.deepcoder import register  # noqa: F401
 from .envs.searchqa import register  # noqa: F401
 from .envs.webshop import register  # noqa: F401
+from .envs.lean import register  # noqa: F401

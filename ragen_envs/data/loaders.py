@@ -57,7 +57,7 @@ class DataSourceError(RuntimeError):
 
 #: Extras that the env-only distribution ``ragen-envs`` defines
 #: (``packaging/ragen-envs/pyproject.toml``); the full ``ragen`` defines these and more.
-ENVS_EXTRAS = frozenset({"pettingzoo", "search", "webshop", "math"})
+ENVS_EXTRAS = frozenset({"pettingzoo", "search", "webshop", "math", "lean"})
 
 
 class MissingExtraError(ImportError):

@@ -13,7 +13,16 @@ from pathlib import Path
 
 import pytest
 
-import ragen_envs
+# Lean needs a Lean verifier, which no machine of ours has: the generic sweeps play the
+# ragen/Lean-* ids against the replay back-end and a synthetic recording (every theorem has
+# a made-up two-tactic proof, anything else is rejected; tests/data/lean/README.md).  Set
+# unconditionally, so that a user's own RAGEN_LEAN_VERIFIER cannot change what the sweeps
+# expect; tests/envs/test_lean_*.py choose their verifier explicitly.  Subprocesses
+# (test_determinism, test_wheel) inherit it.
+os.environ["RAGEN_LEAN_VERIFIER"] = "replay:" + os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "lean", "sweep.replay.jsonl")
+
+import ragen_envs  # noqa: E402
 
 ALL_IDS = [e.id for e in ragen_envs.list_envs()]
 
