@@ -7,8 +7,10 @@
 * :mod:`.protocol` — what Lean's JSON answers mean (structured fields only);
 * :mod:`.render` — the observation text;
 * :mod:`.register` — the registered ids.
+
+Config and info schemas: ``config.schema.json``, ``info.schema.json`` beside them.
 """
 
-from .env import LeanEnv
+from ..._lazy import lazy_exports
 
-__all__ = ["LeanEnv"]
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {".env": ["LeanEnv"]})

@@ -35,7 +35,7 @@ import numpy as np
 
 from ...config import ConfigError
 from ...core import EpisodeStatus, Transition, join_lines
-from ...data.env import DatasetEnv
+from ...dataset_env import DatasetEnv
 from ...data.loaders import MissingExtraError
 from ...data.splits import canonical_key
 from .protocol import ACCEPTED, TIMEOUT, LeanMessage, TacticCheck, mentions_sorry, state_signature
