@@ -182,3 +182,6 @@ register_env(
     procedural=False,
     agent_defaults={"max_turns": 9, "max_actions_per_turn": 1},
 )
+
+from .envs.game2048 import register as _game2048  # noqa: E402,F401  (ragen/2048-v0 and presets)
+from .envs.rubikscube import register as _rubikscube  # noqa: E402,F401  (ragen/RubiksCube-v0 and presets)

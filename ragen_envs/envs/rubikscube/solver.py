@@ -1,0 +1,170 @@
+"""Exact optimal solver of the 2x2x2 cube in the quarter-turn metric (the oracle).
+
+The solver holds the distance to solved of every position of the cube: turning the
+whole cube does not change how far it is from solved (a solved cube may show any colour
+on top, as RAGEN's check), so a position is counted once per rotation class.  Fixing
+the yellow-blue-orange cubie in its home corner (:func:`.cube.canonical`) leaves
+``7! * 3**6 = 3,674,160`` positions (the other seven cubies' places, and the twists of
+six of them; the seventh twist follows because twists sum to 0 mod 3).  The table is
+one ``int8`` per position, filled by a breadth-first search from the solved position
+over the six turns that keep the anchor corner still (``U R F`` and their inverses;
+each of the twelve actions equals one of them up to a whole-cube rotation).  It takes a
+few seconds with NumPy and is built once per process, on first use.
+
+The diameter of this graph (God's number of the 2x2x2 in the quarter-turn metric) is
+14; the level sizes are checked in ``tests/envs/test_rubikscube.py`` against the
+published counts (1, 6, 27, 120, 534, 2256, 8969, 33058, 114149, 360508, 930588,
+1350852, 782536, 90280, 276 -- Jaap Scherphuis, "Pocket Cube", jaapsch.net/puzzles).
+
+:func:`distance` of a state is a table look-up; :func:`solve` walks down the table,
+taking at each step the first action (in :data:`.cube.ACTIONS` order) that lowers the
+distance by one, so its plan is optimal and deterministic.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from .cube import ACTIONS, ANCHOR, CORNER_STICKERS, CUBIE_COLOURS, MOVES, SOLVED, apply, apply_permutation, canonical, cubies
+
+#: Positions of the 2x2x2 up to whole-cube rotations.
+N_POSITIONS = math.factorial(7) * 3**6
+#: The six turns that leave the anchor corner in place; :func:`distance_table` explores with them.
+FIXED_TURNS: tuple[str, ...] = ("U", "U'", "R", "R'", "F", "F'")
+
+_FREE = tuple(p for p in range(8) if p != ANCHOR)  # the seven corners that move
+_CUBIE_RANK = {c: k for k, c in enumerate(p for p in range(8) if p != ANCHOR)}
+
+
+def _perm_rank(items: Sequence[int]) -> int:
+    """Lehmer rank of a permutation of ``0..n-1``."""
+    n, rank, seen = len(items), 0, []
+    for i, x in enumerate(items):
+        smaller = x - sum(1 for s in seen if s < x)
+        rank += smaller * math.factorial(n - 1 - i)
+        seen.append(x)
+    return rank
+
+
+def _perm_unrank(rank: int, n: int) -> list[int]:
+    pool, out = list(range(n)), []
+    for i in range(n - 1, -1, -1):
+        q, rank = divmod(rank, math.factorial(i))
+        out.append(pool.pop(q))
+    return out
+
+
+def index_of(state: bytes) -> int:
+    """The table index ``perm_rank * 729 + twist`` of a canonical-form state
+    (:func:`.cube.canonical`); the solved cube has index 0."""
+    found = cubies(state)
+    if found is None:
+        raise ValueError("not a valid cube state")
+    perm, ori = found
+    p = _perm_rank([_CUBIE_RANK[perm[q]] for q in _FREE])
+    o = 0
+    for q in _FREE[:6]:
+        o = o * 3 + ori[q]
+    return p * 729 + o
+
+
+def _state_of(p: int, o: int) -> bytes:
+    """The canonical-form state with permutation rank ``p`` and twist coordinate ``o``."""
+    perm = [0] * 8
+    perm[ANCHOR] = ANCHOR
+    for q, k in zip(_FREE, _perm_unrank(p, 7)):
+        perm[q] = _FREE[k]
+    ori = [0] * 8
+    digits = []
+    for _ in range(6):
+        o, d = divmod(o, 3)
+        digits.append(d)
+    for q, d in zip(_FREE[:6], reversed(digits)):
+        ori[q] = d
+    ori[_FREE[6]] = (-sum(ori)) % 3
+    state = bytearray(24)
+    for q, slot in enumerate(CORNER_STICKERS):
+        cols = CUBIE_COLOURS[perm[q]]
+        k = ori[q]  # the cubie's U/D colour sits at slot position k
+        for j in range(3):
+            state[slot[(k + j) % 3]] = cols[j]
+    return bytes(state)
+
+
+@functools.cache
+def _move_tables() -> tuple[np.ndarray, np.ndarray]:
+    """``(6, 5040)`` permutation and ``(6, 729)`` twist tables of :data:`FIXED_TURNS`.
+
+    The twist change of a cubie depends only on the corners it moves between, not on
+    which cubie it is, so the two coordinates move independently under these turns.
+    """
+    perm_t = np.empty((6, 5040), dtype=np.int32)
+    ori_t = np.empty((6, 729), dtype=np.int32)
+    for m, name in enumerate(FIXED_TURNS):
+        for p in range(5040):
+            perm_t[m, p] = index_of(apply(_state_of(p, 0), name)) // 729
+        for o in range(729):
+            ori_t[m, o] = index_of(apply(_state_of(0, o), name)) % 729
+    return perm_t, ori_t
+
+
+@functools.cache
+def distance_table() -> np.ndarray:
+    """``(3674160,)`` ``int8`` array: quarter turns from each position to solved.
+
+    Breadth-first search from index 0 over :data:`FIXED_TURNS`, vectorised per level.
+    Built once per process (cached).
+    """
+    perm_t, ori_t = _move_tables()
+    dist = np.full(N_POSITIONS, -1, dtype=np.int8)
+    dist[0] = 0
+    frontier = np.array([0], dtype=np.int32)
+    level = 0
+    while frontier.size:
+        level += 1
+        p, o = np.divmod(frontier, 729)
+        for m in range(6):
+            nxt = perm_t[m][p] * 729 + ori_t[m][o]
+            nxt = nxt[dist[nxt] < 0]
+            dist[nxt] = level  # duplicates write the same value
+        frontier = np.flatnonzero(dist == level).astype(np.int32)
+    return dist
+
+
+def distance(state: bytes) -> int:
+    """Optimal number of quarter turns (:data:`.cube.ACTIONS`) that solve ``state``.
+
+    Raises:
+        ValueError: ``state`` is not a valid cube state.
+    """
+    return int(distance_table()[index_of(canonical(state))])
+
+
+def solve(state: bytes) -> list[str]:
+    """An optimal solution of ``state``: action names, ``len == distance(state)``."""
+    table = distance_table()
+    plan: list[str] = []
+    d = distance(state)
+    while d > 0:
+        for name in ACTIONS:
+            nxt = apply(state, name)
+            if table[index_of(canonical(nxt))] == d - 1:
+                plan.append(name)
+                state, d = nxt, d - 1
+                break
+        else:  # pragma: no cover - impossible for a consistent table
+            raise RuntimeError("no action lowers the distance")
+    return plan
+
+
+def level_sizes() -> list[int]:
+    """Number of positions at each distance 0, 1, ..., 14 (see the module docstring)."""
+    return np.bincount(distance_table().astype(np.int64)).tolist()
+
+
+__all__ = ["FIXED_TURNS", "N_POSITIONS", "distance", "distance_table", "index_of", "level_sizes", "solve",
+           "MOVES", "SOLVED", "apply_permutation"]
