@@ -29,7 +29,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .cube import ACTIONS, ANCHOR, CORNER_STICKERS, CUBIE_COLOURS, MOVES, SOLVED, apply, apply_permutation, canonical, cubies
+from .cube import ACTIONS, ANCHOR, CORNER_STICKERS, CUBIE_COLOURS, apply, canonical, cubies
 
 #: Positions of the 2x2x2 up to whole-cube rotations.
 N_POSITIONS = math.factorial(7) * 3**6
@@ -165,6 +165,3 @@ def level_sizes() -> list[int]:
     """Number of positions at each distance 0, 1, ..., 14 (see the module docstring)."""
     return np.bincount(distance_table().astype(np.int64)).tolist()
 
-
-__all__ = ["FIXED_TURNS", "N_POSITIONS", "distance", "distance_table", "index_of", "level_sizes", "solve",
-           "MOVES", "SOLVED", "apply_permutation"]
