@@ -61,6 +61,7 @@ class Game2048Env(TextEnv):
         self._board: tuple[int, ...] = (0,) * (SIZE * SIZE)
         self._score = 0
         self._attempts = 1
+        self._legal: list[str] = []  # legal moves of the current board (for the observation)
         self._plan: tuple[list[tuple[tuple[int, ...], dict[str, Any]]], list[str]] | None = None
 
     # ------------------------------------------------------------ instance
@@ -73,16 +74,16 @@ class Game2048Env(TextEnv):
     def _reset(self, options: Mapping[str, Any]) -> None:
         self._score, self._plan = 0, None
         if "board" in options:
-            board = parse_board(options["board"])
-            self._board, self._attempts = board, 1
-            return
-        split = self.config["split"]
+            self._board, self._attempts = parse_board(options["board"]), 1
+        else:
+            split = self.config["split"]
 
-        def build(rng):
-            board = self._start_board(rng)
-            return board if in_split(_key(board), split) else None
+            def build(rng):
+                board = self._start_board(rng)
+                return board if in_split(_key(board), split) else None
 
-        self._board, self._attempts = sample_instance(self.np_random, build, max_attempts=MAX_ATTEMPTS)
+            self._board, self._attempts = sample_instance(self.np_random, build, max_attempts=MAX_ATTEMPTS)
+        self._legal = legal_moves(self._board)
 
     def _reset_info(self) -> dict[str, Any]:
         return {"board": rows_of(self._board), "score": 0, "max_tile": max(self._board),
@@ -109,8 +110,9 @@ class Game2048Env(TextEnv):
                               info={"action": name, "merge_score": 0, "spawn": None, **self._board_info()})
         self._board, (cell, value) = spawn(after, self.np_random, self._p2)
         self._score += merged
+        self._legal = legal_moves(self._board)
         won = max(self._board) >= self._target
-        lost = not won and not legal_moves(self._board)
+        lost = not won and not self._legal
         return Transition(
             reward=merge_reward(merged),
             terminated=won or lost,
@@ -123,7 +125,7 @@ class Game2048Env(TextEnv):
         return {"board": rows_of(self._board), "score": self._score, "max_tile": max(self._board)}
 
     def _observation(self) -> str:
-        legal = legal_moves(self._board)
+        legal = self._legal
         return join_lines([
             render(self._board),
             f"Score: {self._score}. Largest tile: {max(self._board)}. Target tile: {self._target}.",

@@ -166,25 +166,32 @@ ANCHOR = CORNERS.index((-1, -1, -1))
 _UD = (0, 5)  # colours of the U and D faces (W, Y)
 
 
+def _cubie_lookup() -> dict[tuple[int, int, int], tuple[int, int]]:
+    """Every colour triple a corner can show (in slot order) -> ``(cubie, orientation)``."""
+    table = {}
+    for cubie, cols in enumerate(CUBIE_COLOURS):
+        for k in range(3):  # the U/D colour at slot position k
+            table[tuple(cols[(j - k) % 3] for j in range(3))] = (cubie, k)
+    return table
+
+
+_CUBIE_LOOKUP = _cubie_lookup()
+
+
 def cubie_of(colours: Sequence[int]) -> tuple[int, int] | None:
     """``(cubie, orientation)`` for a corner's three colours read in slot order, or ``None``
-    when no cubie of the standard colour scheme shows them in that cyclic order."""
-    for k in range(3):
-        if colours[k] in _UD:
-            turned = tuple(colours[k:]) + tuple(colours[:k])
-            for cubie, cols in enumerate(CUBIE_COLOURS):
-                if cols == turned:
-                    return cubie, k
-            return None
-    return None
+    when no cubie of the standard colour scheme shows them in that cyclic order.
+    The orientation is the slot position of the cubie's white or yellow sticker."""
+    return _CUBIE_LOOKUP.get(tuple(colours))
 
 
 def cubies(state: bytes) -> tuple[list[int], list[int]] | None:
     """Per corner position the cubie there and its orientation, or ``None`` when some
     corner shows colours no cubie has (a mis-stickered or mirrored corner)."""
     perm, ori = [], []
-    for slot in CORNER_STICKERS:
-        found = cubie_of([state[i] for i in slot])
+    lookup = _CUBIE_LOOKUP
+    for a, b, c in CORNER_STICKERS:
+        found = lookup.get((state[a], state[b], state[c]))
         if found is None:
             return None
         perm.append(found[0])
@@ -213,6 +220,7 @@ def _inverse(perm: Sequence[int]) -> tuple[int, ...]:
 
 
 _HOME = _anchor_rotations()
+_HOME_GETTERS = {key: itemgetter(*perm) for key, perm in _HOME.items()}
 
 
 def canonical(state: bytes) -> bytes:
@@ -224,10 +232,10 @@ def canonical(state: bytes) -> bytes:
     Raises:
         ValueError: the state has no valid anchor cubie (see :func:`check_state`).
     """
-    for pos, slot in enumerate(CORNER_STICKERS):
-        found = cubie_of([state[i] for i in slot])
+    for pos, (a, b, c) in enumerate(CORNER_STICKERS):
+        found = _CUBIE_LOOKUP.get((state[a], state[b], state[c]))
         if found is not None and found[0] == ANCHOR:
-            return apply_permutation(state, _HOME[(pos, found[1])])
+            return bytes(_HOME_GETTERS[(pos, found[1])](state))
     raise ValueError("no yellow-blue-orange corner")
 
 

@@ -41,12 +41,10 @@ _CUBIE_RANK = {c: k for k, c in enumerate(p for p in range(8) if p != ANCHOR)}
 
 
 def _perm_rank(items: Sequence[int]) -> int:
-    """Lehmer rank of a permutation of ``0..n-1``."""
-    n, rank, seen = len(items), 0, []
+    """Lehmer rank of a permutation of ``0..n-1`` (lexicographic order, 0 = identity)."""
+    n, rank = len(items), 0
     for i, x in enumerate(items):
-        smaller = x - sum(1 for s in seen if s < x)
-        rank += smaller * math.factorial(n - 1 - i)
-        seen.append(x)
+        rank = rank * (n - i) + sum(1 for y in items[i + 1:] if y < x)
     return rank
 
 
