@@ -236,6 +236,10 @@ def test_bad_board_option_is_rejected() -> None:
         env.reset(seed=0, options={"board": [[3, 0, 0, 0]] + EMPTY_ROWS})
     with pytest.raises(ValueError, match="4 rows of 4"):
         env.reset(seed=0, options={"board": [[2, 0, 0]]})
+    with pytest.raises(ValueError, match="already holds the target tile 128"):
+        env.reset(seed=0, options={"board": [[128, 0, 0, 0]] + EMPTY_ROWS})
+    with pytest.raises(ValueError, match="no move is legal"):
+        env.reset(seed=0, options={"board": [[2, 4, 2, 4], [4, 2, 4, 2], [2, 4, 2, 4], [4, 2, 4, 2]]})
 
 
 def test_config_errors_name_the_field() -> None:
@@ -246,13 +250,13 @@ def test_config_errors_name_the_field() -> None:
 
 
 def test_observation_grammar() -> None:
-    env = _env()
+    env = _env(target_tile=256)
     obs, _ = env.reset(seed=0, options={"board": [[2, 0, 0, 16]] + [[0, 128, 0, 0]] + EMPTY_ROWS[:2]})
     assert obs == ("  2   .   .  16\n"
                    "  . 128   .   .\n"
                    "  .   .   .   .\n"
                    "  .   .   .   .\n"
-                   "Score: 0. Largest tile: 128. Target tile: 128.\n"
+                   "Score: 0. Largest tile: 128. Target tile: 256.\n"
                    "Moves that change the board: Up, Right, Down, Left")
     assert render((0,) * 16) == "\n".join([". . . ."] * 4)
 

@@ -46,7 +46,8 @@ class Game2048Env(TextEnv):
     v}``, ``null`` after an illegal move).
 
     Raises (from ``reset``):
-        ValueError: a board passed in ``options`` is malformed.
+        ValueError: a board passed in ``options`` is malformed, already holds the
+            target tile, or allows no move.
     """
 
     env_key = "game2048"
@@ -74,7 +75,12 @@ class Game2048Env(TextEnv):
     def _reset(self, options: Mapping[str, Any]) -> None:
         self._score, self._plan = 0, None
         if "board" in options:
-            self._board, self._attempts = parse_board(options["board"]), 1
+            board = parse_board(options["board"])
+            if max(board) >= self._target:
+                raise ValueError(f"the board already holds the target tile {self._target}")
+            if not legal_moves(board):
+                raise ValueError("no move is legal on this board: the game would be over before it starts")
+            self._board, self._attempts = board, 1
         else:
             split = self.config["split"]
 
