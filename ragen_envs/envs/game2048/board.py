@@ -86,7 +86,8 @@ def legal_moves(board: Sequence[int]) -> list[str]:
     return [m for m in MOVES if move(b, m)[0] != b]
 
 
-def spawn(board: Sequence[int], rng: np.random.Generator, two_probability: float) -> tuple[tuple[int, ...], tuple[int, int]]:
+def spawn(board: Sequence[int], rng: np.random.Generator,
+          two_probability: float) -> tuple[tuple[int, ...], tuple[int, int]]:
     """Put one tile on a uniformly chosen empty cell.
 
     Draws, in order, ``rng.integers(n_empty)`` (the cell, among the empty cells in

@@ -149,7 +149,8 @@ class RubiksCubeEnv(TextEnv):
             f"Colours: {names}.",
             "Actions: U, D, L, R, F, B turn that face a quarter turn clockwise as seen looking at the face;"
             " U', D', L', R', F', B' turn it counterclockwise.",
-            f"Solving the cube gives reward {self.config['solved_reward']:g} and ends the game; every other turn gives 0.",
+            f"Solving the cube gives reward {self.config['solved_reward']:g} and ends the game;"
+            " every other turn gives 0.",
             "Answer with one or more actions separated by ||, for example <answer>R || U'</answer>.",
         ])
 
