@@ -15,10 +15,6 @@ from .expectimax import best_move
 #: another split, 20-90% of the time, so the bound is never reached in practice).
 MAX_ATTEMPTS = 1_000
 
-#: Search depth of the expectimax baseline (:meth:`Game2048Env.oracle_actions`).
-EXPECTIMAX_DEPTH = 1
-
-
 class Game2048Env(TextEnv):
     """2048 on a 4x4 board: slide and merge tiles until one reaches the target tile.
 
@@ -156,8 +152,8 @@ class Game2048Env(TextEnv):
 
     # ------------------------------------------------------------ baseline
     def oracle_actions(self) -> list[str]:
-        """The expectimax baseline's moves (:func:`.expectimax.best_move`, depth
-        :data:`EXPECTIMAX_DEPTH`) from now to the end of the episode.
+        """The expectimax baseline's moves (:func:`.expectimax.best_move` at its default
+        depth) from now to the end of the episode.
 
         Each move is chosen from the board alone, exactly as a policy that sees every
         spawn before it moves; the plan is only *computed* ahead by replaying the env's
@@ -179,7 +175,7 @@ class Game2048Env(TextEnv):
         board = self._board
         checkpoints, moves = [], []
         while len(moves) < budget:
-            name = best_move(board, EXPECTIMAX_DEPTH, self._p2)
+            name = best_move(board, None, self._p2)
             if name is None:
                 break
             checkpoints.append((board, rng.bit_generator.state))
