@@ -23,7 +23,7 @@ from ragen_envs.envs.rubikscube.cube import (
     apply_permutation,
     canonical,
 )
-from ragen_envs.envs.rubikscube.solver import distance, level_sizes
+from ragen_envs.envs.rubikscube.solver import FIXED_TURNS, distance, level_sizes
 
 #: Positions of the 2x2x2 at each quarter-turn distance from solved (up to whole-cube
 #: rotations): Jaap Scherphuis, "Pocket Cube" (jaapsch.net/puzzles/cube2.htm), QTM table.
@@ -117,6 +117,17 @@ def test_issue15_item3_deep_scrambles_are_solved_and_beyond_the_bfs_ball(bfs_dis
             d -= 1
             assert distance(state) == d
         assert is_solved(state)
+
+
+def test_each_action_is_a_fixed_turn_up_to_a_whole_cube_rotation() -> None:
+    """The solver explores with U, R, F and inverses only; that is exact because each of
+    the twelve actions leads to the same position (canonical form) as one of them."""
+    rng = np.random.default_rng(5)
+    states = [_random_state(rng, 25) for _ in range(20)]
+    for name in ACTIONS:
+        partners = {m for m in FIXED_TURNS
+                    if all(canonical(apply(s, name)) == canonical(apply(s, m)) for s in states)}
+        assert len(partners) == 1, (name, partners)
 
 
 def test_issue15_item3_solver_table_level_sizes_match_published_counts() -> None:
