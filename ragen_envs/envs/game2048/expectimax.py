@@ -8,8 +8,8 @@ and both spawn values (2 with ``two_probability``, 4 otherwise); after ``depth``
 the board is scored by :func:`heuristic`.  A max node with no legal move scores 0 (the
 game is lost).  The default depth (:func:`search_depth`) is 1, and 2 on a nearly full
 board (at most :data:`DEEP_WHEN_EMPTY` empty cells), where one bad move loses the game
-and the search is cheap: on the 256 target this lifts success from about 88% to 99% at
-3x the time (``benchmarks/README.md``).
+and the search is cheap: on the 256 target this lifts success from about 82-88% to 99% at
+about 3x the time (``benchmarks/README.md``).
 
 The heuristic is the line evaluation of nneonneo's 2048-ai (MIT; ``2048.cpp``,
 ``init_tables``), summed over the four rows and four columns: with ``r`` the tile
