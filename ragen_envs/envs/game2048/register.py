@@ -3,7 +3,7 @@
 RAGEN's ``game_2048`` plays for the 2048 tile over up to 700 actions (reference §1.2),
 which is out of reach in an agent budget of 10-50 turns: every legal move adds one tile
 worth 2.2 on average, so a tile of value ``T`` needs at least ``(T - 4) / 2.2`` moves
-whatever the policy (the expectimax baseline takes about 45, 100 and 180 moves for 64,
+whatever the policy (the expectimax baseline takes about 48, 94 and 174 moves for 64,
 128 and 256).  So the ids aim at reachable targets; each step limit is about 1.5 times
 the moves the baseline needs (its success rate per id is in benchmarks/README.md), and
 turns x actions per turn equals the step limit.
