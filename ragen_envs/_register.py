@@ -19,3 +19,5 @@ from .envs.deepcoder import register  # noqa: F401
 from .envs.searchqa import register  # noqa: F401
 from .envs.webshop import register  # noqa: F401
 from .envs.lean import register  # noqa: F401
+from .envs.game2048 import register  # noqa: F401
+from .envs.rubikscube import register  # noqa: F401
