@@ -9,7 +9,7 @@ and critic ``values: (B, T)``.
 Every estimator returns ``(advantages, returns)``, both ``(B, T)`` and zero where
 ``mask`` is 0.
 
-Robustness rules (tested in ``tests/test_advantages.py``):
+Robustness rules (tested in ``tests/train/test_advantages.py``):
 
 * a group whose finite scores have a *population* standard deviation of at most
   :data:`CONSTANT_GROUP_TOL` is *constant*: its advantages are exactly 0 (RAGEN divides
@@ -37,7 +37,7 @@ Tensor = torch.Tensor
 #: counts in ``filter/zero_score_groups`` and ``include_zero=False`` removes it
 #: (:mod:`ragen_train.filtering`).  The population (not the unbiased) std is the statistic
 #: because it is the filter's score (RAGEN's ``reward_variance``); the unbiased std only
-#: normalises advantages.  Tested both ways in ``tests/test_filtering.py``.
+#: normalises advantages.  Tested both ways in ``tests/train/test_filtering.py``.
 CONSTANT_GROUP_TOL = 1e-6
 
 ADVANTAGE_ESTIMATORS: dict[str, Callable[..., tuple[Tensor, Tensor]]] = {}
