@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from ragen_envs import jsonutil
 
 from .console import make_console, print_error
+from .summary_table import print_summary
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Evaluate any policy on any ragen environment; publish leaderboards.")
@@ -224,7 +224,7 @@ def run(
     finally:
         _stop(bar)
     summary = json.loads((path / "summary.json").read_text())
-    _print_summary(summary, path, to=console if print_json else out)  # --json: stdout is the JSON alone
+    print_summary(summary, path, to=console if print_json else out)  # --json: stdout is the JSON alone
     _exit_if_failed(path, summary, print_json)
     if diagnostics:
         import contextlib
@@ -271,43 +271,6 @@ def _exit_if_failed(path: Path, summary: dict[str, Any], print_json: bool) -> No
     raise typer.Exit(1)
 
 
-def _fmt(est: dict[str, Any], pct: bool = False) -> str:
-    """``mean ± stderr  [lo, hi]`` of an estimate; unknown parts (``null``) are shown as ``–``."""
-    if est.get("mean") is None:
-        return "–"
-    scale, digits, unit = (100.0, 1, "%") if pct else (1.0, 3, "")
-
-    def num(v: Any) -> str:
-        return "–" if v is None else f"{scale * v:.{digits}f}"
-
-    lo, hi = est.get("ci95") or (None, None)
-    return f"{num(est['mean'])}{unit} ± {num(est.get('stderr'))}  [{num(lo)}, {num(hi)}]"
-
-
-def _print_summary(summary: dict[str, Any], path: Path | None = None, *, to: Console | None = None) -> None:
-    """Print a summary as a table (and the run directory) on ``to`` (default: stdout)."""
-    to = to or out
-    title = f"{', '.join(summary['env']['ids'])} · {summary['policy'].get('model') or summary['policy']['backend']}"
-    table = Table(title=escape(title), caption="mean ± stderr  \\[95% bootstrap CI over groups]")
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    for key, est in summary["metrics"].items():
-        pct = key in ("success", "valid_action_rate", "format_valid_rate") or key.startswith("pass@")
-        table.add_row(escape(key), escape(_fmt(est, pct)))
-    eps = summary["episodes"]
-    table.add_row("episodes", f"{eps['scored']} scored / {eps['requested']} requested ({eps['missing']} missing)")
-    table.add_row("statuses", escape(", ".join(f"{k} {v}" for k, v in sorted(summary["counts"].items()))))
-    if summary["policy"].get("requests"):
-        r = summary["policy"]["requests"]
-        failed = ", ".join(f"{k} {v}" for k, v in r.get("failed", {}).items()) or "none"
-        table.add_row("endpoint", escape(f"{r.get('requests', 0)} requests, {r.get('retries', 0)} retries, "
-                                         f"failed: {failed}"))
-    table.add_row("wall time", f"{summary['wall_time_s']:.1f} s")
-    to.print(table)
-    if path is not None:
-        to.print(f"results: {escape(str(path))}")
-
-
 @app.command()
 def show(
     run_dir: Annotated[Path, typer.Argument(help="A run directory.")],
@@ -328,7 +291,7 @@ def show(
     if as_json:
         out.print_json(data=summary)
         return
-    _print_summary(summary, run_dir)
+    print_summary(summary, run_dir, to=out)
 
 
 @app.command("ls")

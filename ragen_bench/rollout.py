@@ -38,6 +38,8 @@ from .records import EpisodeRecord, TurnRecord
 from .types import Generation, PolicyRequest, SamplingParams
 
 CONTEXT_MODES = ("full", "last_k", "single_turn")
+#: ``system_prompt`` values (:func:`~ragen_bench.prompts.system_message`).
+SYSTEM_PROMPTS = ("full", "minimal")
 
 #: Allowed values of the numeric rollout settings (``None`` = no limit is not checked).
 ROLLOUT_RANGES = {"max_turns": Range(ge=1), "max_actions_per_turn": Range(ge=1), "context_window": Range(ge=0),
@@ -92,7 +94,7 @@ class RolloutConfig:
             value = getattr(self, name)
             if value is not None:
                 allowed.check(name, value)
-        if self.system_prompt not in ("full", "minimal"):
+        if self.system_prompt not in SYSTEM_PROMPTS:
             raise ValueError(f"system_prompt must be 'full' or 'minimal', got {self.system_prompt!r}")
 
     def as_dict(self) -> dict[str, Any]:
