@@ -93,6 +93,16 @@ class Registry(Generic[T]):
             raise ValueError(f"{self.kind} {name!r} is already registered")
         self._entries[name] = Entry(name, obj, dict(meta))
 
+    def remove(self, name: str) -> Entry[T]:
+        """Unregister ``name`` and return its entry (tests and plug-ins that replace a part).
+
+        Raises:
+            UnknownNameError: not registered.
+        """
+        entry = self.entry(name)
+        del self._entries[name]
+        return entry
+
     def entry(self, name: str) -> Entry[T]:
         """The entry of ``name``.
 

@@ -238,6 +238,7 @@ class RolloutEngine:
         tok = policy.tokenizer
         self.chat = ChatTokens(tok) if tok is not None and getattr(tok, "chat_template", None) else None
         self._envs: dict[tuple[str, str], list[Any]] = {}
+        self._entries: dict[str, ragen_envs.EnvEntry] = {}  # each env id looked up once
 
     # ------------------------------------------------------------------ API
     def run(self, specs: Iterable[EpisodeSpec]) -> list[EpisodeRecord]:
@@ -286,7 +287,9 @@ class RolloutEngine:
 
     async def _episode(self, spec: EpisodeSpec, batcher: _Batcher) -> EpisodeRecord:
         cfg = self.config
-        entry = ragen_envs.get_entry(spec.env_id)
+        entry = self._entries.get(spec.env_id)
+        if entry is None:
+            entry = self._entries[spec.env_id] = ragen_envs.get_entry(spec.env_id)
         rec = EpisodeRecord(spec.index, spec.env_id, entry.version, {**entry.kwargs, **spec.env_config},
                             spec.seed, spec.group, spec.member, started_at=time.time())
         t_start = time.perf_counter()

@@ -15,6 +15,7 @@ import json
 import math
 import types
 import typing
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -252,7 +253,7 @@ class StarPOConfig:
 
 
 # ------------------------------------------------------------------ validation
-_CHOICES: dict[str, tuple[Any, ...]] = {
+_CHOICES: dict[str, Collection[Any]] = {
     "model.dtype": ("float32", "bfloat16", "float16"),
     "model.lora.save": ("adapter", "merged"),
     "rollout.context_mode": CONTEXT_MODES,
@@ -261,9 +262,10 @@ _CHOICES: dict[str, tuple[Any, ...]] = {
     "rollout.engine": ("auto", "hf", "vllm"),
     "rollout.vllm.dtype": ("auto", "float32", "bfloat16", "float16"),
     "algorithm.tis": ("auto", "on", "off"),
-    "algorithm.adv_estimator": ADVANTAGE_ESTIMATORS.names(),
-    "algorithm.loss_agg_mode": AGG_MODES.names(),
-    "algorithm.kl_estimator": KL_ESTIMATORS.names(),
+    # Registries, read at validation time: a part registered later (a plug-in) is accepted.
+    "algorithm.adv_estimator": ADVANTAGE_ESTIMATORS,
+    "algorithm.loss_agg_mode": AGG_MODES,
+    "algorithm.kl_estimator": KL_ESTIMATORS,
     "algorithm.filter.strategy": tuple(sorted(STRATEGIES)),
     "algorithm.filter.metric": METRICS,
     "algorithm.filter.top_p_mode": ("linear", "softmax"),

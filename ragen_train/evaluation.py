@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .config import TrainConfigError, StarPOConfig, agent_protocol, from_dict
+from .config import RolloutSection, StarPOConfig, TrainConfigError, TrainerSection, agent_protocol, from_dict
 
 SPLITS = ("train", "validation", "test")
-DEFAULT_TEMPERATURE = 0.5  # without a training config (the trainer's val_temperature default)
-DEFAULT_MAX_NEW_TOKENS = 64  # without a training config (RolloutSection.max_new_tokens default)
+DEFAULT_TEMPERATURE = TrainerSection.val_temperature  # without a training config
+DEFAULT_MAX_NEW_TOKENS = RolloutSection.max_new_tokens  # without a training config
 ENV_SPECIFIC = ("max_turns", "max_actions_per_turn")  # dropped when --env names another env
 
 
