@@ -148,3 +148,18 @@ def test_issue14_item4_summary_table_formats_estimates() -> None:
     print_summary(summary, Path("runs/x"), to=console)
     text = console.export_text()
     assert "100.0% ± 0.0  [100.0, 100.0]" in text and "results: runs/x" in text and "2 scored / 2 requested" in text
+
+
+def test_issue14_item2_each_registered_back_end_builds_the_policy_class_of_that_name() -> None:
+    """The registry key is the one selector; the class a factory builds reports the same name
+    in ``describe()`` (run.json), so the two cannot drift apart unnoticed."""
+    from ragen_bench.policies.hf import HFPolicy
+    from ragen_bench.policies.openai_api import OpenAIPolicy
+    from ragen_bench.policies.privileged import RandomPolicy
+    from ragen_bench.policies.vllm_backend import VLLMPolicy, VLLMServerPolicy
+
+    classes = {"hf": HFPolicy, "random": RandomPolicy, "oracle": OraclePolicy, "openai": OpenAIPolicy,
+               "vllm": VLLMPolicy, "vllm-server": VLLMServerPolicy}
+    assert set(classes) == set(POLICIES)
+    assert {name: cls.name for name, cls in classes.items()} == {name: name for name in POLICIES}
+    assert make_policy("random").describe()["backend"] == "random"
