@@ -60,10 +60,10 @@ class Registry(Generic[T]):
 
     Example::
 
-        KL_ESTIMATORS = Registry("KL estimator")
+        SHAPES = Registry("shape")
 
-        @KL_ESTIMATORS.register("k1", verl="kl")
-        def k1(x): return x
+        @SHAPES.register("square", corners=4)
+        def square(side): return side * side
     """
 
     def __init__(self, kind: str):
