@@ -1,6 +1,6 @@
 """Throughput of the ``openai`` back-end against a server with fixed latency (issue 4).
 
-A test chat-completions server (``tests/fault_server.py``, in its own process so that it
+A test chat-completions server (``tests/helpers/fault_server.py``, in its own process so that it
 does not share the interpreter lock with the client) answers every request after
 ``LATENCY`` seconds.  With ``C`` requests in flight and ``T`` turns (one request each) per
 episode, no client can beat the bound ``C / (T × LATENCY)`` episodes per second; we
@@ -42,11 +42,11 @@ CASES = [("ragen/Bandit-v0", 1, 640), ("ragen/Sokoban-v0", 5, 192)]
 
 
 class ServerProcess:
-    """``python -m tests.fault_server`` with a fixed latency, on a free port."""
+    """``python -m tests.helpers.fault_server`` with a fixed latency, on a free port."""
 
     def __init__(self, latency: float):
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.fault_server", "--port", "0", "--latency", str(latency),
+            [sys.executable, "-m", "tests.helpers.fault_server", "--port", "0", "--latency", str(latency),
              "--served-model-name", "bench-model", "--answer", "<think>t</think><answer>Nothing</answer>"],
             cwd=REPO, stdout=subprocess.PIPE, text=True, start_new_session=True)
         line = self.proc.stdout.readline().strip() if self.proc.stdout else ""

@@ -19,13 +19,16 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from ragen_envs import jsonutil
 
 from .console import make_console, print_error
+from .diagnostics.commands import RUN_OPTIONS as DIAGNOSTICS_RUN_OPTIONS
+from .options import CliOption, with_options
+from .runner import run_option_groups
+from .summary_table import print_summary
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Evaluate any policy on any ragen environment; publish leaderboards.")
@@ -100,62 +103,27 @@ def _stop(progress: Any) -> None:
         progress.stop()
 
 
+#: Options of ``ragen-bench run`` that only the command line itself reads.
+_CLI_OPTIONS = (
+    CliOption("resume", Optional[Path], None, "Finish an interrupted run directory (other options ignored)."),
+    CliOption("progress", bool, True, "Show a progress bar.", flags=("--progress/--no-progress",)),
+    CliOption("print_json", bool, False, "Print summary.json to stdout at the end; stdout then holds only that JSON "
+              "document (table, progress and messages go to stderr).", flags=("--json",)),
+)
+
+
 @app.command()
-def run(
-    ctx: typer.Context,
-    env: Annotated[Optional[str], typer.Option("--env", "-e", help="Environment id, e.g. ragen/Sokoban-v0 (see `ragen-bench ls`).")] = None,
-    model: Annotated[Optional[str], typer.Option("--model", "-m", help="Model: a directory, a hub id, 'tiny' (built offline), or the served model name for endpoints.")] = None,
-    backend: Annotated[str, typer.Option(help="Policy back-end: hf | random | oracle | openai | vllm | vllm-server.")] = "hf",
-    episodes: Annotated[int, typer.Option(help="Episodes to play (a multiple of --group-size).")] = 32,
-    group_size: Annotated[int, typer.Option(help="Episodes per env seed (for pass@k).")] = 1,
-    split: Annotated[str, typer.Option(help="Instance split: train | validation | test.")] = "test",
-    seed: Annotated[int, typer.Option(help="Base env seed; group g uses seed + g.")] = 0,
-    max_turns: Annotated[Optional[int], typer.Option(help="Turns per episode (default: the env's agent default).")] = None,
-    max_actions_per_turn: Annotated[Optional[int], typer.Option(help="Actions executed per turn (default: env's).")] = None,
-    temperature: Annotated[float, typer.Option(help="Sampling temperature (0 = greedy).")] = 0.5,
-    top_p: Annotated[float, typer.Option(help="Nucleus sampling mass.")] = 1.0,
-    max_new_tokens: Annotated[int, typer.Option(help="Token limit per response; longer ones are truncated (invalid).")] = 256,
-    context_mode: Annotated[Optional[str], typer.Option(help="full | last_k | single_turn.")] = None,
-    context_window: Annotated[Optional[int], typer.Option(help="Earlier turns kept in last_k mode.")] = None,
-    max_context_tokens: Annotated[Optional[int], typer.Option(help="Prompt token budget; oldest turns dropped first.")] = None,
-    think: Annotated[bool, typer.Option("--think/--no-think", help="Ask for <think>…</think> before <answer>.")] = True,
-    format_penalty: Annotated[float, typer.Option(help="Reward added to a turn with an invalid answer.")] = -0.1,
-    max_invalid_answers: Annotated[Optional[int], typer.Option(help="Consecutive invalid answers that end an episode.")] = None,
-    env_config: Annotated[Optional[list[str]], typer.Option("--env-config", help="Env config override key=value (repeatable).")] = None,
-    out_dir: Annotated[Path, typer.Option("--out", help="Parent folder of run directories.")] = Path("runs"),
-    run_id: Annotated[Optional[str], typer.Option(help="Run directory name (default: <UTC time>-<random>_<env>_<model>). An existing one is refused: use --resume.")] = None,
-    resume: Annotated[Optional[Path], typer.Option(help="Finish an interrupted run directory (other options ignored).")] = None,
-    device: Annotated[str, typer.Option(help="hf: torch device.")] = "cpu",
-    dtype: Annotated[str, typer.Option(help="hf: float32 | bfloat16 | float16.")] = "float32",
-    batch_size: Annotated[int, typer.Option(help="hf: largest generation batch.")] = 32,
-    max_parallel: Annotated[Optional[int], typer.Option(help="Episodes alive at once (default: from the back-end).")] = None,
-    policy_seed: Annotated[int, typer.Option(help="random: seed of the random baseline.")] = 0,
-    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
-    print_json: Annotated[bool, typer.Option("--json", help="Print summary.json to stdout at the end; stdout then holds only that JSON document (table, progress and messages go to stderr).")] = False,
-    diagnostics: Annotated[bool, typer.Option("--diagnostics", help="After the run, add reasoning-collapse diagnostics to summary.json (docs/diagnostics.md).")] = False,
-    scorer: Annotated[Optional[str], typer.Option(help="--diagnostics scorer: hf:<model> | openai:<base_url>:<model> (default: the run's own hf model).")] = None,
-    diagnostics_samples: Annotated[int, typer.Option(help="--diagnostics: rows per sampler (RAGEN default 64).")] = 64,
-    diagnostics_sampler: Annotated[str, typer.Option(help="--diagnostics: first_turn | trajectory | both.")] = "both",
-    base_url: Annotated[Optional[list[str]], typer.Option("--base-url", help="openai: endpoint base URL, e.g. http://127.0.0.1:8000/v1; repeat to load-balance over several servers.")] = None,
-    api_key_env: Annotated[Optional[str], typer.Option(help="openai: NAME of the environment variable holding the API key (the key is never recorded).")] = None,
-    endpoints: Annotated[Optional[Path], typer.Option("--endpoints", help="TOML file of endpoint aliases; --model ALIAS resolves through it (docs/endpoints.md).")] = None,
-    concurrency: Annotated[Optional[int], typer.Option(help="openai / vllm-server: requests in flight at once (default 16).")] = None,
-    stream: Annotated[Optional[bool], typer.Option("--stream/--no-stream", help="openai: stream answers (server-sent events; enables --idle-timeout). Default: no stream.")] = None,
-    logprobs: Annotated[Optional[bool], typer.Option("--logprobs/--no-logprobs", help="openai: request per-token log-probabilities.")] = None,
-    connect_timeout: Annotated[Optional[float], typer.Option(help="openai: seconds to connect (default 10).")] = None,
-    read_timeout: Annotated[Optional[float], typer.Option(help="openai: seconds to wait for the answer, or for the first stream chunk (default 300).")] = None,
-    idle_timeout: Annotated[Optional[float], typer.Option(help="openai: longest gap between stream chunks in seconds (default 60).")] = None,
-    total_timeout: Annotated[Optional[float], typer.Option(help="openai: wall-clock limit of one attempt in seconds (default 900).")] = None,
-    max_retries: Annotated[Optional[int], typer.Option(help="openai: retries of a 429 / 5xx / dropped / timed-out request before the episode is recorded as endpoint_error (default 5).")] = None,
-    answer_from_reasoning: Annotated[bool, typer.Option("--answer-from-reasoning", help="Parse the answer from the reasoning field when the content is empty (counted in metric answer_from_reasoning_turns).")] = False,
-    vllm_python: Annotated[Optional[str], typer.Option(help="vllm-server: Python interpreter that has vLLM (default $RAGEN_VLLM_PYTHON or this one).")] = None,
-    policy_option: Annotated[Optional[list[str]], typer.Option("--policy-option", help="Extra back-end option key=value (repeatable), e.g. max_model_len=2048.")] = None,
-) -> None:
+@with_options(*run_option_groups(), (None, _CLI_OPTIONS), ("Diagnostics", DIAGNOSTICS_RUN_OPTIONS))
+def run(ctx: typer.Context, **opts: Any) -> None:
     """Evaluate a policy on an environment; write runs/<run-id>/{episodes.jsonl,summary.json}."""
     from ragen_envs import ConfigError, UnknownEnvError
 
-    from .runner import RunRequest, check_request, resume_run, start_run
+    from .diagnostics.commands import needs_scorer
+    from .endpoints import option_given
+    from .runner import plan_run, request_from_options, resume_run, start_run
 
+    resume, progress, print_json = opts["resume"], opts["progress"], opts["print_json"]
+    diagnostics, scorer = opts["diagnostics"], opts["scorer"]
     diag_policy: Any = None  # --diagnostics on hf: the run's own model scores it
     bar: Any = None
     try:
@@ -168,55 +136,15 @@ def run(
             bar, cb, started = _progress_runner(meta["episodes"], progress)
             path = resume_run(resume, progress=cb, on_start=started)
         else:
-            if not env:
-                raise typer.BadParameter("--env is required (see `ragen-bench ls`)", param_hint="--env")
-            from .endpoints import ENDPOINT_BACKENDS, option_given, resolve_endpoint
-
-            endpoint_options: dict[str, Any] = {}
-            sampling_defaults: dict[str, Any] = {}
-            if backend in ENDPOINT_BACKENDS or endpoints is not None:
-                res = resolve_endpoint(backend, model, endpoints_file=endpoints, backend_explicit=option_given(ctx, "backend"),
-                                       base_urls=base_url, api_key_env=api_key_env, cli_options={
-                                           "concurrency": concurrency, "stream": stream, "logprobs": logprobs,
-                                           "connect_timeout": connect_timeout, "read_timeout": read_timeout,
-                                           "idle_timeout": idle_timeout, "total_timeout": total_timeout,
-                                           "max_retries": max_retries, "python": vllm_python})
-                backend, model, sampling_defaults = res.backend, res.model, res.sampling_defaults
-                endpoint_options = res.options if backend in ENDPOINT_BACKENDS else {}
-            options: dict[str, Any] = {}
-            if backend == "hf":
-                options = {"device": device, "dtype": dtype, "max_batch_size": batch_size}
-            elif backend == "random":
-                options = {"seed": policy_seed}
-            elif backend == "vllm":
-                options = {"max_batch_size": batch_size}
-            options.update(endpoint_options)
-            options.update(_parse_kv(policy_option, "--policy-option"))
-            rollout = {
-                "max_turns": max_turns, "max_actions_per_turn": max_actions_per_turn, "enable_think": think,
-                "context_mode": context_mode, "context_window": context_window,
-                "max_context_tokens": max_context_tokens, "format_penalty": format_penalty,
-                "max_invalid_answers": max_invalid_answers,
-                "sampling": {"temperature": temperature, "top_p": top_p, "max_new_tokens": max_new_tokens},
-                "answer_from_reasoning": answer_from_reasoning,
-            }
-            for key, value in sampling_defaults.items():  # an endpoint alias's defaults; flags win
-                if key == "stop" or not option_given(ctx, key):
-                    rollout["sampling"][key] = value
-            req = RunRequest(env_id=env, backend=backend, model=model, episodes=episodes, group_size=group_size,
-                             split=split, seed=seed, env_config=_parse_kv(env_config, "--env-config"),
-                             rollout=rollout, policy_options=options, out=str(out_dir), run_id=run_id,
-                             max_parallel=max_parallel)
-            from .diagnostics.cli import needs_scorer
-
-            needs_scorer(backend, diagnostics, scorer)
-            check_request(req)  # before loading a model or drawing anything
-            if diagnostics and backend == "hf" and scorer is None:
+            req = request_from_options(opts, given=lambda name: option_given(ctx, name), parse_kv=_parse_kv)
+            needs_scorer(req.backend, diagnostics, scorer)
+            plan = plan_run(req)  # before loading a model or drawing anything
+            if diagnostics and req.backend == "hf" and scorer is None:
                 from .policies import make_policy
 
-                diag_policy = make_policy(backend, model, **options)
-            bar, cb, started = _progress_runner(episodes, progress)
-            path = start_run(req, policy=diag_policy, progress=cb, on_start=started)
+                diag_policy = make_policy(req.backend, req.model, **(req.policy_options or {}))
+            bar, cb, started = _progress_runner(req.episodes, progress)
+            path = start_run(plan, policy=diag_policy, progress=cb, on_start=started)
     except (UnknownEnvError, ConfigError, OSError, ValueError, ImportError) as exc:
         _stop(bar)
         _error(str(exc))
@@ -224,19 +152,19 @@ def run(
     finally:
         _stop(bar)
     summary = json.loads((path / "summary.json").read_text())
-    _print_summary(summary, path, to=console if print_json else out)  # --json: stdout is the JSON alone
+    print_summary(summary, path, to=console if print_json else out)  # --json: stdout is the JSON alone
     _exit_if_failed(path, summary, print_json)
     if diagnostics:
         import contextlib
 
-        from .diagnostics.cli import after_run
+        from .diagnostics.commands import after_run
         from .results import RunDir, RunLockedError
 
         try:
             with RunDir(path).writer_lock(), \
                     (contextlib.redirect_stdout(sys.stderr) if print_json else contextlib.nullcontext()):
-                after_run(path, scorer=scorer, policy=diag_policy, num_samples=diagnostics_samples,
-                          samplers=diagnostics_sampler, device=device, dtype=dtype)
+                after_run(path, scorer=scorer, policy=diag_policy, num_samples=opts["diagnostics_samples"],
+                          samplers=opts["diagnostics_sampler"], device=opts["device"], dtype=opts["dtype"])
         except RunLockedError as exc:
             _error(str(exc))
             raise typer.Exit(2) from None
@@ -271,43 +199,6 @@ def _exit_if_failed(path: Path, summary: dict[str, Any], print_json: bool) -> No
     raise typer.Exit(1)
 
 
-def _fmt(est: dict[str, Any], pct: bool = False) -> str:
-    """``mean ± stderr  [lo, hi]`` of an estimate; unknown parts (``null``) are shown as ``–``."""
-    if est.get("mean") is None:
-        return "–"
-    scale, digits, unit = (100.0, 1, "%") if pct else (1.0, 3, "")
-
-    def num(v: Any) -> str:
-        return "–" if v is None else f"{scale * v:.{digits}f}"
-
-    lo, hi = est.get("ci95") or (None, None)
-    return f"{num(est['mean'])}{unit} ± {num(est.get('stderr'))}  [{num(lo)}, {num(hi)}]"
-
-
-def _print_summary(summary: dict[str, Any], path: Path | None = None, *, to: Console | None = None) -> None:
-    """Print a summary as a table (and the run directory) on ``to`` (default: stdout)."""
-    to = to or out
-    title = f"{', '.join(summary['env']['ids'])} · {summary['policy'].get('model') or summary['policy']['backend']}"
-    table = Table(title=escape(title), caption="mean ± stderr  \\[95% bootstrap CI over groups]")
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    for key, est in summary["metrics"].items():
-        pct = key in ("success", "valid_action_rate", "format_valid_rate") or key.startswith("pass@")
-        table.add_row(escape(key), escape(_fmt(est, pct)))
-    eps = summary["episodes"]
-    table.add_row("episodes", f"{eps['scored']} scored / {eps['requested']} requested ({eps['missing']} missing)")
-    table.add_row("statuses", escape(", ".join(f"{k} {v}" for k, v in sorted(summary["counts"].items()))))
-    if summary["policy"].get("requests"):
-        r = summary["policy"]["requests"]
-        failed = ", ".join(f"{k} {v}" for k, v in r.get("failed", {}).items()) or "none"
-        table.add_row("endpoint", escape(f"{r.get('requests', 0)} requests, {r.get('retries', 0)} retries, "
-                                         f"failed: {failed}"))
-    table.add_row("wall time", f"{summary['wall_time_s']:.1f} s")
-    to.print(table)
-    if path is not None:
-        to.print(f"results: {escape(str(path))}")
-
-
 @app.command()
 def show(
     run_dir: Annotated[Path, typer.Argument(help="A run directory.")],
@@ -328,7 +219,7 @@ def show(
     if as_json:
         out.print_json(data=summary)
         return
-    _print_summary(summary, run_dir)
+    print_summary(summary, run_dir, to=out)
 
 
 @app.command("ls")
@@ -494,7 +385,7 @@ def report(
     out.print(escape(f"wrote {path}"), soft_wrap=True)
 
 
-from .diagnostics.cli import register as _register_diagnostics  # noqa: E402
+from .diagnostics.commands import register as _register_diagnostics  # noqa: E402
 
 _register_diagnostics(app)  # ragen-bench diagnose
 

@@ -35,8 +35,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-#: Back-ends that talk to an OpenAI-compatible server.
-ENDPOINT_BACKENDS = ("openai", "vllm-server")
+from .policies import POLICIES
+
+#: Back-ends that talk to an OpenAI-compatible server (registered with ``endpoint=True``).
+ENDPOINT_BACKENDS = POLICIES.names(endpoint=True)
 
 #: OpenAIPolicy options an alias (or the command line) may set.
 POLICY_KEYS = ("concurrency", "stream", "connect_timeout", "read_timeout", "idle_timeout", "total_timeout",
@@ -179,7 +181,7 @@ def resolve_endpoint(backend: str, model: str | None, *, endpoints_file: str | P
     for k, v in (cli_options or {}).items():
         if v is not None:
             options[k] = v
-    if backend == "vllm-server":
+    if backend in POLICIES and POLICIES.meta(backend, "server"):  # it starts its own server
         options.pop("base_url", None)
     else:
         for k in SERVER_KEYS:

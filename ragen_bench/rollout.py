@@ -38,6 +38,8 @@ from .records import EpisodeRecord, TurnRecord
 from .types import Generation, PolicyRequest, SamplingParams
 
 CONTEXT_MODES = ("full", "last_k", "single_turn")
+#: ``system_prompt`` values (:func:`~ragen_bench.prompts.system_message`).
+SYSTEM_PROMPTS = ("full", "minimal")
 
 #: Allowed values of the numeric rollout settings (``None`` = no limit is not checked).
 ROLLOUT_RANGES = {"max_turns": Range(ge=1), "max_actions_per_turn": Range(ge=1), "context_window": Range(ge=0),
@@ -92,7 +94,7 @@ class RolloutConfig:
             value = getattr(self, name)
             if value is not None:
                 allowed.check(name, value)
-        if self.system_prompt not in ("full", "minimal"):
+        if self.system_prompt not in SYSTEM_PROMPTS:
             raise ValueError(f"system_prompt must be 'full' or 'minimal', got {self.system_prompt!r}")
 
     def as_dict(self) -> dict[str, Any]:
@@ -236,6 +238,7 @@ class RolloutEngine:
         tok = policy.tokenizer
         self.chat = ChatTokens(tok) if tok is not None and getattr(tok, "chat_template", None) else None
         self._envs: dict[tuple[str, str], list[Any]] = {}
+        self._entries: dict[str, ragen_envs.EnvEntry] = {}  # each env id looked up once
 
     # ------------------------------------------------------------------ API
     def run(self, specs: Iterable[EpisodeSpec]) -> list[EpisodeRecord]:
@@ -284,7 +287,9 @@ class RolloutEngine:
 
     async def _episode(self, spec: EpisodeSpec, batcher: _Batcher) -> EpisodeRecord:
         cfg = self.config
-        entry = ragen_envs.get_entry(spec.env_id)
+        entry = self._entries.get(spec.env_id)
+        if entry is None:
+            entry = self._entries[spec.env_id] = ragen_envs.get_entry(spec.env_id)
         rec = EpisodeRecord(spec.index, spec.env_id, entry.version, {**entry.kwargs, **spec.env_config},
                             spec.seed, spec.group, spec.member, started_at=time.time())
         t_start = time.perf_counter()

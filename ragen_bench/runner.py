@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as _dt
 import os
 import re
@@ -16,12 +17,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import ragen_envs
+from ragen_envs import EnvEntry
 
 from . import __version__
-from .policies import make_policy
+from .options import CliOption
+from .policies import POLICIES, declared_options, make_policy, policy_options
 from .policies.base import Policy
 from .records import EpisodeRecord
 from .results import RETRY_STATUSES, RunDir, git_commit, now_iso, summarize
@@ -48,9 +51,15 @@ class RunRequest:
     max_parallel: int | None = None
 
 
-def rollout_config_from(env_id: str, overrides: dict[str, Any] | None) -> RolloutConfig:
-    """The env's ``agent_defaults`` overlaid with ``overrides`` (``None`` values ignored)."""
-    entry = ragen_envs.get_entry(env_id)
+def rollout_config_from(env: str | EnvEntry, overrides: dict[str, Any] | None) -> RolloutConfig:
+    """The env's ``agent_defaults`` overlaid with ``overrides`` (``None`` values ignored).
+
+    ``env`` is an env id or its already resolved registry entry.
+
+    Raises:
+        UnknownEnvError: unknown id.  ValueError: a bad rollout or sampling setting.
+    """
+    entry = env if isinstance(env, EnvEntry) else ragen_envs.get_entry(env)
     values: dict[str, Any] = {**entry.agent_defaults}
     for k, v in (overrides or {}).items():
         if v is not None:
@@ -86,8 +95,28 @@ def check_run_id(run_id: str) -> None:
         raise ValueError(f"--run-id must be a plain directory name (no path separators), got {run_id!r}")
 
 
-def check_request(req: RunRequest) -> tuple[dict[str, Any], RolloutConfig]:
-    """Validate a request without creating anything; return ``(env_config, rollout)``.
+@dataclass(frozen=True)
+class RunPlan:
+    """A checked :class:`RunRequest`: the env id resolved once to its registry entry, the
+    full env config, the rollout config and the episode specs.
+
+    Attributes:
+        request: the request.
+        entry: the env's registry entry (``ragen_envs.get_entry(request.env_id)``).
+        env_config: ``{"split": ..., **request.env_config}`` (validated by building the env once).
+        rollout: the env's agent defaults overlaid with ``request.rollout``.
+        specs: every episode of the run.
+    """
+
+    request: RunRequest
+    entry: EnvEntry
+    env_config: dict[str, Any]
+    rollout: RolloutConfig
+    specs: list[EpisodeSpec]
+
+
+def plan_run(req: RunRequest) -> RunPlan:
+    """Validate a request without creating anything (the env id is looked up once).
 
     Everything that can be checked without building the policy is checked here, so a
     bad request leaves no run directory behind.
@@ -97,16 +126,127 @@ def check_request(req: RunRequest) -> tuple[dict[str, Any], RolloutConfig]:
         ValueError: episodes not a positive multiple of the group size, bad rollout or
             sampling settings, ``max_parallel < 1``, a run id that is not a plain name.
     """
-    ragen_envs.get_entry(req.env_id)
+    entry = ragen_envs.get_entry(req.env_id)
     env_config = {"split": req.split, **(req.env_config or {})}
-    ragen_envs.make(req.env_id, **env_config).close()  # validate the config now, naming the field
-    make_specs(req.env_id, episodes=req.episodes, group_size=req.group_size, seed=req.seed, env_config=env_config)
-    rollout = rollout_config_from(req.env_id, req.rollout)
+    ragen_envs.make(entry.id, **env_config).close()  # validate the config now, naming the field
+    specs = make_specs(entry.id, episodes=req.episodes, group_size=req.group_size, seed=req.seed,
+                       env_config=env_config)
+    rollout = rollout_config_from(entry, req.rollout)
     if req.max_parallel is not None and req.max_parallel < 1:
         raise ValueError(f"max_parallel must be >= 1, got {req.max_parallel}")
     if req.run_id is not None:
         check_run_id(req.run_id)
-    return env_config, rollout
+    return RunPlan(req, entry, env_config, rollout, specs)
+
+
+def check_request(req: RunRequest) -> tuple[dict[str, Any], RolloutConfig]:
+    """:func:`plan_run`'s ``(env_config, rollout)`` (the same checks and errors)."""
+    plan = plan_run(req)
+    return plan.env_config, plan.rollout
+
+
+# ------------------------------------------------------- ``ragen-bench run`` options
+_RUN = "Run"
+_PROTOCOL = "Agent-loop protocol (default: the env's agent defaults)"
+
+#: The options of ``ragen-bench run`` that make up a :class:`RunRequest` (``key``: its field).
+REQUEST_OPTIONS: tuple[CliOption, ...] = (
+    CliOption("env", Optional[str], None, "Environment id, e.g. ragen/Sokoban-v0 (see `ragen-bench ls`).",
+              key="env_id", flags=("--env", "-e")),
+    CliOption("model", Optional[str], None, "Model: a directory, a hub id, 'tiny' (built offline), or the served "
+              "model name for endpoints.", flags=("--model", "-m")),
+    CliOption("backend", str, "hf", f"Policy back-end: {' | '.join(POLICIES)}."),
+    CliOption("episodes", int, 32, "Episodes to play (a multiple of --group-size)."),
+    CliOption("group_size", int, 1, "Episodes per env seed (for pass@k)."),
+    CliOption("split", str, "test", "Instance split: train | validation | test."),
+    CliOption("seed", int, 0, "Base env seed; group g uses seed + g."),
+    CliOption("env_config", Optional[list[str]], None, "Env config override key=value (repeatable).",
+              flags=("--env-config",)),
+    CliOption("out_dir", Path, Path("runs"), "Parent folder of run directories.", key="out", flags=("--out",)),
+    CliOption("run_id", Optional[str], None, "Run directory name (default: <UTC time>-<random>_<env>_<model>). "
+              "An existing one is refused: use --resume."),
+    CliOption("max_parallel", Optional[int], None, "Episodes alive at once (default: from the back-end)."),
+    CliOption("endpoints", Optional[Path], None, "TOML file of endpoint aliases; --model ALIAS resolves through it "
+              "(docs/endpoints.md).", flags=("--endpoints",)),
+    CliOption("policy_option", Optional[list[str]], None, "Extra back-end option key=value (repeatable), "
+              "e.g. max_model_len=2048.", flags=("--policy-option",)),
+)
+
+#: The agent-loop options of ``ragen-bench run`` (``key``: the ``RunRequest.rollout`` entry,
+#: ``sampling.*`` for sampling parameters).  ``None`` = the env's agent default.
+ROLLOUT_OPTIONS: tuple[CliOption, ...] = (
+    CliOption("max_turns", Optional[int], None, "Turns per episode (default: the env's agent default)."),
+    CliOption("max_actions_per_turn", Optional[int], None, "Actions executed per turn (default: env's)."),
+    CliOption("temperature", float, 0.5, "Sampling temperature (0 = greedy).", key="sampling.temperature"),
+    CliOption("top_p", float, SamplingParams.top_p, "Nucleus sampling mass.", key="sampling.top_p"),
+    CliOption("max_new_tokens", int, SamplingParams.max_new_tokens,
+              "Token limit per response; longer ones are truncated (invalid).", key="sampling.max_new_tokens"),
+    CliOption("context_mode", Optional[str], None, "full | last_k | single_turn."),
+    CliOption("context_window", Optional[int], None, "Earlier turns kept in last_k mode."),
+    CliOption("max_context_tokens", Optional[int], None, "Prompt token budget; oldest turns dropped first."),
+    CliOption("think", bool, RolloutConfig.enable_think, "Ask for <think>…</think> before <answer>.",
+              key="enable_think", flags=("--think/--no-think",)),
+    CliOption("format_penalty", float, RolloutConfig.format_penalty, "Reward added to a turn with an invalid answer."),
+    CliOption("max_invalid_answers", Optional[int], None, "Consecutive invalid answers that end an episode."),
+    CliOption("answer_from_reasoning", bool, RolloutConfig.answer_from_reasoning,
+              "Parse the answer from the reasoning field when the content is empty (counted in metric "
+              "answer_from_reasoning_turns).", flags=("--answer-from-reasoning",)),
+)
+
+
+def run_option_groups() -> list[tuple[str | None, tuple[CliOption, ...] | list[CliOption]]]:
+    """``(help panel, options)`` of everything :func:`request_from_options` reads."""
+    return [(_RUN, REQUEST_OPTIONS), (_PROTOCOL, ROLLOUT_OPTIONS), ("Back-end options", policy_options())]
+
+
+def request_from_options(values: dict[str, Any], *, given: Callable[[str], bool],
+                         parse_kv: Callable[[list[str] | None, str], dict[str, Any]]) -> RunRequest:
+    """Build the :class:`RunRequest` of ``ragen-bench run`` from its option values.
+
+    The back-end's declared options become its keyword arguments; an endpoint back-end
+    (or ``--endpoints``) resolves through :func:`~ragen_bench.endpoints.resolve_endpoint`,
+    whose alias sampling defaults apply where the sampling flag was not given.
+
+    Args:
+        values: option values by parameter name (every name of :func:`run_option_groups`).
+        given: whether an option was given on the command line (not a default).
+        parse_kv: reads ``key=value`` lists (``--env-config``, ``--policy-option``).
+
+    Raises:
+        typer.BadParameter: ``--env`` missing.  EndpointsError, ValueError: bad values.
+    """
+    from .endpoints import resolve_endpoint
+
+    if not values.get("env"):
+        import typer
+
+        raise typer.BadParameter("--env is required (see `ragen-bench ls`)", param_hint="--env")
+    backend, model = values["backend"], values["model"]
+    options: dict[str, Any] = {}
+    sampling_defaults: dict[str, Any] = {}
+    if (backend in POLICIES and POLICIES.meta(backend, "endpoint")) or values.get("endpoints") is not None:
+        endpoint = {opt.keyword: values.get(opt.name) for opt in policy_options(endpoint=True)}
+        res = resolve_endpoint(backend, model, endpoints_file=values.get("endpoints"),
+                               backend_explicit=given("backend"), base_urls=endpoint.pop("base_url", None),
+                               api_key_env=endpoint.pop("api_key_env", None), cli_options=endpoint)
+        backend, model, sampling_defaults = res.backend, res.model, res.sampling_defaults
+        if backend in POLICIES and POLICIES.meta(backend, "endpoint"):
+            options.update(res.options)
+    if backend in POLICIES:
+        options = {**declared_options(backend, values), **options}
+    options.update(parse_kv(values.get("policy_option"), "--policy-option"))
+    rollout: dict[str, Any] = {"sampling": {}}
+    for opt in ROLLOUT_OPTIONS:
+        section, _, key = opt.keyword.rpartition(".")
+        (rollout["sampling"] if section == "sampling" else rollout)[key] = values[opt.name]
+    for key, value in sampling_defaults.items():  # an endpoint alias's defaults; flags win
+        if key == "stop" or not given(key):
+            rollout["sampling"][key] = value
+    request_fields = {f.name for f in dataclasses.fields(RunRequest)}
+    direct = {opt.keyword: values[opt.name] for opt in REQUEST_OPTIONS if opt.keyword in request_fields}
+    direct.update(backend=backend, model=model, env_config=parse_kv(values.get("env_config"), "--env-config"),
+                  rollout=rollout, policy_options=options, out=str(values["out_dir"]))
+    return RunRequest(**direct)
 
 
 def _exists_message(path: Path) -> str:
@@ -142,25 +282,27 @@ def _create_run_dir(out: Path, run_id: str, *, fresh_id: Callable[[], str] | Non
     raise FileExistsError(f"could not find a free run id under {out}; pass --run-id")
 
 
-def start_run(req: RunRequest, *, policy: Policy | None = None,
+def start_run(req: RunRequest | RunPlan, *, policy: Policy | None = None,
               progress: Callable[[EpisodeRecord, int, int], None] | None = None,
               on_start: Callable[[int, int], None] | None = None) -> Path:
     """Validate, create a run directory and play all episodes.  Returns the run directory.
 
+    ``req`` is a request or its :func:`plan_run` (then it is not checked again).
     Nothing is created until the request is valid and the policy is built; the run
     directory is then created exclusively, so a new run never appends to another
     run's ``episodes.jsonl``.  ``on_start(finished, total)`` is called once, just
     before the first episode is played (the CLI starts its progress bar there).
 
     Raises:
-        UnknownEnvError, ConfigError, ValueError: see :func:`check_request` (before
+        UnknownEnvError, ConfigError, ValueError: see :func:`plan_run` (before
             anything is created).
         FileExistsError: the run directory already exists (use ``--resume``).
 
     The new directory's writer lock (:meth:`RunDir.writer_lock`) is held from its
     creation until the summary is written.
     """
-    env_config, rollout = check_request(req)
+    plan = req if isinstance(req, RunPlan) else plan_run(req)
+    req = plan.request
     out = Path(req.out)
     explicit = req.run_id is not None
     run_id = req.run_id or default_run_id(req.env_id, req.model, req.backend)
@@ -169,7 +311,7 @@ def start_run(req: RunRequest, *, policy: Policy | None = None,
     owned = policy is None
     policy = policy or make_policy(req.backend, req.model, **(req.policy_options or {}))
     try:
-        meta = _run_meta(req, run_id, env_config, rollout, policy)
+        meta = _run_meta(plan, run_id, policy)
         fresh = None if explicit else (lambda: default_run_id(req.env_id, req.model, req.backend))
         run_dir = _create_run_dir(out, run_id, fresh_id=fresh)
         with run_dir.writer_lock():  # taken before run.json exists, so no --resume can slip in
@@ -181,14 +323,14 @@ def start_run(req: RunRequest, *, policy: Policy | None = None,
             close_policy(policy)
 
 
-def _run_meta(req: RunRequest, run_id: str, env_config: dict[str, Any], rollout: RolloutConfig,
-              policy: Policy) -> dict[str, Any]:
+def _run_meta(plan: RunPlan, run_id: str, policy: Policy) -> dict[str, Any]:
+    req, env_config = plan.request, plan.env_config
     return {
         "schema_version": 1,
         "run_id": run_id,
         "created": now_iso(),
         "env_id": req.env_id,
-        "env_version": ragen_envs.get_entry(req.env_id).version,
+        "env_version": plan.entry.version,
         "env_config": env_config,
         "split": env_config.get("split"),
         "episodes": req.episodes,
@@ -198,7 +340,7 @@ def _run_meta(req: RunRequest, run_id: str, env_config: dict[str, Any], rollout:
         "model": req.model,
         "policy": policy.describe(),
         "policy_options": req.policy_options or {},
-        "rollout": rollout.as_dict(),
+        "rollout": plan.rollout.as_dict(),
         "max_parallel": req.max_parallel,
         "harness_version": __version__,
         "git_commit": git_commit(),

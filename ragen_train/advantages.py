@@ -9,7 +9,7 @@ and critic ``values: (B, T)``.
 Every estimator returns ``(advantages, returns)``, both ``(B, T)`` and zero where
 ``mask`` is 0.
 
-Robustness rules (tested in ``tests/test_advantages.py``):
+Robustness rules (tested in ``tests/train/test_advantages.py``):
 
 * a group whose finite scores have a *population* standard deviation of at most
   :data:`CONSTANT_GROUP_TOL` is *constant*: its advantages are exactly 0 (RAGEN divides
@@ -29,6 +29,8 @@ from typing import Any
 
 import torch
 
+from ragen_bench.registry import Registry
+
 Tensor = torch.Tensor
 
 #: The one "zero variance" tolerance of the trainer: a group whose finite scores have a
@@ -37,35 +39,50 @@ Tensor = torch.Tensor
 #: counts in ``filter/zero_score_groups`` and ``include_zero=False`` removes it
 #: (:mod:`ragen_train.filtering`).  The population (not the unbiased) std is the statistic
 #: because it is the filter's score (RAGEN's ``reward_variance``); the unbiased std only
-#: normalises advantages.  Tested both ways in ``tests/test_filtering.py``.
+#: normalises advantages.  Tested both ways in ``tests/train/test_filtering.py``.
 CONSTANT_GROUP_TOL = 1e-6
 
-ADVANTAGE_ESTIMATORS: dict[str, Callable[..., tuple[Tensor, Tensor]]] = {}
+#: The advantage estimators, by the name ``algorithm.adv_estimator`` takes.  Metadata of
+#: each entry (read by the trainer, the config checks and the TRL/verl mappings):
+#:
+#: * ``level``: ``"outcome"`` (one score per sample, ``fn(scores, group_ids, mask)``; needs
+#:   groups of at least 2) or ``"token"`` (``fn(rewards, values, mask, turn_ids)``);
+#: * ``needs_critic``: the estimator reads critic values (PPO's value model is trained);
+#: * ``trl``: the ``GRPOConfig`` settings that give the same advantage in TRL, or ``None``
+#:   (no counterpart; ``trl_why`` says why);
+#: * ``verl``: the verl overrides selecting the same estimator, or ``None`` (``verl_why``).
+_TRL_GROUP_ONLY = "GRPOTrainer has group-relative advantages only (no critic, no leave-one-out)"
 
-#: Estimators that need a critic (values).
-NEEDS_CRITIC = {"gae", "bilevel_gae"}
+ADVANTAGE_ESTIMATORS: Registry[Callable[..., tuple[Tensor, Tensor]]] = Registry("advantage estimator")
 
 
-def register_estimator(name: str) -> Callable[[Callable[..., tuple[Tensor, Tensor]]], Callable[..., tuple[Tensor, Tensor]]]:
-    """Decorator adding an estimator to :data:`ADVANTAGE_ESTIMATORS`."""
+def register_estimator(name: str, *, level: str, needs_critic: bool, trl: dict[str, Any] | None = None,
+                       trl_why: str = "", verl: dict[str, Any] | None = None, verl_why: str = "",
+                       ) -> Callable[[Callable[..., tuple[Tensor, Tensor]]], Callable[..., tuple[Tensor, Tensor]]]:
+    """Decorator adding an estimator to :data:`ADVANTAGE_ESTIMATORS` with its metadata.
 
-    def deco(fn: Callable[..., tuple[Tensor, Tensor]]) -> Callable[..., tuple[Tensor, Tensor]]:
-        ADVANTAGE_ESTIMATORS[name] = fn
-        return fn
-
-    return deco
+    Raises:
+        ValueError: ``level`` is not ``outcome``/``token``, or the name is taken.
+    """
+    if level not in ("outcome", "token"):
+        raise ValueError(f"estimator level must be 'outcome' or 'token', got {level!r}")
+    return ADVANTAGE_ESTIMATORS.register(name, level=level, needs_critic=needs_critic, trl=trl, trl_why=trl_why,
+                                         verl=verl, verl_why=verl_why)
 
 
 def get_estimator(name: str) -> Callable[..., tuple[Tensor, Tensor]]:
     """Look up an estimator by name.
 
     Raises:
-        KeyError: unknown name (the message lists the known ones).
+        KeyError: unknown name (:class:`~ragen_bench.registry.UnknownNameError`; the
+            message lists the known ones).
     """
-    try:
-        return ADVANTAGE_ESTIMATORS[name]
-    except KeyError:
-        raise KeyError(f"unknown advantage estimator {name!r}; known: {sorted(ADVANTAGE_ESTIMATORS)}") from None
+    return ADVANTAGE_ESTIMATORS.get(name)
+
+
+def needs_critic(name: str) -> bool:
+    """Whether estimator ``name`` reads critic values (raises ``KeyError`` if unknown)."""
+    return bool(ADVANTAGE_ESTIMATORS.meta(name, "needs_critic"))
 
 
 # ---------------------------------------------------------------- outcome-level
@@ -134,7 +151,8 @@ def group_advantages(scores: Tensor, group_ids: Tensor, *, norm_by_std: bool = T
     return adv, valid
 
 
-@register_estimator("grpo")
+@register_estimator("grpo", level="outcome", needs_critic=False, trl={"scale_rewards": "group"},
+                    verl={"algorithm.adv_estimator": "grpo", "algorithm.norm_adv_by_std_in_grpo": True})
 def grpo(scores: Tensor, group_ids: Tensor, mask: Tensor, *, eps: float = 1e-6, **_: Any) -> tuple[Tensor, Tensor]:
     """GRPO: group-normalised return with unbiased std and ``eps`` (see :func:`group_advantages`).
 
@@ -150,7 +168,8 @@ def grpo(scores: Tensor, group_ids: Tensor, mask: Tensor, *, eps: float = 1e-6, 
     return a, a.clone()
 
 
-@register_estimator("dr_grpo")
+@register_estimator("dr_grpo", level="outcome", needs_critic=False, trl={"scale_rewards": "none"},
+                    verl={"algorithm.adv_estimator": "grpo", "algorithm.norm_adv_by_std_in_grpo": False})
 def dr_grpo(scores: Tensor, group_ids: Tensor, mask: Tensor, **_: Any) -> tuple[Tensor, Tensor]:
     """Dr. GRPO: ``s - mean_g`` without std division (Liu et al. 2025, arXiv 2503.20783)."""
     adv, valid = group_advantages(scores, group_ids, norm_by_std=False)
@@ -159,7 +178,9 @@ def dr_grpo(scores: Tensor, group_ids: Tensor, mask: Tensor, **_: Any) -> tuple[
     return a, a.clone()
 
 
-@register_estimator("rloo")
+@register_estimator("rloo", level="outcome", needs_critic=False,
+                    trl_why=_TRL_GROUP_ONLY,
+                    verl={"algorithm.adv_estimator": "rloo"})
 def rloo(scores: Tensor, group_ids: Tensor, mask: Tensor, **_: Any) -> tuple[Tensor, Tensor]:
     """RLOO: ``s_i - mean_{j != i} s_j = n/(n-1) (s_i - mean_g)`` (Ahmadian et al. 2024,
     arXiv 2402.14740, eq. 7; Kool et al. 2019).  Groups of size 1 or constant groups get 0."""
@@ -203,7 +224,9 @@ def _gae_1d(rewards: list[float], values: list[float], gamma: float, lam: float)
     return adv, [a + v for a, v in zip(adv, values)]
 
 
-@register_estimator("gae")
+@register_estimator("gae", level="token", needs_critic=True,
+                    trl_why=_TRL_GROUP_ONLY,
+                    verl={"algorithm.adv_estimator": "gae"})
 def gae(rewards: Tensor, values: Tensor, mask: Tensor, *, gamma: float = 1.0, lam: float = 1.0,
         whiten_advantages: bool = True, **_: Any) -> tuple[Tensor, Tensor]:
     """Token-level generalised advantage estimation (Schulman et al. 2016, arXiv 1506.02438, eq. 16).
@@ -237,7 +260,8 @@ def gae(rewards: Tensor, values: Tensor, mask: Tensor, *, gamma: float = 1.0, la
     return adv.float() * mask, ret.float() * mask
 
 
-@register_estimator("bilevel_gae")
+@register_estimator("bilevel_gae", level="token", needs_critic=True,
+                    trl_why=_TRL_GROUP_ONLY, verl_why="bi-level GAE has no verl estimator")
 def bilevel_gae(rewards: Tensor, values: Tensor, mask: Tensor, turn_ids: Tensor, *, gamma: float = 1.0,
                 lam: float = 1.0, turn_gamma: float = 0.95, whiten_advantages: bool = True,
                 **_: Any) -> tuple[Tensor, Tensor]:

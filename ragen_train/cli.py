@@ -29,6 +29,8 @@ from rich.markup import escape
 
 from ragen_bench.console import make_console, print_error
 
+from .backends.base import TRAINER_BACKENDS
+
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Train LLM agents with multi-turn RL (StarPO: PPO / GRPO and variants) on ragen environments.")
 console = make_console(stderr=True)  # warnings and errors
@@ -53,11 +55,11 @@ Overrides = Annotated[Optional[list[str]], typer.Argument(help="Overrides like o
 
 
 def _load(config: str, overrides: list[str] | None):
-    from .config import ConfigError, load_config
+    from .config import TrainConfigError, load_config
 
     try:
         return load_config(config, overrides or [])
-    except ConfigError as exc:
+    except TrainConfigError as exc:
         raise _error(exc, "config error") from None
 
 
@@ -68,10 +70,10 @@ def starpo(
     resume: Annotated[Optional[str], typer.Option(help=(
         "Checkpoint directory, or 'latest': the newest intact checkpoint in trainer.out_dir (damaged newer ones "
         "are reported and skipped; docs/training.md, 'Checkpoints')."))] = None,
-    backend: Annotated[str, typer.Option(help="Trainer back-end: native | trl | verl (docs/backends.md).")] = "native",
+    backend: Annotated[str, typer.Option(help=f"Trainer back-end: {' | '.join(TRAINER_BACKENDS)} (docs/backends.md).")] = "native",
 ) -> None:
     """Train with StarPO (rollout -> filter -> advantages -> PPO/GRPO update), with validation and checkpoints."""
-    from .config import ConfigError
+    from .config import TrainConfigError
     from .trainer import StarPOTrainer
 
     cfg = _load(config, overrides)
@@ -87,7 +89,7 @@ def starpo(
             _info(f"resuming from {trainer.resumed_from.path} (step {trainer.resumed_from.step})")
     except (FileNotFoundError, FileExistsError) as exc:
         raise _error(exc) from None
-    except ConfigError as exc:
+    except TrainConfigError as exc:
         raise _error(exc, "config error") from None
     last = trainer.fit()
     if trainer.dist.is_main:
@@ -102,7 +104,7 @@ def starpo(
 def _external_backend(name: str, cfg, resume: str | None) -> None:
     """Train ``cfg`` with the ``trl`` or ``verl`` back-end (ragen_train.backends)."""
     from .backends import get_backend
-    from .config import ConfigError
+    from .config import TrainConfigError
 
     if resume:
         raise _error(f"--resume is only supported by the native back-end, not {name!r}")
@@ -112,7 +114,7 @@ def _external_backend(name: str, cfg, resume: str | None) -> None:
         raise _error(exc.args[0]) from None
     try:
         result = chosen.train(cfg)
-    except (ImportError, ConfigError) as exc:
+    except (ImportError, TrainConfigError) as exc:
         raise _error(exc, f"{name} back-end") from None
     _info(f"done ({name}): metrics {result.metrics_path}; model {result.checkpoint_dir}; last validation: "
           + _val_text(result.last_val))
@@ -138,7 +140,7 @@ def sft(config: ConfigOpt = "quickstart", overrides: Overrides = None,
         out: Annotated[Optional[Path], typer.Option(help="Where to save the model (default: <out_dir>/sft_model).")] = None) -> None:
     """Supervised warm start on oracle (or mixed, or JSONL) demonstrations, with StarPO's masks."""
     from .checkpoint import save_model
-    from .config import ConfigError
+    from .config import TrainConfigError
     from .logger import MetricLogger
     from .modeling import check_device, load_policy, load_tokenizer
     from .trainer import rollout_config_for
@@ -155,7 +157,7 @@ def sft(config: ConfigOpt = "quickstart", overrides: Overrides = None,
         check_device(cfg.model.device)
         tok = load_tokenizer(cfg.model.path)
         model = load_policy(cfg.model)
-    except ConfigError as exc:
+    except TrainConfigError as exc:
         raise _error(exc, "config error") from None
     samples = sft_samples(cfg, tok, rollout_config_for(cfg, 1.0))
     _info(f"{len(samples)} demonstration samples")
@@ -197,8 +199,8 @@ def evaluate(
 ) -> None:
     """Evaluate a model folder with the agent-loop protocol, env and env config it was trained with
     (from the run's config.json; options override single settings). Writes a normal ragen-bench run."""
-    from ragen_bench.cli import _print_summary
     from ragen_bench.runner import RunRequest, start_run
+    from ragen_bench.summary_table import print_summary
     from ragen_envs import UnknownEnvError
     from ragen_envs.config import ConfigError as EnvConfigError
 
@@ -222,7 +224,7 @@ def evaluate(
         raise _error(f"{where}: {exc}") from None
     except (UnknownEnvError, FileExistsError, ValueError) as exc:  # as ragen-bench run
         raise _error(exc) from None
-    _print_summary(json.loads((path / "summary.json").read_text()), path)
+    print_summary(json.loads((path / "summary.json").read_text()), path, to=out)
 
 
 @app.command()
@@ -233,12 +235,12 @@ def quickstart(overrides: Overrides = None, config: ConfigOpt = "quickstart") ->
     """
     from .pipeline import run_sft_then_starpo
 
-    from .config import ConfigError
+    from .config import TrainConfigError
 
     cfg = _load(config, ["trainer.overwrite=true", *(overrides or [])])
     try:
         res = run_sft_then_starpo(cfg, log=_info)
-    except ConfigError as exc:
+    except TrainConfigError as exc:
         raise _error(exc, "config error") from None
     b, a = res.before.get("val/success", 0.0), res.after.get("val/success", 0.0)
     out.print(f"\n[bold]held-out success ({escape(cfg.env.id)}, {cfg.env.test_split} split):[/bold] "
@@ -248,12 +250,18 @@ def quickstart(overrides: Overrides = None, config: ConfigOpt = "quickstart") ->
 
 @app.command()
 def presets() -> None:
-    """List the named presets."""
+    """List the named presets, then the names algorithm.adv_estimator, loss_agg_mode and kl_estimator take."""
+    from .advantages import ADVANTAGE_ESTIMATORS
+    from .losses import AGG_MODES, KL_ESTIMATORS
     from .presets import PRESETS
 
     for name in sorted(PRESETS):
         cfg = PRESETS[name]()
         _info(f"{name:22s} env={cfg.env.id}  model={cfg.model.path}  estimator={cfg.algorithm.adv_estimator}")
+    critic = set(ADVANTAGE_ESTIMATORS.names(needs_critic=True))
+    _info("\nalgorithm.adv_estimator: " + ", ".join(f"{n} (critic)" if n in critic else n for n in ADVANTAGE_ESTIMATORS))
+    _info("algorithm.loss_agg_mode: " + ", ".join(AGG_MODES))
+    _info("algorithm.kl_estimator:  " + ", ".join(KL_ESTIMATORS))
 
 
 @app.command("show-config")

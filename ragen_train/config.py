@@ -4,7 +4,7 @@ A config is a :class:`StarPOConfig` (nested dataclasses).  It comes from a prese
 (:mod:`ragen_train.presets`) or a JSON/YAML file, then ``key=value`` overrides with
 dotted paths (``algorithm.adv_estimator=gae optim.lr=1e-5``) are applied; every value
 is type-checked against the dataclass field and a wrong or unknown key raises
-:class:`ConfigError` naming the field.  :func:`config_json_schema` derives the JSON
+:class:`TrainConfigError` naming the field.  :func:`config_json_schema` derives the JSON
 Schema of the saved ``config.json`` (checked in as ``schemas/train_config.schema.json``).
 """
 
@@ -15,20 +15,26 @@ import json
 import math
 import types
 import typing
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragen_bench.rollout import CONTEXT_MODES, SYSTEM_PROMPTS, RolloutConfig
+from ragen_bench.types import SamplingParams
 from ragen_envs.ranges import Range
 
-from .filtering import LOSS_SCALING, METRICS, STRATEGIES
+from .advantages import ADVANTAGE_ESTIMATORS
+from .filtering import LOSS_SCALING, METRICS, STRATEGIES, FilterConfig
+from .losses import AGG_MODES, KL_ESTIMATORS
 
 
-class ConfigError(ValueError):
+class TrainConfigError(ValueError):
     """A training config field is unknown, mistyped or out of range (``field`` names it).
 
     ``field`` is a dotted config path (``optim.lr``) or a command-line option
-    (``--config``); ``reason`` says what is wrong.
+    (``--config``); ``reason`` says what is wrong.  (Not :class:`ragen_envs.ConfigError`,
+    which names a field of an *environment* config.)
     """
 
     def __init__(self, field_path: str, reason: str):
@@ -36,6 +42,10 @@ class ConfigError(ValueError):
         self.reason = reason
         where = field_path if field_path.startswith("--") else f"config field {field_path!r}"
         super().__init__(f"{where}: {reason}")
+
+
+#: The name this class had before issue 14 (kept so that imports written against it work).
+ConfigError = TrainConfigError
 
 
 @dataclass
@@ -89,9 +99,23 @@ class VLLMSection:
     check_sync: bool = True  # compare one weight after every sync
 
 
+#: The agent-loop protocol fields of ``rollout`` *are* those of the bench's
+#: :class:`~ragen_bench.rollout.RolloutConfig`: same names, same defaults (read from it),
+#: except that the per-env budgets (``max_turns``, ``max_actions_per_turn``) default to
+#: ``None`` = the env's ``agent_defaults``.  :func:`agent_protocol` passes exactly these.
+PROTOCOL_FIELDS = ("max_turns", "max_actions_per_turn", "enable_think", "system_prompt", "context_mode",
+                   "context_window", "max_context_tokens", "format_penalty", "max_invalid_answers", "format_reminder")
+#: The sampling fields of ``rollout`` (those of :class:`~ragen_bench.types.SamplingParams`).
+SAMPLING_FIELDS = ("temperature", "top_p", "max_new_tokens")
+
+
 @dataclass
 class RolloutSection:
     """Rollouts per step and the agent-loop protocol (``None`` = the env's default).
+
+    The protocol fields (:data:`PROTOCOL_FIELDS`) are :class:`~ragen_bench.rollout.RolloutConfig`'s
+    and take their defaults from it; ``temperature`` and ``top_p`` are
+    :class:`~ragen_bench.types.SamplingParams`'s.
 
     ``engine``: who samples the rollouts — ``hf`` (transformers ``generate`` on the training
     model), ``vllm`` (a colocated vLLM engine synced after every optimizer step) or
@@ -102,35 +126,25 @@ class RolloutSection:
     group_size: int = 8
     max_turns: int | None = None
     max_actions_per_turn: int | None = None
-    enable_think: bool = True
-    system_prompt: str = "full"
-    context_mode: str = "full"
-    context_window: int = 2
-    max_context_tokens: int | None = None
-    format_penalty: float = -0.1
-    max_invalid_answers: int | None = None
-    temperature: float = 1.0
-    top_p: float = 1.0
-    max_new_tokens: int = 64
+    enable_think: bool = RolloutConfig.enable_think
+    system_prompt: str = RolloutConfig.system_prompt
+    context_mode: str = RolloutConfig.context_mode
+    context_window: int = RolloutConfig.context_window
+    max_context_tokens: int | None = RolloutConfig.max_context_tokens
+    format_penalty: float = RolloutConfig.format_penalty
+    max_invalid_answers: int | None = RolloutConfig.max_invalid_answers
+    temperature: float = SamplingParams.temperature
+    top_p: float = SamplingParams.top_p
+    max_new_tokens: int = 64  # training responses are shorter than the bench's default 256
     reward_placement: str = "last_token"  # "last_token" | "turn_end"
     batch_size: int = 64
-    format_reminder: bool = False  # restate the answer format at the end of every user message
+    format_reminder: bool = RolloutConfig.format_reminder  # restate the answer format at the end of every user message
     engine: str = "auto"  # "auto" | "hf" | "vllm"
     vllm: VLLMSection = field(default_factory=VLLMSection)
 
 
-@dataclass
-class FilterSection:
-    """Rollout filtering (see :mod:`ragen_train.filtering`)."""
-
-    strategy: str = "top_p"
-    value: float = 1.0
-    metric: str = "reward_std"
-    top_p_mode: str = "linear"
-    eps: float = 0.01
-    include_zero: bool = True
-    loss_scaling: str = "none"
-    empty_stop_steps: int = 5
+#: The ``algorithm.filter`` section *is* the filter's own settings (one definition).
+FilterSection = FilterConfig
 
 
 @dataclass
@@ -159,7 +173,7 @@ class AlgorithmSection:
     # tis_imp_ratio_cap): "auto" = on with the vllm engine.
     tis: str = "auto"  # "auto" | "on" | "off"
     tis_cap: float = 2.0
-    filter: FilterSection = field(default_factory=FilterSection)
+    filter: FilterConfig = field(default_factory=FilterConfig)
 
 
 @dataclass
@@ -239,18 +253,19 @@ class StarPOConfig:
 
 
 # ------------------------------------------------------------------ validation
-_CHOICES: dict[str, tuple[Any, ...]] = {
+_CHOICES: dict[str, Collection[Any]] = {
     "model.dtype": ("float32", "bfloat16", "float16"),
     "model.lora.save": ("adapter", "merged"),
-    "rollout.context_mode": ("full", "last_k", "single_turn"),
-    "rollout.system_prompt": ("full", "minimal"),
+    "rollout.context_mode": CONTEXT_MODES,
+    "rollout.system_prompt": SYSTEM_PROMPTS,
     "rollout.reward_placement": ("last_token", "turn_end"),
     "rollout.engine": ("auto", "hf", "vllm"),
     "rollout.vllm.dtype": ("auto", "float32", "bfloat16", "float16"),
     "algorithm.tis": ("auto", "on", "off"),
-    "algorithm.adv_estimator": ("grpo", "dr_grpo", "rloo", "gae", "bilevel_gae"),
-    "algorithm.loss_agg_mode": ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm"),
-    "algorithm.kl_estimator": ("k1", "k2", "k3", "abs"),
+    # Registries, read at validation time: a part registered later (a plug-in) is accepted.
+    "algorithm.adv_estimator": ADVANTAGE_ESTIMATORS,
+    "algorithm.loss_agg_mode": AGG_MODES,
+    "algorithm.kl_estimator": KL_ESTIMATORS,
     "algorithm.filter.strategy": tuple(sorted(STRATEGIES)),
     "algorithm.filter.metric": METRICS,
     "algorithm.filter.top_p_mode": ("linear", "softmax"),
@@ -312,27 +327,27 @@ def validate(cfg: StarPOConfig, *, user_env_fields: set[str] | None = None) -> S
             an unknown-field error gets the "drop the preset's env settings" hint.
 
     Raises:
-        ConfigError: naming the first offending field.
+        TrainConfigError: naming the first offending field.
     """
     flat = _flatten(cfg.to_dict())
     for key, choices in _CHOICES.items():
         if flat[key] not in choices:
-            raise ConfigError(key, f"must be one of {list(choices)}, got {flat[key]!r}")
+            raise TrainConfigError(key, f"must be one of {list(choices)}, got {flat[key]!r}")
     for key, allowed in _RANGES.items():
         value = flat.get(key)
         problem = None if value is None else allowed.problem(value)
         if problem is not None:
-            raise ConfigError(key, problem)
+            raise TrainConfigError(key, problem)
     for sampler in flat["trainer.collapse_samplers"]:
         if sampler not in ("first_turn", "trajectory"):
-            raise ConfigError("trainer.collapse_samplers", f"unknown sampler {sampler!r} (first_turn, trajectory)")
+            raise TrainConfigError("trainer.collapse_samplers", f"unknown sampler {sampler!r} (first_turn, trajectory)")
     from .logger import KNOWN_LOGGERS
 
     for name in flat["trainer.loggers"]:
         if name not in KNOWN_LOGGERS:
-            raise ConfigError("trainer.loggers", f"unknown logger {name!r} (known: {', '.join(KNOWN_LOGGERS)})")
-    if flat["algorithm.adv_estimator"] in ("grpo", "dr_grpo", "rloo") and flat["rollout.group_size"] < 2:
-        raise ConfigError("rollout.group_size", f"{flat['algorithm.adv_estimator']} needs groups of at least 2")
+            raise TrainConfigError("trainer.loggers", f"unknown logger {name!r} (known: {', '.join(KNOWN_LOGGERS)})")
+    if ADVANTAGE_ESTIMATORS.meta(flat["algorithm.adv_estimator"], "level") == "outcome" and flat["rollout.group_size"] < 2:
+        raise TrainConfigError("rollout.group_size", f"{flat['algorithm.adv_estimator']} needs groups of at least 2")
     _validate_env(cfg, user_env_fields or set())
     return cfg
 
@@ -353,7 +368,7 @@ def _validate_env(cfg: StarPOConfig, user_env_fields: set[str]) -> None:
     try:
         entry = ragen_envs.get_entry(cfg.env.id)
     except Exception as exc:  # UnknownEnvError names close matches
-        raise ConfigError("env.id", str(exc)) from None
+        raise TrainConfigError("env.id", str(exc)) from None
     try:
         validate_config(entry.env_key, {**entry.kwargs, **cfg.env.config})
     except EnvConfigError as exc:
@@ -361,7 +376,7 @@ def _validate_env(cfg: StarPOConfig, user_env_fields: set[str]) -> None:
         unknown = exc.reason.startswith("unknown field")
         hint = (" — override env.config={} to drop the preset's env settings"
                 if unknown and exc.field not in user_env_fields else "")
-        raise ConfigError(field, f"{exc.reason} (env {cfg.env.id}){hint}") from None
+        raise TrainConfigError(field, f"{exc.reason} (env {cfg.env.id}){hint}") from None
 
 
 def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -390,22 +405,22 @@ def _coerce(value: Any, tp: Any, path: str) -> Any:
                 continue
             try:
                 return _coerce(value, a, path)
-            except ConfigError as exc:
+            except TrainConfigError as exc:
                 errors.append(str(exc))
-        raise ConfigError(path, f"cannot read {value!r} as {tp}")
+        raise TrainConfigError(path, f"cannot read {value!r} as {tp}")
     if dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
-            raise ConfigError(path, f"expected a mapping, got {value!r}")
+            raise TrainConfigError(path, f"expected a mapping, got {value!r}")
         return from_dict(tp, value, path)
     if tp is bool:
         if isinstance(value, bool):
             return value
         if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
             return value.lower() in ("true", "1", "yes")
-        raise ConfigError(path, f"expected true/false, got {value!r}")
+        raise TrainConfigError(path, f"expected true/false, got {value!r}")
     if tp is int:
         if isinstance(value, bool):
-            raise ConfigError(path, f"expected an integer, got {value!r}")
+            raise TrainConfigError(path, f"expected an integer, got {value!r}")
         if isinstance(value, int):
             return value
         if isinstance(value, float) and value.is_integer():
@@ -415,7 +430,7 @@ def _coerce(value: Any, tp: Any, path: str) -> Any:
                 return int(float(value)) if float(value).is_integer() else _fail(path, value, "an integer")
             except ValueError:
                 pass
-        raise ConfigError(path, f"expected an integer, got {value!r}")
+        raise TrainConfigError(path, f"expected an integer, got {value!r}")
     if tp is float:
         number: float | None = None
         if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -426,29 +441,29 @@ def _coerce(value: Any, tp: Any, path: str) -> Any:
             except ValueError:
                 pass
         if number is None:
-            raise ConfigError(path, f"expected a number, got {value!r}")
+            raise TrainConfigError(path, f"expected a number, got {value!r}")
         if not math.isfinite(number):
-            raise ConfigError(path, f"must be a finite number, got {value!r}")
+            raise TrainConfigError(path, f"must be a finite number, got {value!r}")
         return number
     if tp is str:
         if isinstance(value, (str, int, float)) and not isinstance(value, bool):
             return str(value)
-        raise ConfigError(path, f"expected a string, got {value!r}")
+        raise TrainConfigError(path, f"expected a string, got {value!r}")
     if origin is list:
         if isinstance(value, str):
             value = [v for v in value.split(",") if v]
         if not isinstance(value, list):
-            raise ConfigError(path, f"expected a list, got {value!r}")
+            raise TrainConfigError(path, f"expected a list, got {value!r}")
         return [_coerce(v, args[0], f"{path}[{i}]") for i, v in enumerate(value)] if args else list(value)
     if origin is dict:
         if not isinstance(value, dict):
-            raise ConfigError(path, f"expected a mapping, got {value!r}")
+            raise TrainConfigError(path, f"expected a mapping, got {value!r}")
         return dict(value)
     return value
 
 
 def _fail(path: str, value: Any, what: str) -> Any:
-    raise ConfigError(path, f"expected {what}, got {value!r}")
+    raise TrainConfigError(path, f"expected {what}, got {value!r}")
 
 
 def from_dict(cls: type, data: dict[str, Any], path: str = "") -> Any:
@@ -459,16 +474,21 @@ def from_dict(cls: type, data: dict[str, Any], path: str = "") -> Any:
     for key, value in data.items():
         fp = f"{path}.{key}" if path else key
         if key not in names:
-            raise ConfigError(fp, f"unknown field (known: {', '.join(sorted(names))})")
+            raise TrainConfigError(fp, f"unknown field (known: {', '.join(sorted(names))})")
         kwargs[key] = _coerce(value, hints[key], fp)
-    return cls(**kwargs)
+    try:
+        return cls(**kwargs)
+    except ValueError as exc:  # a section that checks itself (FilterConfig): name the field
+        sub = getattr(exc, "field", None)
+        raise TrainConfigError(f"{path}.{sub}" if sub and path else path or cls.__name__,
+                               getattr(exc, "reason", str(exc))) from None
 
 
 def apply_overrides(cfg: StarPOConfig, overrides: list[str]) -> StarPOConfig:
     """Apply ``key=value`` overrides (values parsed as JSON when possible).
 
     Raises:
-        ConfigError: malformed override, unknown key or wrong type.
+        TrainConfigError: malformed override, unknown key or wrong type.
     """
     return _apply_overrides(cfg, overrides, set())
 
@@ -480,7 +500,7 @@ def _apply_overrides(cfg: StarPOConfig, overrides: list[str], user_env_fields: s
     data = cfg.to_dict()
     for item in overrides:
         if "=" not in item:
-            raise ConfigError(item, "overrides look like section.field=value")
+            raise TrainConfigError(item, "overrides look like section.field=value")
         key, raw = item.split("=", 1)
         try:
             value = json.loads(raw)
@@ -490,11 +510,11 @@ def _apply_overrides(cfg: StarPOConfig, overrides: list[str], user_env_fields: s
         parts = key.strip().split(".")
         for i, part in enumerate(parts[:-1]):
             if not isinstance(node, dict) or part not in node:
-                raise ConfigError(".".join(parts[: i + 1]), "unknown section")
+                raise TrainConfigError(".".join(parts[: i + 1]), "unknown section")
             node = node[part]
         leaf = parts[-1]
         if not isinstance(node, dict) or (leaf not in node and parts[-2:-1] != ["config"]):
-            raise ConfigError(key, "unknown field")
+            raise TrainConfigError(key, "unknown field")
         node[leaf] = value
         if parts[:2] == ["env", "config"] and len(parts) >= 3:
             user_env_fields.add(parts[2])
@@ -509,7 +529,7 @@ def load_config(name_or_path: str, overrides: list[str] | None = None) -> StarPO
     """A preset name or a JSON/YAML file, then overrides, validated.
 
     Raises:
-        ConfigError: unknown preset; a file that cannot be read, is not valid JSON/YAML
+        TrainConfigError: unknown preset; a file that cannot be read, is not valid JSON/YAML
             (field ``--config``; the message names the file and the line) or does not
             hold a mapping; a bad field (a field of a file's config is named with the file).
     """
@@ -519,12 +539,12 @@ def load_config(name_or_path: str, overrides: list[str] | None = None) -> StarPO
         return _apply_overrides(PRESETS[name_or_path](), overrides or [], set())
     p = Path(name_or_path)
     if not p.is_file():
-        raise ConfigError("--config", f"{name_or_path!r} is neither a preset ({', '.join(sorted(PRESETS))}) nor a file")
+        raise TrainConfigError("--config", f"{name_or_path!r} is neither a preset ({', '.join(sorted(PRESETS))}) nor a file")
     data = read_config_file(p)
     try:
         cfg = from_dict(StarPOConfig, data)
-    except ConfigError as exc:
-        raise ConfigError(exc.field, f"{exc.reason} (in {p})") from None
+    except TrainConfigError as exc:
+        raise TrainConfigError(exc.field, f"{exc.reason} (in {p})") from None
     env = data.get("env")
     file_env_fields = set(env["config"]) if isinstance(env, dict) and isinstance(env.get("config"), dict) else set()
     return _apply_overrides(cfg, overrides or [], file_env_fields)
@@ -534,7 +554,7 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     """The mapping held by a JSON or YAML (``.yaml``/``.yml``) config file.
 
     Raises:
-        ConfigError: (field ``--config``) the file cannot be read, is not valid JSON/YAML
+        TrainConfigError: (field ``--config``) the file cannot be read, is not valid JSON/YAML
             (the message names the file, line and column) or holds something other than a
             mapping.
     """
@@ -542,29 +562,29 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     try:
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError("--config", f"cannot read {p}: {exc}") from None
+        raise TrainConfigError("--config", f"cannot read {p}: {exc}") from None
     if p.suffix in (".yaml", ".yml"):
         try:
             import yaml
         except ImportError as exc:
-            raise ConfigError("--config", "reading YAML needs PyYAML (pip install pyyaml)") from exc
+            raise TrainConfigError("--config", "reading YAML needs PyYAML (pip install pyyaml)") from exc
         try:
             data = yaml.safe_load(text)
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
             problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-            raise ConfigError("--config", f"{p}: invalid YAML{where}: {problem}") from None
+            raise TrainConfigError("--config", f"{p}: invalid YAML{where}: {problem}") from None
     else:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ConfigError("--config", f"{p}: invalid JSON at line {exc.lineno}, column {exc.colno}: "
+            raise TrainConfigError("--config", f"{p}: invalid JSON at line {exc.lineno}, column {exc.colno}: "
                                           f"{exc.msg}") from None
     if data is None:
-        raise ConfigError("--config", f"{p} is empty (expected a mapping of config sections)")
+        raise TrainConfigError("--config", f"{p} is empty (expected a mapping of config sections)")
     if not isinstance(data, dict):
-        raise ConfigError("--config", f"{p} holds a {type(data).__name__}, expected a mapping of config sections "
+        raise TrainConfigError("--config", f"{p} holds a {type(data).__name__}, expected a mapping of config sections "
                                       "(name, model, env, rollout, ...)")
     return data
 
@@ -582,15 +602,10 @@ def agent_protocol(cfg: StarPOConfig, temperature: float | None = None) -> dict[
         temperature: sampling temperature (default ``cfg.rollout.temperature``).
     """
     r = cfg.rollout
-    return {
-        "max_turns": r.max_turns, "max_actions_per_turn": r.max_actions_per_turn, "enable_think": r.enable_think,
-        "context_mode": r.context_mode, "context_window": r.context_window,
-        "max_context_tokens": r.max_context_tokens, "format_penalty": r.format_penalty,
-        "max_invalid_answers": r.max_invalid_answers, "system_prompt": r.system_prompt,
-        "format_reminder": r.format_reminder,
-        "sampling": {"temperature": r.temperature if temperature is None else temperature, "top_p": r.top_p,
-                     "max_new_tokens": r.max_new_tokens},
-    }
+    sampling = {name: getattr(r, name) for name in SAMPLING_FIELDS}
+    if temperature is not None:
+        sampling["temperature"] = temperature
+    return {**{name: getattr(r, name) for name in PROTOCOL_FIELDS}, "sampling": sampling}
 
 
 def config_json_schema() -> dict[str, Any]:

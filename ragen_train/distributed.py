@@ -9,7 +9,7 @@ Work split: groups are assigned to ranks round-robin (group ``g`` to rank ``g % 
 group statistics never cross ranks; loss denominators are summed over ranks
 (:func:`all_reduce_sum`) and the per-rank loss is multiplied by ``W`` to undo DDP's
 gradient averaging, which makes the update identical to one process with the global
-batch (``tests/test_distributed.py``).
+batch (``tests/train/test_distributed.py``).
 """
 
 from __future__ import annotations

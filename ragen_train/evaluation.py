@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .config import ConfigError, StarPOConfig, agent_protocol, from_dict
+from .config import RolloutSection, StarPOConfig, TrainConfigError, TrainerSection, agent_protocol, from_dict
 
 SPLITS = ("train", "validation", "test")
-DEFAULT_TEMPERATURE = 0.5  # without a training config (the trainer's val_temperature default)
-DEFAULT_MAX_NEW_TOKENS = 64  # without a training config (RolloutSection.max_new_tokens default)
+DEFAULT_TEMPERATURE = TrainerSection.val_temperature  # without a training config
+DEFAULT_MAX_NEW_TOKENS = RolloutSection.max_new_tokens  # without a training config
 ENV_SPECIFIC = ("max_turns", "max_actions_per_turn")  # dropped when --env names another env
 
 
@@ -145,7 +145,7 @@ def _usable_device(device: str) -> bool:
 
     try:
         check_device(device)
-    except ConfigError:
+    except TrainConfigError:
         return False
     return True
 
@@ -200,7 +200,7 @@ def plan_eval(model_dir: Path, *, env: str | None = None, split: str | None = No
 
         try:
             check_device(device, field="--device")
-        except ConfigError as exc:
+        except TrainConfigError as exc:
             raise EvalSetupError("--device", exc.reason) from None
 
     notes: list[str] = []
@@ -209,7 +209,7 @@ def plan_eval(model_dir: Path, *, env: str | None = None, split: str | None = No
     if found is not None:
         try:
             cfg = from_dict(StarPOConfig, found[1])
-        except ConfigError as exc:
+        except TrainConfigError as exc:
             notes.append(f"ignoring {found[0]}: not readable as a training config ({exc})")
             found = None
 

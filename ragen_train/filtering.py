@@ -49,21 +49,20 @@ from typing import Any
 
 import numpy as np
 
+from ragen_bench.registry import Registry
+
 from .advantages import CONSTANT_GROUP_TOL
 
-STRATEGIES: dict[str, Callable[..., list[int]]] = {}
+#: Group selection strategies by the name ``algorithm.filter.strategy`` takes:
+#: ``fn(scores, candidates, value, **kwargs) -> kept indices``.
+STRATEGIES: Registry[Callable[..., list[int]]] = Registry("filter strategy")
 METRICS = ("reward_std", "reward_mean", "entropy", "length")
 LOSS_SCALING = ("none", "linear", "sqrt")
 
 
 def register_strategy(name: str) -> Callable[[Callable[..., list[int]]], Callable[..., list[int]]]:
     """Decorator adding a selection strategy to :data:`STRATEGIES`."""
-
-    def deco(fn: Callable[..., list[int]]) -> Callable[..., list[int]]:
-        STRATEGIES[name] = fn
-        return fn
-
-    return deco
+    return STRATEGIES.register(name)
 
 
 def _order(scores: np.ndarray, candidates: Sequence[int]) -> list[int]:
@@ -164,13 +163,25 @@ class FilterConfig:
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
-            raise ValueError(f"filter.strategy must be one of {sorted(STRATEGIES)}, got {self.strategy!r}")
+            raise FilterSettingError("strategy", f"must be one of {sorted(STRATEGIES)}, got {self.strategy!r}")
         if self.metric not in METRICS:
-            raise ValueError(f"filter.metric must be one of {METRICS}, got {self.metric!r}")
+            raise FilterSettingError("metric", f"must be one of {METRICS}, got {self.metric!r}")
         if self.loss_scaling not in LOSS_SCALING:
-            raise ValueError(f"filter.loss_scaling must be one of {LOSS_SCALING}, got {self.loss_scaling!r}")
+            raise FilterSettingError("loss_scaling", f"must be one of {LOSS_SCALING}, got {self.loss_scaling!r}")
         if self.value < 0:
-            raise ValueError(f"filter.value must be >= 0, got {self.value}")
+            raise FilterSettingError("value", f"must be >= 0, got {self.value}")
+
+
+class FilterSettingError(ValueError):
+    """A bad :class:`FilterConfig` value; ``field`` names the setting, ``reason`` the problem.
+
+    The message reads ``filter.<field> <reason>``; the training config reports it as
+    ``algorithm.filter.<field>``.
+    """
+
+    def __init__(self, field_name: str, reason: str):
+        self.field, self.reason = field_name, reason
+        super().__init__(f"filter.{field_name} {reason}")
 
 
 @dataclass

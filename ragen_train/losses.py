@@ -18,14 +18,30 @@ sequence count) so that summing micro-batch losses gives exactly the full-batch 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 
+from ragen_bench.registry import Registry
+
 Tensor = torch.Tensor
 
-AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm")
-KL_ESTIMATORS = ("k1", "k2", "k3", "abs")
+#: Loss aggregation modes, by the name ``algorithm.loss_agg_mode`` takes:
+#: ``fn(loss, mask, denom) -> scalar``.  Metadata: ``trl`` = ``(loss_type, completion
+#: length)`` of the closest TRL ``GRPOConfig`` (length ``"norm_len"`` = ``T_norm``, ``None``
+#: = unused), ``trl_exact``: TRL's loss equals ours; ``verl_scale_factor``: verl needs ``loss_scale_factor = T_norm`` (verl uses
+#: the same mode names).
+AGG_MODES: Registry[Callable[[Tensor, Tensor, "Denominators"], Tensor]] = Registry("loss_agg_mode")
+
+#: KL(π ‖ π_ref) estimators by the name ``algorithm.kl_estimator`` takes:
+#: ``fn(x) -> (B, T)`` with ``x = logπ − logπ_ref``.  Metadata: ``verl`` = verl's
+#: ``kl_loss_type`` / ``kl_penalty`` name; ``trl``: TRL's loss uses this estimator.
+KL_ESTIMATORS: Registry[Callable[[Tensor], Tensor]] = Registry("KL estimator")
+
+#: Per-token policy-gradient losses ``fn(logp, old_logp, advantages, mask, **opts) ->
+#: (loss (B, T), stats)``, as verl's ``register_policy_loss``; the trainer uses ``ppo``.
+POLICY_LOSSES: Registry[Callable[..., tuple[Tensor, dict[str, Tensor]]]] = Registry("policy loss")
 
 
 @dataclass(frozen=True)
@@ -56,7 +72,7 @@ def aggregate(loss: Tensor, mask: Tensor, mode: str, denom: Denominators | None 
     Args:
         loss: ``(B, T)`` per-token values.
         mask: ``(B, T)`` 0/1 loss mask.
-        mode: one of :data:`AGG_MODES`.
+        mode: a name in :data:`AGG_MODES`.
         denom: global denominators; default: those of this ``mask`` alone.
 
     Returns:
@@ -65,22 +81,36 @@ def aggregate(loss: Tensor, mask: Tensor, mode: str, denom: Denominators | None 
     Raises:
         ValueError: unknown mode.
     """
+    return AGG_MODES.get(mode)(loss, mask, denom or Denominators.of(mask))
+
+
+@AGG_MODES.register("token-mean", trl=("dapo", None), trl_exact=True, verl_scale_factor=False)
+def token_mean(loss: Tensor, mask: Tensor, denom: Denominators) -> Tensor:
+    """``Σ_bt L·m / Σ_bt m`` over the mini-batch's token count."""
+    return (loss * mask.to(loss.dtype)).sum() / max(denom.tokens, 1.0)
+
+
+@AGG_MODES.register("seq-mean-token-mean", trl=("grpo", None), trl_exact=False, verl_scale_factor=False)
+def seq_mean_token_mean(loss: Tensor, mask: Tensor, denom: Denominators) -> Tensor:
+    """``mean_b ( Σ_t L·m / Σ_t m )`` over the sequences that have tokens."""
     m = mask.to(loss.dtype)
-    denom = denom or Denominators.of(mask)
-    if mode == "token-mean":
-        return (loss * m).sum() / max(denom.tokens, 1.0)
-    per_seq_tokens = m.sum(-1)
-    seq_sum = (loss * m).sum(-1)
-    if mode == "seq-mean-token-mean":
-        seq_mean = seq_sum / per_seq_tokens.clamp(min=1.0)
-        return seq_mean.sum() / max(denom.seqs, 1.0)
-    if mode == "seq-mean-token-sum":
-        return seq_sum.sum() / max(denom.seqs, 1.0)
-    if mode == "seq-mean-token-sum-norm":
-        return seq_sum.sum() / max(denom.seqs, 1.0) / denom.norm_len
-    raise ValueError(f"unknown loss_agg_mode {mode!r}; choose one of {AGG_MODES}")
+    seq_mean = (loss * m).sum(-1) / m.sum(-1).clamp(min=1.0)
+    return seq_mean.sum() / max(denom.seqs, 1.0)
 
 
+@AGG_MODES.register("seq-mean-token-sum", trl=("dr_grpo", 1.0), trl_exact=False, verl_scale_factor=False)
+def seq_mean_token_sum(loss: Tensor, mask: Tensor, denom: Denominators) -> Tensor:
+    """``mean_b Σ_t L·m`` (Dr. GRPO, arXiv 2503.20783)."""
+    return (loss * mask.to(loss.dtype)).sum() / max(denom.seqs, 1.0)
+
+
+@AGG_MODES.register("seq-mean-token-sum-norm", trl=("dr_grpo", "norm_len"), trl_exact=False, verl_scale_factor=True)
+def seq_mean_token_sum_norm(loss: Tensor, mask: Tensor, denom: Denominators) -> Tensor:
+    """``mean_b Σ_t L·m / T_norm`` with the constant ``T_norm = denom.norm_len``."""
+    return seq_mean_token_sum(loss, mask, denom) / denom.norm_len
+
+
+@POLICY_LOSSES.register("ppo")
 def ppo_policy_loss(logp: Tensor, old_logp: Tensor, advantages: Tensor, mask: Tensor, *, clip_low: float = 0.2,
                     clip_high: float = 0.28, dual_clip: float | None = 3.0) -> tuple[Tensor, dict[str, Tensor]]:
     """Per-token PPO clipped surrogate with asymmetric clipping and dual clip.
@@ -122,24 +152,40 @@ def ppo_policy_loss(logp: Tensor, old_logp: Tensor, advantages: Tensor, mask: Te
 def kl_penalty(logp: Tensor, ref_logp: Tensor, estimator: str = "k3") -> Tensor:
     """Per-token KL(π ‖ π_ref) estimate from sampled-token log-probs.
 
-    With ``x = logπ − logπ_ref`` (Schulman, "Approximating KL divergence", 2020):
-    ``k1 = x``; ``abs = |x|``; ``k2 = x²/2``; ``k3 = e^{−x} + x − 1`` (low variance,
-    unbiased; ``x`` clamped to ±20 and the result to [−10, 10] as in verl).
+    With ``x = logπ − logπ_ref`` (Schulman, "Approximating KL divergence", 2020), one of
+    :data:`KL_ESTIMATORS`: ``k1 = x``; ``abs = |x|``; ``k2 = x²/2``;
+    ``k3 = e^{−x} + x − 1`` (low variance, unbiased; ``x`` clamped to ±20 and the result
+    to [−10, 10] as in verl).
 
     Raises:
         ValueError: unknown estimator.
     """
-    x = logp - ref_logp
-    if estimator == "k1":
-        return x
-    if estimator == "abs":
-        return x.abs()
-    if estimator == "k2":
-        return 0.5 * x.square()
-    if estimator == "k3":
-        x = x.clamp(-20.0, 20.0)
-        return (torch.exp(-x) + x - 1.0).clamp(-10.0, 10.0)
-    raise ValueError(f"unknown KL estimator {estimator!r}; choose one of {KL_ESTIMATORS}")
+    return KL_ESTIMATORS.get(estimator)(logp - ref_logp)
+
+
+@KL_ESTIMATORS.register("k1", verl="kl", trl=False)
+def kl_k1(x: Tensor) -> Tensor:
+    """``k1 = x`` (unbiased, high variance)."""
+    return x
+
+
+@KL_ESTIMATORS.register("k2", verl="mse", trl=False)
+def kl_k2(x: Tensor) -> Tensor:
+    """``k2 = x²/2``."""
+    return 0.5 * x.square()
+
+
+@KL_ESTIMATORS.register("k3", verl="low_var_kl", trl=True)
+def kl_k3(x: Tensor) -> Tensor:
+    """``k3 = e^{−x} + x − 1`` with ``x`` clamped to ±20 and the result to [−10, 10]."""
+    x = x.clamp(-20.0, 20.0)
+    return (torch.exp(-x) + x - 1.0).clamp(-10.0, 10.0)
+
+
+@KL_ESTIMATORS.register("abs", verl="abs", trl=False)
+def kl_abs(x: Tensor) -> Tensor:
+    """``abs = |x|``."""
+    return x.abs()
 
 
 def entropy_from_logits(logits: Tensor) -> Tensor:

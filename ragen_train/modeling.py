@@ -19,7 +19,7 @@ import torch
 
 from ragen_bench.policies.hf import resolve_model_path
 
-from .config import ConfigError, LoraConfig, ModelConfig
+from .config import TrainConfigError, LoraConfig, ModelConfig
 
 
 def check_device(device: str, field: str = "model.device") -> None:
@@ -29,30 +29,30 @@ def check_device(device: str, field: str = "model.device") -> None:
     torch (``AssertionError: Torch not compiled with CUDA enabled``).
 
     Raises:
-        ConfigError: not a torch device string, CUDA (or MPS) not available, or a
+        TrainConfigError: not a torch device string, CUDA (or MPS) not available, or a
             CUDA index beyond the visible GPUs.
     """
     use_cpu = "--device cpu" if field.startswith("--") else f"{field}=cpu"
     try:
         dev = torch.device(device)
     except (RuntimeError, TypeError) as exc:
-        raise ConfigError(field, f"{device!r} is not a torch device ({exc}); use e.g. cpu, cuda, cuda:1") from None
+        raise TrainConfigError(field, f"{device!r} is not a torch device ({exc}); use e.g. cpu, cuda, cuda:1") from None
     if dev.type == "cuda":
         if not torch.cuda.is_available():
-            raise ConfigError(field, f"{device!r} requested but CUDA is not available on this machine "
+            raise TrainConfigError(field, f"{device!r} requested but CUDA is not available on this machine "
                                      f"(torch.cuda.is_available() is False); use {use_cpu}")
         if dev.index is not None and dev.index >= torch.cuda.device_count():
-            raise ConfigError(field, f"{device!r} requested but only {torch.cuda.device_count()} CUDA "
+            raise TrainConfigError(field, f"{device!r} requested but only {torch.cuda.device_count()} CUDA "
                                      "device(s) are visible")
     elif dev.type == "mps" and not (hasattr(torch.backends, "mps") and torch.backends.mps.is_available()):
-        raise ConfigError(field, f"{device!r} requested but MPS is not available on this machine; use {use_cpu}")
+        raise TrainConfigError(field, f"{device!r} requested but MPS is not available on this machine; use {use_cpu}")
 
 
 def load_tokenizer(path: str) -> Any:
     """The tokenizer of ``model.path`` (``"tiny"``, a local directory or a hub id).
 
     Raises:
-        ConfigError: (field ``model.path``) the path is neither a model directory nor a hub
+        TrainConfigError: (field ``model.path``) the path is neither a model directory nor a hub
             id, or it cannot be loaded (e.g. a hub id while offline) — one line, no traceback.
     """
     from transformers import AutoTokenizer
@@ -63,10 +63,10 @@ def load_tokenizer(path: str) -> Any:
         check_model_ref(path)
         tok = AutoTokenizer.from_pretrained(resolve_model_path(path))
     except ValueError as exc:
-        raise ConfigError("model.path", str(exc)) from None
+        raise TrainConfigError("model.path", str(exc)) from None
     except OSError as exc:
         first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
-        raise ConfigError("model.path", f"cannot load {path!r}: {first}") from None
+        raise TrainConfigError("model.path", f"cannot load {path!r}: {first}") from None
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
     return tok
@@ -76,7 +76,7 @@ def load_policy(cfg: ModelConfig, *, trainable: bool = True) -> Any:
     """Load the causal LM (with LoRA adapters when ``cfg.lora.rank > 0``).
 
     Raises:
-        ConfigError: ``cfg.device`` is not usable here (:func:`check_device`).
+        TrainConfigError: ``cfg.device`` is not usable here (:func:`check_device`).
     """
     check_device(cfg.device)
     from transformers import AutoModelForCausalLM
@@ -118,7 +118,7 @@ def load_critic(cfg: ModelConfig) -> Any:
     """A value model ``(B, L) -> (B, L)`` initialised from the policy weights.
 
     Raises:
-        ConfigError: ``cfg.device`` is not usable here (:func:`check_device`).
+        TrainConfigError: ``cfg.device`` is not usable here (:func:`check_device`).
     """
     check_device(cfg.device)
     from transformers import AutoModelForTokenClassification

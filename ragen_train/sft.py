@@ -27,7 +27,7 @@ import torch
 
 from ragen_bench.chat import ChatTokens
 from ragen_bench.policies.base import Policy
-from ragen_bench.policies.baselines import OraclePolicy, RandomPolicy
+from ragen_bench.policies.privileged import OraclePolicy, RandomPolicy
 from ragen_bench.records import EpisodeRecord
 from ragen_bench.rollout import EpisodeSpec, RolloutConfig, RolloutEngine
 from ragen_bench.types import Generation, PolicyRequest, SamplingParams

@@ -46,12 +46,12 @@ from ragen_bench.stats import pass_at_k
 
 from . import checkpoint as ckpt
 from . import distributed as D
-from .advantages import NEEDS_CRITIC, get_estimator, group_advantages
+from .advantages import ADVANTAGE_ESTIMATORS, group_advantages, needs_critic
 from .batch import Sample, TensorBatch, build_samples, collate
 from .config import StarPOConfig, _flatten, agent_protocol, validate
 from .filtering import FilterConfig, group_scores, group_values, select_groups
 from .logger import MetricLogger
-from .losses import Denominators, aggregate, kl_penalty, ppo_policy_loss, tis_weights, value_loss
+from .losses import Denominators, aggregate, kl_penalty, ppo_policy_loss, tis_weights, token_mean, value_loss
 from .modeling import check_device, load_critic, load_policy, load_tokenizer, token_logprobs, token_values, unwrap
 
 
@@ -160,7 +160,7 @@ class StarPOTrainer:
         raw = model if model is not None else load_policy(cfg.model)
         raw.to(self.device)
         self.ref = load_policy(cfg.model, trainable=False) if alg.kl_coef > 0 else None
-        self.critic = load_critic(cfg.model) if alg.adv_estimator in NEEDS_CRITIC else None
+        self.critic = load_critic(cfg.model) if needs_critic(alg.adv_estimator) else None
         self.model = D.wrap(raw, self.dist, cfg.trainer.distributed)
         if self.critic is not None:
             self.critic = D.wrap(self.critic, self.dist, cfg.trainer.distributed)
@@ -229,7 +229,7 @@ class StarPOTrainer:
         """``("hf", None)`` or ``("vllm", VLLMRolloutEngine)`` for ``rollout.engine``
         (see :mod:`ragen_train.rollout_engine`); ``sync`` loads the trainer's weights into a
         new engine (a model passed in, e.g. after SFT, differs from ``model.path``)."""
-        from .config import ConfigError
+        from .config import TrainConfigError
         from .modeling import resolve_model_path
         from .rollout_engine import resolve_engine
 
@@ -242,7 +242,7 @@ class StarPOTrainer:
         if not vllm_available():
             from ragen_bench.policies.vllm_backend import VLLM_EXTRA_HINT
 
-            raise ConfigError("rollout.engine", f"vllm is not importable here ({VLLM_EXTRA_HINT}); "
+            raise TrainConfigError("rollout.engine", f"vllm is not importable here ({VLLM_EXTRA_HINT}); "
                                                 "use rollout.engine=hf")
         v = cfg.rollout.vllm
         engine = VLLMRolloutEngine(
@@ -429,9 +429,9 @@ class StarPOTrainer:
         kl_in_reward = self.ref is not None and alg.kl_in_reward
         if kl_in_reward:  # r_t <- r_t - β KL_t on every generated token (RAGEN / verl use_kl_in_reward)
             rewards = rewards - alg.kl_coef * kl_penalty(stats["old_logp"], stats["ref_logp"], alg.kl_estimator) * mask
-        name = alg.adv_estimator
-        fn = get_estimator(name)
-        if name in NEEDS_CRITIC:
+        estimator = ADVANTAGE_ESTIMATORS.entry(alg.adv_estimator)
+        fn = estimator.obj
+        if estimator.meta["level"] == "token":
             adv, ret = fn(rewards=rewards, values=stats["values"] * mask, mask=mask, turn_ids=batch.turn_ids,
                           gamma=alg.gamma, lam=alg.lam, turn_gamma=alg.turn_gamma, whiten_advantages=False)
             if alg.whiten_advantages:
@@ -576,7 +576,7 @@ class StarPOTrainer:
                     v = token_values(self.critic, ids, att)
                     vl, _ = value_loss(v, stats["values"][sel].to(self.device), returns[sel].to(self.device),
                                        clip=alg.value_clip)
-                    vloss = aggregate(vl, mask, "token-mean", denom)
+                    vloss = token_mean(vl, mask, denom)
                     (alg.vf_coef * vloss * world).backward()
                 acc.loss("critic/vf_loss", float(vloss.detach()))
                 acc.tok("critic/value_mean", float((v.detach() * mask).sum()), ntok)

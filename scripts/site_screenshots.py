@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from ragen_bench.report import write_run_report  # noqa: E402
 from ragen_bench.site import build_site  # noqa: E402
-from tests.browser import file_url, launch  # noqa: E402
+from tests.helpers.browser import file_url, launch  # noqa: E402
 
 
 def main() -> None:

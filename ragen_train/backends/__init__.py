@@ -14,6 +14,6 @@ are the same everywhere; only the optimiser side differs.  See ``docs/backends.m
 
 from __future__ import annotations
 
-from .base import BACKENDS, BackendResult, TrainerBackend, get_backend
+from .base import TRAINER_BACKENDS, BackendResult, TrainerBackend, get_backend
 
-__all__ = ["BACKENDS", "BackendResult", "TrainerBackend", "get_backend"]
+__all__ = ["TRAINER_BACKENDS", "BackendResult", "TrainerBackend", "get_backend"]

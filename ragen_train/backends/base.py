@@ -28,9 +28,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from ..config import StarPOConfig
+from ragen_bench.registry import Registry
+
+if TYPE_CHECKING:  # the config imports torch; naming a back-end must not
+    from ..config import StarPOConfig
 
 
 @dataclass
@@ -66,41 +69,41 @@ class TrainerBackend(Protocol):
 
         Raises:
             ImportError: the back-end's library is not installed (the message names it).
-            ConfigError: a setting of ``cfg`` that this back-end cannot express.
+            TrainConfigError: a setting of ``cfg`` that this back-end cannot express.
         """
         ...
 
 
+#: Trainer back-end factories by the name ``ragen-train starpo --backend`` takes (each
+#: imports its library lazily: TRL and verl are optional).
+TRAINER_BACKENDS: Registry[Callable[[], TrainerBackend]] = Registry("trainer back-end")
+
+
+@TRAINER_BACKENDS.register("native")
 def _native() -> TrainerBackend:
     from .native import NativeBackend
 
     return NativeBackend()
 
 
+@TRAINER_BACKENDS.register("trl")
 def _trl() -> TrainerBackend:
     from .trl_backend import TRLBackend
 
     return TRLBackend()
 
 
+@TRAINER_BACKENDS.register("verl")
 def _verl() -> TrainerBackend:
     from .verl_backend import VerlBackend
 
     return VerlBackend()
 
 
-#: Back-end factories by name (imported lazily: TRL and verl are optional).
-BACKENDS: dict[str, Callable[[], TrainerBackend]] = {"native": _native, "trl": _trl, "verl": _verl}
-
-
 def get_backend(name: str) -> TrainerBackend:
     """The back-end called ``name``.
 
     Raises:
-        KeyError: unknown name.
+        KeyError: unknown name (:class:`~ragen_bench.registry.UnknownNameError`).
     """
-    try:
-        factory = BACKENDS[name]
-    except KeyError:
-        raise KeyError(f"unknown trainer back-end {name!r}; known: {sorted(BACKENDS)}") from None
-    return factory()
+    return TRAINER_BACKENDS.get(name)()

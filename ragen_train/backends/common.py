@@ -32,7 +32,7 @@ from ragen_bench.records import EpisodeRecord
 from ragen_bench.rollout import EpisodeSpec, RolloutConfig
 
 from ..batch import BuildStats, Sample, build_samples
-from ..config import ConfigError, StarPOConfig
+from ..config import TrainConfigError, StarPOConfig
 from ..filtering import FilterConfig, group_scores, group_values, select_groups
 
 
@@ -76,16 +76,16 @@ def require_one_row_per_episode(cfg: StarPOConfig, rollout: RolloutConfig, backe
     """Refuse settings an external trainer (one completion per prompt) cannot express token-exactly.
 
     Raises:
-        ConfigError: ``turn`` layout with more than one turn per episode (one sample per
+        TrainConfigError: ``turn`` layout with more than one turn per episode (one sample per
             turn, each with its own prompt), or turn-level reward placement across turns.
     """
     if layout_of(rollout) == "turn" and rollout.max_turns > 1:
-        raise ConfigError("rollout.context_mode",
+        raise TrainConfigError("rollout.context_mode",
                           f"the {backend} back-end trains one sequence per episode; context_mode "
                           f"{rollout.context_mode!r} with max_turns={rollout.max_turns} gives one sample per turn "
                           "(use context_mode=full, or an env with one turn)")
     if cfg.rollout.reward_placement == "turn_end" and rollout.max_turns > 1:
-        raise ConfigError("rollout.reward_placement",
+        raise TrainConfigError("rollout.reward_placement",
                           f"the {backend} back-end takes one scalar reward per sequence (placed on its last token); "
                           "turn_end placement over several turns cannot be expressed")
 

@@ -48,7 +48,9 @@ from ragen_bench.records import EpisodeRecord
 from ragen_bench.rollout import EpisodeSpec, RolloutEngine
 from ragen_envs import jsonutil
 
-from ..config import ConfigError, StarPOConfig
+from ..advantages import ADVANTAGE_ESTIMATORS
+from ..config import StarPOConfig, TrainConfigError
+from ..losses import AGG_MODES, KL_ESTIMATORS
 from ..trainer import episode_metrics, rollout_config_for
 from .base import BackendResult
 from .common import (MappingNote, episode_rows, evaluate_policy, filter_config, filter_groups, layout_of,
@@ -95,7 +97,7 @@ def trl_settings(cfg: StarPOConfig, *, output_dir: str | Path | None = None, wor
     ``num_iterations = ppo_epochs``; ``max_steps = total_steps · mini_batches · ppo_epochs``.
 
     Raises:
-        ConfigError: a setting with no TRL counterpart has a non-default value, or the
+        TrainConfigError: a setting with no TRL counterpart has a non-default value, or the
             batch shape does not divide (all offending fields are named).
     """
     r, alg, opt, t = cfg.rollout, cfg.algorithm, cfg.optim, cfg.trainer
@@ -111,23 +113,24 @@ def trl_settings(cfg: StarPOConfig, *, output_dir: str | Path | None = None, wor
     grad_acc = per_proc_mb // micro
     spg = grad_acc * opt.mini_batches
 
-    if alg.adv_estimator in ("grpo", "dr_grpo"):
-        scale = "group" if alg.adv_estimator == "grpo" else "none"
+    estimator = ADVANTAGE_ESTIMATORS.entry(alg.adv_estimator)
+    trl_adv = estimator.meta["trl"]  # the GRPOConfig settings giving the same advantage, or None
+    if trl_adv is not None:
+        scale = trl_adv["scale_rewards"]
         add("algorithm.adv_estimator", "mapped", f"{alg.adv_estimator} -> scale_rewards={scale!r}")
     else:
-        add("algorithm.adv_estimator", "unsupported",
-            f"{alg.adv_estimator}: GRPOTrainer has group-relative advantages only (no critic, no leave-one-out)")
+        add("algorithm.adv_estimator", "unsupported", f"{alg.adv_estimator}: {estimator.meta['trl_why']}")
         scale = "group"
     add("algorithm.grpo_eps", "approximate",
         f"TRL divides by (std + 1e-4) (its advantage is ours times (std+1e-6)/(std+1e-4): 13x smaller at std 7e-6) and computes std over the group with NaN rows removed; ours uses "
         f"{alg.grpo_eps:g} and sets constant groups (population std <= 1e-6) to exactly 0")
     norm_len = float(alg.norm_len or r.max_new_tokens * rollout_config_for(cfg).max_turns)  # as the native trainer
-    loss_map = {"token-mean": ("dapo", None), "seq-mean-token-mean": ("grpo", None),
-                "seq-mean-token-sum-norm": ("dr_grpo", norm_len), "seq-mean-token-sum": ("dr_grpo", 1.0)}
-    loss_type, norm = loss_map[alg.loss_agg_mode]
-    add("algorithm.loss_agg_mode", "mapped" if alg.loss_agg_mode == "token-mean" else "approximate",
+    loss_type, length = AGG_MODES.meta(alg.loss_agg_mode, "trl")
+    norm = norm_len if length == "norm_len" else length
+    exact_agg = AGG_MODES.meta(alg.loss_agg_mode, "trl_exact")
+    add("algorithm.loss_agg_mode", "mapped" if exact_agg else "approximate",
         f"{alg.loss_agg_mode} -> loss_type={loss_type!r}" + (f", max_completion_length={norm:g}" if norm else "")
-        + ("" if alg.loss_agg_mode == "token-mean" else
+        + ("" if exact_agg else
            "; TRL's sequence means count every row of a micro-batch, including rows whose mask is all 0"))
     add("algorithm.clip_low", "mapped", f"epsilon={alg.clip_low}")
     add("algorithm.clip_high", "mapped", f"epsilon_high={alg.clip_high}")
@@ -136,18 +139,18 @@ def trl_settings(cfg: StarPOConfig, *, output_dir: str | Path | None = None, wor
         f"delta={alg.dual_clip} (TRL's two-sided clip caps the ratio at delta: for A<0 the loss is capped at "
         "delta*|A|, as dual-clip PPO; for A>0 the min with the clipped term already binds"
         + (")" if exact else "; equal only when dual_clip >= 1 + clip_high)"))
-    ent_exact = alg.loss_agg_mode == "token-mean" or alg.entropy_coef == 0
+    ent_exact = exact_agg or alg.entropy_coef == 0
     add("algorithm.entropy_coef", "mapped" if ent_exact else "approximate",
         f"entropy_coef={alg.entropy_coef} (TRL: token-mean entropy per micro-batch)")
-    if alg.kl_coef > 0 and (alg.kl_in_reward or alg.kl_estimator != "k3"):
+    if alg.kl_coef > 0 and (alg.kl_in_reward or not KL_ESTIMATORS.meta(alg.kl_estimator, "trl")):
         add("algorithm.kl_estimator", "unsupported",
             f"TRL's KL term is the k3 estimator in the loss; kl_estimator={alg.kl_estimator}, "
             f"kl_in_reward={alg.kl_in_reward} have no counterpart")
     else:
         add("algorithm.kl_coef", "mapped", f"beta={alg.kl_coef} (k3 estimator, in the loss)")
     for f in ("gamma", "lam", "turn_gamma", "value_clip", "vf_coef"):
-        add(f"algorithm.{f}", "mapped" if alg.adv_estimator in ("grpo", "dr_grpo") else "unsupported",
-            "unused by outcome-level group advantages" if alg.adv_estimator in ("grpo", "dr_grpo") else "needs a critic")
+        add(f"algorithm.{f}", "mapped" if trl_adv is not None else "unsupported",
+            "unused by outcome-level group advantages" if trl_adv is not None else "needs a critic")
     f = alg.filter
     keep_all = f.strategy == "top_p" and f.value >= 1.0 and f.include_zero
     add("algorithm.filter", "mapped",
@@ -166,7 +169,7 @@ def trl_settings(cfg: StarPOConfig, *, output_dir: str | Path | None = None, wor
         f"lr_scheduler_type=constant_with_warmup, warmup_steps={opt.warmup_steps * opt.mini_batches * opt.ppo_epochs} "
         "(HF's ramp is step/warmup, ours (step+1)/warmup)")
     add("optim.ppo_epochs", "mapped", f"num_iterations={opt.ppo_epochs}")
-    add("optim.mini_batches", "mapped" if opt.mini_batches == 1 or alg.loss_agg_mode != "token-mean" else "approximate",
+    add("optim.mini_batches", "mapped" if opt.mini_batches == 1 or not exact_agg else "approximate",
         f"steps_per_generation={spg}, gradient_accumulation_steps={grad_acc}"
         + ("" if opt.mini_batches == 1 else "; TRL's dapo normaliser is the mean token count per mini-batch, ours "
            "each mini-batch's own count"))
@@ -175,12 +178,12 @@ def trl_settings(cfg: StarPOConfig, *, output_dir: str | Path | None = None, wor
     add("rollout.temperature", "mapped", f"temperature={r.temperature} (also divides the logits in TRL's loss)")
     add("trainer.collapse_every", "approximate", "collapse diagnostics are not computed by this back-end")
     add("trainer.distributed", "approximate", "TRL runs under accelerate (DDP/FSDP/DeepSpeed via accelerate config)")
-    add("model.critic / optim.critic_lr", "mapped" if alg.adv_estimator in ("grpo", "dr_grpo") else "unsupported",
+    add("model.critic / optim.critic_lr", "mapped" if trl_adv is not None else "unsupported",
         "no critic")
     bad = [n for n in notes if n.status == "unsupported"]
     problems += [f"{n.field}: {n.detail}" for n in bad]
     if problems:
-        raise ConfigError(bad[0].field if bad else "rollout.env_groups", "cannot run on TRL: " + "; ".join(problems))
+        raise TrainConfigError(bad[0].field if bad else "rollout.env_groups", "cannot run on TRL: " + "; ".join(problems))
 
     device = cfg.model.device
     args: dict[str, Any] = dict(
@@ -447,7 +450,7 @@ def build_trl_trainer(cfg: StarPOConfig, model: Any, tokenizer: Any, *, rollout_
         ``(trainer, rollout_func, callback)``; ``callback`` is ``None`` without ``logger``.
 
     Raises:
-        ImportError: TRL is missing.  ConfigError: see :func:`trl_settings`.
+        ImportError: TRL is missing.  TrainConfigError: see :func:`trl_settings`.
     """
     _require_trl()
     from datasets import Dataset
@@ -483,7 +486,7 @@ class TRLBackend:
         """Train ``cfg.trainer.total_steps`` rollout steps; metrics, checkpoints and ``final_model`` in ``out_dir``.
 
         Raises:
-            ImportError: TRL is missing.  ConfigError: a setting TRL cannot express.
+            ImportError: TRL is missing.  TrainConfigError: a setting TRL cannot express.
         """
         _require_trl()
         from ..checkpoint import save_model

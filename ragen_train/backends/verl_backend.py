@@ -33,12 +33,13 @@ from typing import Any
 
 from ragen_envs import jsonutil
 
-from ..config import ConfigError, StarPOConfig
+from ..advantages import ADVANTAGE_ESTIMATORS
+from ..config import StarPOConfig, TrainConfigError
+from ..losses import AGG_MODES, KL_ESTIMATORS
 from .base import BackendResult
 from .common import MappingNote, require_one_row_per_episode
 from .verl_agent_loop import AGENT_NAME, RagenLoopSettings
 
-KL_TYPES = {"k1": "kl", "k2": "mse", "k3": "low_var_kl", "abs": "abs"}
 #: Overrides that ``launch.sh`` reads from environment variables (the cluster shape).
 LAUNCH_ENV = {"trainer.n_gpus_per_node": "RAGEN_VERL_GPUS_PER_NODE", "trainer.nnodes": "RAGEN_VERL_NNODES",
               "actor_rollout_ref.rollout.tensor_model_parallel_size": "RAGEN_VERL_TP"}
@@ -76,7 +77,7 @@ def verl_settings(cfg: StarPOConfig, *, train_files: str, val_files: str, agent_
     ``max_turns · (max_new_tokens + 256)``.
 
     Raises:
-        ConfigError: a setting verl cannot express has a non-default value (all named).
+        TrainConfigError: a setting verl cannot express has a non-default value (all named).
     """
     from ..trainer import rollout_config_for
 
@@ -88,27 +89,28 @@ def verl_settings(cfg: StarPOConfig, *, train_files: str, val_files: str, agent_
     o: dict[str, Any] = {}
     a, ro, cr = "actor_rollout_ref.actor.", "actor_rollout_ref.rollout.", "critic."
 
-    est = alg.adv_estimator
-    if est in ("grpo", "dr_grpo"):
-        o["algorithm.adv_estimator"] = "grpo"
-        o["algorithm.norm_adv_by_std_in_grpo"] = est == "grpo"
-        add("algorithm.adv_estimator", "mapped", f"{est} -> adv_estimator=grpo, norm_adv_by_std_in_grpo={est == 'grpo'}")
-    elif est in ("rloo", "gae"):
-        o["algorithm.adv_estimator"] = est
-        add("algorithm.adv_estimator", "mapped", f"adv_estimator={est}" + (" (critic enabled)" if est == "gae" else ""))
+    est = ADVANTAGE_ESTIMATORS.entry(alg.adv_estimator)
+    critic = est.meta["needs_critic"]
+    verl_est = est.meta["verl"]  # verl's overrides selecting the same estimator, or None
+    if verl_est is not None:
+        o.update(verl_est)
+        add("algorithm.adv_estimator", "mapped", f"{est.name} -> " + ", ".join(
+            f"{k.split('.')[-1]}={v}"
+            for k, v in verl_est.items()) + (" (critic enabled)" if critic else ""))
     else:
-        add("algorithm.adv_estimator", "unsupported", "bi-level GAE has no verl estimator")
+        add("algorithm.adv_estimator", "unsupported", est.meta["verl_why"])
     o["algorithm.gamma"], o["algorithm.lam"] = alg.gamma, alg.lam
     add("algorithm.gamma/lam", "mapped", "algorithm.gamma, algorithm.lam")
     add("algorithm.grpo_eps", "mapped" if alg.grpo_eps == 1e-6 else "approximate", "verl's GRPO uses epsilon 1e-6")
-    add("algorithm.whiten_advantages", "mapped" if alg.whiten_advantages or est != "gae" else "approximate",
+    add("algorithm.whiten_advantages", "mapped" if alg.whiten_advantages or not critic else "approximate",
         "verl's GAE always whitens the advantages")
     o[a + "loss_agg_mode"] = alg.loss_agg_mode
     norm = float(alg.norm_len or r.max_new_tokens * max(1, rcfg.max_turns))
-    if alg.loss_agg_mode == "seq-mean-token-sum-norm":
+    scale_factor = AGG_MODES.meta(alg.loss_agg_mode, "verl_scale_factor")
+    if scale_factor:
         o[a + "loss_scale_factor"] = norm
     add("algorithm.loss_agg_mode", "mapped", f"actor.loss_agg_mode={alg.loss_agg_mode} (same names)"
-        + (f", loss_scale_factor={norm:g}" if alg.loss_agg_mode == "seq-mean-token-sum-norm" else ""))
+        + (f", loss_scale_factor={norm:g}" if scale_factor else ""))
     o[a + "clip_ratio_low"], o[a + "clip_ratio_high"] = alg.clip_low, alg.clip_high
     o[a + "clip_ratio_c"] = alg.dual_clip if alg.dual_clip is not None else 1e9
     add("algorithm.clip_low/clip_high/dual_clip", "mapped", "actor.clip_ratio_low/high, clip_ratio_c (1e9 = off)")
@@ -118,12 +120,12 @@ def verl_settings(cfg: StarPOConfig, *, train_files: str, val_files: str, agent_
     o[a + "use_kl_loss"] = kl_on and not alg.kl_in_reward
     o["algorithm.use_kl_in_reward"] = kl_on and alg.kl_in_reward
     if kl_on and not alg.kl_in_reward:
-        o[a + "kl_loss_coef"], o[a + "kl_loss_type"] = alg.kl_coef, KL_TYPES[alg.kl_estimator]
+        o[a + "kl_loss_coef"], o[a + "kl_loss_type"] = alg.kl_coef, KL_ESTIMATORS.meta(alg.kl_estimator, "verl")
     elif kl_on:
-        o["algorithm.kl_ctrl.kl_coef"], o["algorithm.kl_penalty"] = alg.kl_coef, KL_TYPES[alg.kl_estimator]
+        o["algorithm.kl_ctrl.kl_coef"], o["algorithm.kl_penalty"] = alg.kl_coef, KL_ESTIMATORS.meta(alg.kl_estimator, "verl")
     add("algorithm.kl_*", "mapped", "actor.use_kl_loss/kl_loss_coef/kl_loss_type or algorithm.use_kl_in_reward/"
-        "kl_ctrl.kl_coef/kl_penalty (k1=kl, k2=mse, k3=low_var_kl, abs=abs)")
-    if est == "gae":
+        "kl_ctrl.kl_coef/kl_penalty (" + ", ".join(f"{n}={KL_ESTIMATORS.meta(n, 'verl')}" for n in KL_ESTIMATORS) + ")")
+    if critic:
         if alg.value_clip is not None:
             o[cr + "cliprange_value"] = alg.value_clip
         o[cr + "optim.lr"] = opt.critic_lr
@@ -157,7 +159,7 @@ def verl_settings(cfg: StarPOConfig, *, train_files: str, val_files: str, agent_
     o[a + "ppo_micro_batch_size_per_gpu"] = opt.micro_batch_size
     o[ro + "log_prob_micro_batch_size_per_gpu"] = opt.micro_batch_size
     o["actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu"] = opt.micro_batch_size
-    if est == "gae":
+    if critic:
         o[cr + "ppo_micro_batch_size_per_gpu"] = opt.micro_batch_size
     add("optim.ppo_epochs/mini_batches/micro_batch_size", "mapped",
         "actor.ppo_epochs, ppo_mini_batch_size (groups per optimizer step), ppo_micro_batch_size_per_gpu")
@@ -193,7 +195,7 @@ def verl_settings(cfg: StarPOConfig, *, train_files: str, val_files: str, agent_
         o["actor_rollout_ref.model.lora_rank"], o["actor_rollout_ref.model.lora_alpha"] = m.lora.rank, m.lora.alpha
         o["actor_rollout_ref.model.target_modules"] = m.lora.target_modules
     add("model.*", "mapped", "actor_rollout_ref.model.path / lora_rank / lora_alpha / target_modules")
-    if est == "gae":
+    if critic:
         o["critic.model.path"] = o["actor_rollout_ref.model.path"]
     o[a + "data_loader_seed"], o[ro + "seed"] = t.seed, t.seed
 
@@ -214,7 +216,7 @@ def verl_settings(cfg: StarPOConfig, *, train_files: str, val_files: str, agent_
 
     bad = [n for n in notes if n.status == "unsupported"]
     if bad:
-        raise ConfigError(bad[0].field, "cannot run on verl: " + "; ".join(f"{n.field}: {n.detail}" for n in bad))
+        raise TrainConfigError(bad[0].field, "cannot run on verl: " + "; ".join(f"{n.field}: {n.detail}" for n in bad))
     return VerlSettings(overrides=[f"{k}={_fmt(v)}" for k, v in o.items()], notes=notes)
 
 
@@ -257,7 +259,7 @@ def write_verl_inputs(cfg: StarPOConfig, directory: str | Path | None = None, **
             ``max_response_length``).
 
     Raises:
-        ImportError: pyarrow is missing (parquet).  ConfigError: see :func:`verl_settings`.
+        ImportError: pyarrow is missing (parquet).  TrainConfigError: see :func:`verl_settings`.
     """
     try:
         import pyarrow as pa

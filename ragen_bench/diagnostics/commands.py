@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..console import make_console, print_error
+from ..options import CliOption
 
 from .collapse import DEFAULT_NUM_SAMPLES
 
@@ -22,6 +23,16 @@ console = make_console(stderr=True)
 out = make_console()
 
 SCORER_HELP = "Scorer: hf:<model> (directory, hub id or 'tiny') or openai:<base_url>:<model>."
+
+#: The ``--diagnostics`` options of ``ragen-bench run`` (read by :func:`after_run`'s caller).
+RUN_OPTIONS: tuple[CliOption, ...] = (
+    CliOption("diagnostics", bool, False, "After the run, add reasoning-collapse diagnostics to summary.json "
+              "(docs/diagnostics.md).", flags=("--diagnostics",)),
+    CliOption("scorer", Optional[str], None, "--diagnostics scorer: hf:<model> | openai:<base_url>:<model> "
+              "(default: the run's own hf model)."),
+    CliOption("diagnostics_samples", int, DEFAULT_NUM_SAMPLES, "--diagnostics: rows per sampler (RAGEN default 64)."),
+    CliOption("diagnostics_sampler", str, "both", "--diagnostics: first_turn | trajectory | both."),
+)
 
 
 def needs_scorer(backend: str, diagnostics: bool, scorer: str | None) -> None:

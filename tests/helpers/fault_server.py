@@ -23,7 +23,7 @@ A request whose client went away (a timeout on the client side) is no longer cou
 waits poll the socket and end as soon as the peer closes it.
 
 Run it as a stand-alone process (used to test the ``vllm-server`` back-end's process
-management without vLLM): ``python -m tests.fault_server --port 0 --served-model-name
+management without vLLM): ``python -m tests.helpers.fault_server --port 0 --served-model-name
 NAME [--model DIR] [--latency S]``; it accepts and ignores other ``vllm``-style flags,
 prints ``READY <base_url>`` and serves until SIGTERM.
 """

@@ -1,7 +1,7 @@
-"""One StarPO update on a fixed batch; run alone or under torchrun (tests/test_distributed.py).
+"""One StarPO update on a fixed batch; run alone or under torchrun (tests/train/test_distributed.py).
 
-    python tests/dist_update.py OUT.pt [estimator [key=value ...]]
-    python -m torch.distributed.run --nproc_per_node 2 tests/dist_update.py OUT.pt [estimator [key=value ...]]
+    python tests/helpers/dist_update.py OUT.pt [estimator [key=value ...]]
+    python -m torch.distributed.run --nproc_per_node 2 tests/helpers/dist_update.py OUT.pt [estimator [key=value ...]]
 
 Adam's epsilon is raised (1e-3) for this check: with the default 1e-8 the first Adam step
 is ``lr * g / |g|`` and turns float noise in near-zero gradients (different summation

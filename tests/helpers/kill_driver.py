@@ -1,6 +1,6 @@
-"""Fork server for the checkpoint kill test (tests/test_checkpoint_integrity.py).
+"""Fork server for the checkpoint kill test (tests/train/test_checkpoint_integrity.py).
 
-Run as ``python tests/kill_driver.py`` with a JSON spec on standard input; prints one JSON
+Run as ``python tests/helpers/kill_driver.py`` with a JSON spec on standard input; prints one JSON
 object per line on standard output.  It imports the trainer stack once and then runs each
 ``ragen-train`` command (the real typer app, ``ragen_train.cli.app``) in a forked child, so a
 trial costs training steps, not interpreter start-up.  The parent does no torch work before

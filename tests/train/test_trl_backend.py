@@ -133,7 +133,7 @@ def test_sft_then_trl_run_writes_metrics_and_an_evaluable_checkpoint(tmp_path: P
     assert (ckpt / "config.json").is_file() and (out / "checkpoints" / "step_000002" / "model" / "config.json").is_file()
 
     runs = tmp_path / "runs"
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     proc = subprocess.run([sys.executable, "-m", "ragen_bench", "run", "--env", "ragen/Bandit-PairsAB-v0",
                            "--backend", "hf", "--model", str(ckpt), "--episodes", "4", "--max-new-tokens", "16",
                            "--out", str(runs), "--run-id", "trl", "--no-progress"],
@@ -163,7 +163,7 @@ def test_trl_eps_effect_is_large_on_near_constant_groups() -> None:
     native, _ = group_advantages(torch.tensor([1.00000, 1.00001, 2.00000, 2.00001], dtype=torch.float64), torch.tensor([0, 0, 1, 1]), eps=load_config("quickstart").algorithm.grpo_eps)
     assert trl_adv.tolist() == pytest.approx([-0.0468, 0.0468, -0.0468, 0.0468], abs=5e-5)
     assert native.tolist() == pytest.approx([-0.6195, 0.6195, -0.6195, 0.6195], abs=5e-5)
-    doc = (Path(__file__).resolve().parents[1] / "docs" / "backends.md").read_text()
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "backends.md").read_text()
     assert "**±0.0468**" in doc and "**±0.6195**" in doc
     assert "differ by ~1e-4 relative" not in doc
     # The ratio table: TRL / native = (std + 1e-6) / (std + 1e-4).

@@ -15,7 +15,7 @@ from ragen_train.logger import read_metrics
 from ragen_train.plot import PANELS
 from ragen_train.report import find_eval_runs, write_train_report
 
-from .browser import browser, console_errors, file_url  # noqa: F401  (browser is a fixture)
+from tests.helpers.browser import browser, console_errors, file_url  # noqa: F401  (browser is a fixture)
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:

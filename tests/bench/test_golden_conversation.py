@@ -26,7 +26,7 @@ from ragen_bench.rollout import EpisodeSpec, RolloutConfig, RolloutEngine
 from ragen_bench.types import Generation, PolicyRequest, SamplingParams
 from ragen_envs.parsing import format_answer
 
-GOLDEN = Path(__file__).parent / "data" / "golden_conversations"
+GOLDEN = Path(__file__).resolve().parents[1] / "data" / "golden_conversations"
 
 SCRIPT = [
     "<think>I try two moves first.</think><answer>Up || Left</answer>",

@@ -11,7 +11,7 @@ import pytest
 from ragen_train.config import ConfigError, StarPOConfig, apply_overrides, config_json_schema, load_config
 from ragen_train.presets import PRESETS
 
-SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "train_config.schema.json"
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "schemas" / "train_config.schema.json"
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))

@@ -11,7 +11,7 @@ from ragen_bench.policies import OraclePolicy
 from ragen_bench.rollout import RolloutConfig, RolloutEngine, make_specs
 from ragen_bench.types import Generation, PolicyRequest, SamplingParams
 
-from .scripted import ScriptedPolicy
+from tests.helpers.scripted import ScriptedPolicy
 
 
 def test_make_specs_groups_share_seeds() -> None:

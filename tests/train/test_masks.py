@@ -12,7 +12,7 @@ from ragen_bench.tiny import tiny_model_path
 from ragen_bench.types import Generation
 from ragen_train.batch import build_samples, collate
 
-from .scripted import ScriptedPolicy
+from tests.helpers.scripted import ScriptedPolicy
 
 # A Qwen2.5-style template, written for this test: ChatML, but a default system message is
 # inserted when the conversation has none and the assistant header differs in spacing from

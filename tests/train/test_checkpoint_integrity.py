@@ -33,7 +33,7 @@ from ragen_train.logger import read_metrics
 from ragen_train.modeling import unwrap
 from ragen_train.trainer import StarPOTrainer
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 #: Small, fast, and with a gradient every step (entropy bonus; the filter keeps every group),
 #: so parameters, Adam moments, the scheduler and the sampling RNG all matter after a resume.
 BASE = ["trainer.save_every=1", "trainer.val_every=0", "rollout.env_groups=2", "rollout.group_size=2",
@@ -320,7 +320,7 @@ def test_sigkill_during_checkpoint_writes_always_resumes_exactly(tmp_path: Path,
     random moment inside the save of step 2, then `--resume latest`: every resume succeeds
     from an intact checkpoint (step 1, or step 2 when the kill came after its rename), and
     the final policy (and critic) equal the uninterrupted run's bit for bit.  The processes
-    are forked from one warm interpreter (tests/kill_driver.py) to keep the runs cheap."""
+    are forked from one warm interpreter (tests/helpers/kill_driver.py) to keep the runs cheap."""
     rng = random.Random(19 if estimator == "grpo" else 20)
     stages = 8 if estimator == "grpo" else 10
     args = ["starpo", "--config", "quickstart", *BASE, "trainer.total_steps=2", "trainer.keep_checkpoints=1",
@@ -338,7 +338,7 @@ def test_sigkill_during_checkpoint_writes_always_resumes_exactly(tmp_path: Path,
         jobs.append({"args": [*args, f"trainer.out_dir={out}", "--resume", "latest"], "log": str(out) + ".resume.log"})
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     env.pop(ckpt.TEST_DELAY_ENV, None)
-    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "kill_driver.py")], input=json.dumps({"jobs": jobs}),
+    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "helpers" / "kill_driver.py")], input=json.dumps({"jobs": jobs}),
                           capture_output=True, text=True, timeout=900, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = [json.loads(line) for line in proc.stdout.splitlines()]

@@ -20,8 +20,8 @@ from ragen_bench.results import RunDir
 from ragen_bench.runner import RunRequest, start_run
 from ragen_bench.site.charts import histogram_bins
 
-from .browser import browser, console_errors, file_url  # noqa: F401  (browser is a fixture)
-from .scripted import ScriptedPolicy
+from tests.helpers.browser import browser, console_errors, file_url  # noqa: F401  (browser is a fixture)
+from tests.helpers.scripted import ScriptedPolicy
 
 HOSTILE = "<script>alert(1)</script>"
 HOSTILE_IMG = '<img src=x onerror="alert(2)">'

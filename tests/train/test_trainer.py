@@ -133,7 +133,7 @@ def test_learning_demo_script_runs_end_to_end(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     out = tmp_path / "demo"
     proc = subprocess.run(
         [sys.executable, str(root / "examples" / "learning_demo.py"), "--env", "bandit", "--out", str(out),
@@ -211,7 +211,7 @@ def test_kl_beta_positive_zero_variance_groups_are_not_masked(tmp_path: Path, kl
     plain = StarPOTrainer(tiny_cfg(tmp_path / "plain", "optim.lr=1e-2", "algorithm.entropy_coef=0.0"))
     m0 = plain._update(samples, 1.0)
     assert m0["actor/grad_norm"] == 0.0 and m0["adv/abs_mean"] == 0.0
-    doc = (Path(__file__).resolve().parents[1] / "docs" / "training.md").read_text()
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "training.md").read_text()
     assert "*When KL β > 0 (`algorithm.kl_coef`), are zero-variance groups masked?* **No.**" in doc
 
 
@@ -251,7 +251,7 @@ def test_degenerate_outputs_are_logged_warned_once_and_stop_training_with_checkp
 
     from ragen_bench.diagnostics import DegenerateOutputWarning
 
-    from .scripted import ScriptedPolicy
+    from tests.helpers.scripted import ScriptedPolicy
 
     cfg = tiny_cfg(tmp_path, "trainer.total_steps=8", "trainer.val_every=0", "trainer.save_every=5",
                    "trainer.degenerate_stop_steps=3", "trainer.degenerate_warn_rate=0.5")

@@ -31,7 +31,7 @@ from ragen_train.backends.verl_backend import dataset_rows
 from ragen_train.batch import build_samples
 from ragen_train.config import load_config
 from ragen_train.trainer import StarPOTrainer
-from tests.scripted import ScriptedPolicy
+from tests.helpers.scripted import ScriptedPolicy
 
 STEP = 3  # a training step other than 0, so the seed formula k * env_groups + g is exercised
 

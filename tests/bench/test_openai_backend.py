@@ -1,6 +1,6 @@
 """The ``openai`` / ``vllm-server`` / ``vllm`` back-ends against a real HTTP server with faults.
 
-Every test talks to :class:`tests.fault_server.FaultServer` (a real chat-completions server
+Every test talks to :class:`tests.helpers.fault_server.FaultServer` (a real chat-completions server
 on 127.0.0.1) through the official ``openai`` client.  The fault table of issue 4:
 
 =========================================  ==============================================  ===========================================
@@ -41,10 +41,10 @@ from ragen_bench.runner import RunRequest, resume_run, start_run
 from ragen_bench.types import PolicyRequest, SamplingParams
 from ragen_bench.validate import validate_file
 
-from .fault_server import (FaultServer, Reply, context_too_long, http_error, rate_limited, reset, server_error,
+from tests.helpers.fault_server import (FaultServer, Reply, context_too_long, http_error, rate_limited, reset, server_error,
                            stall)
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 ARMS = re.compile(r"in front of you: (.+?) and (.+?)\. Which")
 FAST = dict(backoff_base=0.01, backoff_max=0.05, connect_timeout=2.0, read_timeout=5.0, idle_timeout=5.0,
             total_timeout=20.0)
@@ -188,7 +188,7 @@ def test_context_too_long_ends_episode_with_rewards_so_far(server, tmp_path: Pat
 
 
 def test_context_length_detection_shapes() -> None:
-    from .fault_server import OPENAI_CONTEXT_ERROR, VLLM_CONTEXT_ERROR, VLLM_LEGACY_CONTEXT_ERROR
+    from tests.helpers.fault_server import OPENAI_CONTEXT_ERROR, VLLM_CONTEXT_ERROR, VLLM_LEGACY_CONTEXT_ERROR
 
     for body in (VLLM_CONTEXT_ERROR["error"], VLLM_LEGACY_CONTEXT_ERROR, OPENAI_CONTEXT_ERROR["error"]):
         assert is_context_length_error(400, "Error code: 400", body)
@@ -508,7 +508,7 @@ def test_vllm_server_backend_starts_evaluates_and_stops(tmp_path: Path) -> None:
     """The process management of ``vllm-server``, with the test server standing in for vLLM."""
     model_dir = tmp_path / "my-model"
     model_dir.mkdir()
-    opts = {"python": sys.executable, "module": "tests.fault_server",
+    opts = {"python": sys.executable, "module": "tests.helpers.fault_server",
             "server_args": ["--latency", "0.01", "--answer", "<think>t</think><answer>Up</answer>",
                             "--startup-delay", "0.5"],
             "server_env": {"PYTHONPATH": str(REPO)}, "startup_timeout": 60, "concurrency": 2, **FAST}
@@ -533,7 +533,7 @@ def test_vllm_server_backend_starts_evaluates_and_stops(tmp_path: Path) -> None:
 def test_vllm_server_stops_its_process_group(tmp_path: Path) -> None:
     from ragen_bench.policies.vllm_backend import ManagedServer
 
-    srv = ManagedServer(str(tmp_path), python=sys.executable, module="tests.fault_server",
+    srv = ManagedServer(str(tmp_path), python=sys.executable, module="tests.helpers.fault_server",
                         env={"PYTHONPATH": str(REPO)}, startup_timeout=60)
     srv.start()
     pid = srv.proc.pid
@@ -561,7 +561,7 @@ WRONG_SHAPES = {
 
 @pytest.mark.parametrize("shape", sorted(WRONG_SHAPES))
 def test_issue20_item12_wrong_shaped_answer_is_a_typed_retried_counted_error(server, shape: str) -> None:
-    from .fault_server import answer_body
+    from tests.helpers.fault_server import answer_body
 
     body = WRONG_SHAPES[shape]
     srv = server(lambda r: answer_body(body) if r.n < 2 else Reply(content="<think>x</think><answer>Left</answer>"))
@@ -580,7 +580,7 @@ def test_issue20_item12_wrong_shaped_answer_is_a_typed_retried_counted_error(ser
 
 
 def test_issue20_item12_wrong_shaped_stream_event_is_a_typed_error(server) -> None:
-    from .fault_server import answer_events
+    from tests.helpers.fault_server import answer_events
 
     srv = server(lambda r: answer_events([{"id": "x", "object": "chat.completion.chunk", "choices": "nope"}])
                  if r.n == 0 else Reply(content="fine"))
@@ -596,7 +596,7 @@ def test_issue20_item12_oversized_body_is_a_typed_error_and_no_huge_file(server,
     """A 30 MB answer (it made a 126 MB episodes file) is refused at the default 16 MiB cap:
     with ``Content-Length`` before any body byte is read, without it as soon as the bytes
     read pass the cap.  Not retried (the identical request would send it again)."""
-    from .fault_server import answer_body
+    from tests.helpers.fault_server import answer_body
 
     huge = {"choices": [_valid_choice("<answer>Left</answer>" + "x" * 30_000_000)]}
     body = json.dumps(huge).encode()

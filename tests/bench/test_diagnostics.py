@@ -630,7 +630,7 @@ def test_diagnose_command_adds_a_schema_valid_block(tmp_path: Path) -> None:
     from ragen_bench.runner import RunRequest, start_run
     from ragen_bench.validate import validate_file
 
-    from .scripted import ScriptedPolicy
+    from tests.helpers.scripted import ScriptedPolicy
 
     req = RunRequest(env_id="ragen/Bandit-v0", backend="scripted", model="scripted", episodes=8, group_size=2,
                      out=str(tmp_path / "runs"), run_id="scr")

@@ -89,7 +89,7 @@ def test_real_model_presets_validate_and_follow_ragen2_recipes() -> None:
 
 def test_format_reminder_is_the_last_line_of_each_user_message_only_when_on() -> None:
     from ragen_bench.rollout import EpisodeSpec, RolloutConfig, RolloutEngine
-    from tests.scripted import ScriptedPolicy
+    from tests.helpers.scripted import ScriptedPolicy
 
     for on in (False, True):
         policy = ScriptedPolicy(lambda i, t: "<answer>Left</answer>")
