@@ -82,6 +82,11 @@ class Transition:
         observation: the observation after the action when the env already has it
             (it must equal what ``_observation()`` would return); ``None`` (default):
             :meth:`TextEnv.step` calls ``_observation()``.
+        template: set by :meth:`reusable`: the step ``info`` with ``status``, ``step``
+            and ``episode_return`` left to fill in; ``None`` otherwise.
+        first_step: set by :meth:`reusable` for a terminal transition:
+            ``(info, status, episode_return)`` when it is the first step of an episode
+            (``step`` 1, ``episode_return`` = ``0.0 + reward``); ``None`` otherwise.
 
     The constructor normalises the types once (``float`` reward, ``bool`` flags), so
     :meth:`TextEnv.step` can use the fields as they are and an env may build a
@@ -98,6 +103,7 @@ class Transition:
     info: dict[str, Any]
     observation: str | None
     template: dict[str, Any] | None
+    first_step: tuple[dict[str, Any], EpisodeStatus, float] | None
 
     def __init__(self, reward: float, terminated: bool = False, action_is_valid: bool = True,
                  action_is_effective: bool = True, success: bool = False,
@@ -110,14 +116,17 @@ class Transition:
         self.info = {} if info is None else info
         self.observation = observation
         self.template = None
+        self.first_step = None
 
     def reusable(self) -> Transition:
         """Mark this transition as one the env returns again for the same outcome.
 
         Precomputes the step ``info`` (base keys in their order, then :attr:`info`) so
         :meth:`TextEnv.step` only copies it and fills in ``status``, ``step`` and
-        ``episode_return``.  Neither the transition nor its ``info`` may change
-        afterwards.  Returns ``self``.
+        ``episode_return``; a terminal transition also gets :attr:`first_step`, the
+        whole ``info`` (and status, return) of the first step of an episode, which an
+        env that ends episodes in one step can return as a copy (Bandit does).  Neither
+        the transition nor its ``info`` may change afterwards.  Returns ``self``.
         """
         self.template = {
             "action_is_valid": self.action_is_valid,
@@ -128,6 +137,10 @@ class Transition:
             "episode_return": None,
             **self.info,
         }
+        if self.terminated:  # TextEnv.step's rules with step 1 after a reset (return 0.0)
+            status = EpisodeStatus.SUCCESS if self.success else EpisodeStatus.FAILURE
+            ret = 0.0 + self.reward
+            self.first_step = ({**self.template, "status": status.value, "step": 1, "episode_return": ret}, status, ret)
         return self
 
 
