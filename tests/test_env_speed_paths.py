@@ -308,3 +308,33 @@ def test_env_speed_sudoku_search_conflicting_givens_and_allowed_masks() -> None:
     allowed = [0b11110] * 16
     allowed[0] &= ~(1 << 1)  # cell 0 may not be 1: no solution left
     assert solve(puzzle, allowed=allowed) == []
+
+
+def test_env_speed_sudoku_4x4_fill_tree_walk_equals_the_search() -> None:
+    """Issue 21, Sudoku 4x4 reset: walking the precomputed 4x4 search tree gives the
+    search's grid, leaves the generator where the search leaves it, and runs over the
+    same node budget."""
+    from ragen_envs.envs.sudoku.solver import SearchBudgetExceeded, _fill_tree, random_solution, solve
+
+    leaves = []
+
+    def collect(node) -> None:
+        if node is not None:
+            if node[2] is not None:
+                leaves.append(node[2])
+            else:
+                for child in node[1]:
+                    collect(child)
+
+    collect(_fill_tree(4))
+    assert len(leaves) == len(set(leaves)) == 288  # every complete 4x4 grid, once
+    for seed in range(300):
+        for budget in (None, 16, 17, 18, 20, 25):
+            a, b = np.random.default_rng(seed), np.random.default_rng(seed)
+            walked = random_solution(4, a, budget=budget)
+            try:
+                searched = solve([0] * 16, limit=1, budget=budget, rng=b)[0]
+            except SearchBudgetExceeded:
+                searched = None
+            assert walked == searched
+            assert a.bit_generator.state == b.bit_generator.state

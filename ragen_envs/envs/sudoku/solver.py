@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -36,6 +37,113 @@ def _tables(n: int) -> tuple[tuple[tuple[int, int, int], ...], tuple[int, ...], 
     masks = range(1 << (n + 1))
     return (units, tuple(m.bit_count() for m in masks),
             tuple(tuple(d for d in range(1, n + 1) if m >> d & 1) for m in masks))
+
+
+def _branch(empty: list[int], used: list[int], free: list[int], units: Sequence[tuple[int, int, int]],
+            count_of: Sequence[int]) -> tuple[int, int]:
+    """The branching choice of a search node: ``(k, mask)`` for cell ``empty[k]`` with
+    candidate mask ``mask``, or ``(-1, 0)`` for a dead end.
+
+    The first cell in ``empty`` order with the fewest candidates, the scan stopping at
+    the first cell with one; a cell with none met before that ends the branch.
+    """
+    best_k, best_mask, best_count = -1, 0, 99
+    for k, i in enumerate(empty):
+        a, b, c = units[i]
+        mask = free[i] & ~(used[a] | used[b] | used[c])
+        if not mask:
+            return -1, 0
+        count = count_of[mask]
+        if count < best_count:
+            best_k, best_mask, best_count = k, mask, count
+            if count == 1:
+                break
+    return best_k, best_mask
+
+
+#: A node of :func:`_fill_tree`: ``(digits, children, None)`` for a branching cell
+#: (``children[j]`` follows ``digits[j]``), ``(None, None, grid)`` for a complete grid,
+#: ``None`` for a dead end.
+FillNode = tuple[Any, Any, Any] | None
+
+
+@functools.cache
+def _fill_tree(n: int) -> FillNode:
+    """The whole search tree of ``solve([0] * n * n, limit=1, rng=...)``, every branch.
+
+    From the empty grid a node's state follows from the digits chosen on the way to it
+    (a node restores the ``empty`` order it found), so the branching cell and its
+    digits can be worked out once per node, by the same :func:`_branch` rule, for all
+    digit orders an ``rng`` may give.  For ``n = 4`` the tree has a few thousand nodes
+    (its leaves are the 288 complete grids), built once per process; a random 4x4 grid
+    is then a walk down it (:func:`random_solution`), with the same draws and node
+    counts as the search.
+    """
+    units, count_of, digits_of = _tables(n)
+    full = geometry(n).full
+    work = [0] * (n * n)
+    used = [0] * (3 * n)
+    free = [full] * (n * n)
+    empty = list(range(n * n))
+
+    def node() -> FillNode:
+        if not empty:
+            return None, None, tuple(work)
+        k, mask = _branch(empty, used, free, units, count_of)
+        if k < 0:
+            return None
+        cell = empty[k]
+        empty[k] = empty[-1]
+        empty.pop()
+        a, b, c = units[cell]
+        digits = digits_of[mask]
+        children = []
+        for d in digits:
+            bit = 1 << d
+            work[cell] = d
+            used[a] |= bit
+            used[b] |= bit
+            used[c] |= bit
+            children.append(node())
+            used[a] ^= bit
+            used[b] ^= bit
+            used[c] ^= bit
+        work[cell] = 0
+        empty.append(cell)
+        empty[k], empty[-1] = empty[-1], empty[k]
+        return digits, tuple(children), None
+
+    return node()
+
+
+def _walk_fill_tree(n: int, rng: np.random.Generator, budget: int | None) -> list[int] | None:
+    """:func:`solve`'s first solution from the empty grid with ``rng``, walked down
+    :func:`_fill_tree` (``None`` if there is none).
+
+    Raises:
+        SearchBudgetExceeded: more than ``budget`` nodes were visited.
+    """
+    permutation = rng.permutation
+    nodes = 0
+
+    def walk(node: FillNode) -> tuple[int, ...] | None:
+        nonlocal nodes
+        nodes += 1
+        if budget is not None and nodes > budget:
+            raise SearchBudgetExceeded(f"more than {budget} search nodes")
+        if node is None:
+            return None
+        digits, children, grid = node
+        if grid is not None:
+            return grid
+        for j in (permutation(len(digits)).tolist() if len(digits) > 1 else (0,)):
+            found = walk(children[j])
+            if found is not None:
+                return found
+        return None
+
+    found = walk(_fill_tree(n))
+    return None if found is None else list(found)
 
 
 def _search(grid: Sequence[int], allowed: Sequence[int] | None, budget: int | None, limit: int,
@@ -81,24 +189,16 @@ def _search(grid: Sequence[int], allowed: Sequence[int] | None, budget: int | No
         if not empty:
             solutions.append(work.copy())
             return len(solutions) >= limit
-        best_k, best_mask, best_count = -1, 0, 99
-        for k, i in enumerate(empty):
-            a, b, c = units[i]
-            mask = free[i] & ~(used[a] | used[b] | used[c])
-            if not mask:
-                return False
-            count = count_of[mask]
-            if count < best_count:
-                best_k, best_mask, best_count = k, mask, count
-                if count == 1:
-                    break
+        best_k, best_mask = _branch(empty, used, free, units, count_of)
+        if best_k < 0:
+            return False
         cell = empty[best_k]
         empty[best_k] = empty[-1]
         empty.pop()
         a, b, c = units[cell]
         digits = digits_of[best_mask]
-        if permutation is not None and best_count > 1:
-            digits = [digits[j] for j in permutation(best_count).tolist()]
+        if permutation is not None and len(digits) > 1:
+            digits = [digits[j] for j in permutation(len(digits)).tolist()]
         done = False
         for d in digits:
             bit = 1 << d
@@ -153,10 +253,14 @@ def count_solutions(grid: Sequence[int], limit: int = 2, budget: int | None = No
 def random_solution(n: int, rng: np.random.Generator, budget: int | None = None) -> list[int] | None:
     """A random complete ``n x n`` grid by randomised backtracking from the empty grid.
 
-    Returns ``None`` when the search exceeds ``budget`` (the caller retries with a new
-    generator).
+    The grid of ``solve([0] * (n * n), limit=1, budget=budget, rng=rng)``; for ``n = 4``
+    walked down the precomputed search tree (:func:`_fill_tree`: same grid, same draws
+    from ``rng``, same node count, without the per-node scan).  Returns ``None`` when
+    the search exceeds ``budget`` (the caller retries with a new generator).
     """
     try:
+        if n == 4:
+            return _walk_fill_tree(n, rng, budget)
         found = solve([0] * (n * n), limit=1, budget=budget, rng=rng)
     except SearchBudgetExceeded:
         return None
