@@ -184,6 +184,14 @@ class TextEnv(gym.Env[str, str]):
     max_action_length: ClassVar[int] = MAX_ACTION_LENGTH
 
     def __init__(self, render_mode: str | None = None, **config: Any):
+        # The episode state first: what every step reads and writes sits together at
+        # the start of the instance's value array (after a subclass's own hot fields).
+        self._status = EpisodeStatus.RUNNING
+        self._steps = 0
+        self._return = 0.0
+        #: ``_ready`` and the episode still running: the one flag ``step`` tests.
+        self._live = False
+        self._ready = False
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
                 f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}"
@@ -192,12 +200,6 @@ class TextEnv(gym.Env[str, str]):
         self.config: dict[str, Any] = validate_config(self.env_key, config)
         self.observation_space = UnicodeText(MAX_TEXT_LENGTH)
         self.action_space = UnicodeText(self.max_action_length)
-        self._status = EpisodeStatus.RUNNING
-        self._steps = 0
-        self._return = 0.0
-        self._ready = False
-        #: ``_ready`` and the episode still running: the one flag ``step`` tests.
-        self._live = False
         self._max_action_length = int(self.max_action_length)
         self._lookup_names: object = ()  # match_action's table is for these names (none yet)
         self._lookup: dict[str, str] = {}
@@ -415,8 +417,16 @@ def raw_uniform(rng: np.random.Generator) -> Callable[[], int] | None:
     conversion, no argument parsing).  Returns ``None`` for any other bit generator:
     use ``rng.random()`` then.
     """
+    bg = raw_bit_generator(rng)
+    return None if bg is None else bg.random_raw
+
+
+def raw_bit_generator(rng: np.random.Generator) -> np.random.PCG64 | None:
+    """``rng``'s bit generator when it is PCG64 (``bg.random_raw()`` is then the draw of
+    :func:`raw_uniform`; holding ``bg`` instead of that bound method saves an object per
+    episode), else ``None``."""
     bg = rng.bit_generator
-    return bg.random_raw if type(bg) is np.random.PCG64 else None
+    return bg if type(bg) is np.random.PCG64 else None
 
 
 def raw_threshold(p: float) -> int | None:

@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..core import TextEnv, Transition, join_lines, raw_threshold, raw_uniform
+from ..core import TextEnv, Transition, join_lines, raw_bit_generator, raw_threshold
 from ..seeding import in_split, sample_instance
 
 #: (steady arm, risky arm) name pairs per split; no name appears in two splits.
@@ -102,11 +102,13 @@ class BanditEnv(TextEnv):
 
     def __init__(self, render_mode: str | None = None, **config: Any):
         #: The pull table while the episode's first action is still to come, else None
-        #: (:meth:`step`'s fast path).  Set first so the attributes that path touches
-        #: sit together in the instance's value array (one or two cache lines).
+        #: (:meth:`step`'s fast path).  Set first, with the rest of what that path reads
+        #: and writes, so they sit together in the instance's value array, followed by
+        #: TextEnv's episode state (a step after the model's turn meets cold caches).
         self._pending: dict[str, Pull] | None = None
+        self._bits: np.random.PCG64 | None = None  # the episode's PCG64 (core.raw_bit_generator)
+        self._raw_threshold: int | None = None  # set from the validated config below
         self._last: str | None = None
-        self._raw: Any = None
         super().__init__(render_mode, **config)
         c = self.config
         self._risky_prob = float(c["risky_prob"])
@@ -141,7 +143,7 @@ class BanditEnv(TextEnv):
         self._steady, self._risky = steady, risky
         self._last: str | None = None
         # The generator of this episode (a seeded reset replaces it).
-        self._raw = raw_uniform(self.np_random) if self._raw_threshold is not None else None
+        self._bits = raw_bit_generator(self.np_random) if self._raw_threshold is not None else None
         self._pull_of = self._pending = self._pull_table()
 
     def _reset_info(self) -> dict[str, Any]:
@@ -179,8 +181,8 @@ class BanditEnv(TextEnv):
         if risky:
             # One uniform draw, as RAGEN's env does: np_random.random() < risky_prob, or
             # the same event decided on the raw PCG64 output (core.raw_uniform).
-            raw = self._raw
-            if raw() < self._raw_threshold if raw is not None else self.np_random.random() < self._risky_prob:
+            bits = self._bits
+            if bits.random_raw() < self._raw_threshold if bits is not None else self.np_random.random() < self._risky_prob:
                 unpaid = paid
         self._last = unpaid[0]
         return unpaid

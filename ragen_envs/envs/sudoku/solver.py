@@ -11,7 +11,7 @@ it raises :class:`SearchBudgetExceeded` instead of running on.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -73,47 +73,28 @@ def _fill_tree(n: int) -> FillNode:
 
     From the empty grid a node's state follows from the digits chosen on the way to it
     (a node restores the ``empty`` order it found), so the branching cell and its
-    digits can be worked out once per node, by the same :func:`_branch` rule, for all
-    digit orders an ``rng`` may give.  For ``n = 4`` the tree has a few thousand nodes
-    (its leaves are the 288 complete grids), built once per process; a random 4x4 grid
-    is then a walk down it (:func:`random_solution`), with the same draws and node
-    counts as the search.
+    digits are the same for every digit order an ``rng`` may give: one exhaustive run
+    of :func:`_search` (digits in increasing order, no solution limit), traced node by
+    node, gives the tree.  For ``n = 4`` it has 2,369 nodes (its leaves are the 288
+    complete grids), built once per process in a few milliseconds; a random 4x4 grid is
+    then a walk down it (:func:`random_solution`), with the same draws and node counts
+    as the search.
     """
-    units, count_of, digits_of = _tables(n)
-    full = geometry(n).full
-    work = [0] * (n * n)
-    used = [0] * (3 * n)
-    free = [full] * (n * n)
-    empty = list(range(n * n))
+    stack: list[list[Any]] = [[]]  # per open node: its digits, then its finished children
 
-    def node() -> FillNode:
-        if not empty:
-            return None, None, tuple(work)
-        k, mask = _branch(empty, used, free, units, count_of)
-        if k < 0:
-            return None
-        cell = empty[k]
-        empty[k] = empty[-1]
-        empty.pop()
-        a, b, c = units[cell]
-        digits = digits_of[mask]
-        children = []
-        for d in digits:
-            bit = 1 << d
-            work[cell] = d
-            used[a] |= bit
-            used[b] |= bit
-            used[c] |= bit
-            children.append(node())
-            used[a] ^= bit
-            used[b] ^= bit
-            used[c] ^= bit
-        work[cell] = 0
-        empty.append(cell)
-        empty[k], empty[-1] = empty[-1], empty[k]
-        return digits, tuple(children), None
+    def trace(digits: tuple[int, ...] | None, grid: list[int] | None) -> None:
+        if grid is not None:
+            stack[-1].append((None, None, tuple(grid)))
+        elif digits is None:
+            stack[-1].append(None)  # dead end
+        elif digits:
+            stack.append([digits])
+        else:  # () closes the open node
+            digits, *children = stack.pop()
+            stack[-1].append((digits, tuple(children), None))
 
-    return node()
+    _search([0] * (n * n), None, None, 1 << 62, None, trace)
+    return stack[0][0]
 
 
 def _walk_fill_tree(n: int, rng: np.random.Generator, budget: int | None) -> list[int] | None:
@@ -147,7 +128,8 @@ def _walk_fill_tree(n: int, rng: np.random.Generator, budget: int | None) -> lis
 
 
 def _search(grid: Sequence[int], allowed: Sequence[int] | None, budget: int | None, limit: int,
-            rng: np.random.Generator | None) -> list[list[int]]:
+            rng: np.random.Generator | None,
+            trace: Callable[[tuple[int, ...] | None, list[int] | None], None] | None = None) -> list[list[int]]:
     """The depth-first search behind :func:`solve` (see the module docstring).
 
     The branching cell is the first empty cell, in the order of the ``empty`` list
@@ -156,7 +138,10 @@ def _search(grid: Sequence[int], allowed: Sequence[int] | None, budget: int | No
     tried in increasing order, or in the order of ``rng.permutation`` when ``rng`` is
     given and there are several.  Every call counts one node against ``budget``.  The
     visiting order, and so every draw from ``rng``, is part of the contract: a seeded
-    random grid depends on it (golden files).
+    random grid depends on it (golden files).  ``trace`` (for :func:`_fill_tree`), when
+    given, hears of every node: ``(None, grid)`` a complete grid, ``(None, None)`` a
+    dead end, ``(digits, None)`` a branching cell's digits in trying order, then
+    ``((), None)`` when that node is left.
     """
     n = {16: 4, 81: 9}.get(len(grid))
     if n is None:
@@ -187,10 +172,14 @@ def _search(grid: Sequence[int], allowed: Sequence[int] | None, budget: int | No
         if budget is not None and nodes > budget:
             raise SearchBudgetExceeded(f"more than {budget} search nodes")
         if not empty:
+            if trace is not None:
+                trace(None, work)
             solutions.append(work.copy())
             return len(solutions) >= limit
         best_k, best_mask = _branch(empty, used, free, units, count_of)
         if best_k < 0:
+            if trace is not None:
+                trace(None, None)
             return False
         cell = empty[best_k]
         empty[best_k] = empty[-1]
@@ -198,7 +187,9 @@ def _search(grid: Sequence[int], allowed: Sequence[int] | None, budget: int | No
         a, b, c = units[cell]
         digits = digits_of[best_mask]
         if permutation is not None and len(digits) > 1:
-            digits = [digits[j] for j in permutation(len(digits)).tolist()]
+            digits = tuple(digits[j] for j in permutation(len(digits)).tolist())
+        if trace is not None:
+            trace(digits, None)
         done = False
         for d in digits:
             bit = 1 << d
@@ -212,6 +203,8 @@ def _search(grid: Sequence[int], allowed: Sequence[int] | None, budget: int | No
             used[c] ^= bit
             if done:
                 break
+        if trace is not None:
+            trace((), None)
         work[cell] = 0
         empty.append(cell)
         empty[best_k], empty[-1] = empty[-1], empty[best_k]
