@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import ragen_envs
 from ragen_envs.baselines import make_random_policy, run_episode
-from ragen_envs.core import Transition, raw_threshold, raw_uniform
+from ragen_envs.core import Transition, raw_bit_generator, raw_threshold, raw_uniform
 from ragen_envs.envs.countdown.checker import _check_ast, _check_fast
 from ragen_envs.envs.sokoban.render import render_grid
 
@@ -43,7 +43,18 @@ def test_env_speed_raw_coin_exact_at_the_boundary() -> None:
 
 def test_env_speed_raw_coin_only_for_pcg64() -> None:
     assert raw_uniform(np.random.Generator(np.random.MT19937(0))) is None
+    assert raw_bit_generator(np.random.Generator(np.random.MT19937(0))) is None
     assert raw_threshold(float("nan")) is None
+
+
+def test_env_speed_raw_bit_generator_is_the_coin_source() -> None:
+    """Bandit holds the PCG64 itself: its random_raw() is the draw behind rng.random()."""
+    a, b = np.random.default_rng(9), np.random.default_rng(9)
+    bits, t = raw_bit_generator(b), raw_threshold(0.25)
+    assert bits is b.bit_generator
+    for _ in range(5000):
+        assert (a.random() < 0.25) == (bits.random_raw() < t)
+    assert a.bit_generator.state == b.bit_generator.state
 
 
 def test_env_speed_bandit_rewards_follow_np_random() -> None:
