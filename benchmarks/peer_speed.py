@@ -70,11 +70,17 @@ def _our_env(env_id: str) -> Any:
 
 
 def _replay(runs: list[tuple[Callable[[Any], Any], list[Any]]]) -> Callable[[], None]:
-    """The timed part of a step batch: every episode's ``step`` over its fixed actions."""
+    """The timed part of a step batch: every episode's ``step`` over its fixed actions.
+
+    Flattened to one ``(step, action)`` pair per call, in episode order, so every side
+    of every step row pays the same loop per call: one iteration, one call (RAGEN's
+    Bandit, whose episodes are one step, is timed through this too).
+    """
+    pairs = [(step, a) for step, actions in runs for a in actions]
+
     def run() -> None:
-        for step, actions in runs:
-            for a in actions:
-                step(a)
+        for step, a in pairs:
+            step(a)
     return run
 
 
@@ -268,77 +274,168 @@ def ragen_sokoban_steps(dim: int, boxes: int, per_episode: int) -> Prepare:
 
 
 # ============================================================ RAGEN re-statements
-def ragen_bandit_steps(*, from_text: bool) -> Prepare:
-    """RAGEN's ``BanditEnv.step`` (``ragen/env/bandit/env.py``): the action is an int arm
-    index; ``assert`` it is in ``ACTION_LOOKUP``; look the arm's name up; the low arm
-    pays its score, the high arm draws ``self.np_random.random()`` once against
-    ``hi_arm_hiscore_prob``; format ``f"{name}: {reward} points"``, store it as the
-    render cache, return ``(obs, reward, True, info)`` with a 3-key info dict.
+def _ragen_bandit_class(*, inlined: bool) -> type:
+    """RAGEN's ``BanditEnv`` (``ragen/env/bandit/env.py``, ``config.py``) re-stated.
 
-    ``from_text=True`` adds what RAGEN's env manager does per step to get that int from
-    the model's text (``ragen/llm_agent/es_manager.py``: ``_extract_map_valid_actions``
-    builds the lower-cased reverse lookup and maps the lower-cased action, then
-    ``_execute_actions`` accumulates reward and info) — the work our ``step(str)`` covers.
-    Always pulls the high ("risky") arm, as our oracle does under the default payoffs.
+    As RAGEN has it: a ``BanditEnvConfig`` dataclass (lo "phoenix" 0.1, hi "dragon" 1.0
+    with probability 0.25 else 0.0, actions start at 1, ``action_lookup``) held by the
+    env, which subclasses an abstract ``BaseDiscreteActionEnv`` and ``gym.Env``.  ``reset``
+    seeds ``gym.Env``, draws ``np_random.random() < 0.5`` for which of actions 1 and 2 is
+    the high arm, builds ``ACTION_LOOKUP`` / ``ARM_IDX_TO_NAME`` / ``NAME_TO_ARM_IDX`` and
+    formats the prompt.  ``step(action: int)``: ``assert`` the action is in
+    ``ACTION_LOOKUP``; ``compute_reward`` looks the arm up and calls ``_lo_arm_reward``
+    (the config's score) or ``_hi_arm_reward`` (``np_random.random()`` against the
+    config's probability, then its high or low score); look the arm up again; format
+    ``f"{name}: {reward} points"``, store it as the render cache; return
+    ``(obs, reward, True, info)`` with a 3-key info dict.
+
+    ``inlined=True`` folds ``compute_reward`` / ``_hi_arm_reward`` and the config reads
+    into ``step`` (names and payoffs as env attributes): the same draws and results with
+    less work per call than RAGEN's code, a stricter reference.
     """
+    import abc
+    from dataclasses import dataclass as _dataclass
+
     import gymnasium as gym
 
-    class Bandit(gym.Env):
+    @_dataclass
+    class BanditEnvConfig:
+        lo_arm_name: str = "phoenix"
+        hi_arm_name: str = "dragon"
+        action_space_start: int = 1
+        lo_arm_score: float = 0.1
+        hi_arm_loscore: float = 0.0
+        hi_arm_hiscore: float = 1.0
+        hi_arm_hiscore_prob: float = 0.25
+        render_mode: str = "text"
+        action_lookup: dict[int, str] | None = None
+
+    class BaseEnv(abc.ABC):
         def __init__(self) -> None:
-            self.lo, self.hi = "phoenix", "dragon"
+            pass
+
+    class BaseDiscreteActionEnv(BaseEnv, abc.ABC):
+        pass
+
+    class Bandit(BaseDiscreteActionEnv, gym.Env):
+        def __init__(self) -> None:
+            BaseDiscreteActionEnv.__init__(self)
+            self.config = BanditEnvConfig()
+            self.ACTION_SPACE = gym.spaces.Discrete(2, start=self.config.action_space_start)
+            self.lo_arm_name = self.config.lo_arm_name
+            self.hi_arm_name = self.config.hi_arm_name
             self.render_cache: str | None = None
+            self.render_mode = self.config.render_mode
 
-        def reset_arms(self, seed: int) -> None:
+        def reset(self, seed: int | None = None, mode: Any = None) -> str:  # type: ignore[override]
             gym.Env.reset(self, seed=seed)
-            names = (self.lo, self.hi) if self.np_random.random() < 0.5 else (self.hi, self.lo)
-            self.ACTION_LOOKUP = {1: names[0], 2: names[1]}
+            start = self.config.action_space_start
+            lo, hi = self.lo_arm_name, self.hi_arm_name
+            names = (lo, hi) if self.np_random.random() < 0.5 else (hi, lo)
+            self.ACTION_LOOKUP = {start: names[0], start + 1: names[1]}
+            self.config.action_lookup = self.ACTION_LOOKUP
             self.ARM_IDX_TO_NAME = self.ACTION_LOOKUP
-            self.NAME_TO_ARM_IDX = {v: k for k, v in self.ACTION_LOOKUP.items()}
+            self.NAME_TO_ARM_IDX = {name: idx for idx, name in self.ACTION_LOOKUP.items()}
+            self.render_cache = f"Two arms: {names[0]}, {names[1]}. Which do you pull?"
+            return self.render_cache
 
-        def step(self, action: int) -> Any:
+        def _lo_arm_reward(self) -> float:
+            return self.config.lo_arm_score
+
+        def _hi_arm_reward(self) -> float:
+            if self.np_random.random() < self.config.hi_arm_hiscore_prob:
+                return self.config.hi_arm_hiscore
+            return self.config.hi_arm_loscore
+
+        def compute_reward(self, action: int) -> float:
+            if self.ARM_IDX_TO_NAME[action] == self.lo_arm_name:
+                return self._lo_arm_reward()
+            return self._hi_arm_reward()
+
+        def step(self, action: int) -> Any:  # type: ignore[override]
             assert action in self.ACTION_LOOKUP, f"Invalid action: {action}"
+            reward = self.compute_reward(action)
             name = self.ARM_IDX_TO_NAME[action]
-            if name == self.lo:
-                reward = 0.1
-            else:
-                reward = 1.0 if self.np_random.random() < 0.25 else 0.0
             obs = f"{name}: {reward} points"
             self.render_cache = obs
-            return obs, reward, True, {"action_is_effective": True, "action_is_valid": True, "success": name == self.hi}
+            return obs, reward, True, {"action_is_effective": True, "action_is_valid": True,
+                                       "success": name == self.hi_arm_name}
 
-    def text_step(env: Bandit, text: str) -> Any:
-        rev = {v.lower(): k for k, v in env.ACTION_LOOKUP.items()}
-        mapped = [rev[a] for a in [x.lower() for x in [text]] if a in rev]
-        acc, turn_info = 0.0, {}
+        def get_all_actions(self) -> list[int]:
+            return [self.ACTION_SPACE.start, self.ACTION_SPACE.start + 1]
+
+    if not inlined:
+        return Bandit
+
+    class Inlined(Bandit):
+        def reset(self, seed: int | None = None, mode: Any = None) -> str:  # type: ignore[override]
+            out = super().reset(seed=seed)
+            c = self.config
+            self.lo_score, self.hi_prob, self.hi_score, self.lo_hi_score = (
+                c.lo_arm_score, c.hi_arm_hiscore_prob, c.hi_arm_hiscore, c.hi_arm_loscore)
+            return out
+
+        def step(self, action: int) -> Any:  # type: ignore[override]
+            assert action in self.ACTION_LOOKUP, f"Invalid action: {action}"
+            name = self.ARM_IDX_TO_NAME[action]
+            if name == self.lo_arm_name:
+                reward = self.lo_score
+            else:
+                reward = self.hi_score if self.np_random.random() < self.hi_prob else self.lo_hi_score
+            obs = f"{name}: {reward} points"
+            self.render_cache = obs
+            return obs, reward, True, {"action_is_effective": True, "action_is_valid": True,
+                                       "success": name == self.hi_arm_name}
+
+    return Inlined
+
+
+def ragen_bandit_steps(*, from_text: bool, inlined: bool = False) -> Prepare:
+    """Steps of RAGEN's Bandit (:func:`_ragen_bandit_class`), one per freshly seeded env.
+
+    ``from_text=False``: ``env.step(int)`` alone.  ``from_text=True`` adds what RAGEN's
+    env manager does per step to get that int from the model's text
+    (``ragen/llm_agent/es_manager.py``: ``_extract_map_valid_actions`` reads the config's
+    ``action_lookup``, builds the lower-cased reverse lookup and maps the lower-cased
+    actions; ``_execute_actions`` steps them, accumulating reward and info) — the work
+    our ``step(str)`` covers.  Always pulls the high ("risky") arm, as our oracle does
+    under the default payoffs.
+    """
+    cls = _ragen_bandit_class(inlined=inlined)
+
+    def text_step(env: Any, actions: list[str]) -> Any:
+        lookup = getattr(env.config, "action_lookup", None)
+        rev = {v.lower(): k for k, v in lookup.items()}
+        actions = [a.lower() for a in actions]
+        mapped = [rev[a] for a in actions if a in rev]
+        acc, turn_info, executed = 0.0, {}, []
         for a in mapped:
             _, reward, done, info = env.step(a)
             acc += reward
             turn_info.update(info)
+            executed.append(a)
             if done:
                 break
-        return acc, turn_info
+        return acc, turn_info, executed
 
     seeds = iter(range(10**9))
-    pool: list[Bandit] = []
+    pool: list[Any] = []
 
     def prepare(n: int) -> tuple[Callable[[], Any], int]:
         while len(pool) < n:
-            pool.append(Bandit())
+            pool.append(cls())
         envs = []
         for e in pool[:n]:
-            e.reset_arms(next(seeds))
-            envs.append((e, e.NAME_TO_ARM_IDX[e.hi]))
+            e.reset(seed=next(seeds))
+            envs.append((e, e.NAME_TO_ARM_IDX[e.hi_arm_name]))
         if from_text:
-            pairs = [(e, "Dragon") for e, _ in envs]
+            pairs = [(e, ["Dragon"]) for e, _ in envs]
 
             def run() -> None:
                 for e, t in pairs:
                     text_step(e, t)
-        else:
-            def run() -> None:
-                for e, a in envs:
-                    e.step(a)
-        return run, n
+            return run, n
+        return _replay([(e.step, [a]) for e, a in envs]), n
     return prepare
 
 
@@ -505,6 +602,8 @@ ROWS: dict[str, Row] = {r.key: r for r in [
     Row("bandit_step", "Bandit step (ragen/Bandit-v0)",
         Side("ours", lambda: ours_steps("ragen/Bandit-v0", per_episode=1), N_STEP),
         [Side("RAGEN env.step(int) (re-stated)", lambda: ragen_bandit_steps(from_text=False), N_STEP),
+         Side("RAGEN env.step(int), calls inlined (stricter)",
+              lambda: ragen_bandit_steps(from_text=False, inlined=True), N_STEP),
          Side("RAGEN text->int map + step (re-stated)", lambda: ragen_bandit_steps(from_text=True), N_STEP)],
         target=1.0),
     Row("sudoku_reset", "Sudoku 4x4 reset, 6 empty (ragen/Sudoku-v0)",

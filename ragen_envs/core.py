@@ -82,6 +82,11 @@ class Transition:
         observation: the observation after the action when the env already has it
             (it must equal what ``_observation()`` would return); ``None`` (default):
             :meth:`TextEnv.step` calls ``_observation()``.
+        template: set by :meth:`reusable`: the step ``info`` with ``status``, ``step``
+            and ``episode_return`` left to fill in; ``None`` otherwise.
+        first_step: set by :meth:`reusable` for a terminal transition:
+            ``(info, status, episode_return)`` when it is the first step of an episode
+            (``step`` 1, ``episode_return`` = ``0.0 + reward``); ``None`` otherwise.
 
     The constructor normalises the types once (``float`` reward, ``bool`` flags), so
     :meth:`TextEnv.step` can use the fields as they are and an env may build a
@@ -98,6 +103,7 @@ class Transition:
     info: dict[str, Any]
     observation: str | None
     template: dict[str, Any] | None
+    first_step: tuple[dict[str, Any], EpisodeStatus, float] | None
 
     def __init__(self, reward: float, terminated: bool = False, action_is_valid: bool = True,
                  action_is_effective: bool = True, success: bool = False,
@@ -110,14 +116,17 @@ class Transition:
         self.info = {} if info is None else info
         self.observation = observation
         self.template = None
+        self.first_step = None
 
     def reusable(self) -> Transition:
         """Mark this transition as one the env returns again for the same outcome.
 
         Precomputes the step ``info`` (base keys in their order, then :attr:`info`) so
         :meth:`TextEnv.step` only copies it and fills in ``status``, ``step`` and
-        ``episode_return``.  Neither the transition nor its ``info`` may change
-        afterwards.  Returns ``self``.
+        ``episode_return``; a terminal transition also gets :attr:`first_step`, the
+        whole ``info`` (and status, return) of the first step of an episode, which an
+        env that ends episodes in one step can return as a copy (Bandit does).  Neither
+        the transition nor its ``info`` may change afterwards.  Returns ``self``.
         """
         self.template = {
             "action_is_valid": self.action_is_valid,
@@ -128,6 +137,10 @@ class Transition:
             "episode_return": None,
             **self.info,
         }
+        if self.terminated:  # TextEnv.step's rules with step 1 after a reset (return 0.0)
+            status = EpisodeStatus.SUCCESS if self.success else EpisodeStatus.FAILURE
+            ret = 0.0 + self.reward
+            self.first_step = ({**self.template, "status": status.value, "step": 1, "episode_return": ret}, status, ret)
         return self
 
 
@@ -171,6 +184,14 @@ class TextEnv(gym.Env[str, str]):
     max_action_length: ClassVar[int] = MAX_ACTION_LENGTH
 
     def __init__(self, render_mode: str | None = None, **config: Any):
+        # The episode state first: what every step reads and writes sits together at
+        # the start of the instance's value array (after a subclass's own hot fields).
+        self._status = EpisodeStatus.RUNNING
+        self._steps = 0
+        self._return = 0.0
+        #: ``_ready`` and the episode still running: the one flag ``step`` tests.
+        self._live = False
+        self._ready = False
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
                 f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}"
@@ -179,12 +200,6 @@ class TextEnv(gym.Env[str, str]):
         self.config: dict[str, Any] = validate_config(self.env_key, config)
         self.observation_space = UnicodeText(MAX_TEXT_LENGTH)
         self.action_space = UnicodeText(self.max_action_length)
-        self._status = EpisodeStatus.RUNNING
-        self._steps = 0
-        self._return = 0.0
-        self._ready = False
-        #: ``_ready`` and the episode still running: the one flag ``step`` tests.
-        self._live = False
         self._max_action_length = int(self.max_action_length)
         self._lookup_names: object = ()  # match_action's table is for these names (none yet)
         self._lookup: dict[str, str] = {}
@@ -412,8 +427,16 @@ def raw_uniform(rng: np.random.Generator) -> Callable[[], int] | None:
     conversion, no argument parsing).  Returns ``None`` for any other bit generator:
     use ``rng.random()`` then.
     """
+    bg = raw_bit_generator(rng)
+    return None if bg is None else bg.random_raw
+
+
+def raw_bit_generator(rng: np.random.Generator) -> np.random.PCG64 | None:
+    """``rng``'s bit generator when it is PCG64 (``bg.random_raw()`` is then the draw of
+    :func:`raw_uniform`; holding ``bg`` instead of that bound method saves an object per
+    episode), else ``None``."""
     bg = rng.bit_generator
-    return bg.random_raw if type(bg) is np.random.PCG64 else None
+    return bg if type(bg) is np.random.PCG64 else None
 
 
 def raw_threshold(p: float) -> int | None:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import ragen_envs
 from ragen_envs.baselines import make_random_policy, run_episode
-from ragen_envs.core import Transition, raw_threshold, raw_uniform
+from ragen_envs.core import Transition, raw_bit_generator, raw_threshold, raw_uniform
 from ragen_envs.envs.countdown.checker import _check_ast, _check_fast
 from ragen_envs.envs.sokoban.render import render_grid
 
@@ -43,7 +43,18 @@ def test_env_speed_raw_coin_exact_at_the_boundary() -> None:
 
 def test_env_speed_raw_coin_only_for_pcg64() -> None:
     assert raw_uniform(np.random.Generator(np.random.MT19937(0))) is None
+    assert raw_bit_generator(np.random.Generator(np.random.MT19937(0))) is None
     assert raw_threshold(float("nan")) is None
+
+
+def test_env_speed_raw_bit_generator_is_the_coin_source() -> None:
+    """Bandit holds the PCG64 itself: its random_raw() is the draw behind rng.random()."""
+    a, b = np.random.default_rng(9), np.random.default_rng(9)
+    bits, t = raw_bit_generator(b), raw_threshold(0.25)
+    assert bits is b.bit_generator
+    for _ in range(5000):
+        assert (a.random() < 0.25) == (bits.random_raw() < t)
+    assert a.bit_generator.state == b.bit_generator.state
 
 
 def test_env_speed_bandit_rewards_follow_np_random() -> None:
@@ -202,3 +213,139 @@ def test_env_speed_sudoku_4x4_table_answers_as_the_search() -> None:
             if by_search:
                 grid[cell] = 0  # walk towards harder puzzles, as the generator does
     assert checked == 150 * 16
+
+
+# ------------------------------------------- Bandit step: fast path = base path
+def _bandit_twin_results(config: dict, seed: int, actions: list) -> tuple[list, list]:
+    """Step two envs of ``config`` through ``actions``: one by ``BanditEnv.step`` (fast
+    path where it applies), one by ``TextEnv.step`` (the general path).  Each action
+    gives its step result (or the exception's name), then the episode state."""
+    from ragen_envs.core import TextEnv
+
+    fast = ragen_envs.make("ragen/Bandit-v0", render_mode="ansi", **config).unwrapped
+    base = ragen_envs.make("ragen/Bandit-v0", render_mode="ansi", **config).unwrapped
+    out: list[list] = [[], []]
+    for env, step, sink in ((fast, fast.step, out[0]), (base, lambda a: TextEnv.step(base, a), out[1])):
+        env.reset(seed=seed)
+        for a in actions:
+            best = (env.oracle_actions() or env.action_names)[0]  # none left once the episode ended
+            a = env.action_names[0] if a == "<first>" else best if a == "<best>" else a
+            try:
+                sink.append(step(a))
+            except Exception as exc:  # noqa: BLE001 - the same refusal on both paths
+                sink.append(type(exc).__name__)
+            sink.append([env.status, env.num_steps, env.episode_return, env.render(),
+                         env.np_random.bit_generator.state["state"]])
+    return out[0], out[1]
+
+
+@pytest.mark.parametrize("config", [{}, {"answer_with": "label"}, {"risky_prob": 0.9, "risky_reward": 0.2},
+                                    {"split_by": "pairs", "max_steps": 1}, {"split": "test", "max_steps": 2}])
+@pytest.mark.parametrize("actions", [["<best>"], ["<first>"], ["nope", "<best>"], ["nope", "nope", "nope"],
+                                     [b"junk", "<first>", "<first>"], [7, "<best>"], ["<best>", "<best>"]])
+def test_env_speed_bandit_fast_step_equals_base_step(config: dict, actions: list) -> None:
+    """Issue 21, Bandit step: BanditEnv.step's first-step shortcut returns exactly what
+    TextEnv.step returns (observation, reward, flags, info with key order), leaves the
+    same episode state and consumes the same draws, on every seed and spelling."""
+    for seed in range(60):
+        fast, base = _bandit_twin_results(config, seed, actions)
+        assert fast == base
+        for a, b in zip(fast, base):
+            if isinstance(a, tuple):  # a step result: same key order and types too
+                assert list(a[4]) == list(b[4]) and [type(x) for x in a] == [type(x) for x in b]
+                assert type(a[1]) is float and type(a[2]) is bool and type(a[3]) is bool
+
+
+def test_env_speed_bandit_fast_step_casefold_and_upper_case_spellings() -> None:
+    """The table holds exact and casefolded names; other spellings take the general path
+    and give the same result."""
+    env = ragen_envs.make("ragen/Bandit-v0").unwrapped
+    for seed in range(40):
+        for spell in (str.lower, str.upper, lambda s: f"  {s}\n", str.casefold):
+            env.reset(seed=seed)
+            best = env.oracle_actions()[0]
+            _, _, te, tr, info = env.step(spell(best))
+            assert te and not tr and info["arm"] == best and info["chose_best"] and info["step"] == 1
+
+
+def test_env_speed_reusable_transition_first_step_is_base_info() -> None:
+    tr = Transition(reward=-0.0, terminated=True, success=False, info={"arm": "x"}).reusable()
+    info, status, ret = tr.first_step
+    assert status.value == "failure" and ret == 0.0 and str(ret) == "0.0"  # 0.0 + -0.0, as TextEnv.step sums
+    assert info == {"action_is_valid": True, "action_is_effective": True, "success": False, "status": "failure",
+                    "step": 1, "episode_return": 0.0, "arm": "x"}
+    assert Transition(reward=1.0).reusable().first_step is None  # not terminal: no first-step info
+
+
+# ----------------------------------------------- Sudoku search: same visiting order
+def test_env_speed_sudoku_search_visits_as_before() -> None:
+    """Issue 21, Sudoku 4x4 reset: the table-driven search visits the nodes of the
+    previous search in the same order: the same random grids, the same rng draws, the
+    same solutions and the same budget overruns (digest recorded with the code before)."""
+    import hashlib
+
+    from ragen_envs.envs.sudoku.solver import SearchBudgetExceeded, random_solution, solve
+
+    h = hashlib.sha256()
+    for n, seeds in ((4, range(200)), (9, range(12))):
+        for seed in seeds:
+            rng = np.random.default_rng(seed)
+            for budget in (None, 25):
+                try:
+                    out = random_solution(n, rng, budget=budget)
+                except SearchBudgetExceeded:
+                    out = "budget"
+                h.update(repr(out).encode())
+            h.update(repr(rng.random()).encode())  # where the searches left the generator
+            grid = random_solution(n, rng)
+            for cells in (rng.permutation(n * n)[: n * n // 2].tolist(), rng.permutation(n * n)[: n * n - 3].tolist()):
+                puzzle = [0 if i in cells else v for i, v in enumerate(grid)]
+                for limit, budget in ((1, None), (2, 400), (3, 60)):
+                    try:
+                        out = solve(puzzle, limit=limit, budget=budget)
+                    except SearchBudgetExceeded:
+                        out = "budget"
+                    h.update(repr(out).encode())
+    assert h.hexdigest() == "fd72ef101db525bd0a5622b200c59baa1e13fd92cf686bf058123c4607e8ae26"
+
+
+def test_env_speed_sudoku_search_conflicting_givens_and_allowed_masks() -> None:
+    from ragen_envs.envs.sudoku.solver import solve
+
+    assert solve([1, 1] + [0] * 14) == []
+    grid = [1, 2, 3, 4, 3, 4, 1, 2, 2, 1, 4, 3, 4, 3, 2, 1]
+    puzzle = [0] * 4 + grid[4:]
+    assert solve(puzzle) == [grid]
+    allowed = [0b11110] * 16
+    allowed[0] &= ~(1 << 1)  # cell 0 may not be 1: no solution left
+    assert solve(puzzle, allowed=allowed) == []
+
+
+def test_env_speed_sudoku_4x4_fill_tree_walk_equals_the_search() -> None:
+    """Issue 21, Sudoku 4x4 reset: walking the precomputed 4x4 search tree gives the
+    search's grid, leaves the generator where the search leaves it, and runs over the
+    same node budget."""
+    from ragen_envs.envs.sudoku.solver import SearchBudgetExceeded, _fill_tree, random_solution, solve
+
+    leaves = []
+
+    def collect(node) -> None:
+        if node is not None:
+            if node[2] is not None:
+                leaves.append(node[2])
+            else:
+                for child in node[1]:
+                    collect(child)
+
+    collect(_fill_tree(4))
+    assert len(leaves) == len(set(leaves)) == 288  # every complete 4x4 grid, once
+    for seed in range(300):
+        for budget in (None, 16, 17, 18, 20, 25):
+            a, b = np.random.default_rng(seed), np.random.default_rng(seed)
+            walked = random_solution(4, a, budget=budget)
+            try:
+                searched = solve([0] * 16, limit=1, budget=budget, rng=b)[0]
+            except SearchBudgetExceeded:
+                searched = None
+            assert walked == searched
+            assert a.bit_generator.state == b.bit_generator.state

@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ...core import TextEnv, Transition, join_lines, raw_threshold, raw_uniform
+from ...core import TextEnv, Transition, join_lines, raw_bit_generator, raw_threshold
 from ...seeding import in_split, sample_instance
 
 #: (steady arm, risky arm) name pairs per split; no name appears in two splits.
@@ -71,6 +71,14 @@ ARM_PAIRS: dict[str, tuple[tuple[str, str], ...]] = {
 #: Action names in ``answer_with="label"`` mode (arm shown first is A).
 LABELS = ("A", "B")
 
+_THRESHOLDS: dict[int | None, int | None] = {}
+
+
+def _shared(threshold: int | None) -> int | None:
+    """One int object per coin threshold for all envs (a step reads no per-env copy)."""
+    return _THRESHOLDS.setdefault(threshold, threshold)
+
+
 #: What pulling one arm does: ``(is_risky, (obs, Transition) unpaid, (obs, Transition) paid)``.
 Pull = tuple[bool, tuple[str, Transition], tuple[str, Transition]]
 
@@ -93,17 +101,26 @@ class BanditEnv(TextEnv):
     env_key = "bandit"
 
     def __init__(self, render_mode: str | None = None, **config: Any):
+        #: The pull table while the episode's first action is still to come, else None
+        #: (:meth:`step`'s fast path).  Set first, with the rest of what that path reads
+        #: and writes, so they sit together in the instance's value array, followed by
+        #: TextEnv's episode state (a step after the model's turn meets cold caches).
+        self._pending: dict[str, Pull] | None = None
+        self._bits: np.random.PCG64 | None = None  # the episode's PCG64 (core.raw_bit_generator)
+        self._raw_threshold: int | None = None  # set from the validated config below
+        self._last: str | None = None
         super().__init__(render_mode, **config)
         c = self.config
         self._risky_prob = float(c["risky_prob"])
         self._payoffs = (float(c["steady_reward"]), float(c["risky_reward"]), self._risky_prob)
-        self._raw_threshold = raw_threshold(self._risky_prob)
+        self._raw_threshold = _shared(raw_threshold(self._risky_prob))
 
     def _means(self) -> tuple[float, float]:
         c = self.config
         return float(c["steady_reward"]), float(c["risky_reward"]) * float(c["risky_prob"])
 
     def _reset(self, options: Mapping[str, Any]) -> None:
+        self._pending = None
         split = self.config["split"]
         if self.config["split_by"] == "names":
             pairs = ARM_PAIRS[split]
@@ -126,11 +143,49 @@ class BanditEnv(TextEnv):
         self._steady, self._risky = steady, risky
         self._last: str | None = None
         # The generator of this episode (a seeded reset replaces it).
-        self._raw = raw_uniform(self.np_random) if self._raw_threshold is not None else None
-        self._pull_of = self._pull_table()
+        self._bits = raw_bit_generator(self.np_random) if self._raw_threshold is not None else None
+        self._pull_of = self._pending = self._pull_table()
 
     def _reset_info(self) -> dict[str, Any]:
         return {"arms": list(self._arms)}
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """:meth:`TextEnv.step`, with its common case taken directly: the first action
+        of an episode, spelled as in the pull table (an arm's exact or casefolded name).
+
+        That action ends the episode, so the result is fixed but for the coin: the pull
+        table's transitions carry their whole first-step ``info``
+        (:attr:`~ragen_envs.core.Transition.first_step`) and this does the base class's
+        bookkeeping for a terminal first step.  Anything else (a later step, another
+        spelling, a non-string) goes through :meth:`TextEnv.step`; both paths give the
+        same results (``tests/test_env_speed_paths.py``).
+        """
+        table = self._pending
+        if table is not None and type(action) is str:
+            pull = table.get(action)
+            if pull is not None:
+                obs, tr = self._pull(pull)
+                info, status, ret = tr.first_step
+                self._pending = None
+                self._live = False
+                self._steps = 1
+                self._return = ret
+                self._status = status
+                return obs, tr.reward, True, False, info.copy()
+        self._pending = None
+        return super().step(action)
+
+    def _pull(self, pull: Pull) -> tuple[str, Transition]:
+        """Pull an arm: ``(observation, Transition)``; draws the risky arm's coin."""
+        risky, unpaid, paid = pull
+        if risky:
+            # One uniform draw, as RAGEN's env does: np_random.random() < risky_prob, or
+            # the same event decided on the raw PCG64 output (core.raw_uniform).
+            bits = self._bits
+            if bits.random_raw() < self._raw_threshold if bits is not None else self.np_random.random() < self._risky_prob:
+                unpaid = paid
+        self._last = unpaid[0]
+        return unpaid
 
     def _step(self, action: str) -> Transition:
         pull = self._pull_of.get(action)
@@ -140,16 +195,7 @@ class BanditEnv(TextEnv):
                 self._last = None
                 what = "label" if self.action_names == LABELS else "arm name"
                 return self.invalid(f"not an {what}: expected one of {list(self.action_names or ())}")
-        risky, unpaid, paid = pull
-        if risky:
-            # One uniform draw, as RAGEN's env does: np_random.random() < risky_prob, or
-            # the same event decided on the raw PCG64 output (core.raw_uniform).
-            raw = self._raw
-            win = raw() < self._raw_threshold if raw is not None else self.np_random.random() < self._risky_prob
-            self._last, tr = paid if win else unpaid
-        else:
-            self._last, tr = unpaid
-        return tr
+        return self._pull(pull)[1]
 
     #: (arms, action names, payoffs) -> {action text: pull}; see :meth:`_pull_table`.
     _PULL_TABLES: ClassVar[dict[tuple[Any, ...], dict[str, Pull]]] = {}
