@@ -157,6 +157,7 @@ def run(
     from .runner import RunRequest, check_request, resume_run, start_run
 
     diag_policy: Any = None  # --diagnostics on hf: the run's own model scores it
+    applied: Any = None  # the protocol saved with the model, if any (ragen_bench.protocol)
     bar: Any = None
     try:
         if resume is not None:
@@ -168,6 +169,9 @@ def run(
             bar, cb, started = _progress_runner(meta["episodes"], progress)
             path = resume_run(resume, progress=cb, on_start=started)
         else:
+            from .protocol import apply_protocol, protocol_env
+
+            env = env or protocol_env(backend, model)  # a saved model's trained env
             if not env:
                 raise typer.BadParameter("--env is required (see `ragen-bench ls`)", param_hint="--env")
             from .endpoints import ENDPOINT_BACKENDS, option_given, resolve_endpoint
@@ -207,6 +211,11 @@ def run(
                              split=split, seed=seed, env_config=_parse_kv(env_config, "--env-config"),
                              rollout=rollout, policy_options=options, out=str(out_dir), run_id=run_id,
                              max_parallel=max_parallel)
+            applied = apply_protocol(req, {n for n in ctx.params if option_given(ctx, n)})  # ragen_protocol.json
+            req = applied.request
+            for line in [*applied.notes, applied.describe()]:
+                if line:
+                    console.print(escape(line), soft_wrap=True)
             from .diagnostics.cli import needs_scorer
 
             needs_scorer(backend, diagnostics, scorer)
@@ -226,6 +235,7 @@ def run(
     summary = json.loads((path / "summary.json").read_text())
     _print_summary(summary, path, to=console if print_json else out)  # --json: stdout is the JSON alone
     _exit_if_failed(path, summary, print_json)
+    _warn_format(summary, applied)
     if diagnostics:
         import contextlib
 
@@ -269,6 +279,15 @@ def _exit_if_failed(path: Path, summary: dict[str, Any], print_json: bool) -> No
         hint += f", finish with `ragen-bench run --resume {path}` once the policy/endpoint works"
     _error(failure + hint)
     raise typer.Exit(1)
+
+
+def _warn_format(summary: dict[str, Any], applied: Any) -> None:
+    """A loud warning when no response was format-valid (:func:`ragen_bench.protocol.format_valid_warning`)."""
+    from .protocol import format_valid_warning
+
+    warning = format_valid_warning(summary, applied)
+    if warning:
+        console.print(f"[bold red]WARNING:[/bold red] {escape(warning)}", soft_wrap=True)
 
 
 def _fmt(est: dict[str, Any], pct: bool = False) -> str:
@@ -369,8 +388,8 @@ def list_envs(
 
 @app.command()
 def validate(
-    files: Annotated[list[Path], typer.Argument(help="Files or run directories to check (episodes.jsonl, summary.json, run.json, boards...).")],
-    schema: Annotated[Optional[str], typer.Option(help="Force a schema for the files named (not for a run directory's files): episode | summary | run | leaderboard | metrics | train_config.")] = None,
+    files: Annotated[list[Path], typer.Argument(help="Files or directories to check: run directories, ragen-train output directories, model folders, or single files (episodes.jsonl, summary.json, config.json, boards...).")],
+    schema: Annotated[Optional[str], typer.Option(help="Force a schema for the files named (not for a directory's files): episode | summary | run | leaderboard | metrics | train_config | train_summary | agent_protocol.")] = None,
 ) -> None:
     """Check files against their JSON Schemas, one line each; exit 1 if any is invalid.
 
@@ -380,7 +399,7 @@ def validate(
     """
     import jsonschema
 
-    from .validate import run_dir_files, validate_file
+    from .validate import dir_files, validate_file
 
     missing = [f for f in files if not f.exists()]
     for f in missing:
@@ -390,7 +409,7 @@ def validate(
     bad = 0
     for given in files:
         try:
-            targets = [(f, None) for f in run_dir_files(given)] if given.is_dir() else [(given, schema)]
+            targets = dir_files(given) if given.is_dir() else [(given, schema)]
         except ValueError as exc:
             bad += 1
             out.print(f"[red]invalid[/red] {escape(str(given))}: {escape(str(exc))}")
