@@ -435,12 +435,14 @@ def board_add(
     board: Annotated[Path, typer.Option(help="Leaderboard JSON file (created if missing).")],
     label: Annotated[Optional[str], typer.Option(help="Model name on the board (default: the run's model).")] = None,
     description: Annotated[str, typer.Option(help="Description for a new board.")] = "",
+    replace: Annotated[bool, typer.Option("--replace", help="Replace the entry of the same label, back-end and env even when this run has fewer episodes or other seeds.")] = False,
 ) -> None:
-    """Add or update a run's entry; refuses a different env version, split or protocol."""
+    """Add or update a run's entry; refuses a different env version, split or protocol, and a
+    replacement with fewer episodes or other seeds (unless --replace)."""
     from .leaderboard import LeaderboardError, add_run
 
     try:
-        entry = add_run(board, run_dir, label=label, description=description)
+        entry = add_run(board, run_dir, label=label, description=description, replace=replace)
     except (LeaderboardError, FileNotFoundError) as exc:
         _error(str(exc), label="refused:")
         raise typer.Exit(1) from None
