@@ -61,11 +61,9 @@ def dir_files(path: str | Path) -> list[tuple[Path, str | None]]:
     ``ragen_protocol.json`` exist.  A model folder: its ``ragen_protocol.json``.
 
     Raises:
-        ValueError: none of these (the message says what each would hold).
+        ValueError: none of these ("not a run directory (no run.json)", as :func:`run_dir_files`).
     """
     p = Path(path)
-    if (p / "run.json").is_file():
-        return [(f, None) for f in run_dir_files(p)]
     if _is_training_config(p / "config.json"):
         files: list[tuple[Path, str | None]] = [(p / "config.json", "train_config")]
         for rel, kind in (("metrics.jsonl", "metrics"), ("sft/metrics.jsonl", "metrics"),
@@ -78,8 +76,7 @@ def dir_files(path: str | Path) -> list[tuple[Path, str | None]]:
         return files
     if (p / "ragen_protocol.json").is_file():
         return [(p / "ragen_protocol.json", "agent_protocol")]
-    raise ValueError(f"{p} is a directory but neither a ragen-bench run directory (run.json), a ragen-train "
-                     "output directory (a training config.json) nor a saved model folder (ragen_protocol.json)")
+    return [(f, None) for f in run_dir_files(p)]  # raises: not a run directory (no run.json)
 
 
 def detect_kind(path: Path, first: Any = None) -> str:
