@@ -124,7 +124,7 @@ def run(
     env_config: Annotated[Optional[list[str]], typer.Option("--env-config", help="Env config override key=value (repeatable).")] = None,
     out_dir: Annotated[Path, typer.Option("--out", help="Parent folder of run directories.")] = Path("runs"),
     run_id: Annotated[Optional[str], typer.Option(help="Run directory name (default: <UTC time>-<random>_<env>_<model>). An existing one is refused: use --resume.")] = None,
-    resume: Annotated[Optional[Path], typer.Option(help="Finish an interrupted run directory (other options ignored).")] = None,
+    resume: Annotated[Optional[Path], typer.Option(help="Finish an interrupted run directory; with --episodes N (larger), extend it. Other options are ignored (the run's run.json is used).")] = None,
     device: Annotated[str, typer.Option(help="hf: torch device.")] = "cpu",
     dtype: Annotated[str, typer.Option(help="hf: float32 | bfloat16 | float16.")] = "float32",
     batch_size: Annotated[int, typer.Option(help="hf: largest generation batch.")] = 32,
@@ -165,9 +165,21 @@ def run(
 
             if not (resume / "run.json").exists():
                 raise typer.BadParameter(f"{resume} is not a run directory (no run.json)", param_hint="--resume")
+            from .endpoints import option_given
+            from .runner import resume_note
+
             meta = RunDir(resume).read_run()  # a damaged run.json: one line naming the file
-            bar, cb, started = _progress_runner(meta["episodes"], progress)
-            path = resume_run(resume, progress=cb, on_start=started)
+            given = {n for n in ctx.params if option_given(ctx, n)} - {"resume", "episodes", "progress", "print_json"}
+            if given:
+                console.print(escape(f"warning: ignored with --resume (the run's run.json settings are used): "
+                                     f"{', '.join('--' + n.replace('_', '-') for n in sorted(given))}"), soft_wrap=True)
+            extend = episodes if option_given(ctx, "episodes") else None
+            bar, cb, started = _progress_runner(extend or meta["episodes"], progress)
+            path = resume_run(resume, progress=cb, on_start=started, episodes=extend)
+            _stop(bar)
+            note = resume_note(meta, path)
+            if note:
+                console.print(escape(note), soft_wrap=True)
         else:
             from .protocol import apply_protocol, protocol_env
 

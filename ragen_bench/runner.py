@@ -206,23 +206,55 @@ def _run_meta(req: RunRequest, run_id: str, env_config: dict[str, Any], rollout:
     }
 
 
+def check_extension(meta: dict[str, Any], episodes: int | None) -> int | None:
+    """The new episode count when ``--resume`` is given ``--episodes``, or ``None`` (keep the run's).
+
+    A run is extended by playing more groups with the same base seed: group ``g`` keeps
+    env seed ``seed + g``, so the recorded episodes stay part of the larger run.
+
+    Raises:
+        ValueError: fewer episodes than the run already asks for, or not a multiple of its
+            group size.
+    """
+    if episodes is None or episodes == meta["episodes"]:
+        return None
+    if episodes < meta["episodes"]:
+        raise ValueError(f"--episodes {episodes} with --resume: the run already asks for {meta['episodes']} "
+                         "episodes and a run cannot be shortened; start a new run instead")
+    if episodes % meta["group_size"]:
+        raise ValueError(f"--episodes {episodes} with --resume must be a multiple of the run's group size "
+                         f"({meta['group_size']})")
+    return episodes
+
+
 def resume_run(path: str | Path, *, policy: Policy | None = None,
                progress: Callable[[EpisodeRecord, int, int], None] | None = None,
-               on_start: Callable[[int, int], None] | None = None) -> Path:
+               on_start: Callable[[int, int], None] | None = None, episodes: int | None = None) -> Path:
     """Finish a run: play the missing (or ``endpoint_error``) episodes, rewrite the summary.
 
     ``on_start`` as in :func:`start_run`.  The run's writer lock is held from before the
     policy is built until the summary is written, so two resumes of one run cannot both
-    play (and append) the same missing episodes.
+    play (and append) the same missing episodes.  ``episodes`` larger than the run's
+    extends it (:func:`check_extension`; ``run.json`` records the new count and the
+    session the old one).  A resume with nothing to play builds no policy and appends no
+    session to ``run.json``.
 
     Raises:
         FileNotFoundError: ``path`` is not a run directory (no ``run.json``).
         RunLockedError: another process is writing this run.
+        ValueError: ``episodes`` cannot extend the run (:func:`check_extension`).
     """
     run_dir = RunDir(path)
-    run_dir.read_run()  # not a run directory: refuse before creating a lock file in it
+    check_extension(run_dir.read_run(), episodes)  # not a run directory / a bad count: before any lock file
     with run_dir.writer_lock():
         meta = run_dir.read_run()  # re-read under the lock: the previous writer may just have finished
+        extended = check_extension(meta, episodes)
+        if extended is not None:
+            meta = {**meta, "episodes": extended, "extended_from": meta["episodes"]}
+        elif not run_dir.repair() and not missing_episodes(run_dir, meta) and (run_dir.path / "summary.json").is_file():
+            if on_start is not None:
+                on_start(meta["episodes"], meta["episodes"])
+            return run_dir.path  # finished: nothing to play, nothing to record
         owned = policy is None
         policy = policy or make_policy(meta["backend"], meta.get("model"), **meta.get("policy_options", {}))
         try:
@@ -230,6 +262,19 @@ def resume_run(path: str | Path, *, policy: Policy | None = None,
         finally:
             if owned:
                 close_policy(policy)
+
+
+def resume_note(before: dict[str, Any], path: str | Path) -> str | None:
+    """What a resume did, when it is not the usual "played the missing episodes": a run that
+    was already complete (nothing played) or one extended to more episodes.  ``before`` is
+    ``run.json`` as read before the resume."""
+    after = RunDir(path).read_run()
+    if len(after.get("sessions", [])) == len(before.get("sessions", [])):
+        return (f"run {after['run_id']} is complete: all {after['episodes']} episodes are recorded, nothing was "
+                "played; pass --episodes N (a larger multiple of the group size) to extend it")
+    if after["episodes"] != before["episodes"]:
+        return f"run {after['run_id']} extended from {before['episodes']} to {after['episodes']} episodes"
+    return None
 
 
 def close_policy(policy: Policy) -> None:
@@ -291,18 +336,23 @@ def _rollout_from_meta(meta: dict[str, Any]) -> RolloutConfig:
     return RolloutConfig(sampling=SamplingParams(**{**sampling, "stop": tuple(sampling.get("stop", ()))}), **r)
 
 
+def missing_episodes(run_dir: RunDir, meta: dict[str, Any]) -> list[EpisodeSpec]:
+    """The episodes of ``meta`` that ``episodes.jsonl`` lacks or holds as ``endpoint_error`` (to play)."""
+    specs = make_specs(meta["env_id"], episodes=meta["episodes"], group_size=meta["group_size"],
+                       seed=meta["seed"], env_config=meta["env_config"])
+    done = {i for i, e in run_dir.read_episodes().items() if e["status"] not in RETRY_STATUSES}
+    return [s for s in specs if s.index not in done]
+
+
 def _play(run_dir: RunDir, meta: dict[str, Any], policy: Policy,
           progress: Callable[[EpisodeRecord, int, int], None] | None,
           on_start: Callable[[int, int], None] | None = None) -> Path:
     rollout = _rollout_from_meta(meta)
-    specs = make_specs(meta["env_id"], episodes=meta["episodes"], group_size=meta["group_size"],
-                       seed=meta["seed"], env_config=meta["env_config"])
     run_dir.repair()
-    existing = run_dir.read_episodes()
-    done = {i for i, e in existing.items() if e["status"] not in RETRY_STATUSES}
-    todo: list[EpisodeSpec] = [s for s in specs if s.index not in done]
-    total = len(specs)
-    finished = [len(done)]
+    todo = missing_episodes(run_dir, meta)
+    total = meta["episodes"]
+    done = total - len(todo)
+    finished = [done]
 
     def on_episode(record: EpisodeRecord) -> None:
         run_dir.append(record)
@@ -310,13 +360,15 @@ def _play(run_dir: RunDir, meta: dict[str, Any], policy: Policy,
         if progress is not None:
             progress(record, finished[0], total)
 
-    session = {"started": now_iso(), "episodes_before": len(done), "to_play": len(todo)}
+    session = {"started": now_iso(), "episodes_before": done, "to_play": len(todo)}
+    if "extended_from" in meta:
+        session["extended_from"] = meta.pop("extended_from")
     t0 = time.perf_counter()
     run_dir.open_for_append()
     stats = getattr(policy, "stats", None)
     stats_before = stats() if callable(stats) else None
     if on_start is not None:
-        on_start(len(done), total)
+        on_start(done, total)
     try:
         if todo:
             engine = RolloutEngine(policy, rollout, max_parallel=meta.get("max_parallel"), on_episode=on_episode)
