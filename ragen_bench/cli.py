@@ -131,6 +131,7 @@ def run(
     max_parallel: Annotated[Optional[int], typer.Option(help="Episodes alive at once (default: from the back-end).")] = None,
     policy_seed: Annotated[int, typer.Option(help="random: seed of the random baseline.")] = 0,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
+    preflight: Annotated[bool, typer.Option("--preflight/--no-preflight", help="Before the first episode, check the env's optional packages and that the endpoint answers (exit 2, nothing written).")] = True,
     print_json: Annotated[bool, typer.Option("--json", help="Print summary.json to stdout at the end; stdout then holds only that JSON document (table, progress and messages go to stderr).")] = False,
     diagnostics: Annotated[bool, typer.Option("--diagnostics", help="After the run, add reasoning-collapse diagnostics to summary.json (docs/diagnostics.md).")] = False,
     scorer: Annotated[Optional[str], typer.Option(help="--diagnostics scorer: hf:<model> | openai:<base_url>:<model> (default: the run's own hf model).")] = None,
@@ -169,13 +170,14 @@ def run(
             from .runner import resume_note
 
             meta = RunDir(resume).read_run()  # a damaged run.json: one line naming the file
-            given = {n for n in ctx.params if option_given(ctx, n)} - {"resume", "episodes", "progress", "print_json"}
+            given = {n for n in ctx.params if option_given(ctx, n)} - {"resume", "episodes", "progress", "print_json",
+                                                                       "preflight"}
             if given:
                 console.print(escape(f"warning: ignored with --resume (the run's run.json settings are used): "
                                      f"{', '.join('--' + n.replace('_', '-') for n in sorted(given))}"), soft_wrap=True)
             extend = episodes if option_given(ctx, "episodes") else None
             bar, cb, started = _progress_runner(extend or meta["episodes"], progress)
-            path = resume_run(resume, progress=cb, on_start=started, episodes=extend)
+            path = resume_run(resume, progress=cb, on_start=started, episodes=extend, check=preflight)
             _stop(bar)
             note = resume_note(meta, path)
             if note:
@@ -222,7 +224,7 @@ def run(
             req = RunRequest(env_id=env, backend=backend, model=model, episodes=episodes, group_size=group_size,
                              split=split, seed=seed, env_config=_parse_kv(env_config, "--env-config"),
                              rollout=rollout, policy_options=options, out=str(out_dir), run_id=run_id,
-                             max_parallel=max_parallel)
+                             max_parallel=max_parallel, preflight=preflight)
             applied = apply_protocol(req, {n for n in ctx.params if option_given(ctx, n)})  # ragen_protocol.json
             req = applied.request
             for line in [*applied.notes, applied.describe()]:

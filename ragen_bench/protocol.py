@@ -115,13 +115,14 @@ class Applied:
         """One console line saying which protocol the run uses, or ``None`` without one."""
         if self.protocol is None:
             return None
-        r = self.request.rollout or {}
-        s = r.get("sampling") or {}
+        from .runner import rollout_config_from
+
+        r = rollout_config_from(self.request.env_id, self.request.rollout)  # what the run will play
         who = f" (run {self.protocol.run_name!r})" if self.protocol.run_name else ""
-        text = (f"agent protocol from {self.protocol.path}{who}: think {'on' if r.get('enable_think') else 'off'}, "
-                f"system prompt {r.get('system_prompt', 'full')}, context {r.get('context_mode') or 'env default'}, "
-                f"{r.get('max_turns') or 'env default'} turn(s) x {r.get('max_actions_per_turn') or 'env default'} "
-                f"action(s), max_new_tokens {s.get('max_new_tokens')}, temperature {s.get('temperature')}")
+        text = (f"agent protocol from {self.protocol.path}{who}: think {'on' if r.enable_think else 'off'}, "
+                f"system prompt {r.system_prompt}, context {r.context_mode}, {r.max_turns} turn(s) x "
+                f"{r.max_actions_per_turn} action(s), max_new_tokens {r.sampling.max_new_tokens}, "
+                f"temperature {r.sampling.temperature}")
         if self.kept:
             text += f"; from the command line: {', '.join('--' + k.replace('_', '-') for k in self.kept)}"
         return text

@@ -23,6 +23,7 @@ import ragen_envs
 from . import __version__
 from .policies import make_policy
 from .policies.base import Policy
+from .preflight import preflight
 from .records import EpisodeRecord
 from .results import RETRY_STATUSES, RunDir, git_commit, now_iso, summarize
 from .rollout import EpisodeSpec, RolloutConfig, RolloutEngine, make_specs
@@ -46,6 +47,7 @@ class RunRequest:
     out: str = "runs"
     run_id: str | None = None
     max_parallel: int | None = None
+    preflight: bool = True  # check env packages and the endpoint before anything is created
 
 
 def rollout_config_from(env_id: str, overrides: dict[str, Any] | None) -> RolloutConfig:
@@ -155,12 +157,17 @@ def start_run(req: RunRequest, *, policy: Policy | None = None,
     Raises:
         UnknownEnvError, ConfigError, ValueError: see :func:`check_request` (before
             anything is created).
+        ImportError, PreflightError: a missing optional package or an unreachable
+            endpoint (:func:`ragen_bench.preflight.preflight`; before anything is created).
         FileExistsError: the run directory already exists (use ``--resume``).
 
     The new directory's writer lock (:meth:`RunDir.writer_lock`) is held from its
     creation until the summary is written.
     """
     env_config, rollout = check_request(req)
+    # before anything is created; a policy passed in is already built (no endpoint check)
+    if req.preflight:
+        preflight(req.env_id, env_config, req.seed, req.backend if policy is None else None, req.policy_options)
     out = Path(req.out)
     explicit = req.run_id is not None
     run_id = req.run_id or default_run_id(req.env_id, req.model, req.backend)
@@ -229,7 +236,8 @@ def check_extension(meta: dict[str, Any], episodes: int | None) -> int | None:
 
 def resume_run(path: str | Path, *, policy: Policy | None = None,
                progress: Callable[[EpisodeRecord, int, int], None] | None = None,
-               on_start: Callable[[int, int], None] | None = None, episodes: int | None = None) -> Path:
+               on_start: Callable[[int, int], None] | None = None, episodes: int | None = None,
+               check: bool = True) -> Path:
     """Finish a run: play the missing (or ``endpoint_error``) episodes, rewrite the summary.
 
     ``on_start`` as in :func:`start_run`.  The run's writer lock is held from before the
@@ -237,7 +245,8 @@ def resume_run(path: str | Path, *, policy: Policy | None = None,
     play (and append) the same missing episodes.  ``episodes`` larger than the run's
     extends it (:func:`check_extension`; ``run.json`` records the new count and the
     session the old one).  A resume with nothing to play builds no policy and appends no
-    session to ``run.json``.
+    session to ``run.json``.  ``check``: run :func:`ragen_bench.preflight.preflight` before
+    building the policy.
 
     Raises:
         FileNotFoundError: ``path`` is not a run directory (no ``run.json``).
@@ -256,6 +265,8 @@ def resume_run(path: str | Path, *, policy: Policy | None = None,
                 on_start(meta["episodes"], meta["episodes"])
             return run_dir.path  # finished: nothing to play, nothing to record
         owned = policy is None
+        if owned and check:
+            preflight(meta["env_id"], meta["env_config"], meta["seed"], meta["backend"], meta.get("policy_options"))
         policy = policy or make_policy(meta["backend"], meta.get("model"), **meta.get("policy_options", {}))
         try:
             return _play(run_dir, meta, policy, progress, on_start)
