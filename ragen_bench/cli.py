@@ -27,15 +27,31 @@ from ragen_envs import jsonutil
 
 from .console import make_console, print_error
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+# rich_markup_mode=None: click's plain help, which wraps the help text and never cuts an
+# option name (rich's option table ellipsised --max-actions-per-turn at 80 columns).
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Evaluate any policy on any ragen environment; publish leaderboards.")
-board_app = typer.Typer(no_args_is_help=True, help="Add runs to leaderboards and render them.")
+board_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Add runs to leaderboards and render them.")
 app.add_typer(board_app, name="leaderboard")
 console = make_console(stderr=True)
 out = make_console()
 # Everything user-controlled or read from data (env ids, descriptions, paths, error
 # messages) is passed through rich.markup.escape before printing: "search[query]" is
 # text, not a markup tag, and "[/red]" in an argument must not raise MarkupError.
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        out.print(f"ragen-bench {__version__}", markup=False, highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                                help="Print the version and exit.")] = False) -> None:
+    """Evaluate any policy on any ragen environment; publish leaderboards."""
 
 
 def _error(message: str, *, label: str = "error:") -> None:
