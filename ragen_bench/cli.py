@@ -83,36 +83,24 @@ def _parse_kv(items: list[str] | None, what: str) -> dict[str, Any]:
     return result
 
 
-def _progress_runner(total_hint: int, enabled: bool):
-    """``(progress, on_episode, on_start)``; the bar is drawn only once ``on_start`` runs
-    (the runner calls it after validation, right before the first episode), so a request
-    that fails validation prints its error without a bar.  Stop ``progress`` when done
-    (a no-op when it never started)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+def _progress_runner(total_hint: int, enabled: bool, max_turns: int) -> Any:
+    """A :class:`ragen_bench.progress.RunProgress` on stderr (or ``None`` with ``--no-progress``).
 
-    if not enabled:
-        return None, None, None
-    progress = Progress(TextColumn("[bold]episodes"), BarColumn(), MofNCompleteColumn(),
-                        TextColumn("success {task.fields[rate]}"), TimeElapsedColumn(), TimeRemainingColumn(),
-                        console=console, transient=False)
-    task = progress.add_task("run", total=total_hint, rate="–")
-    state = {"n": 0, "s": 0}
+    It is drawn only once the runner calls ``on_start`` (after validation, right before the
+    first episode), so a request that fails validation prints its error without a bar."""
+    from .progress import RunProgress
 
-    def on_start(finished: int, total: int) -> None:
-        progress.update(task, completed=finished, total=total)
-        progress.start()
+    return RunProgress(console, total_hint, max_turns) if enabled else None
 
-    def on_episode(record, finished: int, total: int) -> None:
-        state["n"] += 1
-        state["s"] += int(record.success)
-        progress.update(task, completed=finished, total=total, rate=f"{100 * state['s'] / state['n']:.1f}%")
 
-    return progress, on_episode, on_start
+def _callbacks(bar: Any) -> dict[str, Any]:
+    """The runner's progress callbacks of ``bar`` (none without one)."""
+    return {} if bar is None else {"progress": bar.on_episode, "on_start": bar.on_start, "on_turn": bar.on_turn}
 
 
 def _stop(progress: Any) -> None:
-    """Stop a progress bar if it was started (a never-started one prints nothing)."""
-    if progress is not None and progress.live.is_started:
+    """Stop a progress display if it was started (a never-started one prints nothing)."""
+    if progress is not None:
         progress.stop()
 
 
@@ -192,8 +180,8 @@ def run(
                 console.print(escape(f"warning: ignored with --resume (the run's run.json settings are used): "
                                      f"{', '.join('--' + n.replace('_', '-') for n in sorted(given))}"), soft_wrap=True)
             extend = episodes if option_given(ctx, "episodes") else None
-            bar, cb, started = _progress_runner(extend or meta["episodes"], progress)
-            path = resume_run(resume, progress=cb, on_start=started, episodes=extend, check=preflight)
+            bar = _progress_runner(extend or meta["episodes"], progress, meta["rollout"]["max_turns"])
+            path = resume_run(resume, episodes=extend, check=preflight, **_callbacks(bar))
             _stop(bar)
             note = resume_note(meta, path)
             if note:
@@ -249,13 +237,13 @@ def run(
             from .diagnostics.cli import needs_scorer
 
             needs_scorer(backend, diagnostics, scorer)
-            check_request(req)  # before loading a model or drawing anything
+            _, resolved = check_request(req)  # before loading a model or drawing anything
             if diagnostics and backend == "hf" and scorer is None:
                 from .policies import make_policy
 
                 diag_policy = make_policy(backend, model, **options)
-            bar, cb, started = _progress_runner(episodes, progress)
-            path = start_run(req, policy=diag_policy, progress=cb, on_start=started)
+            bar = _progress_runner(req.episodes, progress, resolved.max_turns)
+            path = start_run(req, policy=diag_policy, **_callbacks(bar))
     except (UnknownEnvError, ConfigError, OSError, ValueError, ImportError) as exc:
         _stop(bar)
         _error(str(exc))
@@ -317,7 +305,7 @@ def _warn_format(summary: dict[str, Any], applied: Any) -> None:
 
     warning = format_valid_warning(summary, applied)
     if warning:
-        console.print(f"[bold red]WARNING:[/bold red] {escape(warning)}", soft_wrap=True)
+        console.print(f"[bold red]WARNING:[/bold red] {escape(warning)}", soft_wrap=True, highlight=False)
 
 
 def _fmt(est: dict[str, Any], pct: bool = False) -> str:

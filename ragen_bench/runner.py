@@ -146,13 +146,15 @@ def _create_run_dir(out: Path, run_id: str, *, fresh_id: Callable[[], str] | Non
 
 def start_run(req: RunRequest, *, policy: Policy | None = None,
               progress: Callable[[EpisodeRecord, int, int], None] | None = None,
-              on_start: Callable[[int, int], None] | None = None) -> Path:
+              on_start: Callable[[int, int], None] | None = None,
+              on_turn: Callable[[int, Any], None] | None = None) -> Path:
     """Validate, create a run directory and play all episodes.  Returns the run directory.
 
     Nothing is created until the request is valid and the policy is built; the run
     directory is then created exclusively, so a new run never appends to another
     run's ``episodes.jsonl``.  ``on_start(finished, total)`` is called once, just
-    before the first episode is played (the CLI starts its progress bar there).
+    before the first episode is played (the CLI starts its progress bar there);
+    ``on_turn(episode_index, turn_record)`` after every turn (:class:`RolloutEngine`).
 
     Raises:
         UnknownEnvError, ConfigError, ValueError: see :func:`check_request` (before
@@ -182,7 +184,7 @@ def start_run(req: RunRequest, *, policy: Policy | None = None,
         with run_dir.writer_lock():  # taken before run.json exists, so no --resume can slip in
             meta["run_id"] = run_dir.path.name
             run_dir.write_run(meta)
-            return _play(run_dir, meta, policy, progress, on_start)
+            return _play(run_dir, meta, policy, progress, on_start, on_turn)
     finally:
         if owned:
             close_policy(policy)
@@ -237,10 +239,10 @@ def check_extension(meta: dict[str, Any], episodes: int | None) -> int | None:
 def resume_run(path: str | Path, *, policy: Policy | None = None,
                progress: Callable[[EpisodeRecord, int, int], None] | None = None,
                on_start: Callable[[int, int], None] | None = None, episodes: int | None = None,
-               check: bool = True) -> Path:
+               check: bool = True, on_turn: Callable[[int, Any], None] | None = None) -> Path:
     """Finish a run: play the missing (or ``endpoint_error``) episodes, rewrite the summary.
 
-    ``on_start`` as in :func:`start_run`.  The run's writer lock is held from before the
+    ``on_start`` and ``on_turn`` as in :func:`start_run`.  The run's writer lock is held from before the
     policy is built until the summary is written, so two resumes of one run cannot both
     play (and append) the same missing episodes.  ``episodes`` larger than the run's
     extends it (:func:`check_extension`; ``run.json`` records the new count and the
@@ -269,7 +271,7 @@ def resume_run(path: str | Path, *, policy: Policy | None = None,
             preflight(meta["env_id"], meta["env_config"], meta["seed"], meta["backend"], meta.get("policy_options"))
         policy = policy or make_policy(meta["backend"], meta.get("model"), **meta.get("policy_options", {}))
         try:
-            return _play(run_dir, meta, policy, progress, on_start)
+            return _play(run_dir, meta, policy, progress, on_start, on_turn)
         finally:
             if owned:
                 close_policy(policy)
@@ -357,7 +359,8 @@ def missing_episodes(run_dir: RunDir, meta: dict[str, Any]) -> list[EpisodeSpec]
 
 def _play(run_dir: RunDir, meta: dict[str, Any], policy: Policy,
           progress: Callable[[EpisodeRecord, int, int], None] | None,
-          on_start: Callable[[int, int], None] | None = None) -> Path:
+          on_start: Callable[[int, int], None] | None = None,
+          on_turn: Callable[[int, Any], None] | None = None) -> Path:
     rollout = _rollout_from_meta(meta)
     run_dir.repair()
     todo = missing_episodes(run_dir, meta)
@@ -382,7 +385,8 @@ def _play(run_dir: RunDir, meta: dict[str, Any], policy: Policy,
         on_start(done, total)
     try:
         if todo:
-            engine = RolloutEngine(policy, rollout, max_parallel=meta.get("max_parallel"), on_episode=on_episode)
+            engine = RolloutEngine(policy, rollout, max_parallel=meta.get("max_parallel"), on_episode=on_episode,
+                                   on_turn=on_turn)
             asyncio.run(_arun_and_release(engine, todo, policy))
     finally:
         run_dir.close()
