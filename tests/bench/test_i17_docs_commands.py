@@ -121,6 +121,7 @@ def test_item2_every_fence_is_marked() -> None:
     assert not unmarked, f"bash fences without a runnable / not-runnable marker: {unmarked}"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("git") is None or not (ROOT / ".git").exists(), reason="needs a git checkout")
 def test_item2_readme_and_docs_commands_run_in_order(tmp_path: Path) -> None:
     work = fresh_copy(tmp_path / "clone")
