@@ -30,15 +30,31 @@ from .options import CliOption, with_options
 from .runner import run_option_groups
 from .summary_table import print_summary
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+# rich_markup_mode=None: click's plain help, which wraps the help text and never cuts an
+# option name (rich's option table ellipsised --max-actions-per-turn at 80 columns).
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Evaluate any policy on any ragen environment; publish leaderboards.")
-board_app = typer.Typer(no_args_is_help=True, help="Add runs to leaderboards and render them.")
+board_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Add runs to leaderboards and render them.")
 app.add_typer(board_app, name="leaderboard")
 console = make_console(stderr=True)
 out = make_console()
 # Everything user-controlled or read from data (env ids, descriptions, paths, error
 # messages) is passed through rich.markup.escape before printing: "search[query]" is
 # text, not a markup tag, and "[/red]" in an argument must not raise MarkupError.
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        out.print(f"ragen-bench {__version__}", markup=False, highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                                help="Print the version and exit.")] = False) -> None:
+    """Evaluate any policy on any ragen environment; publish leaderboards."""
 
 
 def _error(message: str, *, label: str = "error:") -> None:
@@ -70,42 +86,31 @@ def _parse_kv(items: list[str] | None, what: str) -> dict[str, Any]:
     return result
 
 
-def _progress_runner(total_hint: int, enabled: bool):
-    """``(progress, on_episode, on_start)``; the bar is drawn only once ``on_start`` runs
-    (the runner calls it after validation, right before the first episode), so a request
-    that fails validation prints its error without a bar.  Stop ``progress`` when done
-    (a no-op when it never started)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+def _progress_runner(total_hint: int, enabled: bool, max_turns: int) -> Any:
+    """A :class:`ragen_bench.progress.RunProgress` on stderr (or ``None`` with ``--no-progress``).
 
-    if not enabled:
-        return None, None, None
-    progress = Progress(TextColumn("[bold]episodes"), BarColumn(), MofNCompleteColumn(),
-                        TextColumn("success {task.fields[rate]}"), TimeElapsedColumn(), TimeRemainingColumn(),
-                        console=console, transient=False)
-    task = progress.add_task("run", total=total_hint, rate="–")
-    state = {"n": 0, "s": 0}
+    It is drawn only once the runner calls ``on_start`` (after validation, right before the
+    first episode), so a request that fails validation prints its error without a bar."""
+    from .progress import RunProgress
 
-    def on_start(finished: int, total: int) -> None:
-        progress.update(task, completed=finished, total=total)
-        progress.start()
+    return RunProgress(console, total_hint, max_turns) if enabled else None
 
-    def on_episode(record, finished: int, total: int) -> None:
-        state["n"] += 1
-        state["s"] += int(record.success)
-        progress.update(task, completed=finished, total=total, rate=f"{100 * state['s'] / state['n']:.1f}%")
 
-    return progress, on_episode, on_start
+def _callbacks(bar: Any) -> dict[str, Any]:
+    """The runner's progress callbacks of ``bar`` (none without one)."""
+    return {} if bar is None else {"progress": bar.on_episode, "on_start": bar.on_start, "on_turn": bar.on_turn}
 
 
 def _stop(progress: Any) -> None:
-    """Stop a progress bar if it was started (a never-started one prints nothing)."""
-    if progress is not None and progress.live.is_started:
+    """Stop a progress display if it was started (a never-started one prints nothing)."""
+    if progress is not None:
         progress.stop()
 
 
 #: Options of ``ragen-bench run`` that only the command line itself reads.
 _CLI_OPTIONS = (
-    CliOption("resume", Optional[Path], None, "Finish an interrupted run directory (other options ignored)."),
+    CliOption("resume", Optional[Path], None, "Finish an interrupted run directory; with --episodes N (larger), extend it. "
+              "Other options are ignored (the run's run.json is used)."),
     CliOption("progress", bool, True, "Show a progress bar.", flags=("--progress/--no-progress",)),
     CliOption("print_json", bool, False, "Print summary.json to stdout at the end; stdout then holds only that JSON "
               "document (table, progress and messages go to stderr).", flags=("--json",)),
@@ -125,6 +130,7 @@ def run(ctx: typer.Context, **opts: Any) -> None:
     resume, progress, print_json = opts["resume"], opts["progress"], opts["print_json"]
     diagnostics, scorer = opts["diagnostics"], opts["scorer"]
     diag_policy: Any = None  # --diagnostics on hf: the run's own model scores it
+    applied: Any = None  # the protocol saved with the model, if any (ragen_bench.protocol)
     bar: Any = None
     try:
         if resume is not None:
@@ -132,19 +138,39 @@ def run(ctx: typer.Context, **opts: Any) -> None:
 
             if not (resume / "run.json").exists():
                 raise typer.BadParameter(f"{resume} is not a run directory (no run.json)", param_hint="--resume")
+            from .endpoints import option_given
+            from .runner import resume_note
+
             meta = RunDir(resume).read_run()  # a damaged run.json: one line naming the file
-            bar, cb, started = _progress_runner(meta["episodes"], progress)
-            path = resume_run(resume, progress=cb, on_start=started)
+            given = {n for n in ctx.params if option_given(ctx, n)} - {"resume", "episodes", "progress", "print_json",
+                                                                       "preflight"}
+            if given:
+                console.print(escape(f"warning: ignored with --resume (the run's run.json settings are used): "
+                                     f"{', '.join('--' + n.replace('_', '-') for n in sorted(given))}"), soft_wrap=True)
+            extend = opts["episodes"] if option_given(ctx, "episodes") else None
+            bar = _progress_runner(extend or meta["episodes"], progress, meta["rollout"]["max_turns"])
+            path = resume_run(resume, episodes=extend, check=opts["preflight"], **_callbacks(bar))
+            _stop(bar)
+            note = resume_note(meta, path)
+            if note:
+                console.print(escape(note), soft_wrap=True)
         else:
+            from .protocol import apply_protocol
+
             req = request_from_options(opts, given=lambda name: option_given(ctx, name), parse_kv=_parse_kv)
+            applied = apply_protocol(req, {n for n in ctx.params if option_given(ctx, n)})  # ragen_protocol.json
+            req = applied.request
+            for line in [*applied.notes, applied.describe()]:
+                if line:
+                    console.print(escape(line), soft_wrap=True)
             needs_scorer(req.backend, diagnostics, scorer)
             plan = plan_run(req)  # before loading a model or drawing anything
             if diagnostics and req.backend == "hf" and scorer is None:
                 from .policies import make_policy
 
                 diag_policy = make_policy(req.backend, req.model, **(req.policy_options or {}))
-            bar, cb, started = _progress_runner(req.episodes, progress)
-            path = start_run(plan, policy=diag_policy, progress=cb, on_start=started)
+            bar = _progress_runner(req.episodes, progress, plan.rollout.max_turns)
+            path = start_run(plan, policy=diag_policy, **_callbacks(bar))
     except (UnknownEnvError, ConfigError, OSError, ValueError, ImportError) as exc:
         _stop(bar)
         _error(str(exc))
@@ -154,6 +180,7 @@ def run(ctx: typer.Context, **opts: Any) -> None:
     summary = json.loads((path / "summary.json").read_text())
     print_summary(summary, path, to=console if print_json else out)  # --json: stdout is the JSON alone
     _exit_if_failed(path, summary, print_json)
+    _warn_format(summary, applied)
     if diagnostics:
         import contextlib
 
@@ -197,6 +224,15 @@ def _exit_if_failed(path: Path, summary: dict[str, Any], print_json: bool) -> No
         hint += f", finish with `ragen-bench run --resume {path}` once the policy/endpoint works"
     _error(failure + hint)
     raise typer.Exit(1)
+
+
+def _warn_format(summary: dict[str, Any], applied: Any) -> None:
+    """A loud warning when no response was format-valid (:func:`ragen_bench.protocol.format_valid_warning`)."""
+    from .protocol import format_valid_warning
+
+    warning = format_valid_warning(summary, applied)
+    if warning:
+        console.print(f"[bold red]WARNING:[/bold red] {escape(warning)}", soft_wrap=True, highlight=False)
 
 
 @app.command()
@@ -260,8 +296,8 @@ def list_envs(
 
 @app.command()
 def validate(
-    files: Annotated[list[Path], typer.Argument(help="Files or run directories to check (episodes.jsonl, summary.json, run.json, boards...).")],
-    schema: Annotated[Optional[str], typer.Option(help="Force a schema for the files named (not for a run directory's files): episode | summary | run | leaderboard | metrics | train_config.")] = None,
+    files: Annotated[list[Path], typer.Argument(help="Files or directories to check: run directories, ragen-train output directories, model folders, or single files (episodes.jsonl, summary.json, config.json, boards...).")],
+    schema: Annotated[Optional[str], typer.Option(help="Force a schema for the files named (not for a directory's files): episode | summary | run | leaderboard | metrics | train_config | train_summary | agent_protocol.")] = None,
 ) -> None:
     """Check files against their JSON Schemas, one line each; exit 1 if any is invalid.
 
@@ -271,7 +307,7 @@ def validate(
     """
     import jsonschema
 
-    from .validate import run_dir_files, validate_file
+    from .validate import dir_files, validate_file
 
     missing = [f for f in files if not f.exists()]
     for f in missing:
@@ -281,7 +317,7 @@ def validate(
     bad = 0
     for given in files:
         try:
-            targets = [(f, None) for f in run_dir_files(given)] if given.is_dir() else [(given, schema)]
+            targets = dir_files(given) if given.is_dir() else [(given, schema)]
         except ValueError as exc:
             bad += 1
             out.print(f"[red]invalid[/red] {escape(str(given))}: {escape(str(exc))}")
@@ -307,12 +343,14 @@ def board_add(
     board: Annotated[Path, typer.Option(help="Leaderboard JSON file (created if missing).")],
     label: Annotated[Optional[str], typer.Option(help="Model name on the board (default: the run's model).")] = None,
     description: Annotated[str, typer.Option(help="Description for a new board.")] = "",
+    replace: Annotated[bool, typer.Option("--replace", help="Replace the entry of the same label, back-end and env even when this run has fewer episodes or other seeds.")] = False,
 ) -> None:
-    """Add or update a run's entry; refuses a different env version, split or protocol."""
+    """Add or update a run's entry; refuses a different env version, split or protocol, and a
+    replacement with fewer episodes or other seeds (unless --replace)."""
     from .leaderboard import LeaderboardError, add_run
 
     try:
-        entry = add_run(board, run_dir, label=label, description=description)
+        entry = add_run(board, run_dir, label=label, description=description, replace=replace)
     except (LeaderboardError, FileNotFoundError) as exc:
         _error(str(exc), label="refused:")
         raise typer.Exit(1) from None

@@ -4,7 +4,10 @@ A board fixes the split and, per environment id, the env version and the agent-l
 protocol (turns, actions per turn, think mode, context mode, format penalty, max new
 tokens, group size).  :func:`add_run` adds or updates the entry for (model label,
 back-end, env id) from a finished run, and refuses a run whose env version, split or
-protocol differs from the board's — such numbers are not comparable.
+protocol differs from the board's — such numbers are not comparable.  A run never
+silently replaces a published entry with a weaker measurement: replacing one with fewer
+episodes or with env seeds that do not cover the entry's needs ``replace=True``
+(``ragen-bench leaderboard add --replace``; :func:`replacement_problem`).
 """
 
 from __future__ import annotations
@@ -58,21 +61,53 @@ def new_board(name: str, split: str, description: str = "") -> dict[str, Any]:
             "envs": {}, "entries": []}
 
 
+def seeds_of(run: dict[str, Any]) -> dict[str, int]:
+    """The env seeds of a run: ``{"base": b, "groups": G, "group_size": k}`` (group g plays seed b + g)."""
+    k = int(run.get("group_size") or 1)
+    return {"base": int(run.get("seed") or 0), "groups": int(run.get("episodes") or 0) // k, "group_size": k}
+
+
+def replacement_problem(old: dict[str, Any], new: dict[str, Any]) -> str | None:
+    """Why entry ``new`` must not silently replace entry ``old`` (same model, back-end, env), or ``None``.
+
+    A replacement is refused when it has fewer scored episodes, or when its seeds do not
+    cover the old entry's (another base seed, fewer groups, or unknown seeds on the old
+    entry — boards written before entries recorded ``seeds``; an identical ``config_hash``
+    still passes).  The same run re-added is always allowed.
+    """
+    if old.get("run_id") == new["run_id"] and old.get("config_hash") == new["config_hash"]:
+        return None
+    if new["episodes"] < old["episodes"]:
+        return f"it has {new['episodes']} episodes, the published entry {old['episodes']}"
+    if old.get("config_hash") == new["config_hash"]:
+        return None
+    a, b = old.get("seeds"), new["seeds"]
+    if a is None:
+        return "the published entry does not record its seeds (so they cannot be compared)"
+    if a["base"] != b["base"] or b["groups"] < a["groups"]:
+        return (f"it plays seeds {b['base']}..{b['base'] + b['groups'] - 1}, the published entry "
+                f"{a['base']}..{a['base'] + a['groups'] - 1}")
+    return None
+
+
 def add_run(board_path: str | Path, run_path: str | Path, *, label: str | None = None,
-            description: str = "") -> dict[str, Any]:
+            description: str = "", replace: bool = False) -> dict[str, Any]:
     """Add or update a run's entry on a board (created if missing) and save it.
 
     Args:
         board_path: the board JSON file.
         run_path: a finished run directory (with ``summary.json``).
         label: the model's name on the board (default: the run's model or back-end).
+        replace: replace an entry for the same (label, back-end, env id) even when the run
+            has fewer episodes or other seeds (:func:`replacement_problem`).
 
     Returns:
         The entry written.
 
     Raises:
-        LeaderboardError: env version, split or protocol differ from the board's, or
-            the run has missing episodes.
+        LeaderboardError: env version, split or protocol differ from the board's, the
+            run has missing episodes, or it would replace an entry with fewer episodes or
+            other seeds without ``replace``.
         FileNotFoundError: not a run directory, or no ``summary.json``.
         ValueError: a damaged ``run.json``, ``summary.json`` or board (one line naming the file).
     """
@@ -110,6 +145,7 @@ def add_run(board_path: str | Path, run_path: str | Path, *, label: str | None =
         "split": run["split"],
         "episodes": summary["episodes"]["scored"],
         "group_size": run["group_size"],
+        "seeds": seeds_of(run),
         "metrics": {k: v for k, v in summary["metrics"].items() if k in HEADLINE or k.startswith("pass@")},
         "sampling": summary.get("sampling", {}),
         "date": now_iso(),
@@ -120,8 +156,14 @@ def add_run(board_path: str | Path, run_path: str | Path, *, label: str | None =
     }
     if "diagnostics" in summary:
         entry["diagnostics"] = summary["diagnostics"]
-    entries = [e for e in board["entries"]
-               if not (e["model"] == model and e["backend"] == entry["backend"] and e["env_id"] == env_id)]
+    same = lambda e: e["model"] == model and e["backend"] == entry["backend"] and e["env_id"] == env_id  # noqa: E731
+    for old in filter(same, board["entries"]):
+        problem = replacement_problem(old, entry)
+        if problem and not replace:
+            raise LeaderboardError(f"{board_path}: run {run['run_id']} would replace the entry of {model} "
+                                   f"({entry['backend']}) on {env_id} from run {old.get('run_id')}, but {problem}; "
+                                   "pass --replace to replace it anyway, or --label to add it as another row")
+    entries = [e for e in board["entries"] if not same(e)]
     entries.append(entry)
     entries.sort(key=lambda e: (e["env_id"], -(e["metrics"]["success"]["mean"] or 0.0), e["model"]))
     board["entries"] = entries

@@ -226,15 +226,19 @@ class RolloutEngine:
             max_concurrency`` of the policy, at most 1024).
         on_episode: called with each finished :class:`EpisodeRecord`, in finishing
             order, before the next episode starts.
+        on_turn: called with ``(episode_index, TurnRecord)`` after each turn is played
+            (progress displays; it must not raise).
     """
 
     def __init__(self, policy: Policy, config: RolloutConfig | None = None, *, max_parallel: int | None = None,
-                 on_episode: Callable[[EpisodeRecord], None] | None = None):
+                 on_episode: Callable[[EpisodeRecord], None] | None = None,
+                 on_turn: Callable[[int, Any], None] | None = None):
         self.policy = policy
         self.config = config or RolloutConfig()
         default_parallel = min(1024, max(1, policy.max_batch_size) * max(1, policy.max_concurrency))
         self.max_parallel = max(1, int(max_parallel or default_parallel))
         self.on_episode = on_episode
+        self.on_turn = on_turn
         tok = policy.tokenizer
         self.chat = ChatTokens(tok) if tok is not None and getattr(tok, "chat_template", None) else None
         self._envs: dict[tuple[str, str], list[Any]] = {}
@@ -341,6 +345,8 @@ class RolloutEngine:
                 conv.turns[-1].assistant = gen.text
                 conv.turns[-1].summary = _summary_line(tr)
                 rec.turns.append(tr)
+                if self.on_turn is not None:
+                    self.on_turn(spec.index, tr)
                 prev = tr
                 invalid_streak = invalid_streak + 1 if invalid else 0
                 if tr.extra.get("env_error"):

@@ -26,6 +26,7 @@ from . import __version__
 from .options import CliOption
 from .policies import POLICIES, declared_options, make_policy, policy_options
 from .policies.base import Policy
+from .preflight import preflight
 from .records import EpisodeRecord
 from .results import RETRY_STATUSES, RunDir, git_commit, now_iso, summarize
 from .rollout import EpisodeSpec, RolloutConfig, RolloutEngine, make_specs
@@ -49,6 +50,7 @@ class RunRequest:
     out: str = "runs"
     run_id: str | None = None
     max_parallel: int | None = None
+    preflight: bool = True  # check env packages and the endpoint before anything is created
 
 
 def rollout_config_from(env: str | EnvEntry, overrides: dict[str, Any] | None) -> RolloutConfig:
@@ -166,6 +168,8 @@ REQUEST_OPTIONS: tuple[CliOption, ...] = (
     CliOption("run_id", Optional[str], None, "Run directory name (default: <UTC time>-<random>_<env>_<model>). "
               "An existing one is refused: use --resume."),
     CliOption("max_parallel", Optional[int], None, "Episodes alive at once (default: from the back-end)."),
+    CliOption("preflight", bool, True, "Before the first episode, check the env's optional packages and that the "
+              "endpoint answers (exit 2, nothing written).", flags=("--preflight/--no-preflight",)),
     CliOption("endpoints", Optional[Path], None, "TOML file of endpoint aliases; --model ALIAS resolves through it "
               "(docs/endpoints.md).", flags=("--endpoints",)),
     CliOption("policy_option", Optional[list[str]], None, "Extra back-end option key=value (repeatable), "
@@ -217,7 +221,10 @@ def request_from_options(values: dict[str, Any], *, given: Callable[[str], bool]
     """
     from .endpoints import resolve_endpoint
 
-    if not values.get("env"):
+    from .protocol import protocol_env
+
+    values = {**values, "env": values.get("env") or protocol_env(values["backend"], values["model"])}
+    if not values["env"]:  # a saved model's ragen_protocol.json names the env it was trained on
         import typer
 
         raise typer.BadParameter("--env is required (see `ragen-bench ls`)", param_hint="--env")
@@ -284,18 +291,22 @@ def _create_run_dir(out: Path, run_id: str, *, fresh_id: Callable[[], str] | Non
 
 def start_run(req: RunRequest | RunPlan, *, policy: Policy | None = None,
               progress: Callable[[EpisodeRecord, int, int], None] | None = None,
-              on_start: Callable[[int, int], None] | None = None) -> Path:
+              on_start: Callable[[int, int], None] | None = None,
+              on_turn: Callable[[int, Any], None] | None = None) -> Path:
     """Validate, create a run directory and play all episodes.  Returns the run directory.
 
     ``req`` is a request or its :func:`plan_run` (then it is not checked again).
     Nothing is created until the request is valid and the policy is built; the run
     directory is then created exclusively, so a new run never appends to another
     run's ``episodes.jsonl``.  ``on_start(finished, total)`` is called once, just
-    before the first episode is played (the CLI starts its progress bar there).
+    before the first episode is played (the CLI starts its progress bar there);
+    ``on_turn(episode_index, turn_record)`` after every turn (:class:`RolloutEngine`).
 
     Raises:
         UnknownEnvError, ConfigError, ValueError: see :func:`plan_run` (before
             anything is created).
+        ImportError, PreflightError: a missing optional package or an unreachable
+            endpoint (:func:`ragen_bench.preflight.preflight`; before anything is created).
         FileExistsError: the run directory already exists (use ``--resume``).
 
     The new directory's writer lock (:meth:`RunDir.writer_lock`) is held from its
@@ -303,6 +314,9 @@ def start_run(req: RunRequest | RunPlan, *, policy: Policy | None = None,
     """
     plan = req if isinstance(req, RunPlan) else plan_run(req)
     req = plan.request
+    # before anything is created; a policy passed in is already built (no endpoint check)
+    if req.preflight:
+        preflight(req.env_id, plan.env_config, req.seed, req.backend if policy is None else None, req.policy_options)
     out = Path(req.out)
     explicit = req.run_id is not None
     run_id = req.run_id or default_run_id(req.env_id, req.model, req.backend)
@@ -317,7 +331,7 @@ def start_run(req: RunRequest | RunPlan, *, policy: Policy | None = None,
         with run_dir.writer_lock():  # taken before run.json exists, so no --resume can slip in
             meta["run_id"] = run_dir.path.name
             run_dir.write_run(meta)
-            return _play(run_dir, meta, policy, progress, on_start)
+            return _play(run_dir, meta, policy, progress, on_start, on_turn)
     finally:
         if owned:
             close_policy(policy)
@@ -348,30 +362,79 @@ def _run_meta(plan: RunPlan, run_id: str, policy: Policy) -> dict[str, Any]:
     }
 
 
+def check_extension(meta: dict[str, Any], episodes: int | None) -> int | None:
+    """The new episode count when ``--resume`` is given ``--episodes``, or ``None`` (keep the run's).
+
+    A run is extended by playing more groups with the same base seed: group ``g`` keeps
+    env seed ``seed + g``, so the recorded episodes stay part of the larger run.
+
+    Raises:
+        ValueError: fewer episodes than the run already asks for, or not a multiple of its
+            group size.
+    """
+    if episodes is None or episodes == meta["episodes"]:
+        return None
+    if episodes < meta["episodes"]:
+        raise ValueError(f"--episodes {episodes} with --resume: the run already asks for {meta['episodes']} "
+                         "episodes and a run cannot be shortened; start a new run instead")
+    if episodes % meta["group_size"]:
+        raise ValueError(f"--episodes {episodes} with --resume must be a multiple of the run's group size "
+                         f"({meta['group_size']})")
+    return episodes
+
+
 def resume_run(path: str | Path, *, policy: Policy | None = None,
                progress: Callable[[EpisodeRecord, int, int], None] | None = None,
-               on_start: Callable[[int, int], None] | None = None) -> Path:
+               on_start: Callable[[int, int], None] | None = None, episodes: int | None = None,
+               check: bool = True, on_turn: Callable[[int, Any], None] | None = None) -> Path:
     """Finish a run: play the missing (or ``endpoint_error``) episodes, rewrite the summary.
 
-    ``on_start`` as in :func:`start_run`.  The run's writer lock is held from before the
+    ``on_start`` and ``on_turn`` as in :func:`start_run`.  The run's writer lock is held from before the
     policy is built until the summary is written, so two resumes of one run cannot both
-    play (and append) the same missing episodes.
+    play (and append) the same missing episodes.  ``episodes`` larger than the run's
+    extends it (:func:`check_extension`; ``run.json`` records the new count and the
+    session the old one).  A resume with nothing to play builds no policy and appends no
+    session to ``run.json``.  ``check``: run :func:`ragen_bench.preflight.preflight` before
+    building the policy.
 
     Raises:
         FileNotFoundError: ``path`` is not a run directory (no ``run.json``).
         RunLockedError: another process is writing this run.
+        ValueError: ``episodes`` cannot extend the run (:func:`check_extension`).
     """
     run_dir = RunDir(path)
-    run_dir.read_run()  # not a run directory: refuse before creating a lock file in it
+    check_extension(run_dir.read_run(), episodes)  # not a run directory / a bad count: before any lock file
     with run_dir.writer_lock():
         meta = run_dir.read_run()  # re-read under the lock: the previous writer may just have finished
+        extended = check_extension(meta, episodes)
+        if extended is not None:
+            meta = {**meta, "episodes": extended, "extended_from": meta["episodes"]}
+        elif not run_dir.repair() and not missing_episodes(run_dir, meta) and (run_dir.path / "summary.json").is_file():
+            if on_start is not None:
+                on_start(meta["episodes"], meta["episodes"])
+            return run_dir.path  # finished: nothing to play, nothing to record
         owned = policy is None
+        if owned and check:
+            preflight(meta["env_id"], meta["env_config"], meta["seed"], meta["backend"], meta.get("policy_options"))
         policy = policy or make_policy(meta["backend"], meta.get("model"), **meta.get("policy_options", {}))
         try:
-            return _play(run_dir, meta, policy, progress, on_start)
+            return _play(run_dir, meta, policy, progress, on_start, on_turn)
         finally:
             if owned:
                 close_policy(policy)
+
+
+def resume_note(before: dict[str, Any], path: str | Path) -> str | None:
+    """What a resume did, when it is not the usual "played the missing episodes": a run that
+    was already complete (nothing played) or one extended to more episodes.  ``before`` is
+    ``run.json`` as read before the resume."""
+    after = RunDir(path).read_run()
+    if len(after.get("sessions", [])) == len(before.get("sessions", [])):
+        return (f"run {after['run_id']} is complete: all {after['episodes']} episodes are recorded, nothing was "
+                "played; pass --episodes N (a larger multiple of the group size) to extend it")
+    if after["episodes"] != before["episodes"]:
+        return f"run {after['run_id']} extended from {before['episodes']} to {after['episodes']} episodes"
+    return None
 
 
 def close_policy(policy: Policy) -> None:
@@ -433,18 +496,24 @@ def _rollout_from_meta(meta: dict[str, Any]) -> RolloutConfig:
     return RolloutConfig(sampling=SamplingParams(**{**sampling, "stop": tuple(sampling.get("stop", ()))}), **r)
 
 
-def _play(run_dir: RunDir, meta: dict[str, Any], policy: Policy,
-          progress: Callable[[EpisodeRecord, int, int], None] | None,
-          on_start: Callable[[int, int], None] | None = None) -> Path:
-    rollout = _rollout_from_meta(meta)
+def missing_episodes(run_dir: RunDir, meta: dict[str, Any]) -> list[EpisodeSpec]:
+    """The episodes of ``meta`` that ``episodes.jsonl`` lacks or holds as ``endpoint_error`` (to play)."""
     specs = make_specs(meta["env_id"], episodes=meta["episodes"], group_size=meta["group_size"],
                        seed=meta["seed"], env_config=meta["env_config"])
+    done = {i for i, e in run_dir.read_episodes().items() if e["status"] not in RETRY_STATUSES}
+    return [s for s in specs if s.index not in done]
+
+
+def _play(run_dir: RunDir, meta: dict[str, Any], policy: Policy,
+          progress: Callable[[EpisodeRecord, int, int], None] | None,
+          on_start: Callable[[int, int], None] | None = None,
+          on_turn: Callable[[int, Any], None] | None = None) -> Path:
+    rollout = _rollout_from_meta(meta)
     run_dir.repair()
-    existing = run_dir.read_episodes()
-    done = {i for i, e in existing.items() if e["status"] not in RETRY_STATUSES}
-    todo: list[EpisodeSpec] = [s for s in specs if s.index not in done]
-    total = len(specs)
-    finished = [len(done)]
+    todo = missing_episodes(run_dir, meta)
+    total = meta["episodes"]
+    done = total - len(todo)
+    finished = [done]
 
     def on_episode(record: EpisodeRecord) -> None:
         run_dir.append(record)
@@ -452,16 +521,19 @@ def _play(run_dir: RunDir, meta: dict[str, Any], policy: Policy,
         if progress is not None:
             progress(record, finished[0], total)
 
-    session = {"started": now_iso(), "episodes_before": len(done), "to_play": len(todo)}
+    session = {"started": now_iso(), "episodes_before": done, "to_play": len(todo)}
+    if "extended_from" in meta:
+        session["extended_from"] = meta.pop("extended_from")
     t0 = time.perf_counter()
     run_dir.open_for_append()
     stats = getattr(policy, "stats", None)
     stats_before = stats() if callable(stats) else None
     if on_start is not None:
-        on_start(len(done), total)
+        on_start(done, total)
     try:
         if todo:
-            engine = RolloutEngine(policy, rollout, max_parallel=meta.get("max_parallel"), on_episode=on_episode)
+            engine = RolloutEngine(policy, rollout, max_parallel=meta.get("max_parallel"), on_episode=on_episode,
+                                   on_turn=on_turn)
             asyncio.run(_arun_and_release(engine, todo, policy))
     finally:
         run_dir.close()

@@ -1,5 +1,13 @@
-"""``ragen-bench validate PATH``: check any file the project writes (or a run directory's
-files) against its JSON Schema."""
+"""``ragen-bench validate PATH``: check any file the project writes (or a directory's files)
+against its JSON Schema.
+
+Directories it recognises (:func:`dir_files`): a ``ragen-bench`` run directory
+(``run.json``), a ``ragen-train`` output directory (a training ``config.json``:
+``config.json``, ``metrics.jsonl``, ``sft/metrics.jsonl``, ``summary.json`` and the
+``ragen_protocol.json`` of every model folder in it) and a saved model folder
+(``ragen_protocol.json``).  A file's schema is told by its name and, where names are
+shared (``config.json``, ``summary.json``), by its shape.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +20,11 @@ from ragen_envs import jsonutil
 from ragen_envs.config import schema_validator
 
 #: File name -> schema (relative to ``schemas/``).
-BY_NAME = {"episodes.jsonl": "episode", "summary.json": "summary", "run.json": "run"}
-KINDS = ("episode", "summary", "run", "leaderboard", "metrics", "train_config")
+BY_NAME = {"episodes.jsonl": "episode", "summary.json": "summary", "run.json": "run",
+           "metrics.jsonl": "metrics", "ragen_protocol.json": "agent_protocol"}
+KINDS = ("episode", "summary", "run", "leaderboard", "metrics", "train_config", "train_summary", "agent_protocol")
+#: Keys every ``ragen-train`` ``config.json`` has (a Hugging Face model's config.json has none of them).
+TRAIN_CONFIG_KEYS = frozenset({"env", "rollout", "trainer"})
 
 
 def run_dir_files(path: str | Path) -> list[Path]:
@@ -32,12 +43,53 @@ def run_dir_files(path: str | Path) -> list[Path]:
     return [p / name for name in ("run.json", "episodes.jsonl", "summary.json")]
 
 
+def _is_training_config(path: Path) -> bool:
+    try:
+        data = jsonutil.read_json(path)
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and TRAIN_CONFIG_KEYS <= set(data)
+
+
+def dir_files(path: str | Path) -> list[tuple[Path, str | None]]:
+    """``(file, schema kind or None = tell by name)`` for every checkable file of a directory.
+
+    A run directory: :func:`run_dir_files` (each listed even when missing).  A training
+    output directory (marked by its training ``config.json``, kind ``train_config``):
+    that file, then whichever of ``metrics.jsonl``,
+    ``sft/metrics.jsonl``, ``summary.json`` (``train_summary``) and the model folders'
+    ``ragen_protocol.json`` exist.  A model folder: its ``ragen_protocol.json``.
+
+    Raises:
+        ValueError: none of these ("not a run directory (no run.json)", as :func:`run_dir_files`).
+    """
+    p = Path(path)
+    if _is_training_config(p / "config.json"):
+        files: list[tuple[Path, str | None]] = [(p / "config.json", "train_config")]
+        for rel, kind in (("metrics.jsonl", "metrics"), ("sft/metrics.jsonl", "metrics"),
+                          ("summary.json", "train_summary")):
+            if (p / rel).is_file():
+                files.append((p / rel, kind))
+        models = [p / "sft_model", p / "final_model", *sorted((p / "checkpoints").glob("step_*/model"))]
+        files += [(m / "ragen_protocol.json", "agent_protocol") for m in models
+                  if (m / "ragen_protocol.json").is_file()]
+        return files
+    if (p / "ragen_protocol.json").is_file():
+        return [(p / "ragen_protocol.json", "agent_protocol")]
+    return [(f, None) for f in run_dir_files(p)]  # raises: not a run directory (no run.json)
+
+
 def detect_kind(path: Path, first: Any = None) -> str:
     """Guess the schema of ``path`` from its name, else from its content.
 
     Raises:
         ValueError: the kind cannot be told; pass ``kind`` explicitly.
     """
+    if isinstance(first, dict) and TRAIN_CONFIG_KEYS <= set(first):
+        return "train_config"  # a ragen-train config.json (or any file holding one)
+    if path.name == "summary.json" and isinstance(first, dict) and "final_model_dir" in first \
+            and "counts" not in first:
+        return "train_summary"  # ragen-train quickstart's summary.json, not a ragen-bench run's
     if path.name in BY_NAME:
         return BY_NAME[path.name]
     if path.suffix == ".jsonl":
@@ -58,7 +110,8 @@ class InvalidFileError(ValueError):
 
 
 #: The ``schema_version`` each kind of file has (files without one: ``None``).
-SCHEMA_VERSIONS = {"episode": 1, "summary": 1, "run": 1, "leaderboard": 1, "metrics": None, "train_config": None}
+SCHEMA_VERSIONS = {"episode": 1, "summary": 1, "run": 1, "leaderboard": 1, "metrics": None, "train_config": None,
+                   "train_summary": None, "agent_protocol": 1}
 
 
 def check_object(obj: Any, kind: str, where: str, validator: Any = None) -> None:

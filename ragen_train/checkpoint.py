@@ -44,6 +44,7 @@ import torch
 
 from ragen_envs import jsonutil
 
+from ragen_bench.protocol import write_protocol
 from ragen_bench.fileio import (
     TMP_MARK,
     atomic_directory,
@@ -55,6 +56,8 @@ from ragen_bench.fileio import (
     replace_directory,
     sha256_file,
 )
+
+from .evaluation import saved_protocol
 
 MANIFEST = "manifest.json"
 CHECKPOINT_FORMAT = "ragen-checkpoint"
@@ -232,7 +235,8 @@ def verify(d: str | Path, *, kind: str | None = CHECKPOINT_FORMAT) -> dict[str, 
 
 
 # ------------------------------------------------------------------------------- writing
-def _write_model(model: Any, tokenizer: Any, path: Path, *, merge_lora: bool = False) -> None:
+def _write_model(model: Any, tokenizer: Any, path: Path, *, merge_lora: bool = False,
+                 config: dict[str, Any] | None = None) -> None:
     m = getattr(model, "module", model)
     if merge_lora and hasattr(m, "merge_and_unload"):
         import copy
@@ -241,6 +245,8 @@ def _write_model(model: Any, tokenizer: Any, path: Path, *, merge_lora: bool = F
     m.save_pretrained(path, safe_serialization=True)
     if tokenizer is not None:
         tokenizer.save_pretrained(path)
+    if config is not None:  # the agent protocol travels with the model (ragen_bench.protocol)
+        write_protocol(path, saved_protocol(config))
 
 
 def save_model(model: Any, tokenizer: Any, path: str | Path, *, merge_lora: bool = False,
@@ -253,7 +259,7 @@ def save_model(model: Any, tokenizer: Any, path: str | Path, *, merge_lora: bool
     """
     path = Path(path)
     with atomic_directory(path) as tmp:
-        _write_model(model, tokenizer, tmp, merge_lora=merge_lora)
+        _write_model(model, tokenizer, tmp, merge_lora=merge_lora, config=config)
         write_manifest(tmp, kind=MODEL_FORMAT, config=config)
     return path
 
@@ -287,7 +293,7 @@ def save(out_dir: str | Path, step: int, *, model: Any, tokenizer: Any, optimize
         return final
     cfg = state.get("config")
     _fault_point()
-    _write_model(model, tokenizer, tmp / "model", merge_lora=merge_lora)
+    _write_model(model, tokenizer, tmp / "model", merge_lora=merge_lora, config=cfg if isinstance(cfg, dict) else None)
     if critic is not None:
         _fault_point()
         getattr(critic, "module", critic).save_pretrained(tmp / "critic", safe_serialization=True)

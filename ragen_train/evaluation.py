@@ -95,6 +95,26 @@ def find_training_config(model_dir: Path) -> tuple[Path, dict[str, Any]] | None:
     return None
 
 
+def saved_protocol(config: dict[str, Any]):
+    """The agent protocol to save with a model trained with ``config`` (a ``config.json`` dict).
+
+    It is exactly what :func:`plan_eval` uses without options: the trained env, its config
+    and ``env.test_split``, and :func:`ragen_train.config.agent_protocol` at
+    ``trainer.val_temperature``; ``ragen-bench run --model DIR`` plays with it
+    (:mod:`ragen_bench.protocol`).
+
+    Returns:
+        A :class:`ragen_bench.protocol.AgentProtocol`.
+    Raises:
+        ConfigError: ``config`` is not a valid training config.
+    """
+    from ragen_bench.protocol import AgentProtocol
+
+    cfg = from_dict(StarPOConfig, config)
+    return AgentProtocol(env_id=cfg.env.id, env_config=dict(cfg.env.config), split=cfg.env.test_split,
+                         rollout=agent_protocol(cfg, cfg.trainer.val_temperature), run_name=cfg.name)
+
+
 @dataclass
 class EvalPlan:
     """What ``ragen-train eval`` will run.

@@ -23,10 +23,10 @@ Keys (all floats, JSON-safe: a metric that is undefined is left out, never NaN):
   :class:`CollapseTracker` also ``marginal_std_ema`` / ``_ema_seq``, ``mi_zscore_ema`` /
   ``_ema_seq``, ``mi_normalized_ema`` and ``template_collapse_warning`` (0 or 1).
 
-Names follow RAGEN's (reference §3.6) where the quantity is the same, so curves can be
+Names follow RAGEN's (RAGEN-2, arXiv 2604.06268) where the quantity is the same, so curves can be
 compared; RAGEN prefixes them ``collapse_first_turn_sample/`` and
 ``collapse_trajectory_sample/``.  RAGEN computes them on the unfiltered batch at step 1
-and then every ``compute_freq`` = 5 steps (reference §3.1, §3.7).
+and then every ``compute_freq`` = 5 steps (RAGEN's `config/base.yaml`).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from .samples import ReasoningSample, samples_from_records
 from .scorer import CrossScores, Scorer
 from .text_stats import answer_diversity, degenerate_rate, sampled_token_entropy
 
-#: RAGEN's defaults (reference §3.7, ``collapse_detection``).
+#: RAGEN's defaults (RAGEN's `config/base.yaml`, ``collapse_detection``).
 DEFAULT_NUM_SAMPLES = 64
 DEFAULT_COMPUTE_FREQ = 5
 DEFAULT_EMA_DECAY = 0.9

@@ -2,7 +2,7 @@
 
 ``ℓ`` has one row per reasoning sample ``z_i`` and one column per input ``x_j``
 (``N × M``); ``own[i]`` is the column of the input ``z_i`` was sampled from.  The
-definitions are RAGEN-2's (reference §3.6; paper arXiv 2604.06268):
+definitions are RAGEN-2's (arXiv 2604.06268):
 
 * matched_i = ℓ_{i, own(i)}                                  (log p(z_i | x_i))
 * marginal_i = logsumexp_j ℓ_ij − log M                      (log of the mixture
@@ -113,7 +113,7 @@ class MIEstimate:
 def zscore(matched: np.ndarray, marginal: np.ndarray, std: float, std_floor: float = DEFAULT_STD_FLOOR) -> float:
     """mean((matched − marginal) / max(std, std_floor)).
 
-    RAGEN divides by ``std + 1e-3`` (reference §3.6); we use a floor instead, which
+    RAGEN's code divides by ``std + 1e-3``; we use a floor instead, which
     leaves the value unchanged whenever the spread is meaningful (std >= floor) and
     bounds it when the marginals are all equal.
     """
@@ -196,7 +196,7 @@ def retrieval(ell: np.ndarray | Sequence[Sequence[float]], own: Sequence[int] | 
 
     Row ``i`` counts as retrieved at ``k`` when one of the ``k`` columns with the highest
     ℓ_ij has the same prompt signature as its own column (columns holding identical
-    prompts are interchangeable; RAGEN reference §3.6).  Ties at the cut-off are
+    prompts are interchangeable; RAGEN-2, arXiv 2604.06268).  Ties at the cut-off are
     resolved by exact expectation over a uniformly random tie-break.
 
     Args:

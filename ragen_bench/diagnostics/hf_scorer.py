@@ -4,7 +4,7 @@ For each input ``x_j`` the prefix is run once (``use_cache=True``); its key/valu
 is then shared, without copying, by micro-batches of reasonings ``z_i`` (right-padded,
 longest first), so the cost is ``M`` prefix passes plus ``N × M`` passes over the
 reasoning tokens only — not ``N × M`` passes over ``|x| + |z|`` tokens as in RAGEN
-(reference §3.6: "Cost: N × NK forward sequences").  Right padding needs no attention
+(RAGEN-2, arXiv 2604.06268, as implemented in RAGEN: "Cost: N × NK forward sequences").  Right padding needs no attention
 mask: under a causal mask a real token never sees the padding after it.
 
 The log-probability of ``z[0]`` comes from the prefix's last logits; that of ``z[t]``

@@ -1,6 +1,6 @@
 """The four reasoning regimes of RAGEN-2 as a classification with explicit thresholds.
 
-RAGEN-2 (arXiv 2604.06268, teaser figure; reference §3.6) places a policy on two axes:
+RAGEN-2 (arXiv 2604.06268, teaser figure) places a policy on two axes:
 within-input diversity H(Z|X) and input dependence I(X;Z).
 
 | regime                | H(Z|X) | I(X;Z) | reading |

@@ -1,6 +1,6 @@
 """Which (x, z) pairs enter the ℓ matrix: the first-turn and trajectory-uniform samplers.
 
-Both follow RAGEN-2 (reference §3.6) and draw from a seeded ``numpy.random.Generator``
+Both follow RAGEN-2 (arXiv 2604.06268) and draw from a seeded ``numpy.random.Generator``
 (RAGEN uses the global ``np.random`` state; we never do).
 
 * **first_turn**: rows are valid first-turn samples (turn 1 with a non-empty Z), up to

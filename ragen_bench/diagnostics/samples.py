@@ -1,6 +1,6 @@
 """From episode records to (X, Z) token sequences.
 
-Definitions (ours, following RAGEN-2; reference §3.6: "X = tokens up to and including
+Definitions (ours, following RAGEN-2, arXiv 2604.06268, and RAGEN's code: "X = tokens up to and including
 the generation-prompt ``<think>``; Z = reasoning tokens between the tags (tags
 excluded). Empty Z is dropped"):
 

@@ -7,7 +7,7 @@ ids of one tokenizer, and returns the ``N × M`` matrix of sequence log-probabil
 
 by teacher forcing (every token of ``z_i`` is fed, none is sampled), plus the token
 count of each ``z_i`` so that the per-token mean ``ℓ_ij / |z_i|`` follows.  This is
-RAGEN-2's cross-scoring (reference §3.6: "ℓ_ij = log p(z_i | x_j), teacher-forced ...
+RAGEN-2's cross-scoring (arXiv 2604.06268 and RAGEN's code: "ℓ_ij = log p(z_i | x_j), teacher-forced ...
 Both sum and per-token mean versions are kept").
 
 Implementations: :class:`~ragen_bench.diagnostics.hf_scorer.HFScorer` (a local

@@ -431,7 +431,7 @@ def _make_callback(cfg: StarPOConfig, rollout: RagenRolloutFunc, tokenizer: Any,
                 self._validate(k, state)
             if t.save_every > 0 and (k % t.save_every == 0 or k == t.total_steps) and state.is_world_process_zero:
                 save_model(self._model(), tokenizer, Path(t.out_dir) / "checkpoints" / f"step_{k:06d}" / "model",
-                           merge_lora=cfg.model.lora.save == "merged")
+                           merge_lora=cfg.model.lora.save == "merged", config=cfg.to_dict())
             if self.empty_streak >= cfg.algorithm.filter.empty_stop_steps:
                 warnings.warn(f"stopping: {self.empty_streak} consecutive steps had no group left after filtering",
                               RuntimeWarning)
@@ -511,7 +511,7 @@ class TRLBackend:
         final = out / "final_model"
         if trainer.accelerator.is_main_process:
             save_model(trainer.accelerator.unwrap_model(trainer.model), tokenizer, final,
-                       merge_lora=cfg.model.lora.save == "merged")
+                       merge_lora=cfg.model.lora.save == "merged", config=cfg.to_dict())
         return BackendResult(backend=self.name, out_dir=out, metrics_path=out / "metrics.jsonl", checkpoint_dir=final,
                              last_val=callback.last_val if callback is not None else {},
                              extra={"trl_args": settings.args,

@@ -293,7 +293,7 @@ def test_unreachable_endpoint_fails_loudly_and_keeps_files_for_resume(tmp_path: 
     url = f"http://127.0.0.1:{_closed_port()}/v1"
     code, out, err = cli("run", "--backend", "openai", "--base-url", url, "--model", "m", "--env", "ragen/Bandit-v0",
                          "--episodes", "2", "--max-retries", "0", "--connect-timeout", "5", "--run-id", "down",
-                         "--out", str(tmp_path), "--no-progress")
+                         "--out", str(tmp_path), "--no-progress", "--no-preflight")  # preflight: tests/bench/test_i17_preflight.py
     run = tmp_path / "down"
     assert code == 1
     assert ("error: no episode was scored: every recorded episode ended in an error (2 endpoint_error); "
@@ -302,7 +302,7 @@ def test_unreachable_endpoint_fails_loudly_and_keeps_files_for_resume(tmp_path: 
     eps = lines(run / "episodes.jsonl")
     assert sorted(e["episode_index"] for e in eps) == [0, 1] and {e["status"] for e in eps} == {"endpoint_error"}
     assert json.loads((run / "summary.json").read_text())["episodes"]["scored"] == 0
-    code, _, err = cli("run", "--resume", str(run), "--no-progress")  # still down: still an error
+    code, _, err = cli("run", "--resume", str(run), "--no-progress", "--no-preflight")  # still down: still an error
     assert code == 1 and "first error: connection" in err
     assert len(lines(run / "episodes.jsonl")) == 4
 

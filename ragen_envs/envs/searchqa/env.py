@@ -88,6 +88,15 @@ class SearchQAEnv(DatasetEnv):
             self._retriever = local_bm25_retriever(self.config["corpus"])
         return self._retriever
 
+    def check_ready(self) -> None:
+        """Build what the first ``search[...]`` needs (the local BM25 index), so that a
+        missing ``bm25s`` is reported before any episode is played (``ragen_bench.preflight``).
+
+        Raises:
+            MissingExtraError: ``retriever="bm25"`` and ``bm25s`` is not installed.
+        """
+        _ = self.retriever
+
     # ------------------------------------------------------------- data hooks
     def _load_items(self) -> Sequence[QAItem]:
         items = []

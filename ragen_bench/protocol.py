@@ -1,0 +1,225 @@
+"""The agent protocol saved with a model: ``<model_dir>/ragen_protocol.json``.
+
+A model trained with one protocol (think mode, system prompt, context mode, turns,
+actions per turn, tokens per response, ...) and evaluated with another mostly writes
+answers the parser refuses: the tiny quickstart model is trained answer-only with the
+minimal system prompt and 16 tokens a turn, and ``ragen-bench run``'s defaults (think on,
+the full system prompt) give it 0% format-valid answers.  So every model directory the
+trainer saves carries the protocol its evaluation uses (the one ``ragen-train eval``
+takes from the training config), and ``ragen-bench run`` on a local model directory
+plays with it, option by option, unless the command line sets that option.
+
+File (``schemas/agent_protocol.schema.json``)::
+
+    {"schema_version": 1, "written_by": "ragen-train", "run_name": "quickstart",
+     "env_id": "ragen/Bandit-PairsAB-v0", "env_config": {...}, "split": "test",
+     "rollout": {"max_turns": 1, ..., "sampling": {"temperature": 0.5, ...}}}
+
+``rollout`` holds :class:`~ragen_bench.rollout.RolloutConfig` overrides in the form
+``RunRequest.rollout`` takes (``None`` = the env's agent default).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from .fileio import atomic_write_json
+
+PROTOCOL_FILE = "ragen_protocol.json"
+SCHEMA_VERSION = 1
+#: Back-ends whose ``--model`` is a local model directory that may hold a protocol.
+LOCAL_BACKENDS = ("hf", "vllm")
+#: ``ragen-bench run`` option (click parameter name) -> key in ``rollout`` (``sampling.`` nested).
+OPTION_KEYS = {
+    "max_turns": "max_turns", "max_actions_per_turn": "max_actions_per_turn", "think": "enable_think",
+    "context_mode": "context_mode", "context_window": "context_window",
+    "max_context_tokens": "max_context_tokens", "format_penalty": "format_penalty",
+    "max_invalid_answers": "max_invalid_answers", "temperature": "sampling.temperature",
+    "top_p": "sampling.top_p", "max_new_tokens": "sampling.max_new_tokens",
+}
+#: Settings that belong to the trained env: dropped when the run names another env.
+ENV_SPECIFIC = ("max_turns", "max_actions_per_turn")
+
+
+@dataclass(frozen=True)
+class AgentProtocol:
+    """A protocol file read back (:func:`read_protocol`).
+
+    Attributes:
+        env_id / env_config / split: the env the model was trained on, its config, and the
+            held-out split its evaluation uses.
+        rollout: ``RolloutConfig`` overrides (``RunRequest.rollout`` form).
+        run_name: the training run's ``name`` (or ``None``).
+        path: the file it was read from.
+    """
+
+    env_id: str
+    env_config: dict[str, Any]
+    split: str
+    rollout: dict[str, Any]
+    run_name: str | None = None
+    path: Path | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The file's content (``schemas/agent_protocol.schema.json``)."""
+        return {"schema_version": SCHEMA_VERSION, "written_by": "ragen-train", "run_name": self.run_name,
+                "env_id": self.env_id, "env_config": self.env_config, "split": self.split, "rollout": self.rollout}
+
+
+def write_protocol(model_dir: str | Path, protocol: AgentProtocol) -> Path:
+    """Write ``protocol`` into ``model_dir`` (atomically; checked against the schema first).
+
+    Raises:
+        ValueError: the protocol does not follow ``schemas/agent_protocol.schema.json``.
+    """
+    from .validate import check_object
+
+    data = protocol.as_dict()
+    path = Path(model_dir) / PROTOCOL_FILE
+    check_object(data, "agent_protocol", str(path))
+    atomic_write_json(path, data)
+    return path
+
+
+def read_protocol(model_dir: str | Path) -> AgentProtocol | None:
+    """The protocol saved in ``model_dir``, or ``None`` when it has none (or is no directory).
+
+    Raises:
+        ValueError: a damaged file (not strict JSON, not following the schema, an unknown
+            ``schema_version``; one line naming the file).
+    """
+    from .validate import read_checked
+
+    path = Path(model_dir) / PROTOCOL_FILE
+    if not path.is_file():
+        return None
+    data = read_checked(path, "agent_protocol")
+    return AgentProtocol(env_id=data["env_id"], env_config=data["env_config"], split=data["split"],
+                         rollout=data["rollout"], run_name=data.get("run_name"), path=path)
+
+
+@dataclass
+class Applied:
+    """What :func:`apply_protocol` did to a request."""
+
+    request: Any
+    protocol: AgentProtocol | None
+    taken: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def describe(self) -> str | None:
+        """One console line saying which protocol the run uses, or ``None`` without one."""
+        if self.protocol is None:
+            return None
+        from .runner import rollout_config_from
+
+        r = rollout_config_from(self.request.env_id, self.request.rollout)  # what the run will play
+        who = f" (run {self.protocol.run_name!r})" if self.protocol.run_name else ""
+        text = (f"agent protocol from {self.protocol.path}{who}: think {'on' if r.enable_think else 'off'}, "
+                f"system prompt {r.system_prompt}, context {r.context_mode}, {r.max_turns} turn(s) x "
+                f"{r.max_actions_per_turn} action(s), max_new_tokens {r.sampling.max_new_tokens}, "
+                f"temperature {r.sampling.temperature}")
+        if self.kept:
+            text += f"; from the command line: {', '.join('--' + k.replace('_', '-') for k in self.kept)}"
+        return text
+
+
+def _set(rollout: dict[str, Any], key: str, value: Any) -> None:
+    if key.startswith("sampling."):
+        rollout.setdefault("sampling", {})[key.split(".", 1)[1]] = value
+    else:
+        rollout[key] = value
+
+
+def _get(rollout: dict[str, Any], key: str) -> Any:
+    if key.startswith("sampling."):
+        return (rollout.get("sampling") or {}).get(key.split(".", 1)[1])
+    return rollout.get(key)
+
+
+def apply_protocol(req: Any, given: set[str]) -> Applied:
+    """Overlay the protocol saved with ``req.model`` on a ``RunRequest``.
+
+    Every setting of :data:`OPTION_KEYS` whose option is not in ``given`` (the options
+    set on the command line) is taken from the protocol, and so are the protocol's
+    ``system_prompt`` and ``format_reminder`` (no option sets them).  The trained env's
+    ``env_config`` and split are used unless given; with another env than the trained
+    one, the env config and the turn/action limits are not (as ``ragen-train eval``).
+
+    Args:
+        req: a ``RunRequest`` (not modified; a changed copy is returned in ``Applied``).
+        given: click parameter names the user set on the command line (``split`` and
+            ``env_config`` among them when ``--split`` / ``--env-config`` were given).
+
+    Raises:
+        ValueError: a damaged protocol file (see :func:`read_protocol`).
+    """
+    if req.backend not in LOCAL_BACKENDS or not req.model or not Path(req.model).is_dir():
+        return Applied(req, None)
+    protocol = read_protocol(req.model)
+    if protocol is None:
+        return Applied(req, None)
+    rollout = json.loads(json.dumps(req.rollout or {}))
+    applied = Applied(req, protocol)
+    same_env = req.env_id == protocol.env_id
+    for option, key in OPTION_KEYS.items():
+        if option in given:
+            applied.kept.append(option)
+            continue
+        if not same_env and key in ENV_SPECIFIC:
+            _set(rollout, key, None)
+            continue
+        value = _get(protocol.rollout, key)
+        _set(rollout, key, value)
+        applied.taken.append(key)
+    for key in ("system_prompt", "format_reminder"):
+        if key in protocol.rollout:
+            rollout[key] = protocol.rollout[key]
+            applied.taken.append(key)
+    changes: dict[str, Any] = {"rollout": rollout}
+    if same_env:
+        if "env_config" not in given:
+            changes["env_config"] = dict(protocol.env_config)
+        if "split" not in given:
+            changes["split"] = protocol.split
+    else:
+        applied.notes.append(f"--env {req.env_id} is not the env the model was trained on ({protocol.env_id}): "
+                             "its env config and turn/action limits are not used (the env's defaults are)")
+    applied.request = replace(req, **changes)
+    return applied
+
+
+def protocol_env(backend: str, model: str | None) -> str | None:
+    """The trained env of a local model directory's saved protocol (the default ``--env``), or ``None``."""
+    if backend not in LOCAL_BACKENDS or not model or not Path(model).is_dir():
+        return None
+    protocol = read_protocol(model)
+    return protocol.env_id if protocol is not None else None
+
+
+def format_valid_warning(summary: dict[str, Any], applied: Applied | None = None) -> str | None:
+    """A loud warning when no scored response of the run followed the answer format, else ``None``.
+
+    A 0% format-valid rate nearly always means the protocol is not the one the policy
+    expects (think mode, system prompt, token limit) rather than a bad policy.
+    """
+    est = (summary.get("metrics") or {}).get("format_valid_rate") or {}
+    if est.get("mean") is None or est["mean"] > 0:
+        return None
+    n = (summary.get("episodes") or {}).get("scored", 0)
+    hint = ("the run used the protocol saved with the model, so the model itself writes no valid answer"
+            if applied is not None and applied.protocol is not None else
+            "check that the protocol matches how the policy was trained or prompted: --think/--no-think, "
+            "--max-new-tokens, --context-mode (a model saved by ragen-train carries it in "
+            f"{PROTOCOL_FILE}; `ragen-train eval MODEL_DIR` uses its training config)")
+    return (f"format-valid rate is 0% over {n} scored episode(s): no response had the "
+            f"<think>/<answer> format the parser expects, so success and return measure nothing but "
+            f"the format; {hint}")
+
+
+__all__ = ["AgentProtocol", "Applied", "LOCAL_BACKENDS", "OPTION_KEYS", "PROTOCOL_FILE", "apply_protocol",
+           "format_valid_warning", "protocol_env", "read_protocol", "write_protocol"]
