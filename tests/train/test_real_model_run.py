@@ -1,0 +1,36 @@
+"""examples/real_model_run.py: the training time budget of the real-model run (issue 13)."""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+from pathlib import Path
+
+from ragen_train.config import apply_overrides, load_config
+from ragen_train.trainer import StarPOTrainer
+
+_SCRIPT = Path(__file__).resolve().parents[2] / "examples" / "real_model_run.py"
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("real_model_run", _SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_train_budget_stops_fit_before_the_step_that_would_overrun(tmp_path: Path) -> None:
+    """A real tiny StarPO run planned for 1000 steps, on a clock that reads 5 s later at every
+    call (so each step lasts 5 s and starts 5 s after the previous one ended): with a 32 s
+    budget, step 3 ends at 30 s and the next would end near 35 s, so fit() stops after 3."""
+    cfg = apply_overrides(load_config("tiny-bandit-grpo"), [
+        f"trainer.out_dir={tmp_path / 'run'}", "trainer.total_steps=1000", "trainer.val_every=0",
+        "rollout.env_groups=2", "rollout.group_size=2"])
+    trainer = StarPOTrainer(cfg)
+    ticks = itertools.count(5, 5)
+    _script()._stop_within(trainer, 32.0, 0.0, clock=lambda: float(next(ticks)))
+    trainer.fit()
+    assert trainer.step == 3
+    assert cfg.trainer.total_steps == 3
+    lines = (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
+    assert sum('"phase": "train"' in x for x in lines) == 3
