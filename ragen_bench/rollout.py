@@ -354,6 +354,8 @@ class RolloutEngine:
                     break
                 if done:
                     rec.status = tr.infos[-1]["status"]
+                    if rec.status == EpisodeStatus.ENV_ERROR.value:  # an env that ended itself (e.g. Lean's verifier)
+                        rec.error = tr.infos[-1].get("verifier_error") or tr.infos[-1].get("error")
                     break
                 if cfg.max_invalid_answers is not None and invalid_streak >= cfg.max_invalid_answers:
                     rec.status = EpisodeStatus.INVALID_FORMAT_LIMIT.value
