@@ -39,6 +39,19 @@ class DatasetEnv(TextEnv):
 
     _TABLES: ClassVar[dict[Hashable, SplitTable[Any]]] = {}
 
+    #: Feedback on the last attempt, shown under the item's text by :meth:`_observation`
+    #: (multi-attempt envs set it in ``step``); ``None``: nothing to add.
+    _feedback: str | None = None
+
+    def _item_text(self) -> str:
+        """The current item's text as the agent first sees it (multi-attempt envs override it)."""
+        raise NotImplementedError
+
+    def _observation(self) -> str:
+        """The item's text (:meth:`_item_text`), then the feedback on the last attempt if any."""
+        text = self._item_text()
+        return text if self._feedback is None else f"{text}\n\n{self._feedback}"
+
     # ---------------------------------------------------------------- hooks
     def _table_key(self) -> Hashable:
         """The config fields that determine the split table (default: class, source, format, mode)."""
@@ -61,11 +74,13 @@ class DatasetEnv(TextEnv):
         return self._item_key(item)
 
     def _item_source_split(self, item: Any) -> str | None:
-        """The source's split of an item (for ``split_mode="source"``); default none."""
-        return None
+        """The source's split of an item (for ``split_mode="source"``); default: its
+        ``source_split`` attribute, none if it has no such attribute."""
+        return getattr(item, "source_split", None)
 
-    def _item_id(self, item: Any) -> str:  # pragma: no cover - abstract
-        raise NotImplementedError
+    def _item_id(self, item: Any) -> str:
+        """The item's id (default: its ``id`` attribute)."""
+        return item.id
 
     def _start_item(self, item: Any, options: Mapping[str, Any]) -> None:  # pragma: no cover - abstract
         raise NotImplementedError

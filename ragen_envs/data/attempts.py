@@ -14,9 +14,11 @@ resubmitting a partly correct program can never earn more than solving it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["AttemptTracker"]
+__all__ = ["AttemptTracker", "attempts_rule"]
 
 
 @dataclass
@@ -41,6 +43,20 @@ class AttemptTracker:
             raise ValueError(f"max_attempts must be >= 1, got {self.max_attempts}")
         if not 0.0 < self.decay <= 1.0:
             raise ValueError(f"attempt_decay must be in (0, 1], got {self.decay}")
+
+    @classmethod
+    def from_config(cls, env_key: str, config: Mapping[str, Any]) -> "AttemptTracker":
+        """The tracker of an env config (``max_attempts``, ``attempt_decay``).
+
+        Raises:
+            ConfigError: ``max_steps < max_attempts`` (an attempt could never be made).
+        """
+        from ..config import ConfigError
+
+        if config["max_steps"] < config["max_attempts"]:
+            raise ConfigError(env_key, "max_steps",
+                              f"must be >= max_attempts ({config['max_attempts']}), got {config['max_steps']}")
+        return cls(int(config["max_attempts"]), float(config["attempt_decay"]))
 
     def reset(self) -> None:
         """Start a new episode."""
@@ -76,3 +92,18 @@ class AttemptTracker:
         reward = max(0.0, value - self.best)
         self.best = max(self.best, value)
         return reward
+
+
+def attempts_rule(config: Mapping[str, Any], many: str, one: str) -> str:
+    """The instruction sentence stating an episode's attempt budget.
+
+    Args:
+        config: the env config (``max_attempts``, ``attempt_decay``).
+        many: the rule after "You have N attempts; " (``{decay}`` is replaced by the
+            decay, formatted with ``:g``).
+        one: the rule after "You have one attempt; ".
+    """
+    n = int(config["max_attempts"])
+    if n > 1:
+        return f"You have {n} attempts; " + many.format(decay=f"{float(config['attempt_decay']):g}")
+    return "You have one attempt; " + one

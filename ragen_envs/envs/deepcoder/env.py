@@ -27,7 +27,7 @@ import numpy as np
 
 from ...config import ConfigError
 from ...core import Transition, join_lines
-from ...data.attempts import AttemptTracker
+from ...data.attempts import AttemptTracker, attempts_rule
 from ...dataset_env import DatasetEnv
 from ...data.loaders import DataSourceError, load_source
 from ...data.splits import canonical_key
@@ -62,10 +62,7 @@ class DeepCoderEnv(DatasetEnv):
     def __init__(self, render_mode: str | None = None, **config: Any):
         super().__init__(render_mode=render_mode, **config)
         c = self.config
-        if c["max_steps"] < c["max_attempts"]:
-            raise ConfigError(self.env_key, "max_steps",
-                              f"must be >= max_attempts ({c['max_attempts']}), got {c['max_steps']}")
-        self._tracker = AttemptTracker(int(c["max_attempts"]), float(c["attempt_decay"]))
+        self._tracker = AttemptTracker.from_config(self.env_key, c)
         self._sandbox = SandboxConfig(cpu_time_s=float(c["time_limit_s"]), wall_time_s=float(c["wall_time_limit_s"]),
                                       memory_mb=int(c["memory_limit_mb"]), namespaces=c["sandbox_namespaces"])
         self._feedback: str | None = None
@@ -89,12 +86,6 @@ class DeepCoderEnv(DatasetEnv):
 
     def _item_key(self, item: CodeProblem) -> str:
         return canonical_key(item.key_text or item.prompt)
-
-    def _item_source_split(self, item: CodeProblem) -> str | None:
-        return item.source_split
-
-    def _item_id(self, item: CodeProblem) -> str:
-        return item.id
 
     def _start_item(self, item: CodeProblem, options: Mapping[str, Any]) -> None:
         self._tracker.reset()
@@ -138,18 +129,15 @@ class DeepCoderEnv(DatasetEnv):
                   "first_failure_status": failure.status if failure is not None else None},
         )
 
-    def _observation(self) -> str:
-        if self._feedback is None:
-            return self._item.prompt
-        return f"{self._item.prompt}\n\n{self._feedback}"
+    def _item_text(self) -> str:
+        return self._item.prompt
 
     @property
     def instruction(self) -> str:
         c = self.config
-        n = int(c["max_attempts"])
-        retry = (f"You have {n} attempts; after a failed attempt you see the first failing test. Attempt k "
-                 f"(from 0) is worth {float(c['attempt_decay']):g}^k times the share of tests it passes."
-                 if n > 1 else "You have one attempt; your reward is the share of tests your program passes.")
+        retry = attempts_rule(c, "after a failed attempt you see the first failing test. Attempt k (from 0) is "
+                                 "worth {decay}^k times the share of tests it passes.",
+                              "your reward is the share of tests your program passes.")
         return join_lines([
             "You are solving a programming problem in Python 3.",
             "Write a complete program (for stdin/stdout problems) or the complete requested function "

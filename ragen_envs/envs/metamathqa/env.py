@@ -25,7 +25,7 @@ import numpy as np
 
 from ...config import ConfigError
 from ...core import Transition, join_lines
-from ...data.attempts import AttemptTracker
+from ...data.attempts import AttemptTracker, attempts_rule
 from ...dataset_env import DatasetEnv
 from ...data.loaders import SOURCE_SPLIT_KEY, DataSourceError, load_source
 from ...data.splits import canonical_key
@@ -123,11 +123,7 @@ class MetaMathQAEnv(DatasetEnv):
 
     def __init__(self, render_mode: str | None = None, **config: Any):
         super().__init__(render_mode=render_mode, **config)
-        c = self.config
-        if c["max_steps"] < c["max_attempts"]:
-            raise ConfigError(self.env_key, "max_steps",
-                              f"must be >= max_attempts ({c['max_attempts']}), got {c['max_steps']}")
-        self._tracker = AttemptTracker(int(c["max_attempts"]), float(c["attempt_decay"]))
+        self._tracker = AttemptTracker.from_config(self.env_key, self.config)
         self._feedback: str | None = None
 
     # ------------------------------------------------------------- data hooks
@@ -141,12 +137,6 @@ class MetaMathQAEnv(DatasetEnv):
 
     def _item_key(self, item: MathItem) -> str:
         return canonical_key(item.key_text)
-
-    def _item_source_split(self, item: MathItem) -> str | None:
-        return item.source_split
-
-    def _item_id(self, item: MathItem) -> str:
-        return item.id
 
     def _start_item(self, item: MathItem, options: Mapping[str, Any]) -> None:
         self._tracker.reset()
@@ -179,18 +169,14 @@ class MetaMathQAEnv(DatasetEnv):
                   "attempt": attempt, "attempts_left": left},
         )
 
-    def _observation(self) -> str:
-        if self._feedback is None:
-            return self._item.question
-        return f"{self._item.question}\n\n{self._feedback}"
+    def _item_text(self) -> str:
+        return self._item.question
 
     @property
     def instruction(self) -> str:
-        c = self.config
-        n = int(c["max_attempts"])
-        retry = (f"You have {n} attempts; a correct answer at attempt k (counting from 0) earns "
-                 f"{float(c['attempt_decay']):g}^k points, a wrong one earns 0 and you may try again."
-                 if n > 1 else "You have one attempt; a correct answer earns 1 point.")
+        retry = attempts_rule(self.config, "a correct answer at attempt k (counting from 0) earns {decay}^k points, "
+                                           "a wrong one earns 0 and you may try again.",
+                              "a correct answer earns 1 point.")
         return join_lines([
             "You are solving a math word problem.",
             "Reason step by step, then give only the final answer in the answer block: a number "

@@ -113,12 +113,6 @@ class SearchQAEnv(DatasetEnv):
         # Our questions share a split per country (entity); other sources per question.
         return canonical_key(item.key_text)
 
-    def _item_source_split(self, item: QAItem) -> str | None:
-        return item.source_split
-
-    def _item_id(self, item: QAItem) -> str:
-        return item.id
-
     def _start_item(self, item: QAItem, options: Mapping[str, Any]) -> None:
         self._queries = []
         self._last = None

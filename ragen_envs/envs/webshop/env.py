@@ -101,9 +101,6 @@ class WebShopEnv(DatasetEnv):
     def _item_key(self, item: Goal) -> str:
         return canonical_key(item.instruction)
 
-    def _item_id(self, item: Goal) -> str:
-        return item.id
-
     def _start_item(self, item: Goal, options: Mapping[str, Any]) -> None:
         self._shop = self.shop
         self._target = self._shop.by_asin[item.asin.upper()]
