@@ -21,7 +21,8 @@ from typing import Any
 
 from ragen_envs.ranges import Range
 
-from .filtering import LOSS_SCALING, METRICS, STRATEGIES
+from .filtering import LOSS_SCALING, METRICS, SCOPES, STRATEGIES
+from .multienv import TrainEnv, ValEnv
 
 
 class ConfigError(ValueError):
@@ -65,13 +66,19 @@ class ModelConfig:
 
 @dataclass
 class EnvSection:
-    """The training environment: an id, config overrides, train/validation splits."""
+    """The training environment: an id, config overrides, train/validation splits.
+
+    ``train`` / ``val``: several envs at once (:mod:`ragen_train.multienv`; empty = the one
+    env ``id`` with ``config``, which SFT and ``ragen-train eval`` use in any case).
+    """
 
     id: str = "ragen/Bandit-v0"
     config: dict[str, Any] = field(default_factory=dict)
     train_split: str = "train"
     val_split: str = "validation"
     test_split: str = "test"
+    train: list[TrainEnv] = field(default_factory=list)
+    val: list[ValEnv] = field(default_factory=list)
 
 
 @dataclass
@@ -131,6 +138,7 @@ class FilterSection:
     include_zero: bool = True
     loss_scaling: str = "none"
     empty_stop_steps: int = 5
+    scope: str = "global"  # "global" | "per_env": rank all groups together or each env's apart (multienv)
 
 
 @dataclass
@@ -255,6 +263,7 @@ _CHOICES: dict[str, tuple[Any, ...]] = {
     "algorithm.filter.metric": METRICS,
     "algorithm.filter.top_p_mode": ("linear", "softmax"),
     "algorithm.filter.loss_scaling": LOSS_SCALING,
+    "algorithm.filter.scope": SCOPES,
     "sft.demo_policy": ("oracle", "mixed", "jsonl"),
     "env.train_split": ("train", "validation", "test"),
     "env.val_split": ("train", "validation", "test"),
@@ -346,22 +355,33 @@ def _validate_env(cfg: StarPOConfig, user_env_fields: set[str]) -> None:
     suggest ``env.config={}``; a bad value of a known field, or a misspelt field the user
     typed, is reported as it is.
     """
+    from .multienv import check_env_lists
+
+    _validate_one_env("env.id", "env.config", cfg.env.id, cfg.env.config, user_env_fields)
+    for config_field, env_id, env_config in check_env_lists(cfg):
+        _validate_one_env(config_field.removesuffix(".config") + ".id", config_field, env_id, env_config,
+                          set(env_config))
+
+
+def _validate_one_env(id_field: str, config_field: str, env_id: str, env_config: dict[str, Any],
+                      user_env_fields: set[str]) -> None:
+    """:func:`_validate_env` for one env (``id_field`` / ``config_field`` name it in errors)."""
     import ragen_envs
     from ragen_envs.config import ConfigError as EnvConfigError
     from ragen_envs.config import validate_config
 
     try:
-        entry = ragen_envs.get_entry(cfg.env.id)
+        entry = ragen_envs.get_entry(env_id)
     except Exception as exc:  # UnknownEnvError names close matches
-        raise ConfigError("env.id", str(exc)) from None
+        raise ConfigError(id_field, str(exc)) from None
     try:
-        validate_config(entry.env_key, {**entry.kwargs, **cfg.env.config})
+        validate_config(entry.env_key, {**entry.kwargs, **env_config})
     except EnvConfigError as exc:
-        field = f"env.config.{exc.field}" if exc.field else "env.config"
+        field = f"{config_field}.{exc.field}" if exc.field else config_field
         unknown = exc.reason.startswith("unknown field")
-        hint = (" — override env.config={} to drop the preset's env settings"
+        hint = (f" — override {config_field}={{}} to drop the preset's env settings"
                 if unknown and exc.field not in user_env_fields else "")
-        raise ConfigError(field, f"{exc.reason} (env {cfg.env.id}){hint}") from None
+        raise ConfigError(field, f"{exc.reason} (env {env_id}){hint}") from None
 
 
 def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
