@@ -104,14 +104,16 @@ def _external_backend(name: str, cfg, resume: str | None) -> None:
     from .backends import get_backend
     from .config import ConfigError
 
-    if resume:
-        raise _error(f"--resume is only supported by the native back-end, not {name!r}")
+    if resume and name != "trl":
+        raise _error(f"--resume is supported by the native and trl back-ends, not {name!r}")
     try:
         chosen = get_backend(name)
     except KeyError as exc:
         raise _error(exc.args[0]) from None
     try:
-        result = chosen.train(cfg)
+        result = chosen.train(cfg, resume=resume) if resume else chosen.train(cfg)
+    except FileNotFoundError as exc:
+        raise _error(exc) from None
     except (ImportError, ConfigError) as exc:
         raise _error(exc, f"{name} back-end") from None
     _info(f"done ({name}): metrics {result.metrics_path}; model {result.checkpoint_dir}; last validation: "

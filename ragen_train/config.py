@@ -23,6 +23,7 @@ from ragen_envs.ranges import Range
 
 from .filtering import LOSS_SCALING, METRICS, SCOPES, STRATEGIES
 from .multienv import TrainEnv, ValEnv
+from .schedules import SCHEDULES
 
 
 class ConfigError(ValueError):
@@ -182,6 +183,8 @@ class OptimSection:
     adam_eps: float = 1e-8
     grad_clip: float = 1.0
     warmup_steps: int = 0
+    lr_schedule: str = "constant"  # after warm-up: "constant" | "linear" | "cosine" decay (ragen_train.schedules)
+    min_lr_ratio: float = 0.0  # the decayed schedules end at min_lr_ratio * lr
     ppo_epochs: int = 1
     mini_batches: int = 1
     micro_batch_size: int = 8
@@ -264,6 +267,7 @@ _CHOICES: dict[str, tuple[Any, ...]] = {
     "algorithm.filter.top_p_mode": ("linear", "softmax"),
     "algorithm.filter.loss_scaling": LOSS_SCALING,
     "algorithm.filter.scope": SCOPES,
+    "optim.lr_schedule": SCHEDULES,
     "sft.demo_policy": ("oracle", "mixed", "jsonl"),
     "env.train_split": ("train", "validation", "test"),
     "env.val_split": ("train", "validation", "test"),
@@ -294,7 +298,7 @@ _RANGES: dict[str, Range] = {
     "optim.lr": Range(gt=0), "optim.critic_lr": Range(gt=0), "optim.weight_decay": Range(ge=0),
     "optim.beta1": Range(ge=0, lt=1), "optim.beta2": Range(ge=0, lt=1),  # AdamW (Loshchilov & Hutter 2019)
     "optim.adam_eps": Range(gt=0), "optim.grad_clip": Range(ge=0),  # 0: no clipping
-    "optim.warmup_steps": Range(ge=0), "optim.ppo_epochs": Range(ge=1), "optim.mini_batches": Range(ge=1),
+    "optim.warmup_steps": Range(ge=0), "optim.min_lr_ratio": Range(ge=0, le=1), "optim.ppo_epochs": Range(ge=1), "optim.mini_batches": Range(ge=1),
     "optim.micro_batch_size": Range(ge=1),
     "sft.oracle_fraction": Range(ge=0, le=1), "sft.episodes": Range(ge=1), "sft.epochs": Range(ge=1),
     "sft.steps": Range(ge=1), "sft.lr": Range(gt=0), "sft.batch_size": Range(ge=1), "sft.micro_batch_size": Range(ge=1),

@@ -53,6 +53,7 @@ from .filtering import FilterConfig, group_scores, group_values, select_groups
 from .logger import MetricLogger
 from .losses import Denominators, aggregate, kl_penalty, ppo_policy_loss, tis_weights, value_loss
 from .modeling import check_device, load_critic, load_policy, load_tokenizer, token_logprobs, token_values, unwrap
+from .schedules import build_lr_scheduler
 from .multienv import (GroupAllocator, is_multi_env, per_env_kept, run_by_env, select_groups_per_env, train_envs,
                        val_envs)
 
@@ -170,9 +171,8 @@ class StarPOTrainer:
         params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(params, lr=opt.lr, betas=(opt.beta1, opt.beta2), eps=opt.adam_eps,
                                            weight_decay=opt.weight_decay)
-        warm = max(0, opt.warmup_steps)
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, lambda s: min(1.0, (s + 1) / warm) if warm else 1.0)
+        self.scheduler = build_lr_scheduler(self.optimizer, opt.lr_schedule, warmup_steps=opt.warmup_steps,
+                                            total_steps=cfg.trainer.total_steps, min_lr_ratio=opt.min_lr_ratio)
         self.critic_optimizer = (torch.optim.AdamW([p for p in self.critic.parameters() if p.requires_grad],
                                                    lr=opt.critic_lr, betas=(opt.beta1, opt.beta2),
                                                    eps=opt.adam_eps, weight_decay=opt.weight_decay)
