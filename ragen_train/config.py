@@ -459,8 +459,11 @@ def _coerce(value: Any, tp: Any, path: str) -> Any:
             return str(value)
         raise ConfigError(path, f"expected a string, got {value!r}")
     if origin is list:
-        if isinstance(value, str):
-            value = [v for v in value.split(",") if v]
+        if isinstance(value, str):  # a,b  or Hydra's [a,b] / [a, 'b'] (what RAGEN's and verl's configs write)
+            text = value.strip()
+            if text.startswith("[") and text.endswith("]"):
+                text = text[1:-1]
+            value = [v.strip().strip("'\"") for v in text.split(",") if v.strip()]
         if not isinstance(value, list):
             raise ConfigError(path, f"expected a list, got {value!r}")
         return [_coerce(v, args[0], f"{path}[{i}]") for i, v in enumerate(value)] if args else list(value)
@@ -475,6 +478,29 @@ def _fail(path: str, value: Any, what: str) -> Any:
     raise ConfigError(path, f"expected {what}, got {value!r}")
 
 
+def field_paths(data: dict[str, Any], prefix: str = "") -> list[str]:
+    """Every dotted field path of a config dict (``optim.lr``, ``env.config``, ...), sections
+    included; ``env.config`` mappings are not entered."""
+    out: list[str] = []
+    for k, v in data.items():
+        out.append(prefix + k)
+        if isinstance(v, dict) and k != "config":
+            out += field_paths(v, f"{prefix}{k}.")
+    return out
+
+
+def did_you_mean(name: str, candidates: Any, *, prefix: str = "", cutoff: float = 0.6) -> str:
+    """``"; did you mean optim.lr?"`` for the closest of ``candidates`` with as many dots as
+    ``name`` (difflib ratio at least ``cutoff``; as for env ids in :func:`ragen_envs.get_entry`),
+    else ``""``; ``prefix`` is put before each match (a leaf name is matched among its
+    section's fields, a misspelt section as a whole dotted path)."""
+    import difflib
+
+    same_depth = sorted(c for c in candidates if c.count(".") == name.count("."))  # optim.lrr: not "optim"
+    close = difflib.get_close_matches(name, same_depth, n=3, cutoff=cutoff)
+    return f"; did you mean {', '.join(prefix + c for c in close)}?" if close else ""
+
+
 def from_dict(cls: type, data: dict[str, Any], path: str = "") -> Any:
     """Build dataclass ``cls`` from a (possibly partial) dict, checking every key."""
     hints = typing.get_type_hints(cls)
@@ -483,7 +509,8 @@ def from_dict(cls: type, data: dict[str, Any], path: str = "") -> Any:
     for key, value in data.items():
         fp = f"{path}.{key}" if path else key
         if key not in names:
-            raise ConfigError(fp, f"unknown field (known: {', '.join(sorted(names))})")
+            hint = did_you_mean(key, names, prefix=f"{path}." if path else "")
+            raise ConfigError(fp, f"unknown field{hint} (known: {', '.join(sorted(names))})")
         kwargs[key] = _coerce(value, hints[key], fp)
     return cls(**kwargs)
 
@@ -514,11 +541,14 @@ def _apply_overrides(cfg: StarPOConfig, overrides: list[str], user_env_fields: s
         parts = key.strip().split(".")
         for i, part in enumerate(parts[:-1]):
             if not isinstance(node, dict) or part not in node:
-                raise ConfigError(".".join(parts[: i + 1]), "unknown section")
+                raise ConfigError(".".join(parts[: i + 1]),
+                                  "unknown section" + did_you_mean(key, field_paths(data), cutoff=0.8))
             node = node[part]
         leaf = parts[-1]
         if not isinstance(node, dict) or (leaf not in node and parts[-2:-1] != ["config"]):
-            raise ConfigError(key, "unknown field")
+            parent = ".".join(parts[:-1])
+            hint = did_you_mean(leaf, node, prefix=f"{parent}." if parent else "") if isinstance(node, dict) else ""
+            raise ConfigError(key, "unknown field" + hint)
         node[leaf] = value
         if parts[:2] == ["env", "config"] and len(parts) >= 3:
             user_env_fields.add(parts[2])

@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
 import time
 import warnings
 from collections import defaultdict
@@ -53,6 +52,7 @@ from .filtering import FilterConfig, group_scores, group_values, select_groups
 from .logger import MetricLogger
 from .losses import Denominators, aggregate, kl_penalty, ppo_policy_loss, tis_weights, value_loss
 from .modeling import check_device, load_critic, load_policy, load_tokenizer, token_logprobs, token_values, unwrap
+from .outputs import clear_run_outputs
 from .schedules import build_lr_scheduler
 from .multienv import (GroupAllocator, is_multi_env, per_env_kept, run_by_env, select_groups_per_env, train_envs,
                        val_envs)
@@ -214,6 +214,8 @@ class StarPOTrainer:
         Raises:
             FileExistsError: ``out_dir`` holds a run (``metrics.jsonl`` or checkpoints) and
                 ``trainer.overwrite`` is false; the message says how to resume or overwrite.
+                With ``trainer.overwrite`` every output of the earlier run is removed
+                (:func:`ragen_train.outputs.clear_run_outputs`).
         """
         metrics, ckpts = self.out_dir / "metrics.jsonl", self.out_dir / "checkpoints"
         old = ([metrics] if metrics.is_file() and metrics.stat().st_size > 0 else []) + \
@@ -225,9 +227,8 @@ class StarPOTrainer:
                 f"trainer.out_dir {str(self.out_dir)!r} already holds a run ({', '.join(p.name for p in old)}); "
                 "continue it with --resume latest, choose another trainer.out_dir, or set trainer.overwrite=true "
                 "to replace it")
-        if int(os.environ.get("RANK", "0")) == 0:
-            for p in old:
-                shutil.rmtree(p) if p.is_dir() else p.unlink()
+        if int(os.environ.get("RANK", "0")) == 0:  # the earlier run's other files too (ragen_train.outputs)
+            clear_run_outputs(self.out_dir, keep=(self.cfg.model.path, self.cfg.sft.demos_path))
 
     # ------------------------------------------------------------ configuration
     def _build_engine(self, *, sync: bool) -> tuple[str, Any]:
@@ -292,10 +293,11 @@ class StarPOTrainer:
         return [rec for part in parts for rec in part]
 
     def evaluate(self, *, split: str | None = None, episodes: int | None = None,
-                 temperature: float | None = None) -> dict[str, float]:
+                 temperature: float | None = None, prefix: str = "val") -> dict[str, float]:
         """Success and return on fixed seeds ``0..episodes-1`` of ``split`` (default: validation) of
-        every validation env (:func:`~ragen_train.multienv.val_envs`): ``val/*`` over all episodes,
-        and ``val/<tag>/*`` per env when the run lists its envs."""
+        every validation env (:func:`~ragen_train.multienv.val_envs`): ``<prefix>/*`` over all
+        episodes, and ``<prefix>/<tag>/*`` per env when the run lists its envs (``prefix``: ``val``,
+        or ``test`` for the held-out evaluation of :mod:`ragen_train.pipeline`)."""
         split = split or self.cfg.env.val_split
         t = self.cfg.trainer.val_temperature if temperature is None else temperature
         specs = [[EpisodeSpec(index=i, env_id=e.id, seed=i, group=i, env_config=self.env_config(split, e.config))
@@ -308,8 +310,8 @@ class StarPOTrainer:
         for part in parts:
             _raise_if_env_broken(part)
         records = [rec for part in parts for rec in part]
-        out = self._reduce_means(episode_metrics(records, "val"), len(records))
-        return out | self._per_env_metrics(parts, self.val_envs, "val")
+        out = self._reduce_means(episode_metrics(records, prefix), len(records))
+        return out | self._per_env_metrics(parts, self.val_envs, prefix)
 
     def _per_env_metrics(self, parts: list[list[EpisodeRecord]], envs: Sequence[Any], prefix: str,
                          group_size: int | None = None) -> dict[str, float]:
@@ -700,17 +702,17 @@ class StarPOTrainer:
         checkpoint, which must be intact (no fall-back from one the user named).
 
         Raises:
-            FileNotFoundError: no checkpoint at all (with a hint about ``trainer.save_every``).
+            FileNotFoundError: no checkpoint at all; the message names the reason
+                (:func:`ragen_train.resume.missing_checkpoint_message`).
             NoIntactCheckpoint: checkpoints exist but none (or not the named one) is intact;
                 one line naming the damaged file(s).
         """
         root = self.out_dir / "checkpoints"
-        if where == "latest" and not ckpt.list_checkpoints(root) or where != "latest" and not Path(where).is_dir():
-            every = self.cfg.trainer.save_every
-            raise FileNotFoundError(
-                f"no checkpoint to resume from at {where!r} (out_dir {self.out_dir}); checkpoints are written "
-                f"every trainer.save_every steps (0 = never; this config: {every}) — set trainer.save_every > 0 "
-                "in the run to be resumed")
+        looks_saved = where != "latest" and any((Path(where) / n).exists() for n in (ckpt.MANIFEST, "state.json", "model"))
+        if where == "latest" and not ckpt.list_checkpoints(root) or where != "latest" and not looks_saved:
+            from .resume import missing_checkpoint_message
+
+            raise FileNotFoundError(missing_checkpoint_message(where, self.out_dir, self.cfg.trainer.save_every))
         if where == "latest":
             return ckpt.find_resumable(self.out_dir)
         try:
