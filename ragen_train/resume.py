@@ -2,7 +2,7 @@
 
 ``WHERE`` is ``latest`` (the newest intact checkpoint in the config's ``trainer.out_dir``),
 a run directory (a ``trainer.out_dir`` with ``config.json``), or a checkpoint directory
-(``<out_dir>/checkpoints/step_N``).  With a directory and no ``--config``, the config is
+(``<out_dir>/checkpoints/step_N``, or the TRL back-end's ``<out_dir>/trl/checkpoint-N``).  With a directory and no ``--config``, the config is
 the run's own ``config.json`` (for a checkpoint: the run directory's, else the copy in its
 ``state.json``) with the command line's overrides on top, as ``ragen-bench run --resume``
 reads its run's ``run.json`` — so a run is continued with the settings it was started with.
@@ -55,6 +55,9 @@ def resume_target(where: str) -> ResumeTarget:
     if where == "latest":
         return ResumeTarget(None, None, None, "latest")
     d = Path(where)
+    if (d / "trainer_state.json").is_file() and d.parent.name == "trl":  # a TRL back-end checkpoint-N
+        run = d.parent.parent
+        return ResumeTarget(run / "config.json" if (run / "config.json").is_file() else None, None, run, str(d))
     if _is_checkpoint(d):
         run = d.parent.parent if d.parent.name == "checkpoints" else None
         cfg_file = run / "config.json" if run is not None and (run / "config.json").is_file() else None
