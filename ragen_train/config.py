@@ -418,6 +418,11 @@ def _coerce(value: Any, tp: Any, path: str) -> Any:
                 errors.append(str(exc))
         raise ConfigError(path, f"cannot read {value!r} as {tp}")
     if dataclasses.is_dataclass(tp):
+        if isinstance(value, str) and hasattr(tp, "from_text"):  # a short form, e.g. env.train=<id>:<weight>,...
+            try:
+                return tp.from_text(value)
+            except ValueError as exc:
+                raise ConfigError(path, str(exc)) from None
         if not isinstance(value, dict):
             raise ConfigError(path, f"expected a mapping, got {value!r}")
         return from_dict(tp, value, path)

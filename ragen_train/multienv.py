@@ -9,7 +9,8 @@ section 2.1 and 3.7.  This module is that mechanism for :class:`~ragen_train.tra
 
 * **config** — ``env.train`` (a list of :class:`TrainEnv`: ``id``, ``tag``, ``config``,
   ``weight``) and ``env.val`` (a list of :class:`ValEnv`: ``id``, ``tag``, ``config``,
-  ``episodes``).  Empty lists mean the single env ``env.id`` / ``env.config``, exactly as
+  ``episodes``), as JSON or in the short form ``env.train=ragen/Sokoban-v0:1,ragen/FrozenLake-v0:1``
+  (``<id>:<weight>``; ``env.val`` takes ``<id>:<episodes>``).  Empty lists mean the single env ``env.id`` / ``env.config``, exactly as
   before (the single-env form stays valid, and then no per-env metric keys are written).
   An empty ``env.val`` validates on every training env.
 * **group allocation** (:class:`GroupAllocator`) — weights instead of RAGEN's integer
@@ -61,6 +62,16 @@ class TrainEnv:
     config: dict[str, Any] = field(default_factory=dict)
     weight: float = 1.0
 
+    @classmethod
+    def from_text(cls, text: str) -> "TrainEnv":
+        """``<id>`` or ``<id>:<weight>`` (the short form ``env.train=ragen/Sokoban-v0:3,ragen/FrozenLake-v0:1``).
+
+        Raises:
+            ValueError: a weight that is not a number.
+        """
+        env_id, number = _split_short(text, "weight")
+        return cls(id=env_id) if number is None else cls(id=env_id, weight=number)
+
 
 @dataclass
 class ValEnv:
@@ -75,6 +86,29 @@ class ValEnv:
     tag: str = ""
     config: dict[str, Any] = field(default_factory=dict)
     episodes: int | None = None
+
+    @classmethod
+    def from_text(cls, text: str) -> "ValEnv":
+        """``<id>`` or ``<id>:<episodes>`` (``env.val=ragen/Sokoban-v0:128,ragen/FrozenLake-v0``).
+
+        Raises:
+            ValueError: episodes that are not a whole number.
+        """
+        env_id, number = _split_short(text, "episodes")
+        if number is not None and not float(number).is_integer():
+            raise ValueError(f"episodes must be a whole number, got {text!r}")
+        return cls(id=env_id) if number is None else cls(id=env_id, episodes=int(number))
+
+
+def _split_short(text: str, what: str) -> tuple[str, float | None]:
+    """``"<id>:<number>"`` → ``(id, number)``; ``"<id>"`` → ``(id, None)``."""
+    env_id, sep, rest = text.strip().partition(":")
+    if not sep:
+        return env_id, None
+    try:
+        return env_id, float(rest)
+    except ValueError:
+        raise ValueError(f"expected <env id>:<{what}>, got {text!r}") from None
 
 
 @dataclass(frozen=True)

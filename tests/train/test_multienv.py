@@ -124,3 +124,13 @@ def test_bad_env_lists_name_the_entry(override: str, field: str) -> None:
     with pytest.raises(ConfigError) as err:
         load_config("quickstart", [override])
     assert err.value.field == field, err.value
+
+
+def test_short_form_of_the_env_lists() -> None:
+    cfg = load_config("quickstart", ["env.train=ragen/Sokoban-v0:3,ragen/FrozenLake-v0",
+                                     "env.val=[ragen/Sokoban-v0:16, ragen/FrozenLake-v0]"])
+    assert [(e.id, e.weight) for e in cfg.env.train] == [("ragen/Sokoban-v0", 3.0), ("ragen/FrozenLake-v0", 1.0)]
+    assert [(e.tag, e.episodes) for e in val_envs(cfg)] == [("Sokoban-v0", 16), ("FrozenLake-v0", None)]
+    with pytest.raises(ConfigError) as err:
+        load_config("quickstart", ["env.train=ragen/Sokoban-v0:heavy"])
+    assert err.value.field == "env.train[0]" and "<env id>:<weight>" in err.value.reason
