@@ -136,7 +136,7 @@ def is_multi_env(cfg: Any) -> bool:
 def train_envs(cfg: Any) -> list[EnvSlot]:
     """The training envs of ``cfg`` (``env.train``, else the single ``env.id``)."""
     if not cfg.env.train:
-        return [EnvSlot(default_tag(cfg.env.id), cfg.env.id, dict(cfg.env.config))]
+        return [EnvSlot(default_tag(cfg.env.id), cfg.env.id, cfg.env.config)]  # not a copy: it is cfg's env.config
     return [EnvSlot(e.tag or default_tag(e.id), e.id, dict(e.config), weight=e.weight) for e in cfg.env.train]
 
 

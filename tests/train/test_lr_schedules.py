@@ -72,6 +72,19 @@ def test_config_fields_and_trl_mapping() -> None:
     with pytest.raises(ConfigError) as err:
         trl_settings(load_config("quickstart", ["optim.lr_schedule=linear", "optim.min_lr_ratio=0.1"]))
     assert err.value.field == "optim.min_lr_ratio"
+    from ragen_train.backends.verl_backend import verl_settings
+
+    def verl(*o: str) -> dict[str, str]:
+        return verl_settings(load_config("quickstart", list(o)), train_files="t.parquet", val_files="v.parquet",
+                             agent_loop_config="a.yaml").as_dict()
+
+    v = verl("optim.lr_schedule=cosine", "optim.min_lr_ratio=0.1")
+    assert v["actor_rollout_ref.actor.optim.lr_scheduler_type"] == "cosine"
+    assert v["actor_rollout_ref.actor.optim.min_lr_ratio"] == "0.1"
+    assert verl()["actor_rollout_ref.actor.optim.lr_scheduler_type"] == "constant"
+    with pytest.raises(ConfigError) as err:
+        verl("optim.lr_schedule=linear")
+    assert err.value.field == "optim.lr_schedule"
 
 
 def test_a_cosine_run_logs_the_scheduled_lr_and_resumes_it(tmp_path: Path) -> None:
