@@ -124,7 +124,7 @@ def starpo(
 def _load_for_resume(config: str | None, overrides: list[str] | None, resume: str | None):
     """The config and the trainer's ``resume`` argument for ``starpo`` (:mod:`ragen_train.resume`):
     ``--resume DIR`` without ``--config`` reads the run's own config, overrides on top."""
-    from .config import ConfigError, StarPOConfig, apply_overrides, from_dict
+    from .config import StarPOConfig, TrainConfigError, apply_overrides, from_dict
     from .resume import resume_target
 
     target = resume_target(resume) if resume and config is None else None
@@ -138,7 +138,7 @@ def _load_for_resume(config: str | None, overrides: list[str] | None, resume: st
             cfg = _load(str(target.config_path), extra)
         else:
             cfg = apply_overrides(from_dict(StarPOConfig, target.state_config), extra)
-    except ConfigError as exc:
+    except TrainConfigError as exc:
         raise _error(exc, "config error") from None
     _info(f"config: {target.config_path or Path(target.resume) / 'state.json'} (the resumed run's own; "
           "overrides on the command line apply on top)")

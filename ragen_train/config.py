@@ -46,10 +46,6 @@ class TrainConfigError(ValueError):
         super().__init__(f"{where}: {reason}")
 
 
-#: The name this class had before issue 14 (kept so that imports written against it work).
-ConfigError = TrainConfigError
-
-
 @dataclass
 class LoraConfig:
     """LoRA adapters via peft (``rank > 0`` enables them; Hu et al. 2021, arXiv 2106.09685)."""

@@ -152,10 +152,10 @@ def check_env_lists(cfg: Any) -> list[tuple[str, str, dict[str, Any]]]:
     env, for the env-config check of :func:`ragen_train.config.validate`.
 
     Raises:
-        ragen_train.config.ConfigError: naming the entry's field — an entry without an id, a
+        ragen_train.config.TrainConfigError: naming the entry's field — an entry without an id, a
             tag with a ``/``, a repeated tag, a weight that is not positive, episodes below 1.
     """
-    from .config import ConfigError  # config imports this module
+    from .config import TrainConfigError  # config imports this module
 
     out = []
     for name, entries in (("env.train", cfg.env.train), ("env.val", cfg.env.val)):
@@ -163,18 +163,18 @@ def check_env_lists(cfg: Any) -> list[tuple[str, str, dict[str, Any]]]:
         for i, e in enumerate(entries):
             where = f"{name}[{i}]"
             if not e.id:
-                raise ConfigError(f"{where}.id", "every listed env needs an id (e.g. ragen/Sokoban-v0)")
+                raise TrainConfigError(f"{where}.id", "every listed env needs an id (e.g. ragen/Sokoban-v0)")
             tag = e.tag or default_tag(e.id)
             if "/" in tag or not tag.strip():
-                raise ConfigError(f"{where}.tag", f"a tag is one metric-key segment without '/', got {tag!r}")
+                raise TrainConfigError(f"{where}.tag", f"a tag is one metric-key segment without '/', got {tag!r}")
             if tag in seen:
-                raise ConfigError(f"{where}.tag", f"tag {tag!r} is already used by {name}[{seen[tag]}]; give each "
+                raise TrainConfigError(f"{where}.tag", f"tag {tag!r} is already used by {name}[{seen[tag]}]; give each "
                                                  "entry its own tag")
             seen[tag] = i
             if name == "env.train" and not (math.isfinite(e.weight) and e.weight > 0):
-                raise ConfigError(f"{where}.weight", f"must be a positive number, got {e.weight!r}")
+                raise TrainConfigError(f"{where}.weight", f"must be a positive number, got {e.weight!r}")
             if name == "env.val" and e.episodes is not None and e.episodes < 1:
-                raise ConfigError(f"{where}.episodes", f"must be at least 1, got {e.episodes!r}")
+                raise TrainConfigError(f"{where}.episodes", f"must be at least 1, got {e.episodes!r}")
             out.append((f"{where}.config", e.id, dict(e.config)))
     return out
 

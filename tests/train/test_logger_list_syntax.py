@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ragen_train.config import ConfigError, load_config
+from ragen_train.config import TrainConfigError, load_config
 
 
 @pytest.mark.parametrize("value", ["[jsonl,console,tensorboard]", "[jsonl, console, tensorboard]",
@@ -19,7 +19,7 @@ def test_list_syntaxes_give_the_same_loggers(value: str) -> None:
 
 
 def test_an_unknown_logger_in_brackets_is_named_without_brackets() -> None:
-    with pytest.raises(ConfigError, match=r"unknown logger 'tensorbord'"):
+    with pytest.raises(TrainConfigError, match=r"unknown logger 'tensorbord'"):
         load_config("quickstart", ["trainer.loggers=[jsonl,tensorbord]"])
 
 

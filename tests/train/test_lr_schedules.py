@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from ragen_train.config import ConfigError, load_config
+from ragen_train.config import TrainConfigError, load_config
 from ragen_train.logger import read_metrics
 from ragen_train.schedules import build_lr_scheduler, hf_scheduler_type
 
@@ -57,10 +57,10 @@ def test_warmup_then_decay_to_the_floor() -> None:
 def test_config_fields_and_trl_mapping() -> None:
     cfg = load_config("quickstart", ["optim.lr_schedule=cosine", "optim.min_lr_ratio=0.1"])
     assert (cfg.optim.lr_schedule, cfg.optim.min_lr_ratio) == ("cosine", 0.1)
-    with pytest.raises(ConfigError) as err:
+    with pytest.raises(TrainConfigError) as err:
         load_config("quickstart", ["optim.lr_schedule=exponential"])
     assert err.value.field == "optim.lr_schedule"
-    with pytest.raises(ConfigError) as err:
+    with pytest.raises(TrainConfigError) as err:
         load_config("quickstart", ["optim.min_lr_ratio=1.5"])
     assert err.value.field == "optim.min_lr_ratio"
     assert hf_scheduler_type("cosine", 0.1) == ("cosine_with_min_lr", {"min_lr_rate": 0.1})
@@ -69,7 +69,7 @@ def test_config_fields_and_trl_mapping() -> None:
 
     args = trl_settings(load_config("quickstart", ["optim.lr_schedule=cosine", "optim.min_lr_ratio=0.1"])).args
     assert args["lr_scheduler_type"] == "cosine_with_min_lr" and args["lr_scheduler_kwargs"] == {"min_lr_rate": 0.1}
-    with pytest.raises(ConfigError) as err:
+    with pytest.raises(TrainConfigError) as err:
         trl_settings(load_config("quickstart", ["optim.lr_schedule=linear", "optim.min_lr_ratio=0.1"]))
     assert err.value.field == "optim.min_lr_ratio"
     from ragen_train.backends.verl_backend import verl_settings
@@ -82,7 +82,7 @@ def test_config_fields_and_trl_mapping() -> None:
     assert v["actor_rollout_ref.actor.optim.lr_scheduler_type"] == "cosine"
     assert v["actor_rollout_ref.actor.optim.min_lr_ratio"] == "0.1"
     assert verl()["actor_rollout_ref.actor.optim.lr_scheduler_type"] == "constant"
-    with pytest.raises(ConfigError) as err:
+    with pytest.raises(TrainConfigError) as err:
         verl("optim.lr_schedule=linear")
     assert err.value.field == "optim.lr_schedule"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragen_train.config import ConfigError, StarPOConfig, config_json_schema, load_config
+from ragen_train.config import StarPOConfig, TrainConfigError, config_json_schema, load_config
 from ragen_train.filtering import FilterConfig, group_scores, select_groups
 from ragen_train.logger import read_metrics
 from ragen_train.multienv import GroupAllocator, select_groups_per_env, train_envs, val_envs
@@ -121,7 +121,7 @@ def test_per_env_filter_scope_in_a_run(tmp_path: Path) -> None:
     ("algorithm.filter.scope=per_group", "algorithm.filter.scope"),
 ])
 def test_bad_env_lists_name_the_entry(override: str, field: str) -> None:
-    with pytest.raises(ConfigError) as err:
+    with pytest.raises(TrainConfigError) as err:
         load_config("quickstart", [override])
     assert err.value.field == field, err.value
 
@@ -131,6 +131,6 @@ def test_short_form_of_the_env_lists() -> None:
                                      "env.val=[ragen/Sokoban-v0:16, ragen/FrozenLake-v0]"])
     assert [(e.id, e.weight) for e in cfg.env.train] == [("ragen/Sokoban-v0", 3.0), ("ragen/FrozenLake-v0", 1.0)]
     assert [(e.tag, e.episodes) for e in val_envs(cfg)] == [("Sokoban-v0", 16), ("FrozenLake-v0", None)]
-    with pytest.raises(ConfigError) as err:
+    with pytest.raises(TrainConfigError) as err:
         load_config("quickstart", ["env.train=ragen/Sokoban-v0:heavy"])
     assert err.value.field == "env.train[0]" and "<env id>:<weight>" in err.value.reason

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 import ragen_envs
 from ragen_train.cli import app
-from ragen_train.config import ConfigError, load_config
+from ragen_train.config import TrainConfigError, load_config
 from ragen_train.plot import PANELS, Y_LABELS, plot_metrics, training_figure
 
 runner = CliRunner()
@@ -31,7 +31,7 @@ def test_version_flag() -> None:
     ("optimm.lr=1e-5", "optimm", "did you mean optim.lr?"),
 ])
 def test_mistyped_config_fields_get_a_suggestion(override: str, field: str, hint: str) -> None:
-    with pytest.raises(ConfigError) as err:
+    with pytest.raises(TrainConfigError) as err:
         load_config("quickstart", [override])
     assert err.value.field == field and err.value.reason.endswith(hint), err.value
     line = runner.invoke(app, ["show-config", override])
@@ -41,10 +41,10 @@ def test_mistyped_config_fields_get_a_suggestion(override: str, field: str, hint
 def test_mistyped_field_in_a_config_file_gets_a_suggestion(tmp_path: Path) -> None:
     f = tmp_path / "c.json"
     f.write_text(json.dumps({"optim": {"lrr": 1e-5}}))
-    with pytest.raises(ConfigError, match=r"did you mean optim\.lr\?") as err:
+    with pytest.raises(TrainConfigError, match=r"did you mean optim\.lr\?") as err:
         load_config(str(f))
     assert err.value.field == "optim.lrr"
-    with pytest.raises(ConfigError) as err:
+    with pytest.raises(TrainConfigError) as err:
         load_config("quickstart", ["optim.zzz=1"])
     assert "did you mean" not in str(err.value)  # nothing close: no guess
 
