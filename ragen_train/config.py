@@ -28,7 +28,7 @@ from .advantages import ADVANTAGE_ESTIMATORS
 from .filtering import LOSS_SCALING, METRICS, SCOPES, STRATEGIES, FilterConfig
 from .losses import AGG_MODES, KL_ESTIMATORS
 from .multienv import TrainEnv, ValEnv
-from .schedules import SCHEDULES
+from .schedules import LR_SCHEDULES
 
 
 class TrainConfigError(ValueError):
@@ -272,12 +272,12 @@ _CHOICES: dict[str, Collection[Any]] = {
     "algorithm.adv_estimator": ADVANTAGE_ESTIMATORS,
     "algorithm.loss_agg_mode": AGG_MODES,
     "algorithm.kl_estimator": KL_ESTIMATORS,
+    "optim.lr_schedule": LR_SCHEDULES,
     "algorithm.filter.strategy": tuple(sorted(STRATEGIES)),
     "algorithm.filter.metric": METRICS,
     "algorithm.filter.top_p_mode": ("linear", "softmax"),
     "algorithm.filter.loss_scaling": LOSS_SCALING,
     "algorithm.filter.scope": SCOPES,
-    "optim.lr_schedule": SCHEDULES,
     "sft.demo_policy": ("oracle", "mixed", "jsonl"),
     "env.train_split": ("train", "validation", "test"),
     "env.val_split": ("train", "validation", "test"),

@@ -24,11 +24,37 @@ The TRL back-end maps the same names onto ``TrainingArguments.lr_scheduler_type`
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import torch
+from torch.optim import lr_scheduler as S
 
-SCHEDULES = ("constant", "linear", "cosine")
+from ragen_bench.registry import Registry
+
+
+#: Learning-rate schedules by the name ``optim.lr_schedule`` takes:
+#: ``decay(optimizer, steps, min_lr_ratio) -> scheduler`` for the ``D`` steps after warm-up
+#: (module docstring).  Metadata: ``hf(min_lr_ratio) -> (lr_scheduler_type,
+#: lr_scheduler_kwargs)`` of transformers' ``TrainingArguments`` (raises ``ValueError`` for a
+#: setting transformers cannot express); ``verl``: verl's ``actor.optim.lr_scheduler_type`` of
+#: the same shape (absent: verl has none; its actor schedules are ``constant`` and ``cosine``).
+LR_SCHEDULES: Registry[Callable[[torch.optim.Optimizer, int, float], S.LRScheduler]] = Registry("lr schedule")
+
+
+def _linear_hf(min_lr_ratio: float) -> tuple[str, dict[str, Any]]:
+    if min_lr_ratio > 0:
+        raise ValueError("transformers' linear schedule decays to 0; optim.min_lr_ratio > 0 needs "
+                         "lr_schedule=cosine on the trl back-end")
+    return "linear", {}
+
+
+LR_SCHEDULES.add("constant", lambda opt, steps, m: S.ConstantLR(opt, factor=1.0, total_iters=0),
+                 hf=lambda m: ("constant_with_warmup", {}), verl="constant")
+LR_SCHEDULES.add("linear", lambda opt, steps, m: S.LinearLR(opt, start_factor=1.0, end_factor=m, total_iters=steps),
+                 hf=_linear_hf)
+LR_SCHEDULES.add("cosine",
+                 lambda opt, steps, m: S.CosineAnnealingLR(opt, T_max=steps, eta_min=m * opt.param_groups[0]["lr"]),
+                 hf=lambda m: ("cosine_with_min_lr", {"min_lr_rate": m}) if m > 0 else ("cosine", {}), verl="cosine")
 
 
 def build_lr_scheduler(optimizer: torch.optim.Optimizer, schedule: str, *, warmup_steps: int, total_steps: int,
@@ -37,7 +63,7 @@ def build_lr_scheduler(optimizer: torch.optim.Optimizer, schedule: str, *, warmu
 
     Args:
         optimizer: the optimizer whose learning rate is scheduled (its ``lr`` is the peak).
-        schedule: one of :data:`SCHEDULES`.
+        schedule: a name in :data:`LR_SCHEDULES`.
         warmup_steps: linear warm-up steps ``w`` (0: none).
         total_steps: training steps; the decay reaches ``min_lr_ratio · lr`` at step
             ``total_steps`` (so the last trained step is one decay step above it, as in
@@ -46,23 +72,14 @@ def build_lr_scheduler(optimizer: torch.optim.Optimizer, schedule: str, *, warmu
         min_lr_ratio: final learning rate as a share of the peak, in ``[0, 1]``.
 
     Raises:
-        ValueError: an unknown schedule, or ``min_lr_ratio`` outside ``[0, 1]``.
+        ValueError: an unknown schedule (:class:`ragen_bench.registry.UnknownNameError`), or
+            ``min_lr_ratio`` outside ``[0, 1]``.
     """
-    from torch.optim import lr_scheduler as S
-
-    if schedule not in SCHEDULES:
-        raise ValueError(f"lr_schedule must be one of {SCHEDULES}, got {schedule!r}")
+    decay = LR_SCHEDULES.get(schedule)
     if not 0.0 <= min_lr_ratio <= 1.0:
         raise ValueError(f"min_lr_ratio must be in [0, 1], got {min_lr_ratio!r}")
     warm = max(0, int(warmup_steps))
-    decay = max(1, int(total_steps) - warm)
-    if schedule == "linear":
-        main: S.LRScheduler = S.LinearLR(optimizer, start_factor=1.0, end_factor=min_lr_ratio, total_iters=decay)
-    elif schedule == "cosine":
-        peak = optimizer.param_groups[0]["lr"]
-        main = S.CosineAnnealingLR(optimizer, T_max=decay, eta_min=min_lr_ratio * peak)
-    else:
-        main = S.ConstantLR(optimizer, factor=1.0, total_iters=0)
+    main = decay(optimizer, max(1, int(total_steps) - warm), min_lr_ratio)
     if warm == 0:
         return main
     ramp = S.LinearLR(optimizer, start_factor=1.0 / warm, end_factor=1.0, total_iters=max(1, warm - 1))
@@ -74,18 +91,10 @@ def hf_scheduler_type(schedule: str, min_lr_ratio: float) -> tuple[str, dict[str
     ``optim.lr_schedule`` (warm-up via ``warmup_steps``; HF's ramp starts at 0, ours at ``lr / w``).
 
     Raises:
-        ValueError: an unknown schedule.
+        ValueError: an unknown schedule, or a ``min_lr_ratio`` the schedule cannot express there.
     """
-    if schedule == "constant":
-        return "constant_with_warmup", {}
-    if schedule == "cosine":
-        return ("cosine_with_min_lr", {"min_lr_rate": min_lr_ratio}) if min_lr_ratio > 0 else ("cosine", {})
-    if schedule == "linear":
-        if min_lr_ratio > 0:
-            raise ValueError("transformers' linear schedule decays to 0; optim.min_lr_ratio > 0 needs "
-                             "lr_schedule=cosine on the trl back-end")
-        return "linear", {}
-    raise ValueError(f"lr_schedule must be one of {SCHEDULES}, got {schedule!r}")
+    LR_SCHEDULES.get(schedule)  # an unknown name: UnknownNameError
+    return LR_SCHEDULES.meta(schedule, "hf")(min_lr_ratio)
 
 
-__all__ = ["SCHEDULES", "build_lr_scheduler", "hf_scheduler_type"]
+__all__ = ["LR_SCHEDULES", "build_lr_scheduler", "hf_scheduler_type"]

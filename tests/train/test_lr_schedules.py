@@ -107,3 +107,30 @@ def test_a_cosine_run_logs_the_scheduled_lr_and_resumes_it(tmp_path: Path) -> No
     # 1 warm-up step (at the peak: (0 + 1) / 1), then 3 decay steps t = 0, 1, 2 of D = 3.
     expected = [1e-3] + [1e-3 * (1 + math.cos(math.pi * t / 3)) / 2 for t in range(3)]
     assert [r["actor/lr"] for r in rows] == pytest.approx(expected, rel=1e-9)
+
+
+def test_lr_schedules_are_a_registry_read_by_config_schema_and_mappings(tmp_path) -> None:
+    """``optim.lr_schedule`` takes the names of ``LR_SCHEDULES`` (issue 14 item 2 pattern): a
+    schedule registered at run time is accepted by the config and maps through its metadata."""
+    from torch.optim import lr_scheduler as S
+
+    from ragen_train.backends.verl_backend import verl_settings
+    from ragen_train.config import config_json_schema
+    from ragen_train.schedules import LR_SCHEDULES
+
+    assert config_json_schema()["properties"]["optim"]["properties"]["lr_schedule"]["enum"] == list(LR_SCHEDULES)
+    LR_SCHEDULES.add("halved", lambda opt, steps, m: S.ConstantLR(opt, factor=0.5, total_iters=steps),
+                     hf=lambda m: ("constant", {}), verl="constant")
+    try:
+        cfg = load_config("quickstart", [f"trainer.out_dir={tmp_path}", "optim.lr_schedule=halved"])
+        assert hf_scheduler_type("halved", 0.0) == ("constant", {})
+        opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.2)
+        build_lr_scheduler(opt, "halved", warmup_steps=0, total_steps=4)
+        assert opt.param_groups[0]["lr"] == pytest.approx(0.1)
+        verl = verl_settings(cfg, train_files="t.parquet", val_files="v.parquet", agent_loop_config="a.yaml").as_dict()
+        assert verl["actor_rollout_ref.actor.optim.lr_scheduler_type"] == "constant"
+    finally:
+        LR_SCHEDULES.remove("halved")
+    with pytest.raises(TrainConfigError, match="must be one of") as err:
+        load_config("quickstart", ["optim.lr_schedule=halved"])
+    assert err.value.field == "optim.lr_schedule"
