@@ -150,12 +150,13 @@ def _external_backend(name: str, cfg, resume: str | None) -> None:
     from .backends import get_backend
     from .config import TrainConfigError
 
-    if resume and name != "trl":
-        raise _error(f"--resume is supported by the native and trl back-ends, not {name!r}")
     try:
         chosen = get_backend(name)
     except KeyError as exc:
         raise _error(exc.args[0]) from None
+    if resume and not TRAINER_BACKENDS.meta(name, "resume", False):
+        raise _error(f"--resume is supported by the {' and '.join(TRAINER_BACKENDS.names(resume=True))} "
+                     f"back-ends, not {name!r}")
     try:
         result = chosen.train(cfg, resume=resume) if resume else chosen.train(cfg)
     except FileNotFoundError as exc:

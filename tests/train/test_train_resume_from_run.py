@@ -91,3 +91,14 @@ def test_no_checkpoint_errors_name_the_cause(tmp_path: Path) -> None:
     odd.mkdir()
     line = error_line(runner.invoke(app, ["starpo", "--resume", str(odd)]))
     assert "neither a checkpoint" in line and "nor a run directory" in line
+
+
+def test_resume_is_refused_by_a_backend_registered_without_resume(tmp_path: Path) -> None:
+    """Which back-ends resume is the ``resume`` metadata of ``TRAINER_BACKENDS``, not a name list."""
+    from ragen_train.backends import TRAINER_BACKENDS
+
+    assert TRAINER_BACKENDS.names(resume=True) == ("native", "trl")
+    result = runner.invoke(app, ["starpo", "--backend", "verl", "--resume", "latest", f"trainer.out_dir={tmp_path}"])
+    assert result.exit_code != 0
+    assert "--resume is supported by the native and trl back-ends, not 'verl'" in error_line(result)
+    assert not (tmp_path / "metrics.jsonl").exists()
