@@ -84,8 +84,8 @@ def main(argv: list[str] | None = None) -> int:
                 "estimator": cfg.algorithm.adv_estimator, "rl_steps": cfg.trainer.total_steps,
                 "episodes_per_step": cfg.rollout.env_groups * cfg.rollout.group_size,
                 "eval_split": cfg.env.test_split, "eval_episodes": args.eval_episodes,
-                "before": res.before.get("val/success", 0.0), "after": res.after.get("val/success", 0.0),
-                "before_return": res.before.get("val/return", 0.0), "after_return": res.after.get("val/return", 0.0),
+                "before": res.before.get("test/success", 0.0), "after": res.after.get("test/success", 0.0),
+                "before_return": res.before.get("test/return", 0.0), "after_return": res.after.get("test/return", 0.0),
                 "wall_s": round(res.wall_s, 1), "val_curve": _val_curve(run_dir / "metrics.jsonl"),
                 "sft_model": str(sft_dir),
             })

@@ -50,6 +50,20 @@ def _warn(message: str) -> None:
 def _info(message: str) -> None:
     out.print(message, soft_wrap=True, markup=False, highlight=False)
 
+
+def _show_version(value: bool) -> None:
+    if value:
+        from ragen_envs import __version__
+
+        _info(f"ragen-train {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: Annotated[bool, typer.Option("--version", callback=_show_version, is_eager=True,
+                                                help="Print the installed ragen version and exit.")] = False) -> None:
+    """Train LLM agents with multi-turn RL (StarPO: PPO / GRPO and variants) on ragen environments."""
+
 ConfigOpt = Annotated[str, typer.Option("--config", "-c", help="A preset name (see `ragen-train presets`) or a JSON/YAML file.")]
 Overrides = Annotated[Optional[list[str]], typer.Argument(help="Overrides like optim.lr=1e-5 algorithm.adv_estimator=gae.")]
 
@@ -65,18 +79,21 @@ def _load(config: str, overrides: list[str] | None):
 
 @app.command()
 def starpo(
-    config: ConfigOpt = "quickstart",
+    config: Annotated[Optional[str], typer.Option("--config", "-c", help=(
+        "A preset name (see `ragen-train presets`) or a JSON/YAML file (default: quickstart; with --resume "
+        "DIR: the run's own config.json)."))] = None,
     overrides: Overrides = None,
     resume: Annotated[Optional[str], typer.Option(help=(
-        "Checkpoint directory, or 'latest': the newest intact checkpoint in trainer.out_dir (damaged newer ones "
-        "are reported and skipped; docs/training.md, 'Checkpoints')."))] = None,
+        "A run directory (its config.json is the config), a checkpoint directory (<out_dir>/checkpoints/step_N), "
+        "or 'latest': the newest intact checkpoint in trainer.out_dir (damaged newer ones are reported and "
+        "skipped; docs/training.md, 'Checkpoints')."))] = None,
     backend: Annotated[str, typer.Option(help=f"Trainer back-end: {' | '.join(TRAINER_BACKENDS)} (docs/backends.md).")] = "native",
 ) -> None:
     """Train with StarPO (rollout -> filter -> advantages -> PPO/GRPO update), with validation and checkpoints."""
     from .config import TrainConfigError
     from .trainer import StarPOTrainer
 
-    cfg = _load(config, overrides)
+    cfg, resume = _load_for_resume(config, overrides, resume)
     if backend != "native":
         _external_backend(backend, cfg, resume)
         return
@@ -91,7 +108,10 @@ def starpo(
         raise _error(exc) from None
     except TrainConfigError as exc:
         raise _error(exc, "config error") from None
-    last = trainer.fit()
+    try:
+        last = trainer.fit()
+    except KeyboardInterrupt:
+        raise _interrupted(cfg, "starpo") from None
     if trainer.dist.is_main:
         from .plot import plot_metrics
 
@@ -101,23 +121,59 @@ def starpo(
               "last validation: " + _val_text(last))
 
 
+def _load_for_resume(config: str | None, overrides: list[str] | None, resume: str | None):
+    """The config and the trainer's ``resume`` argument for ``starpo`` (:mod:`ragen_train.resume`):
+    ``--resume DIR`` without ``--config`` reads the run's own config, overrides on top."""
+    from .config import StarPOConfig, TrainConfigError, apply_overrides, from_dict
+    from .resume import resume_target
+
+    target = resume_target(resume) if resume and config is None else None
+    if target is None or (target.config_path is None and target.state_config is None):
+        return _load(config or "quickstart", overrides), resume
+    extra = list(overrides or [])
+    if target.run_dir is not None:
+        extra.insert(0, f"trainer.out_dir={target.run_dir}")  # where the run is now (it may have moved)
+    try:
+        if target.config_path is not None:
+            cfg = _load(str(target.config_path), extra)
+        else:
+            cfg = apply_overrides(from_dict(StarPOConfig, target.state_config), extra)
+    except TrainConfigError as exc:
+        raise _error(exc, "config error") from None
+    _info(f"config: {target.config_path or Path(target.resume) / 'state.json'} (the resumed run's own; "
+          "overrides on the command line apply on top)")
+    return cfg, target.resume
+
+
 def _external_backend(name: str, cfg, resume: str | None) -> None:
     """Train ``cfg`` with the ``trl`` or ``verl`` back-end (ragen_train.backends)."""
     from .backends import get_backend
     from .config import TrainConfigError
 
-    if resume:
-        raise _error(f"--resume is only supported by the native back-end, not {name!r}")
     try:
         chosen = get_backend(name)
     except KeyError as exc:
         raise _error(exc.args[0]) from None
+    if resume and not TRAINER_BACKENDS.meta(name, "resume", False):
+        raise _error(f"--resume is supported by the {' and '.join(TRAINER_BACKENDS.names(resume=True))} "
+                     f"back-ends, not {name!r}")
     try:
-        result = chosen.train(cfg)
+        result = chosen.train(cfg, resume=resume) if resume else chosen.train(cfg)
+    except FileNotFoundError as exc:
+        raise _error(exc) from None
     except (ImportError, TrainConfigError) as exc:
         raise _error(exc, f"{name} back-end") from None
     _info(f"done ({name}): metrics {result.metrics_path}; model {result.checkpoint_dir}; last validation: "
           + _val_text(result.last_val))
+
+
+def _interrupted(cfg, command: str) -> typer.Exit:
+    """Ctrl-C: one line on standard error saying how to ``--resume`` (exit status 130, as a shell's SIGINT)."""
+    from .resume import interrupted_message
+
+    console.print(escape(interrupted_message(cfg.trainer.out_dir, cfg.trainer.save_every, command=command)),
+                  soft_wrap=True)
+    return typer.Exit(130)
 
 
 def _val_text(last: dict[str, float]) -> str:
@@ -242,7 +298,9 @@ def quickstart(overrides: Overrides = None, config: ConfigOpt = "quickstart") ->
         res = run_sft_then_starpo(cfg, log=_info)
     except TrainConfigError as exc:
         raise _error(exc, "config error") from None
-    b, a = res.before.get("val/success", 0.0), res.after.get("val/success", 0.0)
+    except KeyboardInterrupt:
+        raise _interrupted(cfg, "quickstart") from None
+    b, a = res.before.get("test/success", 0.0), res.after.get("test/success", 0.0)
     out.print(f"\n[bold]held-out success ({escape(cfg.env.id)}, {cfg.env.test_split} split):[/bold] "
               f"after SFT {b:.3f} -> after StarPO {a:.3f}", soft_wrap=True)
     _info(f"curves: {res.plot}; summary: {res.out_dir / 'summary.json'}; wall time {res.wall_s:.0f} s")

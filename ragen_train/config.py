@@ -25,8 +25,10 @@ from ragen_bench.types import SamplingParams
 from ragen_envs.ranges import Range
 
 from .advantages import ADVANTAGE_ESTIMATORS
-from .filtering import LOSS_SCALING, METRICS, STRATEGIES, FilterConfig
+from .filtering import LOSS_SCALING, METRICS, SCOPES, STRATEGIES, FilterConfig
 from .losses import AGG_MODES, KL_ESTIMATORS
+from .multienv import TrainEnv, ValEnv
+from .schedules import LR_SCHEDULES
 
 
 class TrainConfigError(ValueError):
@@ -42,10 +44,6 @@ class TrainConfigError(ValueError):
         self.reason = reason
         where = field_path if field_path.startswith("--") else f"config field {field_path!r}"
         super().__init__(f"{where}: {reason}")
-
-
-#: The name this class had before issue 14 (kept so that imports written against it work).
-ConfigError = TrainConfigError
 
 
 @dataclass
@@ -75,13 +73,19 @@ class ModelConfig:
 
 @dataclass
 class EnvSection:
-    """The training environment: an id, config overrides, train/validation splits."""
+    """The training environment: an id, config overrides, train/validation splits.
+
+    ``train`` / ``val``: several envs at once (:mod:`ragen_train.multienv`; empty = the one
+    env ``id`` with ``config``, which SFT and ``ragen-train eval`` use in any case).
+    """
 
     id: str = "ragen/Bandit-v0"
     config: dict[str, Any] = field(default_factory=dict)
     train_split: str = "train"
     val_split: str = "validation"
     test_split: str = "test"
+    train: list[TrainEnv] = field(default_factory=list)
+    val: list[ValEnv] = field(default_factory=list)
 
 
 @dataclass
@@ -188,6 +192,8 @@ class OptimSection:
     adam_eps: float = 1e-8
     grad_clip: float = 1.0
     warmup_steps: int = 0
+    lr_schedule: str = "constant"  # after warm-up: "constant" | "linear" | "cosine" decay (ragen_train.schedules)
+    min_lr_ratio: float = 0.0  # the decayed schedules end at min_lr_ratio * lr
     ppo_epochs: int = 1
     mini_batches: int = 1
     micro_batch_size: int = 8
@@ -266,10 +272,12 @@ _CHOICES: dict[str, Collection[Any]] = {
     "algorithm.adv_estimator": ADVANTAGE_ESTIMATORS,
     "algorithm.loss_agg_mode": AGG_MODES,
     "algorithm.kl_estimator": KL_ESTIMATORS,
+    "optim.lr_schedule": LR_SCHEDULES,
     "algorithm.filter.strategy": tuple(sorted(STRATEGIES)),
     "algorithm.filter.metric": METRICS,
     "algorithm.filter.top_p_mode": ("linear", "softmax"),
     "algorithm.filter.loss_scaling": LOSS_SCALING,
+    "algorithm.filter.scope": SCOPES,
     "sft.demo_policy": ("oracle", "mixed", "jsonl"),
     "env.train_split": ("train", "validation", "test"),
     "env.val_split": ("train", "validation", "test"),
@@ -300,7 +308,7 @@ _RANGES: dict[str, Range] = {
     "optim.lr": Range(gt=0), "optim.critic_lr": Range(gt=0), "optim.weight_decay": Range(ge=0),
     "optim.beta1": Range(ge=0, lt=1), "optim.beta2": Range(ge=0, lt=1),  # AdamW (Loshchilov & Hutter 2019)
     "optim.adam_eps": Range(gt=0), "optim.grad_clip": Range(ge=0),  # 0: no clipping
-    "optim.warmup_steps": Range(ge=0), "optim.ppo_epochs": Range(ge=1), "optim.mini_batches": Range(ge=1),
+    "optim.warmup_steps": Range(ge=0), "optim.min_lr_ratio": Range(ge=0, le=1), "optim.ppo_epochs": Range(ge=1), "optim.mini_batches": Range(ge=1),
     "optim.micro_batch_size": Range(ge=1),
     "sft.oracle_fraction": Range(ge=0, le=1), "sft.episodes": Range(ge=1), "sft.epochs": Range(ge=1),
     "sft.steps": Range(ge=1), "sft.lr": Range(gt=0), "sft.batch_size": Range(ge=1), "sft.micro_batch_size": Range(ge=1),
@@ -361,22 +369,33 @@ def _validate_env(cfg: StarPOConfig, user_env_fields: set[str]) -> None:
     suggest ``env.config={}``; a bad value of a known field, or a misspelt field the user
     typed, is reported as it is.
     """
+    from .multienv import check_env_lists
+
+    _validate_one_env("env.id", "env.config", cfg.env.id, cfg.env.config, user_env_fields)
+    for config_field, env_id, env_config in check_env_lists(cfg):
+        _validate_one_env(config_field.removesuffix(".config") + ".id", config_field, env_id, env_config,
+                          set(env_config))
+
+
+def _validate_one_env(id_field: str, config_field: str, env_id: str, env_config: dict[str, Any],
+                      user_env_fields: set[str]) -> None:
+    """:func:`_validate_env` for one env (``id_field`` / ``config_field`` name it in errors)."""
     import ragen_envs
     from ragen_envs.config import ConfigError as EnvConfigError
     from ragen_envs.config import validate_config
 
     try:
-        entry = ragen_envs.get_entry(cfg.env.id)
+        entry = ragen_envs.get_entry(env_id)
     except Exception as exc:  # UnknownEnvError names close matches
-        raise TrainConfigError("env.id", str(exc)) from None
+        raise TrainConfigError(id_field, str(exc)) from None
     try:
-        validate_config(entry.env_key, {**entry.kwargs, **cfg.env.config})
+        validate_config(entry.env_key, {**entry.kwargs, **env_config})
     except EnvConfigError as exc:
-        field = f"env.config.{exc.field}" if exc.field else "env.config"
+        field = f"{config_field}.{exc.field}" if exc.field else config_field
         unknown = exc.reason.startswith("unknown field")
-        hint = (" — override env.config={} to drop the preset's env settings"
+        hint = (f" — override {config_field}={{}} to drop the preset's env settings"
                 if unknown and exc.field not in user_env_fields else "")
-        raise TrainConfigError(field, f"{exc.reason} (env {cfg.env.id}){hint}") from None
+        raise TrainConfigError(field, f"{exc.reason} (env {env_id}){hint}") from None
 
 
 def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -409,6 +428,11 @@ def _coerce(value: Any, tp: Any, path: str) -> Any:
                 errors.append(str(exc))
         raise TrainConfigError(path, f"cannot read {value!r} as {tp}")
     if dataclasses.is_dataclass(tp):
+        if isinstance(value, str) and hasattr(tp, "from_text"):  # a short form, e.g. env.train=<id>:<weight>,...
+            try:
+                return tp.from_text(value)
+            except ValueError as exc:
+                raise TrainConfigError(path, str(exc)) from None
         if not isinstance(value, dict):
             raise TrainConfigError(path, f"expected a mapping, got {value!r}")
         return from_dict(tp, value, path)
@@ -450,8 +474,11 @@ def _coerce(value: Any, tp: Any, path: str) -> Any:
             return str(value)
         raise TrainConfigError(path, f"expected a string, got {value!r}")
     if origin is list:
-        if isinstance(value, str):
-            value = [v for v in value.split(",") if v]
+        if isinstance(value, str):  # a,b  or Hydra's [a,b] / [a, 'b'] (what RAGEN's and verl's configs write)
+            text = value.strip()
+            if text.startswith("[") and text.endswith("]"):
+                text = text[1:-1]
+            value = [v.strip().strip("'\"") for v in text.split(",") if v.strip()]
         if not isinstance(value, list):
             raise TrainConfigError(path, f"expected a list, got {value!r}")
         return [_coerce(v, args[0], f"{path}[{i}]") for i, v in enumerate(value)] if args else list(value)
@@ -466,6 +493,29 @@ def _fail(path: str, value: Any, what: str) -> Any:
     raise TrainConfigError(path, f"expected {what}, got {value!r}")
 
 
+def field_paths(data: dict[str, Any], prefix: str = "") -> list[str]:
+    """Every dotted field path of a config dict (``optim.lr``, ``env.config``, ...), sections
+    included; ``env.config`` mappings are not entered."""
+    out: list[str] = []
+    for k, v in data.items():
+        out.append(prefix + k)
+        if isinstance(v, dict) and k != "config":
+            out += field_paths(v, f"{prefix}{k}.")
+    return out
+
+
+def did_you_mean(name: str, candidates: Any, *, prefix: str = "", cutoff: float = 0.6) -> str:
+    """``"; did you mean optim.lr?"`` for the closest of ``candidates`` with as many dots as
+    ``name`` (difflib ratio at least ``cutoff``; as for env ids in :func:`ragen_envs.get_entry`),
+    else ``""``; ``prefix`` is put before each match (a leaf name is matched among its
+    section's fields, a misspelt section as a whole dotted path)."""
+    import difflib
+
+    same_depth = sorted(c for c in candidates if c.count(".") == name.count("."))  # optim.lrr: not "optim"
+    close = difflib.get_close_matches(name, same_depth, n=3, cutoff=cutoff)
+    return f"; did you mean {', '.join(prefix + c for c in close)}?" if close else ""
+
+
 def from_dict(cls: type, data: dict[str, Any], path: str = "") -> Any:
     """Build dataclass ``cls`` from a (possibly partial) dict, checking every key."""
     hints = typing.get_type_hints(cls)
@@ -474,7 +524,8 @@ def from_dict(cls: type, data: dict[str, Any], path: str = "") -> Any:
     for key, value in data.items():
         fp = f"{path}.{key}" if path else key
         if key not in names:
-            raise TrainConfigError(fp, f"unknown field (known: {', '.join(sorted(names))})")
+            hint = did_you_mean(key, names, prefix=f"{path}." if path else "")
+            raise TrainConfigError(fp, f"unknown field{hint} (known: {', '.join(sorted(names))})")
         kwargs[key] = _coerce(value, hints[key], fp)
     try:
         return cls(**kwargs)
@@ -510,11 +561,14 @@ def _apply_overrides(cfg: StarPOConfig, overrides: list[str], user_env_fields: s
         parts = key.strip().split(".")
         for i, part in enumerate(parts[:-1]):
             if not isinstance(node, dict) or part not in node:
-                raise TrainConfigError(".".join(parts[: i + 1]), "unknown section")
+                raise TrainConfigError(".".join(parts[: i + 1]),
+                                       "unknown section" + did_you_mean(key, field_paths(data), cutoff=0.8))
             node = node[part]
         leaf = parts[-1]
         if not isinstance(node, dict) or (leaf not in node and parts[-2:-1] != ["config"]):
-            raise TrainConfigError(key, "unknown field")
+            parent = ".".join(parts[:-1])
+            hint = did_you_mean(leaf, node, prefix=f"{parent}." if parent else "") if isinstance(node, dict) else ""
+            raise TrainConfigError(key, "unknown field" + hint)
         node[leaf] = value
         if parts[:2] == ["env", "config"] and len(parts) >= 3:
             user_env_fields.add(parts[2])

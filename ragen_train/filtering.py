@@ -58,6 +58,9 @@ from .advantages import CONSTANT_GROUP_TOL
 STRATEGIES: Registry[Callable[..., list[int]]] = Registry("filter strategy")
 METRICS = ("reward_std", "reward_mean", "entropy", "length")
 LOSS_SCALING = ("none", "linear", "sqrt")
+#: ``global``: rank every group of a step together; ``per_env``: each env's groups apart
+#: (a multi-env run, :func:`ragen_train.multienv.select_groups_per_env`).
+SCOPES = ("global", "per_env")
 
 
 def register_strategy(name: str) -> Callable[[Callable[..., list[int]]], Callable[..., list[int]]]:
@@ -145,6 +148,7 @@ class FilterConfig:
         include_zero: keep zero-score groups as candidates.
         loss_scaling: ``none`` | ``linear`` | ``sqrt`` of the kept fraction ρ.
         empty_stop_steps: stop training after this many consecutive empty steps.
+        scope: one of :data:`SCOPES` (matters only when a step has several envs).
     """
 
     strategy: str = "top_p"
@@ -155,6 +159,7 @@ class FilterConfig:
     include_zero: bool = True
     loss_scaling: str = "none"
     empty_stop_steps: int = 5
+    scope: str = "global"
 
     @classmethod
     def from_section(cls, section: object) -> "FilterConfig":
@@ -170,6 +175,8 @@ class FilterConfig:
             raise FilterSettingError("loss_scaling", f"must be one of {LOSS_SCALING}, got {self.loss_scaling!r}")
         if self.value < 0:
             raise FilterSettingError("value", f"must be >= 0, got {self.value}")
+        if self.scope not in SCOPES:
+            raise FilterSettingError("scope", f"must be one of {SCOPES}, got {self.scope!r}")
 
 
 class FilterSettingError(ValueError):
@@ -262,6 +269,17 @@ def select_groups(scores: np.ndarray, cfg: FilterConfig) -> FilterResult:
     candidates = list(range(n)) if cfg.include_zero else [i for i in range(n) if i not in set(zero)]
     kwargs = {"mode": cfg.top_p_mode, "eps": cfg.eps} if cfg.strategy == "top_p" else {}
     kept = sorted(STRATEGIES[cfg.strategy](scores, candidates, cfg.value, **kwargs)) if n else []
+    return filter_result(scores, kept, cfg)
+
+
+def filter_result(scores: np.ndarray, kept: Sequence[int], cfg: FilterConfig) -> FilterResult:
+    """The :class:`FilterResult` of keeping positions ``kept`` of ``scores`` (finite, one per
+    group): the loss scale for ``ρ = kept / n`` and the ``filter/*`` metrics.  Shared by
+    :func:`select_groups` and the per-env filter (:func:`ragen_train.multienv.select_groups_per_env`)."""
+    scores = np.asarray(scores, dtype=np.float64)
+    kept = sorted(kept)
+    n = len(scores)
+    zero = [i for i in range(n) if abs(scores[i]) <= CONSTANT_GROUP_TOL]
     rho = len(kept) / n if n else 0.0
     scale = {"none": 1.0, "linear": rho, "sqrt": math.sqrt(rho)}[cfg.loss_scaling] if kept else 0.0
     chosen = scores[kept] if kept else np.zeros(0)

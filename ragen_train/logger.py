@@ -40,6 +40,7 @@ CONSOLE_KEYS = (
     ("sft/loss", "loss", "{:.4f}"),
     ("sft/confident_frac", "conf", "{:.2f}"),
     ("sft/lr", "lr", "{:.1e}"),
+    ("actor/lr", "lr", "{:.1e}"),
     ("time/step_s", "s", "{:.1f}"),
 )
 

@@ -6,7 +6,8 @@
 seeds (the test split), train with StarPO, evaluate again with the same seeds, save
 ``summary.json`` and a PNG of the training curves.
 
-``summary.json``: ``untrained``, ``before_rl`` and ``after_rl`` (test-split metrics),
+``summary.json``: ``untrained``, ``before_rl`` and ``after_rl`` (test-split metrics, keyed
+``test/<metric>``; ``val/`` keys are the validation split's, in ``metrics.jsonl``),
 ``started_from`` (the SFT checkpoint passed in as ``sft_model``, else ``null``),
 ``sft_model_dir`` (the ``sft_model/`` this run saved after its own SFT, else ``null``),
 ``final_model_dir``, ``eval_split``, ``eval_episodes``, ``wall_s``.
@@ -30,7 +31,8 @@ from .config import StarPOConfig
 from .logger import MetricLogger
 from .modeling import load_policy, load_tokenizer
 from .plot import plot_metrics
-from .sft import sft_samples, sft_train
+from .progress import ProgressLines
+from .sft import sft_samples, sft_total_steps, sft_train
 from .trainer import StarPOTrainer
 
 
@@ -75,24 +77,34 @@ def run_sft_then_starpo(cfg: StarPOConfig, *, eval_episodes: int | None = None, 
     base: dict[str, float] = {}
     sft_dir: Path | None = None
     if sft_model is None:
-        base = trainer.evaluate(split=test, episodes=n_eval)
-        log(f"[ragen] untrained model: test success {base.get('val/success', 0):.3f}")
+        base = trainer.evaluate(split=test, episodes=n_eval, prefix="test")
+        log(f"[ragen] untrained model: test success {base.get('test/success', 0):.3f}")
     if sft_model is None and (cfg.sft.episodes > 0 or cfg.sft.demo_policy == "jsonl"):
+        if cfg.sft.demo_policy != "jsonl":
+            log(f"[ragen] SFT: playing {cfg.sft.episodes} demonstration episodes ({cfg.sft.demo_policy})")
         samples = sft_samples(cfg, tokenizer, trainer._rollout_config(1.0))
-        log(f"[ragen] SFT on {len(samples)} demonstration samples ({cfg.sft.demo_policy})")
+        total = sft_total_steps(cfg, len(samples))
+        log(f"[ragen] SFT on {len(samples)} demonstration samples ({cfg.sft.demo_policy}), {total} steps")
+        if trainer.dist.is_main and (out / "sft" / "metrics.jsonl").exists():
+            (out / "sft" / "metrics.jsonl").unlink()  # an earlier quickstart's SFT rows (a recipe overwrites)
         sft_log = MetricLogger(out / "sft", ["jsonl"], enabled=trainer.dist.is_main)
-        hist = sft_train(trainer.model, tokenizer, samples, cfg, device=trainer.device,
-                         log=lambda s, row: sft_log.log(s, row, phase="sft"))
+        progress = ProgressLines(log, "[ragen] SFT", total)
+
+        def on_step(s: int, row: dict[str, float]) -> None:
+            sft_log.log(s, row, phase="sft")
+            progress(s, row)
+
+        hist = sft_train(trainer.model, tokenizer, samples, cfg, device=trainer.device, log=on_step)
         sft_log.close()
         log(f"[ragen] SFT done: {len(hist)} steps, final loss {hist[-1]['sft/loss']:.3f}")
         sft_dir = out / "sft_model"
         if trainer.dist.is_main:
             save_model(trainer.model, tokenizer, sft_dir, config=cfg.to_dict())
-    before = trainer.evaluate(split=test, episodes=n_eval)
-    log(f"[ragen] after SFT (before RL): test success {before.get('val/success', 0):.3f}")
+    before = trainer.evaluate(split=test, episodes=n_eval, prefix="test")
+    log(f"[ragen] after SFT (before RL): test success {before.get('test/success', 0):.3f}")
     trainer.fit()
-    after = trainer.evaluate(split=test, episodes=n_eval)
-    log(f"[ragen] after StarPO: test success {after.get('val/success', 0):.3f}")
+    after = trainer.evaluate(split=test, episodes=n_eval, prefix="test")
+    log(f"[ragen] after StarPO: test success {after.get('test/success', 0):.3f}")
     plot = None
     if trainer.dist.is_main:  # final_model/ was saved by fit()
         plot = plot_metrics(out / "metrics.jsonl", out / "training_curves.png", title=f"{cfg.name}: {cfg.env.id}")

@@ -165,6 +165,12 @@ def sft_samples(cfg: StarPOConfig, tokenizer: Any, rollout: RolloutConfig) -> li
     return samples
 
 
+def sft_total_steps(cfg: StarPOConfig, n_samples: int) -> int:
+    """Optimizer steps of :func:`sft_train` on ``n_samples`` samples: ``sft.steps``, else
+    ``sft.epochs`` epochs of ``max(1, n_samples // sft.batch_size)`` steps."""
+    return cfg.sft.steps or max(1, n_samples // cfg.sft.batch_size) * cfg.sft.epochs
+
+
 def sft_train(model: Any, tokenizer: Any, samples: Sequence[Sample], cfg: StarPOConfig, *,
               device: str = "cpu", log: Any = None) -> list[dict[str, float]]:
     """Minimise the token-mean NLL of the demonstrations' masked tokens.
@@ -183,7 +189,7 @@ def sft_train(model: Any, tokenizer: Any, samples: Sequence[Sample], cfg: StarPO
     gen = torch.Generator().manual_seed(cfg.trainer.seed)
     history: list[dict[str, float]] = []
     steps_per_epoch = max(1, len(samples) // s.batch_size)
-    total = s.steps or steps_per_epoch * s.epochs
+    total = sft_total_steps(cfg, len(samples))
     step = 0
     model.train()
     while step < total:

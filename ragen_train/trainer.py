@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
 import time
 import warnings
 from collections import defaultdict
@@ -40,7 +39,7 @@ from ragen_bench.diagnostics.text_stats import DegenerateWatch, degenerate_rate,
 from ragen_bench.fileio import atomic_write_json
 from ragen_bench.policies.hf import HFPolicy
 from ragen_bench.records import EpisodeRecord
-from ragen_bench.rollout import EpisodeSpec, RolloutConfig, RolloutEngine
+from ragen_bench.rollout import EpisodeSpec, RolloutConfig
 from ragen_bench.runner import rollout_config_from
 from ragen_bench.stats import pass_at_k
 
@@ -53,6 +52,10 @@ from .filtering import FilterConfig, group_scores, group_values, select_groups
 from .logger import MetricLogger
 from .losses import Denominators, aggregate, kl_penalty, ppo_policy_loss, tis_weights, token_mean, value_loss
 from .modeling import check_device, load_critic, load_policy, load_tokenizer, token_logprobs, token_values, unwrap
+from .outputs import clear_run_outputs
+from .schedules import build_lr_scheduler
+from .multienv import (GroupAllocator, is_multi_env, per_env_kept, run_by_env, select_groups_per_env, train_envs,
+                       val_envs)
 
 
 def seed_everything(seed: int) -> None:
@@ -168,9 +171,8 @@ class StarPOTrainer:
         params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(params, lr=opt.lr, betas=(opt.beta1, opt.beta2), eps=opt.adam_eps,
                                            weight_decay=opt.weight_decay)
-        warm = max(0, opt.warmup_steps)
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, lambda s: min(1.0, (s + 1) / warm) if warm else 1.0)
+        self.scheduler = build_lr_scheduler(self.optimizer, opt.lr_schedule, warmup_steps=opt.warmup_steps,
+                                            total_steps=cfg.trainer.total_steps, min_lr_ratio=opt.min_lr_ratio)
         self.critic_optimizer = (torch.optim.AdamW([p for p in self.critic.parameters() if p.requires_grad],
                                                    lr=opt.critic_lr, betas=(opt.beta1, opt.beta2),
                                                    eps=opt.adam_eps, weight_decay=opt.weight_decay)
@@ -184,6 +186,9 @@ class StarPOTrainer:
             warnings.warn("algorithm.tis needs rollout.temperature=1 (engines report log-probs at temperature 1); "
                           "truncated importance sampling is off", RuntimeWarning, stacklevel=2)
             self.tis = False
+        self.train_envs, self.val_envs, self.multi_env = train_envs(cfg), val_envs(cfg), is_multi_env(cfg)
+        self.allocator = GroupAllocator([e.weight for e in self.train_envs], cfg.rollout.env_groups)
+        self.env_of_group: dict[int, int] = {}  # env index of every group of the last rollout
         self.rollout_cfg = self._rollout_config(cfg.rollout.temperature)
         self.layout = "trajectory" if self.rollout_cfg.context_mode == "full" else "turn"
         self.filter_cfg = FilterConfig.from_section(alg.filter)
@@ -209,6 +214,8 @@ class StarPOTrainer:
         Raises:
             FileExistsError: ``out_dir`` holds a run (``metrics.jsonl`` or checkpoints) and
                 ``trainer.overwrite`` is false; the message says how to resume or overwrite.
+                With ``trainer.overwrite`` every output of the earlier run is removed
+                (:func:`ragen_train.outputs.clear_run_outputs`).
         """
         metrics, ckpts = self.out_dir / "metrics.jsonl", self.out_dir / "checkpoints"
         old = ([metrics] if metrics.is_file() and metrics.stat().st_size > 0 else []) + \
@@ -220,9 +227,8 @@ class StarPOTrainer:
                 f"trainer.out_dir {str(self.out_dir)!r} already holds a run ({', '.join(p.name for p in old)}); "
                 "continue it with --resume latest, choose another trainer.out_dir, or set trainer.overwrite=true "
                 "to replace it")
-        if int(os.environ.get("RANK", "0")) == 0:
-            for p in old:
-                shutil.rmtree(p) if p.is_dir() else p.unlink()
+        if int(os.environ.get("RANK", "0")) == 0:  # the earlier run's other files too (ragen_train.outputs)
+            clear_run_outputs(self.out_dir, keep=(self.cfg.model.path, self.cfg.sft.demos_path))
 
     # ------------------------------------------------------------ configuration
     def _build_engine(self, *, sync: bool) -> tuple[str, Any]:
@@ -261,42 +267,61 @@ class StarPOTrainer:
             return {}
         return self.vllm_engine.sync_weights(self.model, check=self.cfg.rollout.vllm.check_sync)
 
-    def _rollout_config(self, temperature: float) -> RolloutConfig:
-        return rollout_config_for(self.cfg, temperature)
+    def _rollout_config(self, temperature: float, env_id: str | None = None) -> RolloutConfig:
+        return rollout_config_from(env_id or self.cfg.env.id, agent_protocol(self.cfg, temperature))
 
-    def env_config(self, split: str) -> dict[str, Any]:
-        return {**self.cfg.env.config, "split": split}
+    def env_config(self, split: str, base: dict[str, Any] | None = None) -> dict[str, Any]:
+        return {**(self.cfg.env.config if base is None else base), "split": split}
 
     # ---------------------------------------------------------------- rollouts
     def rollout(self, step: int) -> list[EpisodeRecord]:
-        """This rank's share of step ``step``'s training episodes."""
-        r = self.cfg.rollout
-        base = step * r.env_groups
-        specs = [EpisodeSpec(index=g * r.group_size + m, env_id=self.cfg.env.id, seed=base + g, group=g, member=m,
-                             env_config=self.env_config(self.cfg.env.train_split))
-                 for g in D.groups_for_rank(r.env_groups, self.dist) for m in range(r.group_size)]
+        """This rank's share of step ``step``'s training episodes (groups handed to the training
+        envs by :class:`~ragen_train.multienv.GroupAllocator`; one env: seed ``step · env_groups + g``)."""
+        r, envs = self.cfg.rollout, self.train_envs
+        plan = self.allocator.groups_at(step)
+        self.env_of_group = {g: e for g, (e, _) in enumerate(plan)}
+        specs: list[list[EpisodeSpec]] = [[] for _ in envs]
+        for g in D.groups_for_rank(r.env_groups, self.dist):
+            e, seed = plan[g]
+            conf = self.env_config(self.cfg.env.train_split, envs[e].config)
+            specs[e] += [EpisodeSpec(index=g * r.group_size + m, env_id=envs[e].id, seed=seed, group=g, member=m,
+                                     env_config=dict(conf)) for m in range(r.group_size)]
         self.model.eval()
-        engine = RolloutEngine(self.policy, self.rollout_cfg)
-        records = engine.run(specs)
-        _raise_if_env_broken(records)
-        return records
+        parts = run_by_env(self.policy, specs, [self._rollout_config(r.temperature, e.id) for e in envs])
+        for part in parts:
+            _raise_if_env_broken(part)
+        return [rec for part in parts for rec in part]
 
     def evaluate(self, *, split: str | None = None, episodes: int | None = None,
-                 temperature: float | None = None) -> dict[str, float]:
-        """Success and return on fixed seeds ``0..episodes-1`` of ``split`` (default: validation)."""
+                 temperature: float | None = None, prefix: str = "val") -> dict[str, float]:
+        """Success and return on fixed seeds ``0..episodes-1`` of ``split`` (default: validation) of
+        every validation env (:func:`~ragen_train.multienv.val_envs`): ``<prefix>/*`` over all
+        episodes, and ``<prefix>/<tag>/*`` per env when the run lists its envs (``prefix``: ``val``,
+        or ``test`` for the held-out evaluation of :mod:`ragen_train.pipeline`)."""
         split = split or self.cfg.env.val_split
-        n = episodes or self.cfg.trainer.val_episodes
         t = self.cfg.trainer.val_temperature if temperature is None else temperature
-        rcfg = self._rollout_config(max(t, 0.0))
-        specs = [EpisodeSpec(index=i, env_id=self.cfg.env.id, seed=i, group=i, env_config=self.env_config(split))
-                 for i in range(n) if i % self.dist.world_size == self.dist.rank]
+        specs = [[EpisodeSpec(index=i, env_id=e.id, seed=i, group=i, env_config=self.env_config(split, e.config))
+                  for i in range(episodes or e.episodes or self.cfg.trainer.val_episodes)
+                  if i % self.dist.world_size == self.dist.rank] for e in self.val_envs]
         self.model.eval()
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(12345)
-            records = RolloutEngine(self.policy, rcfg).run(specs)
-        _raise_if_env_broken(records)
-        local = episode_metrics(records, "val")
-        return self._reduce_means(local, len(records))
+            parts = run_by_env(self.policy, specs, [self._rollout_config(max(t, 0.0), e.id) for e in self.val_envs])
+        for part in parts:
+            _raise_if_env_broken(part)
+        records = [rec for part in parts for rec in part]
+        out = self._reduce_means(episode_metrics(records, prefix), len(records))
+        return out | self._per_env_metrics(parts, self.val_envs, prefix)
+
+    def _per_env_metrics(self, parts: list[list[EpisodeRecord]], envs: Sequence[Any], prefix: str,
+                         group_size: int | None = None) -> dict[str, float]:
+        """``<prefix>/<tag>/<metric>`` (:func:`episode_metrics` of each env's records, reduced over
+        ranks); empty for a single-env config."""
+        out: dict[str, float] = {}
+        if self.multi_env:
+            for env, part in zip(envs, parts):  # the same order on every rank (collectives)
+                out |= self._reduce_means(episode_metrics(part, f"{prefix}/{env.tag}", group_size), len(part))
+        return out
 
     def _reduce_means(self, metrics: dict[str, float], weight: float) -> dict[str, float]:
         if not self.dist.enabled:
@@ -313,6 +338,10 @@ class StarPOTrainer:
         records = self.rollout(self.step)
         t_roll = time.perf_counter() - t0
         metrics = self._reduce_means(episode_metrics(records, "train", cfg.rollout.group_size), len(records))
+        by_env: list[list[EpisodeRecord]] = [[] for _ in self.train_envs]
+        for rec in records:
+            by_env[self.env_of_group[rec.group]].append(rec)
+        metrics.update(self._per_env_metrics(by_env, self.train_envs, "train", cfg.rollout.group_size))
         samples, bstats = build_samples(records, layout=self.layout, reward_placement=cfg.rollout.reward_placement)
         for k, v in bstats.metrics().items():
             metrics[k] = D.all_reduce_sum(v, self.dist)
@@ -363,10 +392,15 @@ class StarPOTrainer:
         for part in gathered:
             merged.update(part)
         groups = sorted(merged)
-        scores = group_scores(merged, self.filter_cfg.metric) if groups else np.zeros(0)
-        result = select_groups(scores, self.filter_cfg)
-        kept_ids = {groups[i] for i in result.kept}
-        return [s for s in samples if s.group in kept_ids], result.metrics, result.scale
+        if self.filter_cfg.scope == "per_env":
+            kept_ids, fmetrics, scale = select_groups_per_env(merged, self.env_of_group, self.filter_cfg)
+        else:
+            scores = group_scores(merged, self.filter_cfg.metric) if groups else np.zeros(0)
+            result = select_groups(scores, self.filter_cfg)
+            kept_ids, fmetrics, scale = {groups[i] for i in result.kept}, result.metrics, result.scale
+        if self.multi_env:
+            fmetrics = fmetrics | per_env_kept(kept_ids, self.env_of_group, self.train_envs)
+        return [s for s in samples if s.group in kept_ids], fmetrics, scale
 
     def _fill_entropy(self, samples: list[Sample]) -> None:
         self._eval_mode()
@@ -381,6 +415,11 @@ class StarPOTrainer:
                     samples[i].entropy = float((ent[j] * m).sum() / m.sum().clamp(min=1))
 
     # ----------------------------------------------------------------- update
+    @property
+    def max_turns(self) -> int:
+        """The largest turn limit of the training envs (for ``norm_len``)."""
+        return max(self._rollout_config(1.0, e.id).max_turns for e in self.train_envs)
+
     @property
     def _single_pass(self) -> bool:
         """One epoch of one mini-batch: the policy that sampled is the one being updated,
@@ -518,7 +557,7 @@ class StarPOTrainer:
         cfg, alg, opt = self.cfg, self.cfg.algorithm, self.cfg.optim
         world = self.dist.world_size
         m = batch.loss_mask[idx] if idx else torch.zeros((0, 1))
-        norm_len = float(alg.norm_len or (cfg.rollout.max_new_tokens * max(1, self.rollout_cfg.max_turns)))
+        norm_len = float(alg.norm_len or (cfg.rollout.max_new_tokens * max(1, self.max_turns)))
         denom = Denominators(tokens=D.all_reduce_sum(float(m.sum()), self.dist),
                              seqs=D.all_reduce_sum(float((m.sum(-1) > 0).sum()) if idx else 0.0, self.dist),
                              norm_len=norm_len)
@@ -663,17 +702,17 @@ class StarPOTrainer:
         checkpoint, which must be intact (no fall-back from one the user named).
 
         Raises:
-            FileNotFoundError: no checkpoint at all (with a hint about ``trainer.save_every``).
+            FileNotFoundError: no checkpoint at all; the message names the reason
+                (:func:`ragen_train.resume.missing_checkpoint_message`).
             NoIntactCheckpoint: checkpoints exist but none (or not the named one) is intact;
                 one line naming the damaged file(s).
         """
         root = self.out_dir / "checkpoints"
-        if where == "latest" and not ckpt.list_checkpoints(root) or where != "latest" and not Path(where).is_dir():
-            every = self.cfg.trainer.save_every
-            raise FileNotFoundError(
-                f"no checkpoint to resume from at {where!r} (out_dir {self.out_dir}); checkpoints are written "
-                f"every trainer.save_every steps (0 = never; this config: {every}) — set trainer.save_every > 0 "
-                "in the run to be resumed")
+        looks_saved = where != "latest" and any((Path(where) / n).exists() for n in (ckpt.MANIFEST, "state.json", "model"))
+        if where == "latest" and not ckpt.list_checkpoints(root) or where != "latest" and not looks_saved:
+            from .resume import missing_checkpoint_message
+
+            raise FileNotFoundError(missing_checkpoint_message(where, self.out_dir, self.cfg.trainer.save_every))
         if where == "latest":
             return ckpt.find_resumable(self.out_dir)
         try:

@@ -75,18 +75,19 @@ class TrainerBackend(Protocol):
 
 
 #: Trainer back-end factories by the name ``ragen-train starpo --backend`` takes (each
-#: imports its library lazily: TRL and verl are optional).
+#: imports its library lazily: TRL and verl are optional).  Metadata: ``resume`` — the
+#: back-end continues a run (``ragen-train starpo --resume``).
 TRAINER_BACKENDS: Registry[Callable[[], TrainerBackend]] = Registry("trainer back-end")
 
 
-@TRAINER_BACKENDS.register("native")
+@TRAINER_BACKENDS.register("native", resume=True)
 def _native() -> TrainerBackend:
     from .native import NativeBackend
 
     return NativeBackend()
 
 
-@TRAINER_BACKENDS.register("trl")
+@TRAINER_BACKENDS.register("trl", resume=True)
 def _trl() -> TrainerBackend:
     from .trl_backend import TRLBackend
 

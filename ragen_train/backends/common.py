@@ -77,8 +77,13 @@ def require_one_row_per_episode(cfg: StarPOConfig, rollout: RolloutConfig, backe
 
     Raises:
         TrainConfigError: ``turn`` layout with more than one turn per episode (one sample per
-            turn, each with its own prompt), or turn-level reward placement across turns.
+            turn, each with its own prompt), turn-level reward placement across turns, or
+            several envs (``env.train`` / ``env.val``; :mod:`ragen_train.multienv`).
     """
+    if cfg.env.train or cfg.env.val:
+        raise TrainConfigError("env.train" if cfg.env.train else "env.val",
+                               f"the {backend} back-end trains and validates on the one env env.id; several envs "
+                               "(env.train / env.val) need the native back-end (--backend native)")
     if layout_of(rollout) == "turn" and rollout.max_turns > 1:
         raise TrainConfigError("rollout.context_mode",
                           f"the {backend} back-end trains one sequence per episode; context_mode "

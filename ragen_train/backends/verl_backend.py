@@ -36,6 +36,7 @@ from ragen_envs import jsonutil
 from ..advantages import ADVANTAGE_ESTIMATORS
 from ..config import StarPOConfig, TrainConfigError
 from ..losses import AGG_MODES, KL_ESTIMATORS
+from ..schedules import LR_SCHEDULES
 from .base import BackendResult
 from .common import MappingNote, require_one_row_per_episode
 from .verl_agent_loop import AGENT_NAME, RagenLoopSettings
@@ -148,7 +149,12 @@ def verl_settings(cfg: StarPOConfig, *, train_files: str, val_files: str, agent_
     o[a + "optim.lr"], o[a + "optim.weight_decay"] = opt.lr, opt.weight_decay
     o[a + "optim.betas"] = [opt.beta1, opt.beta2]
     o[a + "optim.lr_warmup_steps"] = opt.warmup_steps if opt.warmup_steps else -1
-    o[a + "optim.lr_scheduler_type"] = "constant"
+    verl_schedule = LR_SCHEDULES.meta(opt.lr_schedule, "verl")
+    o[a + "optim.lr_scheduler_type"] = verl_schedule or "constant"
+    if verl_schedule == "cosine":
+        o[a + "optim.min_lr_ratio"] = opt.min_lr_ratio
+    elif verl_schedule is None:
+        add("optim.lr_schedule", "unsupported", f"{opt.lr_schedule}: verl's actor schedules are constant and cosine")
     o[a + "grad_clip"] = opt.grad_clip if opt.grad_clip > 0 else 1e9
     add("optim.*", "mapped", "actor.optim.lr/weight_decay/betas/lr_warmup_steps, actor.grad_clip")
     add("optim.adam_eps", "mapped" if opt.adam_eps == 1e-8 else "approximate", "torch AdamW default eps 1e-8")

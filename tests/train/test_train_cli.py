@@ -15,7 +15,7 @@ import torch
 from typer.testing import CliRunner
 
 from ragen_train.cli import app
-from ragen_train.config import ConfigError, load_config
+from ragen_train.config import TrainConfigError, load_config
 from ragen_train.evaluation import EvalSetupError, find_training_config, model_folders, plan_eval
 from ragen_train.logger import MetricLogger
 
@@ -208,12 +208,12 @@ def test_cuda_without_cuda_names_model_device(tmp_path: Path, monkeypatch: pytes
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     for bad in ("cuda", "cuda:1", "gpu"):
-        with pytest.raises(ConfigError) as exc:
+        with pytest.raises(TrainConfigError) as exc:
             check_device(bad)
         assert exc.value.field == "model.device"
     check_device("cpu")
     cfg = load_config("quickstart", [f"trainer.out_dir={tmp_path / 'o'}", "model.device=cuda"])
-    with pytest.raises(ConfigError, match="CUDA is not available") as exc:
+    with pytest.raises(TrainConfigError, match="CUDA is not available") as exc:
         StarPOTrainer(cfg)
     assert exc.value.field == "model.device"
     line = one_error_line(runner.invoke(app, ["starpo", f"trainer.out_dir={tmp_path / 'o'}", "model.device=cuda"]),

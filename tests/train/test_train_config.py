@@ -8,7 +8,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from ragen_train.config import ConfigError, StarPOConfig, apply_overrides, config_json_schema, load_config
+from ragen_train.config import StarPOConfig, TrainConfigError, apply_overrides, config_json_schema, load_config
 from ragen_train.presets import PRESETS
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "schemas" / "train_config.schema.json"
@@ -51,7 +51,7 @@ def test_overrides_are_typed() -> None:
     ("env.id=ragen/Sokoban-v0", "env.config.risky_prob"),  # the Bandit preset's env setting does not fit Sokoban
 ])
 def test_bad_overrides_name_the_field(override: str, field: str) -> None:
-    with pytest.raises(ConfigError) as exc:
+    with pytest.raises(TrainConfigError) as exc:
         load_config("quickstart", [override])
     assert exc.value.field == field
 
@@ -62,7 +62,7 @@ def test_switching_env_with_an_empty_env_config_is_accepted() -> None:
 
 
 def test_unknown_preset_or_file() -> None:
-    with pytest.raises(ConfigError, match="neither a preset"):
+    with pytest.raises(TrainConfigError, match="neither a preset"):
         load_config("no-such-preset")
 
 
@@ -75,7 +75,7 @@ def test_json_config_file_roundtrip(tmp_path: Path) -> None:
     bad = cfg.to_dict()
     bad["optim"]["beta3"] = 1
     p.write_text(json.dumps(bad))
-    with pytest.raises(ConfigError, match="optim.beta3"):
+    with pytest.raises(TrainConfigError, match="optim.beta3"):
         load_config(str(p))
 
 
@@ -100,7 +100,7 @@ def test_unreadable_config_files_are_config_errors_naming_file_and_line(tmp_path
                                                                         expected: str) -> None:
     p = tmp_path / name
     p.write_text(text)
-    with pytest.raises(ConfigError, match=expected) as exc:
+    with pytest.raises(TrainConfigError, match=expected) as exc:
         load_config(str(p))
     assert exc.value.field == "--config"
     assert str(exc.value).startswith("--config: ")
@@ -109,13 +109,13 @@ def test_unreadable_config_files_are_config_errors_naming_file_and_line(tmp_path
 def test_bad_field_in_a_config_file_names_the_field_and_the_file(tmp_path: Path) -> None:
     p = tmp_path / "cfg.yaml"
     p.write_text("name: x\noptim:\n  lr: fast\n")
-    with pytest.raises(ConfigError) as exc:
+    with pytest.raises(TrainConfigError) as exc:
         load_config(str(p))
     assert exc.value.field == "optim.lr" and str(p) in str(exc.value)
 
 
 def test_unknown_logger_names_the_field() -> None:
-    with pytest.raises(ConfigError, match="unknown logger 'foo'") as exc:
+    with pytest.raises(TrainConfigError, match="unknown logger 'foo'") as exc:
         load_config("quickstart", ["trainer.loggers=jsonl,foo"])
     assert exc.value.field == "trainer.loggers"
     cfg = load_config("quickstart", ["trainer.loggers=jsonl,console,tensorboard,wandb"])
@@ -136,7 +136,7 @@ HINT = "override env.config={}"
     (["env.id=ragen/Sokoban-v0", 'env.config={"dim_rom": [6, 6]}'], "env.config.dim_rom", False),
 ])
 def test_env_config_hint_only_for_unknown_fields_from_the_preset(overrides: list[str], field: str, hint: bool) -> None:
-    with pytest.raises(ConfigError) as exc:
+    with pytest.raises(TrainConfigError) as exc:
         load_config("quickstart", overrides)
     assert exc.value.field == field
     assert (HINT in str(exc.value)) is hint
@@ -147,7 +147,7 @@ def test_env_config_fields_written_in_a_file_get_no_preset_hint(tmp_path: Path) 
     data["env"]["id"] = "ragen/Sokoban-v0"  # risky_prob stays: the file's author wrote it
     p = tmp_path / "cfg.json"
     p.write_text(json.dumps(data))
-    with pytest.raises(ConfigError) as exc:
+    with pytest.raises(TrainConfigError) as exc:
         load_config(str(p))
     assert exc.value.field == "env.config.risky_prob" and HINT not in str(exc.value)
 
@@ -169,7 +169,7 @@ def test_env_config_fields_written_in_a_file_get_no_preset_hint(tmp_path: Path) 
     ("env.config.risky_prob=NaN", "env.config.risky_prob", "must be a finite number, got nan"),
 ])
 def test_issue20_item9_nan_and_out_of_range_overrides_name_the_field(override: str, field: str, reason: str) -> None:
-    with pytest.raises(ConfigError) as exc:
+    with pytest.raises(TrainConfigError) as exc:
         load_config("quickstart", [override])
     assert exc.value.field == field
     assert reason in exc.value.reason and "\n" not in str(exc.value)
@@ -179,7 +179,7 @@ def test_issue20_item9_nan_in_a_config_file_names_the_field_and_the_file(tmp_pat
     cfg = load_config("quickstart").to_dict()
     p = tmp_path / "cfg.json"
     p.write_text(json.dumps(cfg).replace('"gamma": 1.0', '"gamma": NaN'))  # Python's json writes/reads NaN
-    with pytest.raises(ConfigError) as exc:
+    with pytest.raises(TrainConfigError) as exc:
         load_config(str(p))
     assert exc.value.field == "algorithm.gamma" and str(p) in str(exc.value)
 
@@ -205,7 +205,7 @@ def test_issue20_item9_schema_and_runtime_ranges_agree() -> None:
                 node = node[part]
             node[leaf] = bad_value
             assert not jsonschema.Draft202012Validator(schema).is_valid(data), (key, bad_value)
-            with pytest.raises(ConfigError) as exc:
+            with pytest.raises(TrainConfigError) as exc:
                 apply_overrides(StarPOConfig(), [f"{key}={json.dumps(bad_value)}"])
             assert exc.value.field == key, (key, exc.value)
             checked += 1

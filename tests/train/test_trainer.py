@@ -285,7 +285,7 @@ def test_degenerate_watch_thresholds_and_config_fields() -> None:
     import warnings
 
     from ragen_bench.diagnostics import DegenerateWatch
-    from ragen_train.config import ConfigError
+    from ragen_train.config import TrainConfigError
 
     watch = DegenerateWatch(0.5, 2)
     with warnings.catch_warnings(record=True) as caught:
@@ -302,7 +302,7 @@ def test_degenerate_watch_thresholds_and_config_fields() -> None:
     assert (copy.streak, copy.warned, copy.first_step) == (2, True, 3)
     defaults = load_config("quickstart").trainer
     assert (defaults.degenerate_warn_rate, defaults.degenerate_stop_steps) == (0.5, 10)
-    with pytest.raises(ConfigError, match="trainer.degenerate_warn_rate"):
+    with pytest.raises(TrainConfigError, match="trainer.degenerate_warn_rate"):
         load_config("quickstart", ["trainer.degenerate_warn_rate=1.5"])
-    with pytest.raises(ConfigError, match="trainer.degenerate_stop_steps"):
+    with pytest.raises(TrainConfigError, match="trainer.degenerate_stop_steps"):
         load_config("quickstart", ["trainer.degenerate_stop_steps=-1"])

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ragen_train.config import ConfigError, load_config
+from ragen_train.config import TrainConfigError, load_config
 
 trl = pytest.importorskip("trl")
 
@@ -56,7 +56,7 @@ def test_dr_grpo_and_batch_shapes(tmp_path: Path) -> None:
     ("algorithm.filter.metric=entropy", "algorithm.filter.metric"),
 ])
 def test_settings_without_a_trl_counterpart_are_refused(override: str, field: str) -> None:
-    with pytest.raises(ConfigError) as err:
+    with pytest.raises(TrainConfigError) as err:
         trl_settings(load_config("quickstart", override.split()))
     assert err.value.field == field
 
@@ -85,7 +85,7 @@ def test_multi_turn_per_turn_samples_are_refused(tmp_path: Path) -> None:
     from ragen_train.backends.trl_backend import RagenRolloutFunc
 
     cfg = load_config("tiny-sokoban-grpo", [f"trainer.out_dir={tmp_path}"])  # single_turn mode, 6 turns
-    with pytest.raises(ConfigError, match="one sequence per episode"):
+    with pytest.raises(TrainConfigError, match="one sequence per episode"):
         RagenRolloutFunc(cfg, tokenizer=None)
 
 

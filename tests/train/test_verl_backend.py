@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from ragen_train.backends.verl_agent_loop import RagenLoopSettings, row_fields
 from ragen_train.backends.verl_backend import dataset_rows, metrics_from_episode_log, verl_settings, write_verl_inputs
-from ragen_train.config import ConfigError, load_config
+from ragen_train.config import TrainConfigError, load_config
 
 HAVE_VERL = importlib.util.find_spec("verl") is not None
 
@@ -64,7 +64,7 @@ def test_algorithm_settings_map(overrides: list[str], expect: dict[str, str]) ->
     ("algorithm.filter.loss_scaling=linear", "algorithm.filter.loss_scaling"),
 ])
 def test_unsupported_settings_are_refused(override: str, field: str) -> None:
-    with pytest.raises(ConfigError) as err:
+    with pytest.raises(TrainConfigError) as err:
         settings(override)
     assert err.value.field == field
 

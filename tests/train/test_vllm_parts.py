@@ -59,18 +59,18 @@ def test_rollout_engine_auto_is_hf_for_tiny_and_vllm_for_real_models_when_instal
 
 
 def test_rollout_engine_vllm_without_vllm_is_a_one_line_config_error(tmp_path) -> None:
-    from ragen_train.config import ConfigError, apply_overrides, load_config
+    from ragen_train.config import TrainConfigError, apply_overrides, load_config
     from ragen_train.trainer import StarPOTrainer
 
     if vllm_available():
         pytest.skip("vllm is installed here: the error path cannot be reached")
     cfg = apply_overrides(load_config("tiny-bandit-grpo"), ["rollout.engine=vllm", f"trainer.out_dir={tmp_path}"])
-    with pytest.raises(ConfigError, match="rollout.engine.*vllm is not importable"):
+    with pytest.raises(TrainConfigError, match="rollout.engine.*vllm is not importable"):
         StarPOTrainer(cfg)
 
 
 def test_real_model_presets_validate_and_follow_ragen2_recipes() -> None:
-    from ragen_train.config import ConfigError, apply_overrides, load_config, validate
+    from ragen_train.config import TrainConfigError, apply_overrides, load_config, validate
     from ragen_train.presets import PRESETS
 
     names = [n for n in PRESETS if n.startswith(("cpu-", "ragen2-"))]
@@ -83,7 +83,7 @@ def test_real_model_presets_validate_and_follow_ragen2_recipes() -> None:
     assert g.rollout.engine == "vllm" and g.rollout.vllm.gpu_memory_utilization == 0.3
     c = PRESETS["cpu-bandit-lora"]()
     assert c.model.lora.rank > 0 and c.rollout.format_reminder and c.model.device == "cpu"
-    with pytest.raises(ConfigError, match="algorithm.tis_cap"):
+    with pytest.raises(TrainConfigError, match="algorithm.tis_cap"):
         apply_overrides(load_config("tiny-bandit-grpo"), ["algorithm.tis_cap=0.5"])
 
 
