@@ -106,7 +106,7 @@ def saved_protocol(config: dict[str, Any]):
     Returns:
         A :class:`ragen_bench.protocol.AgentProtocol`.
     Raises:
-        ConfigError: ``config`` is not a valid training config.
+        TrainConfigError: ``config`` is not a valid training config.
     """
     from ragen_bench.protocol import AgentProtocol
 
