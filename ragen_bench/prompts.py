@@ -52,8 +52,14 @@ def answer_format(enable_think: bool) -> str:
 
 
 def system_message(instruction: str, *, enable_think: bool, max_actions_per_turn: int,
-                   max_new_tokens: int | None, action_sep: str = "||", style: str = "full") -> str:
+                   max_new_tokens: int | None, action_sep: str = "||", style: str = "full",
+                   max_turns: int | None = None) -> str:
     """The system prompt.
+
+    With ``max_turns`` (``style="full"``) it states the agent loop's budget, "The episode
+    ends after N turns (at most N x M actions) ...": an env's own step limit (Sokoban's
+    ``max_steps`` = 100) may be larger than what the loop allows, and the agent must know
+    which one binds (issue 17 item 9).
 
     ``style="full"``: preamble, the env's instruction, the answer protocol.
     ``style="minimal"``: only the answer protocol — for policies that learn the task from
@@ -69,6 +75,11 @@ def system_message(instruction: str, *, enable_think: bool, max_actions_per_turn
                      "they are executed in order.")
     else:
         lines.append("Give exactly one action per turn.")
+    if max_turns and style == "full":
+        total = max_turns * max_actions_per_turn
+        lines.append(f"The episode ends after {max_turns} turn{'s' if max_turns != 1 else ''} "
+                     f"(at most {total} action{'s' if total != 1 else ''} in all), or earlier when the "
+                     "environment ends it.")
     if max_new_tokens and style == "full":
         lines.append(f"Replies longer than {max_new_tokens} tokens are cut off and count as invalid.")
     return "\n".join(lines)

@@ -311,7 +311,8 @@ class RolloutEngine:
             conv = Conversation(system_message(instruction, enable_think=cfg.enable_think,
                                                max_actions_per_turn=cfg.max_actions_per_turn,
                                                max_new_tokens=cfg.sampling.max_new_tokens,
-                                               action_sep=cfg.action_sep, style=cfg.system_prompt),
+                                               action_sep=cfg.action_sep, style=cfg.system_prompt,
+                                               max_turns=cfg.max_turns),
                                 mode=cfg.context_mode, window=cfg.context_window)
             feedback = ""
             invalid_streak = 0
