@@ -108,7 +108,9 @@ def test_env_exception_is_recorded_as_env_error(monkeypatch: pytest.MonkeyPatch)
     def boom(self, action):  # noqa: ANN001
         raise RuntimeError("simulated env bug")
 
-    monkeypatch.setattr(BanditEnv, "_step", boom)
+    # patched on the public step: Bandit's first exactly spelled action takes a direct path
+    # that never reaches _step (issue 21), and an env bug may sit anywhere in step
+    monkeypatch.setattr(BanditEnv, "step", boom)
     policy = OraclePolicy()
     rec = RolloutEngine(policy, RolloutConfig(max_turns=2, max_actions_per_turn=1)).run(
         make_specs("ragen/Bandit-v0", episodes=1))[0]
