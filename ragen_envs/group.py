@@ -1,7 +1,7 @@
 """A GRPO group as a PettingZoo ``ParallelEnv``: G agents on copies of one seeded instance.
 
 GRPO (and RAGEN's StarPO, which resets ``env_groups x group_size`` environments with
-one seed per group, reference §0) compares several rollouts *of the same instance*.
+one seed per group, RAGEN's config/base.yaml) compares several rollouts *of the same instance*.
 :class:`GroupParallelEnv` exposes such a group to multi-agent frameworks: agents
 ``"agent_0"`` .. ``"agent_{G-1}"`` each act on their own copy of one registered
 environment, and every copy is reset with the same seed, so all agents start from the

@@ -63,7 +63,7 @@ says which layers are active on this machine.
 
 The source of every rule is this module and the launcher; nothing here is copied from
 RAGEN, which runs DeepCoder programs in a plain ``subprocess`` with a 3 s timeout and no
-other limit (``docs/envs/deepcoder.md``, reference fact 1.3 "DeepCoder", weakness 10).
+other limit (``docs/envs/deepcoder.md``, RAGEN-AI/RAGEN ragen/env/, weakness 10).
 """
 
 from __future__ import annotations

@@ -133,9 +133,10 @@ def test_ragen_envs_wheel_requires_only_gymnasium_numpy_jsonschema(envs_wheel: P
     extra = sorted(r for r in reqs if ";" in r)
     assert plain == ["gymnasium", "jsonschema", "numpy"]
     extras = {r.split(";")[1].split("==")[1].strip().strip("'\"") for r in extra}
-    assert extras == {"pettingzoo", "search", "webshop", "math"}
+    assert extras == {"pettingzoo", "search", "webshop", "math", "lean"}
     assert [r for r in extra if "extra == 'pettingzoo'" in r][0].startswith("pettingzoo")
     assert all(r.startswith("bm25s") for r in extra if "'search'" in r or "'webshop'" in r)
+    assert all(r.startswith("httpx") for r in extra if "'lean'" in r)  # the Kimina Lean Server client
 
 
 _VENV_SCRIPT = r"""

@@ -7,7 +7,7 @@ earns the amount by which it raises the best so far (never negative).
 
 With binary scores (a math answer is right or wrong) and ``decay = 0.5`` this is
 RAGEN's MetaMathQA reward, ``1 / 2**k`` for the first correct answer at attempt ``k``
-(reference fact 1.3 "MetaMathQA": "Reward 1/2^k on attempt k").  With fractional scores
+(RAGEN-AI/RAGEN ragen/env/: "Reward 1/2^k on attempt k").  With fractional scores
 (the share of code tests passed) it avoids a flaw of summing per-attempt scores:
 resubmitting a partly correct program can never earn more than solving it.
 """

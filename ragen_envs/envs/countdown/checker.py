@@ -18,11 +18,11 @@ calls, comparisons, and so on.
 The literals must be exactly the instance's numbers as a multiset (each given number
 used once, all of them).  Only then is the tree evaluated, with
 :class:`fractions.Fraction` (exact, so ``7/2`` is ``7/2``, never ``3`` and never a
-rounding artefact; RAGEN compares floats with a 1e-5 tolerance, reference §1.3), and by
+rounding artefact; RAGEN compares floats with a 1e-5 tolerance, RAGEN-AI/RAGEN ragen/env/), and by
 a recursion whose depth is bounded by the number of literals.  Because the leaves are
 the given numbers, intermediate values are bounded by products of them: no blow-up.
 
-RAGEN evaluates the answer with Python ``eval`` and no time limit (reference §6.10);
+RAGEN evaluates the answer with Python ``eval`` and no time limit (our reading of RAGEN-AI/RAGEN);
 nothing here calls ``eval`` or ``compile`` on model text, and :func:`check_answer`
 never raises on any input.
 """

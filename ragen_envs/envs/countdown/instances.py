@@ -27,7 +27,7 @@ non-negative integer); other keys are ignored, blank lines skipped.  The items o
 split are those whose split key :func:`~ragen_envs.seeding.instance_split` assigns to
 it, in file order, without duplicates (by canonical key) and without unsolvable
 items (checked with the exhaustive solver; RAGEN keeps only the items of its parquet
-data solvable with + and - alone, reference §1.3; we keep every item solvable with
+data solvable with + and - alone, RAGEN-AI/RAGEN ragen/env/; we keep every item solvable with
 + - * /).
 """
 

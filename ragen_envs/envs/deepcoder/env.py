@@ -10,7 +10,7 @@ one attempt, reward = pass rate as in RAGEN), success = all tests passed, and a
 failed attempt's observation shows the first failing test (input, expected, got,
 error; truncated) while attempts remain.
 
-Differences from RAGEN (reference fact 1.3 "DeepCoder", weaknesses 6 and 10): RAGEN
+Differences from RAGEN (RAGEN-AI/RAGEN ragen/env/, weaknesses 6 and 10): RAGEN
 runs model code in a plain subprocess with a 3 s timeout and no other limit, and its
 default split is the test split it also trains on; here every program is contained,
 and train / validation / test are disjoint by the normalised problem statement, with

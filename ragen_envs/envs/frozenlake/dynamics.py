@@ -99,7 +99,7 @@ def build_dynamics(fmap: FrozenMap, success_rate: float, goal_reward: float = 1.
         fmap: the map.
         success_rate: probability p in ``[0, 1]`` of moving in the intended direction;
             each perpendicular direction gets ``(1 - p) / 2`` (Gymnasium's
-            ``success_rate``, RAGEN's ``success_rate``, reference facts §1.3).
+            ``success_rate``, RAGEN's ``success_rate``, RAGEN-AI/RAGEN ragen/env/).
         goal_reward: reward for entering the goal.
 
     Raises:

@@ -6,7 +6,7 @@ goal.  Exactly one ``S`` and one ``G``.  Coordinates are ``(row, col)``, zero-in
 row 0 at the top; the state index of ``(row, col)`` is ``row * ncol + col``
 (Gymnasium's convention).
 
-Random maps follow RAGEN's generator (reference facts §1.3, FrozenLake "Reset"): every
+Random maps follow RAGEN's generator (RAGEN-AI/RAGEN ragen/env/, FrozenLake "Reset"): every
 tile is frozen with probability ``p`` (else a hole), then a start and a different goal
 cell are drawn uniformly and written over whatever tile was there, and the board is
 rejected unless a path of 4-neighbour steps from start to goal avoids every hole.

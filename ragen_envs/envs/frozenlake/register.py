@@ -9,7 +9,7 @@ from __future__ import annotations
 from ...registry import register_env
 
 # FrozenLake (spec: docs/envs/frozenlake.md).  The base id follows RAGEN-2's main-table
-# protocol (success_rate 1, deterministic; reference facts §1.3); Slippery is RAGEN v1's
+# protocol (success_rate 1, deterministic; RAGEN-AI/RAGEN ragen/env/); Slippery is RAGEN v1's
 # default (success_rate 0.8); the Standard presets reproduce Gymnasium's FrozenLake-v1 /
 # FrozenLake8x8-v1 (fixed maps, success_rate 1/3, time limits 100 / 200).
 register_env(

@@ -1,6 +1,6 @@
 """Text renderings of a FrozenLake state: ``grid``, ``coord`` and ``grid_coord``.
 
-Symbols follow RAGEN's FrozenLake lookup (reference facts §1.3): ``P`` player, ``_``
+Symbols follow RAGEN's FrozenLake lookup (RAGEN-AI/RAGEN ragen/env/): ``P`` player, ``_``
 frozen tile (the start tile is drawn as frozen), ``O`` hole, ``G`` goal, ``X`` player
 in a hole, ``√`` (U+221A) player on the goal.  The ``coord`` layout mirrors RAGEN's
 (board size, then start, goal, player, holes); coordinates are ``(row, col)``,

@@ -2,7 +2,7 @@
 
 A board is a tuple of 16 tile values in row-major order (row 0 at the top), ``0`` for
 an empty cell.  Moves are ``Up``, ``Right``, ``Down``, ``Left`` (RAGEN's action order
-0..3, reference §1.3 "2048").
+0..3, RAGEN-AI/RAGEN ragen/env/).
 
 The rules (Gabriele Cirulli's 2048, as RAGEN's ``game_2048`` env plays them): a move
 slides every tile as far as it goes towards one wall; two equal tiles that meet merge
@@ -109,7 +109,7 @@ def spawn(board: Sequence[int], rng: np.random.Generator,
 
 def merge_reward(merge_score: int) -> float:
     """RAGEN's 2048 reward of a legal move: ``0.1 * log2(merge_score + 1)`` when the move
-    merged tiles (``merge_score > 0``), else 0 (reference §1.3 "2048")."""
+    merged tiles (``merge_score > 0``), else 0 (RAGEN-AI/RAGEN ragen/env/)."""
     return 0.1 * math.log2(merge_score + 1) if merge_score > 0 else 0.0
 
 

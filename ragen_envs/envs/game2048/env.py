@@ -27,7 +27,7 @@ class Game2048Env(TextEnv):
     (spec page, reward table): a legal move earns RAGEN's
     :func:`.board.merge_reward` ``0.1 * log2(M + 1)`` for merge score ``M > 0``, else 0;
     an illegal move (the board does not change) earns ``illegal_move_reward``, which
-    RAGEN's log transform loses (reference §1.3), and spawns nothing, so neither the
+    RAGEN's log transform loses (RAGEN-AI/RAGEN ragen/env/), and spawns nothing, so neither the
     board nor ``np_random`` changes; an action that is no move is an invalid action
     (``invalid_action_reward``).  The episode terminates with success when a tile
     reaches ``target_tile`` and with failure when no move is legal.

@@ -1,6 +1,6 @@
 """Ids of 2048 (spec: docs/envs/game2048.md).
 
-RAGEN's ``game_2048`` plays for the 2048 tile over up to 700 actions (reference §1.2),
+RAGEN's ``game_2048`` plays for the 2048 tile over up to 700 actions (RAGEN-AI/RAGEN config/envs.yaml),
 which is out of reach in an agent budget of 10-50 turns: every legal move adds one tile
 worth 2.2 on average, so a tile of value ``T`` needs at least ``(T - 4) / 2.2`` moves
 whatever the policy (the expectimax baseline takes about 48, 94 and 174 moves for 64,

@@ -3,7 +3,7 @@
 Each action is one tactic (it may span lines).  The verifier (:mod:`.verifier`: a Kimina
 Lean Server, a Lean REPL subprocess, or a replay of recorded answers) says whether it
 is accepted after the tactics accepted so far and which goals it leaves.  Rewards
-(config fields, RAGEN's values; reference fact 1.3 "Lean"): ``step_reward`` -0.1 on
+(config fields, RAGEN's values; RAGEN-AI/RAGEN ragen/env/): ``step_reward`` -0.1 on
 every checked tactic, ``accepted_reward`` +1 when the tactic reaches a proof state not
 seen before in the episode (at most ``max_progress_rewards`` times), ``rejected_reward``
 -1, ``timeout_reward`` -1, ``success_reward`` +10 for the tactic that completes the

@@ -1,6 +1,6 @@
 """Registration of ``ragen/Lean-v0`` and its presets (imported by ``ragen_envs._register``).
 
-Agent defaults follow RAGEN's Lean run (reference fact 3, ``_7_lean``: 15 turns, 4 actions
+Agent defaults follow RAGEN's Lean run (RAGEN's config/envs.yaml ``_7_lean``: 15 turns, 4 actions
 per turn); max_steps 100 is RAGEN's Lean ``max_steps``.
 """
 

@@ -5,7 +5,7 @@ The observation is the question; the action is the content of the agent's
 (:mod:`ragen_envs.envs.metamathqa.extract`) and compared with the gold answer
 (:mod:`ragen_envs.envs.metamathqa.equivalence`).  A wrong answer gets feedback and, while
 attempts remain, the episode continues; attempt ``k`` (from 0) that is correct earns
-``attempt_decay**k`` (RAGEN's ``1/2**k``, reference fact 1.3 "MetaMathQA").
+``attempt_decay**k`` (RAGEN's ``1/2**k``, RAGEN-AI/RAGEN ragen/env/).
 
 The same env reads MetaMathQA records (``query`` / ``response`` ending in ``The answer
 is: X`` / ``original_question``), GSM8K records (``question`` / ``answer`` ending in

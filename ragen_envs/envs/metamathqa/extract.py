@@ -35,7 +35,7 @@ more than yesterday") yields the later number; a symbolic answer written in pros
 ``\\boxed`` gives ``10``.  Wrap symbolic answers in ``\\boxed{}``.
 
 Nothing here is RAGEN's: RAGEN compares the lower-cased, whitespace-free strings
-(reference fact 1.3 "MetaMathQA"), so ``8,000`` ≠ ``8000`` and ``752.0`` ≠ ``752`` there.
+(RAGEN-AI/RAGEN ragen/env/), so ``8,000`` ≠ ``8000`` and ``752.0`` ≠ ``752`` there.
 """
 
 from __future__ import annotations

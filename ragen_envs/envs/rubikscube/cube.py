@@ -1,6 +1,6 @@
 """The 2x2x2 cube as 24 stickers: layout, quarter turns, rotations and corner cubies.
 
-Sticker layout (RAGEN's, reference §1.3 "Rubik 2×2"): six faces in the order
+Sticker layout (RAGEN's, RAGEN-AI/RAGEN ragen/env/): six faces in the order
 ``U L F R B D`` with solved colours ``W O G R B Y``, four stickers per face, so sticker
 ``4 * face + k``.  Within a face, ``k = 2 * row + col`` reads the face as it appears in
 the unfolded net (``docs/envs/rubikscube.md``)::

@@ -47,7 +47,7 @@ class RubiksCubeEnv(TextEnv):
     counterclockwise turn, also written ``Xi`` or with a typographic apostrophe).  The
     reward is ``solved_reward`` on the turn that solves the cube (every face one
     colour), which terminates the episode with success, else 0 (RAGEN's reward,
-    reference §1.3).  Invalid actions: state unchanged, ``invalid_action_reward``.
+    RAGEN-AI/RAGEN ragen/env/).  Invalid actions: state unchanged, ``invalid_action_reward``.
 
     ``info`` after reset: ``state`` (24 sticker letters), ``optimal_distance``,
     ``scramble`` (the turns; empty for ``initial_state``), ``generation_attempts``.

@@ -1,6 +1,6 @@
 """Ids of the 2x2x2 Rubik's Cube (spec: docs/envs/rubikscube.md).
 
-The base id is RAGEN's ``rubikscube`` entry (reference §1.2: scramble depth 1, 20 steps;
+The base id is RAGEN's ``rubikscube`` entry (RAGEN-AI/RAGEN config/envs.yaml: scramble depth 1, 20 steps;
 its run script plays 4 actions per turn).  Presets raise the scramble depth; ``Scrambled``
 (30 random turns) is close to a uniformly random position (optimal solutions of up to 14
 turns, God's number in the quarter-turn metric).  Every preset keeps RAGEN's 20-step limit,

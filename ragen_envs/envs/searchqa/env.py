@@ -1,6 +1,6 @@
 """SearchQA: answer a question by searching a corpus (spec: ``docs/envs/searchqa.md``).
 
-Multi-turn tool use in RAGEN's style (reference facts §1.3 "Search"): the agent issues
+Multi-turn tool use in RAGEN's style (RAGEN-AI/RAGEN ragen/env/): the agent issues
 ``search[query]`` actions, reads the retrieved documents (ids, scores, text capped in
 length), and ends the episode with ``finish[answer]``, scored by exact match / F1 after
 SQuAD normalisation (:mod:`ragen_envs.envs.searchqa.scoring`).  Retrieval goes through one

@@ -353,7 +353,7 @@ class HttpRetriever:
 
 # ------------------------------------------------------------- rendering
 def format_hits(hits: Sequence[Hit], *, max_doc_chars: int, max_total_chars: int) -> str:
-    """Render hits as the observation shows them (RAGEN's layout, reference facts §1.3).
+    """Render hits as the observation shows them (RAGEN's layout, RAGEN-AI/RAGEN ragen/env/).
 
     Each hit is ``[Document i] (ID: <id>, Score: <score, 3 decimals or n/a>)`` followed by
     its ``contents`` cut to ``max_doc_chars`` characters (``...`` marks a cut); hits are

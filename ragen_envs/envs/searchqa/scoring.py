@@ -13,7 +13,7 @@ The rules are the standard ones:
   never partial credit).
 * With several gold answers (aliases, Natural Questions' answer lists) the best score
   over the golds counts.
-* **Reward** (RAGEN's SearchQA rule, reference facts §1.3 "Search": "reward 1 on exact
+* **Reward** (RAGEN's SearchQA rule, RAGEN-AI/RAGEN ragen/env/: "reward 1 on exact
   match after SQuAD normalisation; else the F1 score if F1 >= 0.3; else 0"):
   :func:`qa_reward` with ``mode="em_or_f1"`` and ``f1_threshold=0.3``; ``"em"`` and
   ``"f1"`` modes are also available.

@@ -15,7 +15,7 @@ generator):
    Stop when the target number of empty cells is reached; the attempt fails if the
    cells run out first.
 
-RAGEN (reference facts §1.3, Sudoku) removes random cells without checking uniqueness.
+RAGEN (RAGEN-AI/RAGEN ragen/env/, Sudoku) removes random cells without checking uniqueness.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from .grid import geometry, to_text
 from .solver import SearchBudgetExceeded, random_solution, solve
 
 #: Target number of empty cells per side and difficulty: RAGEN's removal fractions
-#: (easy / medium / hard = 40 / 50 / 60 % of the cells, rounded down; reference facts
-#: §1.3, Sudoku), i.e. 6 / 8 / 9 of 16 and 32 / 40 / 48 of 81.
+#: (easy / medium / hard = 40 / 50 / 60 % of the cells, rounded down; RAGEN-AI/RAGEN
+#: ragen/env/ Sudoku), i.e. 6 / 8 / 9 of 16 and 32 / 40 / 48 of 81.
 EMPTY_CELLS: dict[int, dict[str, int]] = {
     4: {"easy": 6, "medium": 8, "hard": 9},
     9: {"easy": 32, "medium": 40, "hard": 48},
