@@ -13,7 +13,7 @@ Steps (each timed; a JSON summary is the last line printed):
 1. build the wheel of ``packaging/ragen-envs`` (``pip wheel --no-deps``; with the installed
    ``hatchling`` when there is one, so no download);
 2. create a venv **without** system site packages and install into it the wheel with the
-   extras the env tests exercise (``search``, ``webshop``, ``math``, ``pettingzoo``), plus
+   extras the env tests exercise (``search``, ``webshop``, ``math``, ``pettingzoo``, ``lean``), plus
    ``pytest``, ``pytest-timeout``, ``hypothesis`` and ``pyyaml`` (a third-party module the
    sandbox tests hide),
    from the package index or pip's cache — nothing of the source tree;
@@ -49,7 +49,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 #: Extras of ``ragen-envs`` whose code the env tests run.
-EXTRAS = ("search", "webshop", "math", "pettingzoo")
+EXTRAS = ("search", "webshop", "math", "pettingzoo", "lean")
 #: Test-only packages (no project code).
 TEST_PACKAGES = ("pytest", "pytest-timeout", "hypothesis", "pyyaml")
 #: What the tests read besides the installed package (relative to the repository).
