@@ -21,6 +21,7 @@ An episode ends when the env terminates or truncates, after ``max_turns`` turns
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import traceback
 from collections.abc import Callable, Iterable
@@ -143,9 +144,14 @@ def make_specs(env_id: str, *, episodes: int, group_size: int = 1, seed: int = 0
     group ``i // group_size``.
 
     Raises:
-        ValueError: ``episodes`` is not a positive multiple of ``group_size``.
+        ValueError: ``episodes`` is not a positive multiple of ``group_size``, ``group_size``
+            is below 1 or ``seed`` is negative.
     """
-    if episodes < 1 or group_size < 1 or episodes % group_size:
+    if group_size < 1:
+        raise ValueError(f"group_size must be >= 1, got {group_size}")
+    if seed < 0:
+        raise ValueError(f"seed must be >= 0 (env seeds are non-negative), got {seed}")
+    if episodes < 1 or episodes % group_size:
         raise ValueError(f"episodes ({episodes}) must be a positive multiple of group_size ({group_size})")
     cfg = dict(env_config or {})
     return [EpisodeSpec(start_index + i, env_id, seed + i // group_size, i // group_size, i % group_size, cfg)
@@ -372,7 +378,11 @@ class RolloutEngine:
         finally:
             rec.wall_s = time.perf_counter() - t_start
             if env is not None:
-                self._release_env(spec, env)
+                if rec.status == EpisodeStatus.ENV_ERROR.value:  # a raising env may be left broken: never reuse it
+                    with contextlib.suppress(Exception):
+                        env.close()
+                else:
+                    self._release_env(spec, env)
             batcher.episode_finished()
 
     def _prompt_ids(self, conv: Conversation, messages: list[dict[str, str]], dropped: int,
