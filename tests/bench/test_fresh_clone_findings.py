@@ -25,3 +25,17 @@ def test_env_whose_reset_raised_is_not_reused_for_later_episodes() -> None:
     records = engine.run(specs)
     assert records[0].status == "env_error" and "Seed" in (records[0].error or "")
     assert [r.status for r in records[1:]] == ["success"] * 3, [(r.status, r.error) for r in records[1:]]
+
+
+def test_unreachable_lean_verifier_is_found_by_preflight_with_the_fix() -> None:
+    import socket
+
+    from ragen_bench.preflight import PreflightError, preflight
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(PreflightError) as err:
+        preflight("ragen/Lean-v0", {"verifier": f"http://127.0.0.1:{port}", "max_retries": 0}, 0, None, None)
+    message = str(err.value)
+    assert f"127.0.0.1:{port}" in message and "--env-config verifier=" in message, message

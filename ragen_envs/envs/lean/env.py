@@ -160,6 +160,23 @@ class LeanEnv(DatasetEnv):
             self._verifier = make_verifier(self._spec, self.config)
         return self._verifier
 
+    def check_ready(self) -> None:
+        """Ask the verifier for the current theorem's open goals, so that an unreachable
+        server or a missing REPL is reported before any episode is played
+        (``ragen_bench.preflight``); call after ``reset``.
+
+        Raises:
+            ConnectionError: the verifier cannot be reached or started (the message names
+                it and says how to point the env at another one).
+        """
+        try:
+            self.verifier().open_goals(self._item)
+        except (VerifierError, MissingExtraError) as exc:
+            raise ConnectionError(
+                f"{' '.join(str(exc).split())}; point the env at a Lean verifier with --env-config "
+                "verifier=http://HOST:PORT (Kimina) | repl:COMMAND | replay:FILE, or set RAGEN_LEAN_VERIFIER "
+                "(docs/envs/lean.md)") from None
+
     def close(self) -> None:
         """Stop the verifier's connections and processes."""
         if self._verifier is not None:
