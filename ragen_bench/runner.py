@@ -141,12 +141,6 @@ def plan_run(req: RunRequest) -> RunPlan:
     return RunPlan(req, entry, env_config, rollout, specs)
 
 
-def check_request(req: RunRequest) -> tuple[dict[str, Any], RolloutConfig]:
-    """:func:`plan_run`'s ``(env_config, rollout)`` (the same checks and errors)."""
-    plan = plan_run(req)
-    return plan.env_config, plan.rollout
-
-
 # ------------------------------------------------------- ``ragen-bench run`` options
 _RUN = "Run"
 _PROTOCOL = "Agent-loop protocol (default: the env's agent defaults)"
