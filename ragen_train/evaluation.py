@@ -110,9 +110,18 @@ def saved_protocol(config: dict[str, Any]):
     """
     from ragen_bench.protocol import AgentProtocol
 
+    from .multienv import train_envs
+
     cfg = from_dict(StarPOConfig, config)
-    return AgentProtocol(env_id=cfg.env.id, env_config=dict(cfg.env.config), split=cfg.env.test_split,
-                         rollout=agent_protocol(cfg, cfg.trainer.val_temperature), run_name=cfg.name)
+    rollout = agent_protocol(cfg, cfg.trainer.val_temperature)
+    if not cfg.env.train:
+        return AgentProtocol(env_id=cfg.env.id, env_config=dict(cfg.env.config), split=cfg.env.test_split,
+                             rollout=rollout, run_name=cfg.name)
+    # A multi-env run (env.train): the trained envs, not env.id, which it did not train on.
+    slots = train_envs(cfg)
+    return AgentProtocol(env_id=slots[0].id, env_config=dict(slots[0].config), split=cfg.env.test_split,
+                         rollout=rollout, run_name=cfg.name,
+                         train_envs=tuple({"id": s.id, "tag": s.tag, "config": dict(s.config)} for s in slots))
 
 
 @dataclass
