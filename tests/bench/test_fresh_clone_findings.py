@@ -295,3 +295,21 @@ def test_show_refuses_a_damaged_run_json(tmp_path: Path, bench, damage: str | No
         line = _one_line(err)
         assert code == 2 and out == "", (args, out, err)
         assert line.startswith(f"error: {run}") and message in line, line
+
+
+def test_ragen_train_eval_of_a_multi_env_model_needs_an_env_too(tmp_path: Path, train) -> None:
+    from ragen_train.config import load_config
+    from ragen_train.evaluation import plan_eval
+
+    cfg = load_config("quickstart", ["env.config={}", 'env.train=[{"id": "ragen/Sokoban-Easy-v0"}, '
+                                     '{"id": "ragen/FrozenLake-v0", "config": {"size": 5}}]'])
+    model = tmp_path / "final_model"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"model_type": "llama", "architectures": ["LlamaForCausalLM"]}))
+    (tmp_path / "config.json").write_text(json.dumps(cfg.to_dict()))
+    code, out, err = train("eval", str(model), "--episodes", "2")
+    line = _one_line(err)
+    assert code == 2 and out == "", (out, err)
+    assert "was trained on 2 envs (ragen/Sokoban-Easy-v0, ragen/FrozenLake-v0)" in line and "--env ID" in line, line
+    plan = plan_eval(model, env="ragen/FrozenLake-v0", episodes=2)
+    assert plan.env_id == "ragen/FrozenLake-v0" and plan.env_config == {"size": 5} and not plan.notes
