@@ -132,49 +132,56 @@ def run(ctx: typer.Context, **opts: Any) -> None:
     diag_policy: Any = None  # --diagnostics on hf: the run's own model scores it
     applied: Any = None  # the protocol saved with the model, if any (ragen_bench.protocol)
     bar: Any = None
+    from .interrupt import sigterm_as_interrupt
+
     try:
-        if resume is not None:
-            from .results import RunDir
+        with sigterm_as_interrupt():  # SIGTERM stops the run as Ctrl-C does (ragen_bench.interrupt)
+            if resume is not None:
+                from .results import RunDir
 
-            if not (resume / "run.json").exists():
-                raise typer.BadParameter(f"{resume} is not a run directory (no run.json)", param_hint="--resume")
-            from .endpoints import option_given
-            from .runner import resume_note
+                if not (resume / "run.json").exists():
+                    raise typer.BadParameter(f"{resume} is not a run directory (no run.json)", param_hint="--resume")
+                from .endpoints import option_given
+                from .runner import resume_note
 
-            meta = RunDir(resume).read_run()  # a damaged run.json: one line naming the file
-            given = {n for n in ctx.params if option_given(ctx, n)} - {"resume", "episodes", "progress", "print_json",
-                                                                       "preflight"}
-            if given:
-                console.print(escape(f"warning: ignored with --resume (the run's run.json settings are used): "
-                                     f"{', '.join('--' + n.replace('_', '-') for n in sorted(given))}"), soft_wrap=True)
-            extend = opts["episodes"] if option_given(ctx, "episodes") else None
-            bar = _progress_runner(extend or meta["episodes"], progress, meta["rollout"]["max_turns"])
-            path = resume_run(resume, episodes=extend, check=opts["preflight"], **_callbacks(bar))
-            _stop(bar)
-            note = resume_note(meta, path)
-            if note:
-                console.print(escape(note), soft_wrap=True)
-        else:
-            from .protocol import apply_protocol
+                meta = RunDir(resume).read_run()  # a damaged run.json: one line naming the file
+                given = {n for n in ctx.params if option_given(ctx, n)} - {"resume", "episodes", "progress",
+                                                                           "print_json", "preflight"}
+                if given:
+                    console.print(escape(f"warning: ignored with --resume (the run's run.json settings are used): "
+                                         f"{', '.join('--' + n.replace('_', '-') for n in sorted(given))}"),
+                                  soft_wrap=True)
+                extend = opts["episodes"] if option_given(ctx, "episodes") else None
+                bar = _progress_runner(extend or meta["episodes"], progress, meta["rollout"]["max_turns"])
+                path = resume_run(resume, episodes=extend, check=opts["preflight"], **_callbacks(bar))
+                _stop(bar)
+                note = resume_note(meta, path)
+                if note:
+                    console.print(escape(note), soft_wrap=True)
+            else:
+                from .protocol import apply_protocol
 
-            req = request_from_options(opts, given=lambda name: option_given(ctx, name), parse_kv=_parse_kv)
-            applied = apply_protocol(req, {n for n in ctx.params if option_given(ctx, n)})  # ragen_protocol.json
-            req = applied.request
-            for line in [*applied.notes, applied.describe()]:
-                if line:
-                    console.print(escape(line), soft_wrap=True)
-            needs_scorer(req.backend, diagnostics, scorer)
-            plan = plan_run(req)  # before loading a model or drawing anything
-            if diagnostics and req.backend == "hf" and scorer is None:
-                from .policies import make_policy
+                req = request_from_options(opts, given=lambda name: option_given(ctx, name), parse_kv=_parse_kv)
+                applied = apply_protocol(req, {n for n in ctx.params if option_given(ctx, n)})  # ragen_protocol.json
+                req = applied.request
+                for line in [*applied.notes, applied.describe()]:
+                    if line:
+                        console.print(escape(line), soft_wrap=True)
+                needs_scorer(req.backend, diagnostics, scorer)
+                plan = plan_run(req)  # before loading a model or drawing anything
+                if diagnostics and req.backend == "hf" and scorer is None:
+                    from .policies import make_policy
 
-                diag_policy = make_policy(req.backend, req.model, **(req.policy_options or {}))
-            bar = _progress_runner(req.episodes, progress, plan.rollout.max_turns)
-            path = start_run(plan, policy=diag_policy, **_callbacks(bar))
+                    diag_policy = make_policy(req.backend, req.model, **(req.policy_options or {}))
+                bar = _progress_runner(req.episodes, progress, plan.rollout.max_turns)
+                path = start_run(plan, policy=diag_policy, **_callbacks(bar))
     except (UnknownEnvError, ConfigError, OSError, ValueError, ImportError) as exc:
         _stop(bar)
         _error(str(exc))
         raise typer.Exit(2) from None
+    except KeyboardInterrupt as exc:
+        _stop(bar)
+        raise _interrupted(exc) from None
     finally:
         _stop(bar)
     summary = json.loads((path / "summary.json").read_text())
@@ -198,6 +205,28 @@ def run(ctx: typer.Context, **opts: Any) -> None:
         summary = json.loads((path / "summary.json").read_text())
     if print_json:
         out.print_json(data=summary)
+
+
+def _interrupted(exc: KeyboardInterrupt) -> typer.Exit:
+    """Ctrl-C or SIGTERM: one line on stderr (what is saved, the resume command); the exit
+    to raise, status 128 + the signal (130, 143)."""
+    from .interrupt import RunInterrupted, exit_status, signal_label, signal_of
+    from .results import RunDir
+
+    signum = signal_of(exc)
+    if isinstance(exc, RunInterrupted):
+        path = exc.path
+        try:
+            meta = RunDir(path).read_run()
+            saved, total = len(RunDir(path).read_episodes()), meta["episodes"]
+            what = f"{saved} of {total} episodes are saved in {path}"
+        except (OSError, ValueError, KeyError):
+            what = f"the recorded episodes are in {path}"
+        message = f"{signal_label(signum)}: {what}; finish the run with `ragen-bench run --resume {path}`"
+    else:
+        message = f"{signal_label(signum)} before the first episode: no run directory was written"
+    console.print(escape(message), soft_wrap=True, highlight=False)
+    return typer.Exit(exit_status(signum))
 
 
 def _exit_if_failed(path: Path, summary: dict[str, Any], print_json: bool) -> None:
@@ -240,7 +269,11 @@ def show(
     run_dir: Annotated[Path, typer.Argument(help="A run directory.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print summary.json as the only thing on stdout.")] = False,
 ) -> None:
-    """Print a run's summary as a table (``--json``: as JSON)."""
+    """Print a run's summary as a table (``--json``: as JSON).
+
+    Exit 2 with one line naming the file when summary.json or run.json is missing or
+    damaged (not strict JSON, not following its schema).
+    """
     from .results import RunDir
 
     p = run_dir / "summary.json"
@@ -249,6 +282,7 @@ def show(
         raise typer.Exit(2)
     try:
         summary = RunDir(run_dir).read_summary()  # checked: a damaged file is one error line, exit 2
+        RunDir(run_dir).read_run()  # the run's settings: a damaged run.json is a damaged run
     except (ValueError, OSError) as exc:
         _error(str(exc))
         raise typer.Exit(2) from None

@@ -43,15 +43,17 @@ def check_env(env_id: str, env_config: dict[str, Any], seed: int) -> None:
     import ragen_envs
 
     env = ragen_envs.make(env_id, **env_config)
+    what = f"the first reset (seed {seed})"
     try:
         env.reset(seed=seed)
         check_ready = getattr(env.unwrapped, "check_ready", None)  # an env's lazily built parts (SearchQA's index)
         if callable(check_ready):
+            what = f"the readiness check after the first reset (seed {seed})"
             check_ready()
     except ImportError:
         raise
     except OSError as exc:
-        raise PreflightError(f"{env_id}: the first reset (seed {seed}) failed, so every episode would: "
+        raise PreflightError(f"{env_id}: {what} failed, so every episode would: "
                              f"{type(exc).__name__}: {exc}") from None
     finally:
         env.close()

@@ -17,6 +17,12 @@ File (``schemas/agent_protocol.schema.json``)::
 
 ``rollout`` holds :class:`~ragen_bench.rollout.RolloutConfig` overrides in the form
 ``RunRequest.rollout`` takes (``None`` = the env's agent default).
+
+A model trained on several envs (``env.train``, :mod:`ragen_train.multienv`) also lists
+them in ``train_envs`` (``[{"id": ..., "tag": ..., "config": {...}}, ...]``; ``env_id`` is
+then the first).  ``ragen-bench run`` plays one env per run, so for such a model it
+refuses to guess: without ``--env`` it exits 2 naming the trained envs
+(:func:`protocol_env`); with ``--env`` one of them, that env's training config is used.
 """
 
 from __future__ import annotations
@@ -54,6 +60,8 @@ class AgentProtocol:
         rollout: ``RolloutConfig`` overrides (``RunRequest.rollout`` form).
         run_name: the training run's ``name`` (or ``None``).
         path: the file it was read from.
+        train_envs: the envs of a multi-env training run (``{"id", "tag", "config"}``
+            each), ``()`` for a run on the one env ``env_id``.
     """
 
     env_id: str
@@ -62,11 +70,28 @@ class AgentProtocol:
     rollout: dict[str, Any]
     run_name: str | None = None
     path: Path | None = None
+    train_envs: tuple[dict[str, Any], ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         """The file's content (``schemas/agent_protocol.schema.json``)."""
-        return {"schema_version": SCHEMA_VERSION, "written_by": "ragen-train", "run_name": self.run_name,
+        data = {"schema_version": SCHEMA_VERSION, "written_by": "ragen-train", "run_name": self.run_name,
                 "env_id": self.env_id, "env_config": self.env_config, "split": self.split, "rollout": self.rollout}
+        if self.train_envs:
+            data["train_envs"] = [dict(e) for e in self.train_envs]
+        return data
+
+    def trained_ids(self) -> list[str]:
+        """The ids of the envs the model was trained on, in training order, each once."""
+        ids = [e["id"] for e in self.train_envs] or [self.env_id]
+        return list(dict.fromkeys(ids))
+
+    def env_entry(self, env_id: str) -> dict[str, Any] | None:
+        """The training config of ``env_id`` (the first entry with that id), or ``None``
+        when the model was not trained on it."""
+        for e in self.train_envs or ({"id": self.env_id, "config": self.env_config},):
+            if e["id"] == env_id:
+                return dict(e["config"])
+        return None
 
 
 def write_protocol(model_dir: str | Path, protocol: AgentProtocol) -> Path:
@@ -98,7 +123,8 @@ def read_protocol(model_dir: str | Path) -> AgentProtocol | None:
         return None
     data = read_checked(path, "agent_protocol")
     return AgentProtocol(env_id=data["env_id"], env_config=data["env_config"], split=data["split"],
-                         rollout=data["rollout"], run_name=data.get("run_name"), path=path)
+                         rollout=data["rollout"], run_name=data.get("run_name"), path=path,
+                         train_envs=tuple(data.get("train_envs") or ()))
 
 
 @dataclass
@@ -165,7 +191,8 @@ def apply_protocol(req: Any, given: set[str]) -> Applied:
         return Applied(req, None)
     rollout = json.loads(json.dumps(req.rollout or {}))
     applied = Applied(req, protocol)
-    same_env = req.env_id == protocol.env_id
+    trained_config = protocol.env_entry(req.env_id)
+    same_env = trained_config is not None
     for option, key in OPTION_KEYS.items():
         if option in given:
             applied.kept.append(option)
@@ -183,22 +210,40 @@ def apply_protocol(req: Any, given: set[str]) -> Applied:
     changes: dict[str, Any] = {"rollout": rollout}
     if same_env:
         if "env_config" not in given:
-            changes["env_config"] = dict(protocol.env_config)
+            changes["env_config"] = trained_config
         if "split" not in given:
             changes["split"] = protocol.split
+        if len(protocol.trained_ids()) > 1:
+            others = [i for i in protocol.trained_ids() if i != req.env_id]
+            applied.notes.append(f"evaluating {req.env_id}, one of the {len(protocol.trained_ids())} envs the model "
+                                 f"was trained on (the others: {', '.join(others)}; --env ID plays another)")
     else:
-        applied.notes.append(f"--env {req.env_id} is not the env the model was trained on ({protocol.env_id}): "
+        trained = protocol.trained_ids()
+        what = trained[0] if len(trained) == 1 else ", ".join(trained)
+        applied.notes.append(f"--env {req.env_id} is not the env the model was trained on ({what}): "
                              "its env config and turn/action limits are not used (the env's defaults are)")
     applied.request = replace(req, **changes)
     return applied
 
 
 def protocol_env(backend: str, model: str | None) -> str | None:
-    """The trained env of a local model directory's saved protocol (the default ``--env``), or ``None``."""
+    """The trained env of a local model directory's saved protocol (the default ``--env``), or ``None``.
+
+    Raises:
+        ValueError: the model was trained on several envs (one line naming them and
+            ``--env``: a run plays one env, and picking one silently would report a
+            score for an env the user did not choose); a damaged protocol file.
+    """
     if backend not in LOCAL_BACKENDS or not model or not Path(model).is_dir():
         return None
     protocol = read_protocol(model)
-    return protocol.env_id if protocol is not None else None
+    if protocol is None:
+        return None
+    trained = protocol.trained_ids()
+    if len(trained) > 1:
+        raise ValueError(f"{model} was trained on {len(trained)} envs ({', '.join(trained)}; {protocol.path}): "
+                         "a run plays one, so choose it with --env ID (it then uses that env's training config)")
+    return trained[0]
 
 
 def format_valid_warning(summary: dict[str, Any], applied: Applied | None = None) -> str | None:

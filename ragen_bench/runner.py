@@ -126,11 +126,18 @@ def plan_run(req: RunRequest) -> RunPlan:
     Raises:
         UnknownEnvError, ConfigError: bad env id or env config (the field is named).
         ValueError: episodes not a positive multiple of the group size, bad rollout or
-            sampling settings, ``max_parallel < 1``, a run id that is not a plain name.
+            sampling settings, ``max_parallel < 1``, a run id that is not a plain name,
+            ``backend`` ``oracle`` on an env without an oracle (its ``no_oracle_reason``).
     """
     entry = ragen_envs.get_entry(req.env_id)
     env_config = {"split": req.split, **(req.env_config or {})}
-    ragen_envs.make(entry.id, **env_config).close()  # validate the config now, naming the field
+    probe = ragen_envs.make(entry.id, **env_config)  # validate the config now, naming the field
+    try:
+        no_oracle = getattr(probe.unwrapped, "no_oracle_reason", None)
+    finally:
+        probe.close()
+    if req.backend == "oracle" and no_oracle:
+        raise ValueError(f"--backend oracle cannot run {entry.id}: {no_oracle}")
     specs = make_specs(entry.id, episodes=req.episodes, group_size=req.group_size, seed=req.seed,
                        env_config=env_config)
     rollout = rollout_config_from(entry, req.rollout)
@@ -325,10 +332,25 @@ def start_run(req: RunRequest | RunPlan, *, policy: Policy | None = None,
         with run_dir.writer_lock():  # taken before run.json exists, so no --resume can slip in
             meta["run_id"] = run_dir.path.name
             run_dir.write_run(meta)
-            return _play(run_dir, meta, policy, progress, on_start, on_turn)
+            return _play_or_interrupted(run_dir, meta, policy, progress, on_start, on_turn)
     finally:
         if owned:
             close_policy(policy)
+
+
+def _play_or_interrupted(run_dir: RunDir, *args: Any) -> Path:
+    """:func:`_play`; a signal (``KeyboardInterrupt``, SIGTERM under
+    :func:`ragen_bench.interrupt.sigterm_as_interrupt`) becomes
+    :class:`~ragen_bench.interrupt.RunInterrupted` naming the run directory, so the CLI can
+    say what was saved and how to resume."""
+    from .interrupt import RunInterrupted, signal_of
+
+    try:
+        return _play(run_dir, *args)
+    except RunInterrupted:
+        raise
+    except KeyboardInterrupt as exc:
+        raise RunInterrupted(run_dir.path, signal_of(exc)) from None
 
 
 def _run_meta(plan: RunPlan, run_id: str, policy: Policy) -> dict[str, Any]:
@@ -412,7 +434,7 @@ def resume_run(path: str | Path, *, policy: Policy | None = None,
             preflight(meta["env_id"], meta["env_config"], meta["seed"], meta["backend"], meta.get("policy_options"))
         policy = policy or make_policy(meta["backend"], meta.get("model"), **meta.get("policy_options", {}))
         try:
-            return _play(run_dir, meta, policy, progress, on_start, on_turn)
+            return _play_or_interrupted(run_dir, meta, policy, progress, on_start, on_turn)
         finally:
             if owned:
                 close_policy(policy)

@@ -26,8 +26,10 @@ reports).  The host imports this module only for :func:`encode_value` /
        loaded, ``/etc/ld.so.cache``, ``/usr`` for commands, the paths of
        ``visible_paths``; a ``/dev`` with ``null``, ``zero``, ``full``, ``random`` and
        ``urandom``; a size-limited tmpfs on ``/tmp`` (the program's working directory
-       is ``/tmp/work``) and ``/dev/shm``; site-/dist-packages directories of ``/usr``
-       are hidden under empty tmpfs.  Nothing else of the host file system exists.
+       is ``/tmp/work``) and ``/dev/shm``, with the bound paths that lie under the
+       host's ``/tmp`` or ``/dev/shm`` (a venv under ``/tmp``) bound on top of them;
+       site-/dist-packages directories of ``/usr`` are hidden under empty tmpfs.
+       Nothing else of the host file system exists.
     4. forks ``C``, reports its pid on ``pid_fd`` and waits for it, with its own wall
        limit (``wall_time_s + 2``, a backstop should the host be stopped).  Without a
        PID namespace L is a child subreaper: every orphaned descendant is re-parented to
@@ -373,6 +375,26 @@ def _remove_host_dir(base: str, work: str) -> None:
     os.rmdir(base)
 
 
+#: The size-limited private tmpfs of the sandbox (the host's are never seen).
+_PRIVATE_TMPS = ("/tmp", "/dev/shm")
+
+
+def _inside_private_tmp(path: str) -> bool:
+    """``path`` lies strictly inside ``/tmp`` or ``/dev/shm`` (so inside a private tmpfs)."""
+    return any(path.startswith(t + "/") for t in _PRIVATE_TMPS)
+
+
+def _bind_fd(fd: int, target: str) -> None:
+    """Bind the host path held by the ``O_PATH`` descriptor ``fd`` read-only at ``target``."""
+    if os.path.isdir(f"/proc/self/fd/{fd}"):
+        os.makedirs(target, 0o755, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(target), 0o755, exist_ok=True)
+        open(target, "wb").close()
+    _bind_readonly(f"/proc/self/fd/{fd}", target, f"/proc/self/fd/{fd}")
+    os.close(fd)
+
+
 def _build_root(cfg: dict, iso: dict, files: dict[str, bytes], fds: dict[str, int], asked: set[str]) -> str:
     """Assemble the private root under a tmpfs on ``/tmp`` (this mount namespace only)."""
     old_umask = os.umask(0o022)
@@ -380,21 +402,25 @@ def _build_root(cfg: dict, iso: dict, files: dict[str, bytes], fds: dict[str, in
     root = "/tmp/root"
     os.mkdir(root, 0o755)
     _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,mode=0755")
+    # A source inside the private /tmp or /dev/shm (a venv under /tmp) is bound after
+    # those tmpfs are mounted, on top of them: bound before, the tmpfs would hide it.
+    # Only that path of the host's /tmp is seen, nothing beside it.
+    in_tmp = {p: fd for p, fd in fds.items() if _inside_private_tmp(p)}
     for path, fd in fds.items():
-        target = root + path
-        if os.path.isdir(f"/proc/self/fd/{fd}"):
-            os.makedirs(target, 0o755, exist_ok=True)
-        else:
-            os.makedirs(os.path.dirname(target), 0o755, exist_ok=True)
-            open(target, "wb").close()
-        _bind_readonly(f"/proc/self/fd/{fd}", target, f"/proc/self/fd/{fd}")
-        os.close(fd)
+        if path not in in_tmp:
+            _bind_fd(fd, root + path)
     for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
         if os.path.islink(f"/{name}"):
             os.symlink(os.readlink(f"/{name}"), f"{root}/{name}")
+    os.makedirs(f"{root}/dev", 0o755, exist_ok=True)
+    size = f"size={int(cfg['tmp_size_mb'])}m"
+    for tmp in _PRIVATE_TMPS:
+        os.makedirs(root + tmp, 0o755, exist_ok=True)
+        _mount("tmpfs", root + tmp, "tmpfs", MS_NOSUID | MS_NODEV, f"{size},mode=1777")
+    for path, fd in in_tmp.items():
+        _bind_fd(fd, root + path)
     for path in _hidden_package_dirs(root, list(fds), asked):
         _mount("tmpfs", root + path, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "size=4k,mode=0755")
-    os.mkdir(f"{root}/dev", 0o755)
     for dev in _DEVICES:
         if os.path.exists(f"/dev/{dev}"):
             open(f"{root}/dev/{dev}", "wb").close()
@@ -402,13 +428,9 @@ def _build_root(cfg: dict, iso: dict, files: dict[str, bytes], fds: dict[str, in
     for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
                          ("stderr", "/proc/self/fd/2")):
         os.symlink(target, f"{root}/dev/{name}")
-    size = f"size={int(cfg['tmp_size_mb'])}m"
-    for tmp in ("/tmp", "/dev/shm"):
-        os.makedirs(root + tmp, 0o755, exist_ok=True)
-        _mount("tmpfs", root + tmp, "tmpfs", MS_NOSUID | MS_NODEV, f"{size},mode=1777")
     os.mkdir(f"{root}/proc", 0o555)
     work = f"{root}/tmp/work"
-    os.mkdir(work, 0o755)
+    os.makedirs(work, 0o755, exist_ok=True)  # exists when a bound source lies under /tmp/work
     for name, data in files.items():
         with open(os.path.join(work, name), "wb") as fh:
             fh.write(data)

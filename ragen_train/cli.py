@@ -19,8 +19,10 @@ naming the field or option, with exit status 2.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -28,6 +30,7 @@ import typer
 from rich.markup import escape
 
 from ragen_bench.console import make_console, print_error
+from ragen_bench.interrupt import sigterm_as_interrupt
 
 from .backends.base import TRAINER_BACKENDS
 
@@ -94,6 +97,7 @@ def starpo(
     from .trainer import StarPOTrainer
 
     cfg, resume = _load_for_resume(config, overrides, resume)
+    _preflight_envs(cfg)
     if backend != "native":
         _external_backend(backend, cfg, resume)
         return
@@ -109,9 +113,10 @@ def starpo(
     except TrainConfigError as exc:
         raise _error(exc, "config error") from None
     try:
-        last = trainer.fit()
-    except KeyboardInterrupt:
-        raise _interrupted(cfg, "starpo") from None
+        with _clean_warnings(), sigterm_as_interrupt():
+            last = trainer.fit()
+    except KeyboardInterrupt as exc:
+        raise _interrupted(cfg, "starpo", exc) from None
     if trainer.dist.is_main:
         from .plot import plot_metrics
 
@@ -145,6 +150,30 @@ def _load_for_resume(config: str | None, overrides: list[str] | None, resume: st
     return cfg, target.resume
 
 
+def _preflight_envs(cfg) -> None:
+    """Check every training and validation env of ``cfg`` before a model is loaded, as
+    ``ragen-bench run`` does (:func:`ragen_bench.preflight.check_env`: one ``reset`` of seed
+    ``trainer.seed``, then the env's ``check_ready()``, which for Lean asks its verifier);
+    without it an unreachable Lean verifier was found only after every episode of the first
+    step had failed (minutes).  Raises the exit (status 2) after one ``error:`` line."""
+    from ragen_bench.preflight import PreflightError, check_env
+    from ragen_envs import ConfigError, UnknownEnvError
+
+    from .multienv import train_envs, val_envs
+
+    checked: set[tuple[str, str]] = set()
+    for split, slots in ((cfg.env.train_split, train_envs(cfg)), (cfg.env.val_split, val_envs(cfg))):
+        for slot in slots:
+            key = (slot.id, json.dumps(slot.config, sort_keys=True, default=str))
+            if key in checked:
+                continue
+            checked.add(key)
+            try:
+                check_env(slot.id, {**slot.config, "split": split}, cfg.trainer.seed)
+            except (PreflightError, ImportError, ConfigError, UnknownEnvError, ValueError) as exc:
+                raise _error(" ".join(str(exc).split())) from None
+
+
 def _external_backend(name: str, cfg, resume: str | None) -> None:
     """Train ``cfg`` with the ``trl`` or ``verl`` back-end (ragen_train.backends)."""
     from .backends import get_backend
@@ -158,7 +187,8 @@ def _external_backend(name: str, cfg, resume: str | None) -> None:
         raise _error(f"--resume is supported by the {' and '.join(TRAINER_BACKENDS.names(resume=True))} "
                      f"back-ends, not {name!r}")
     try:
-        result = chosen.train(cfg, resume=resume) if resume else chosen.train(cfg)
+        with _clean_warnings():
+            result = chosen.train(cfg, resume=resume) if resume else chosen.train(cfg)
     except FileNotFoundError as exc:
         raise _error(exc) from None
     except (ImportError, TrainConfigError) as exc:
@@ -167,18 +197,43 @@ def _external_backend(name: str, cfg, resume: str | None) -> None:
           + _val_text(result.last_val))
 
 
-def _interrupted(cfg, command: str) -> typer.Exit:
-    """Ctrl-C: one line on standard error saying how to ``--resume`` (exit status 130, as a shell's SIGINT)."""
+def _interrupted(cfg, command: str, exc: BaseException | None = None) -> typer.Exit:
+    """Ctrl-C or SIGTERM (:mod:`ragen_bench.interrupt`): one line on standard error saying what
+    was saved and how to ``--resume``; the exit to raise (status 130 for SIGINT, 143 for
+    SIGTERM, as a shell reports them)."""
+    from ragen_bench.interrupt import exit_status, signal_label, signal_of
+
     from .resume import interrupted_message
 
-    console.print(escape(interrupted_message(cfg.trainer.out_dir, cfg.trainer.save_every, command=command)),
-                  soft_wrap=True)
-    return typer.Exit(130)
+    signum = signal_of(exc) if exc is not None else 2
+    console.print(escape(interrupted_message(cfg.trainer.out_dir, cfg.trainer.save_every, command=command,
+                                             reason=signal_label(signum))), soft_wrap=True)
+    return typer.Exit(exit_status(signum))
 
 
 def _val_text(last: dict[str, float]) -> str:
     parts = [f"{k}={v:.3f}" for k, v in last.items() if k in ("val/success", "val/return")]
     return ", ".join(parts) if parts else "none (trainer.val_every=0)"
+
+
+@contextlib.contextmanager
+def _clean_warnings() -> Iterator[None]:
+    """While training, show our warnings (RuntimeWarning: "no learning signal", "stopping: ...")
+    as one ``warning:`` line each on standard error when they happen, not in Python's
+    default format (``file:line: RuntimeWarning: ...`` plus the source line that called
+    ``warnings.warn``); other categories keep Python's format.  Python's filters still
+    decide what is shown (once per call site by default)."""
+    with warnings.catch_warnings():  # restores warnings.showwarning on exit
+        python_format = warnings.showwarning
+
+        def show(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001 - warnings' signature
+            if issubclass(category, RuntimeWarning):
+                _warn(str(message))
+            else:
+                python_format(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+        yield
 
 
 def _replay(caught: list[warnings.WarningMessage]) -> None:
@@ -294,12 +349,14 @@ def quickstart(overrides: Overrides = None, config: ConfigOpt = "quickstart") ->
     from .config import TrainConfigError
 
     cfg = _load(config, ["trainer.overwrite=true", *(overrides or [])])
+    _preflight_envs(cfg)
     try:
-        res = run_sft_then_starpo(cfg, log=_info)
+        with _clean_warnings(), sigterm_as_interrupt():
+            res = run_sft_then_starpo(cfg, log=_info)
     except TrainConfigError as exc:
         raise _error(exc, "config error") from None
-    except KeyboardInterrupt:
-        raise _interrupted(cfg, "quickstart") from None
+    except KeyboardInterrupt as exc:
+        raise _interrupted(cfg, "quickstart", exc) from None
     b, a = res.before.get("test/success", 0.0), res.after.get("test/success", 0.0)
     out.print(f"\n[bold]held-out success ({escape(cfg.env.id)}, {cfg.env.test_split} split):[/bold] "
               f"after SFT {b:.3f} -> after StarPO {a:.3f}", soft_wrap=True)
@@ -313,13 +370,25 @@ def presets() -> None:
     from .losses import AGG_MODES, KL_ESTIMATORS
     from .presets import PRESETS
 
+    rows = []
     for name in sorted(PRESETS):
         cfg = PRESETS[name]()
-        _info(f"{name:22s} env={cfg.env.id}  model={cfg.model.path}  estimator={cfg.algorithm.adv_estimator}")
+        rows.append((name, f"env={cfg.env.id}", f"model={cfg.model.path}", f"estimator={cfg.algorithm.adv_estimator}"))
+    for line in aligned_rows(rows):
+        _info(line)
     critic = set(ADVANTAGE_ESTIMATORS.names(needs_critic=True))
     _info("\nalgorithm.adv_estimator: " + ", ".join(f"{n} (critic)" if n in critic else n for n in ADVANTAGE_ESTIMATORS))
     _info("algorithm.loss_agg_mode: " + ", ".join(AGG_MODES))
     _info("algorithm.kl_estimator:  " + ", ".join(KL_ESTIMATORS))
+
+
+def aligned_rows(rows: list[tuple[str, ...]], gap: int = 2) -> list[str]:
+    """Plain-text rows with every column as wide as its longest cell (``gap`` spaces
+    between columns, no trailing spaces): a fixed width broke the columns for names over
+    22 characters.  Plain text, not a rich table, so that ``| grep`` sees whole rows."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))] if rows else []
+    sep = " " * gap
+    return [sep.join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
 
 
 @app.command("show-config")

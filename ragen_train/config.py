@@ -516,6 +516,21 @@ def did_you_mean(name: str, candidates: Any, *, prefix: str = "", cutoff: float 
     return f"; did you mean {', '.join(prefix + c for c in close)}?" if close else ""
 
 
+def field_elsewhere(leaf: str, paths: Any, *, cutoff: float = 0.8) -> str:
+    """``"; did you mean optim.lr?"`` for a field named in the wrong section (``lr=1``,
+    ``optim.kl_coef=0.1``): the dotted paths whose last part is ``leaf``, else whose last
+    part is close to it (difflib ratio at least ``cutoff``), at most three; else ``""``."""
+    import difflib
+
+    by_leaf: dict[str, list[str]] = {}
+    for p in sorted(paths):
+        if "." in p:
+            by_leaf.setdefault(p.rsplit(".", 1)[1], []).append(p)
+    found = by_leaf.get(leaf) or [p for c in difflib.get_close_matches(leaf, list(by_leaf), n=3, cutoff=cutoff)
+                                  for p in by_leaf[c]]
+    return f"; did you mean {', '.join(found[:3])}?" if found else ""
+
+
 def from_dict(cls: type, data: dict[str, Any], path: str = "") -> Any:
     """Build dataclass ``cls`` from a (possibly partial) dict, checking every key."""
     hints = typing.get_type_hints(cls)
@@ -568,7 +583,7 @@ def _apply_overrides(cfg: StarPOConfig, overrides: list[str], user_env_fields: s
         if not isinstance(node, dict) or (leaf not in node and parts[-2:-1] != ["config"]):
             parent = ".".join(parts[:-1])
             hint = did_you_mean(leaf, node, prefix=f"{parent}." if parent else "") if isinstance(node, dict) else ""
-            raise TrainConfigError(key, "unknown field" + hint)
+            raise TrainConfigError(key, "unknown field" + (hint or field_elsewhere(leaf, field_paths(data))))
         node[leaf] = value
         if parts[:2] == ["env", "config"] and len(parts) >= 3:
             user_env_fields.add(parts[2])

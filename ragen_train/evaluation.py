@@ -110,9 +110,18 @@ def saved_protocol(config: dict[str, Any]):
     """
     from ragen_bench.protocol import AgentProtocol
 
+    from .multienv import train_envs
+
     cfg = from_dict(StarPOConfig, config)
-    return AgentProtocol(env_id=cfg.env.id, env_config=dict(cfg.env.config), split=cfg.env.test_split,
-                         rollout=agent_protocol(cfg, cfg.trainer.val_temperature), run_name=cfg.name)
+    rollout = agent_protocol(cfg, cfg.trainer.val_temperature)
+    if not cfg.env.train:
+        return AgentProtocol(env_id=cfg.env.id, env_config=dict(cfg.env.config), split=cfg.env.test_split,
+                             rollout=rollout, run_name=cfg.name)
+    # A multi-env run (env.train): the trained envs, not env.id, which it did not train on.
+    slots = train_envs(cfg)
+    return AgentProtocol(env_id=slots[0].id, env_config=dict(slots[0].config), split=cfg.env.test_split,
+                         rollout=rollout, run_name=cfg.name,
+                         train_envs=tuple({"id": s.id, "tag": s.tag, "config": dict(s.config)} for s in slots))
 
 
 @dataclass
@@ -180,7 +189,8 @@ def plan_eval(model_dir: Path, *, env: str | None = None, split: str | None = No
         model_dir: a model folder (``final_model``, ``sft_model``,
             ``checkpoints/step_N/model``).
         env, split, episodes, temperature, max_new_tokens, context_mode, think, device:
-            command-line options; ``None`` takes the training config's value (``env.id``,
+            command-line options; ``None`` takes the training config's value (``env.id``, or
+            the one env of ``env.train``; several there and no ``env``: an error),
             ``env.test_split``, ``trainer.val_temperature``, ``rollout.max_new_tokens``,
             ``rollout.context_mode``, ``rollout.enable_think``, ``model.device`` when
             usable here), else the env's default.  With ``env`` naming another env than the
@@ -237,14 +247,21 @@ def plan_eval(model_dir: Path, *, env: str | None = None, split: str | None = No
                                            ("--max-new-tokens", max_new_tokens), ("--context-mode", context_mode),
                                            ("--think/--no-think", think), ("--device", device)) if value is not None]
     if cfg is not None:
-        env_id = env or cfg.env.id
-        env_config = dict(cfg.env.config)
+        # A multi-env run (env.train) trained on its listed envs, not env.id: an evaluation
+        # plays one, so --env chooses it (as `ragen-bench run --model DIR`).
+        trained = list(dict.fromkeys(e.id for e in cfg.env.train)) or [cfg.env.id]
+        if env is None and len(trained) > 1:
+            raise EvalSetupError("--env", f"{model_dir} was trained on {len(trained)} envs ({', '.join(trained)}): "
+                                          "an evaluation plays one, so choose it with --env ID")
+        env_id = env or trained[0]
+        configs = {e.id: dict(e.config) for e in reversed(cfg.env.train)} or {cfg.env.id: dict(cfg.env.config)}
+        env_config = configs.get(env_id, {})
         rollout = agent_protocol(cfg, cfg.trainer.val_temperature if temperature is None else temperature)
-        if env_id != cfg.env.id:
-            env_config = {}
+        if env_id not in configs:
             for key in ENV_SPECIFIC:
                 rollout[key] = None
-            notes.append(f"--env {env_id} is not the trained env {cfg.env.id}: the training env.config and "
+            what = f"the trained env {trained[0]}" if len(trained) == 1 else f"one of the trained envs ({', '.join(trained)})"
+            notes.append(f"--env {env_id} is not {what}: the training env.config and "
                          "turn/action limits are not used (the env's defaults are)")
         split = split or cfg.env.test_split
         if device is None:

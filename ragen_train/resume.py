@@ -128,15 +128,18 @@ def missing_checkpoint_message(where: str, out_dir: Path, save_every: int) -> st
             "trainer.save_every")
 
 
-def interrupted_message(out_dir: str | Path, save_every: int, *, command: str = "starpo") -> str:
-    """What to tell a user who pressed Ctrl-C: the command that continues the run from its
-    newest intact checkpoint, or why there is nothing to continue yet.
+def interrupted_message(out_dir: str | Path, save_every: int, *, command: str = "starpo",
+                        reason: str = "interrupted") -> str:
+    """What to tell a user who pressed Ctrl-C (or whose run got SIGTERM): the command that
+    continues the run from its newest intact checkpoint, or why there is nothing to continue yet.
 
     Args:
         out_dir: the run's ``trainer.out_dir``.
         save_every: its ``trainer.save_every``.
         command: ``starpo``, or ``quickstart`` (whose StarPO phase ``starpo --resume`` continues;
             the before/after summary is only written by a complete quickstart).
+        reason: the start of the line (``ragen_bench.interrupt.signal_label``: "interrupted"
+            for Ctrl-C, "stopped by SIGTERM").
     """
     from . import checkpoint as ckpt
 
@@ -149,10 +152,10 @@ def interrupted_message(out_dir: str | Path, save_every: int, *, command: str = 
         why = ("this run never saves one (trainer.save_every=0)" if save_every <= 0 else
                f"no checkpoint was written yet (one every trainer.save_every={save_every} steps)")
         again = "run the quickstart again" if command == "quickstart" else "start it again"
-        return f"interrupted: nothing to resume in {out} — {why}; {again}"
+        return f"{reason}: nothing to resume in {out} — {why}; {again}"
     tail = (" (the StarPO phase; the before/after summary needs a complete quickstart)"
             if command == "quickstart" else "")
-    return (f"interrupted: continue from checkpoint step {found.step} with `ragen-train starpo --resume {out}`"
+    return (f"{reason}: continue from checkpoint step {found.step} with `ragen-train starpo --resume {out}`"
             f"{tail}")
 
 

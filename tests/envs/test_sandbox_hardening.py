@@ -122,6 +122,42 @@ def test_site_packages_are_hidden_unless_configured() -> None:
     assert shown.stdout.split()[-1] == "False"  # even then this project's packages stay hidden
 
 
+@needs_ns
+def test_site_packages_of_a_venv_under_tmp_are_seen_when_configured() -> None:
+    """Fresh-clone finding (2026-12-02): a clone and venv under /tmp could not import their
+    packages with ``site_packages=True``: the site directory was bound into the private
+    root and then covered by the private ``/tmp``.  It is now bound on top of the private
+    ``/tmp``, and nothing else of the host's ``/tmp`` (a file beside the venv) is seen."""
+    import shutil
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="ragen-venv-test-", dir="/tmp"))
+    other = Path(tempfile.mkdtemp(prefix="ragen-other-", dir="/tmp"))
+    try:
+        venv = base / "venv"
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+        python = str(venv / "bin" / "python")
+        site_dir = subprocess.run([python, "-c", "import site; print(site.getsitepackages()[0])"], check=True,
+                                  capture_output=True, text=True).stdout.strip()
+        assert site_dir.startswith("/tmp/"), site_dir
+        Path(site_dir, "ragen_tmp_probe.py").write_text("VALUE = 42\n")
+        beside = base / "secret.txt"
+        beside.write_text("host /tmp content\n")
+        elsewhere = other / "other.txt"
+        elsewhere.write_text("another host /tmp file\n")
+        probe = ("import os\ntry:\n    import ragen_tmp_probe\n    print('imported', ragen_tmp_probe.VALUE)\n"
+                 "except ImportError:\n    print('hidden')\n"
+                 f"print(os.path.exists({str(beside)!r}), os.path.exists({str(elsewhere)!r}))\n")
+        shown = run_python(probe, config=FAST.with_(python=python, site_packages=True))
+        assert shown.ok, (shown.status, shown.detail, shown.stderr)
+        assert shown.stdout == "imported 42\nFalse False\n", shown.stdout
+        hidden = run_python(probe, config=FAST.with_(python=python))
+        assert hidden.stdout == "hidden\nFalse False\n", (hidden.stdout, hidden.stderr)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+        shutil.rmtree(other, ignore_errors=True)
+
+
 # ------------------------------------------------------- 2. host UNIX sockets
 UNIX_CONNECT = r'''
 import ctypes, errno, struct

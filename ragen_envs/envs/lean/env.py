@@ -93,6 +93,11 @@ class LeanEnv(DatasetEnv):
     env_key = "lean"
     #: No oracle proves every theorem; with a replay that records a proof it plays it.
     oracle_is_exact = False
+    #: Why ``ragen-bench run --backend oracle`` refuses this env (``ragen_bench.runner.plan_run``):
+    #: a run labelled "oracle" is read as the upper bound, and this env has none.
+    no_oracle_reason = ("theorem proving has no oracle: oracle_actions() only replays a proof the verifier has "
+                        "recorded, else tries Mathlib's automation tactics (docs/envs/lean.md); for a baseline "
+                        "run --backend random, or evaluate a model")
 
     def __init__(self, render_mode: str | None = None, **config: Any):
         super().__init__(render_mode=render_mode, **config)
@@ -174,8 +179,8 @@ class LeanEnv(DatasetEnv):
         except (VerifierError, MissingExtraError) as exc:
             raise ConnectionError(
                 f"{' '.join(str(exc).split())}; point the env at a Lean verifier with --env-config "
-                "verifier=http://HOST:PORT (Kimina) | repl:COMMAND | replay:FILE, or set RAGEN_LEAN_VERIFIER "
-                "(docs/envs/lean.md)") from None
+                "verifier=http://HOST:PORT (Kimina) | repl:COMMAND | replay:FILE (ragen-train: "
+                "env.config.verifier=...), or set RAGEN_LEAN_VERIFIER (docs/envs/lean.md)") from None
 
     def close(self) -> None:
         """Stop the verifier's connections and processes."""
