@@ -7,13 +7,17 @@ Run::
     python benchmarks/peer_speed.py --markdown      # the table of benchmarks/README.md
 
 Each row times one operation (an env step or reset) of ours and of each reference.
-Repetition ``r`` runs ours, then every reference, each in a fresh subprocess (so no side
-warms the other's caches and one slow moment of the shared machine hits one sample,
-not one side); a subprocess times ``--batches`` batches of ``n`` operations (:data:`N_STEP` steps or :data:`N_RESET` resets) with
-``time.perf_counter`` around the whole batch (per-call timer overhead is amortised;
-setting a batch up — resets, action plans — is outside the timed region) and reports
-the median seconds per operation.  The table gives the median over repetitions and
-the ratio ``peer time / our time`` (higher is better for us; 2.0 = twice as fast).
+Repetition ``r`` starts a fresh subprocess per side (so no side warms the other's
+caches) and, once all are set up, has them time ``--batches`` batches in lockstep:
+batch ``b`` of every side in turn (ABBA order), so a change of the shared machine's load
+weighs on every side alike (:func:`compare`).  A batch is ``n`` operations
+(:data:`N_STEP` steps or :data:`N_RESET` resets) with ``time.perf_counter`` around the
+whole batch (per-call timer overhead is amortised; setting a batch up — resets, action
+plans — is outside the timed region).  A side's figure per repetition is the median of
+its batches; the table gives the median over repetitions and the ratio
+``peer time / our time`` (higher is better for us; 2.0 = twice as fast) with the range
+of the per-repetition ratios.  ``--before DIR`` adds ours from checkout ``DIR`` as one
+more reference (the speed-up of a change, in the same run).
 
 References (never copied code; see ``benchmarks/README.md`` for the full list):
 
