@@ -7,13 +7,17 @@ Run::
     python benchmarks/peer_speed.py --markdown      # the table of benchmarks/README.md
 
 Each row times one operation (an env step or reset) of ours and of each reference.
-Repetition ``r`` runs ours, then every reference, each in a fresh subprocess (so no side
-warms the other's caches and one slow moment of the shared machine hits one sample,
-not one side); a subprocess times ``--batches`` batches of ``n`` operations (:data:`N_STEP` steps or :data:`N_RESET` resets) with
-``time.perf_counter`` around the whole batch (per-call timer overhead is amortised;
-setting a batch up — resets, action plans — is outside the timed region) and reports
-the median seconds per operation.  The table gives the median over repetitions and
-the ratio ``peer time / our time`` (higher is better for us; 2.0 = twice as fast).
+Repetition ``r`` starts a fresh subprocess per side (so no side warms the other's
+caches) and, once all are set up, has them time ``--batches`` batches in lockstep:
+batch ``b`` of every side in turn (ABBA order), so a change of the shared machine's load
+weighs on every side alike (:func:`compare`).  A batch is ``n`` operations
+(:data:`N_STEP` steps or :data:`N_RESET` resets) with ``time.perf_counter`` around the
+whole batch (per-call timer overhead is amortised; setting a batch up — resets, action
+plans — is outside the timed region).  A side's figure per repetition is the median of
+its batches; the table gives the median over repetitions and the ratio
+``peer time / our time`` (higher is better for us; 2.0 = twice as fast) with the range
+of the per-repetition ratios.  ``--before DIR`` adds ours from checkout ``DIR`` as one
+more reference (the speed-up of a change, in the same run).
 
 References (never copied code; see ``benchmarks/README.md`` for the full list):
 
@@ -635,28 +639,52 @@ ROWS: dict[str, Row] = {r.key: r for r in [
 
 
 # ================================================================= measurement
-def measure(row_key: str, side_index: int, batches: int) -> dict[str, Any]:
-    """Seconds per operation of one side of one row (median over ``batches``)."""
+def _side(row_key: str, side_index: int) -> Side:
     row = ROWS[row_key]
-    side = row.ours if side_index < 0 else row.refs[side_index]
+    return row.ours if side_index < 0 else row.refs[side_index]  # BEFORE (-2): ours, from RAGEN_OURS_ROOT
+
+
+def _timed_batch(prepare: Prepare, n: int) -> float:
+    """Seconds per operation of one batch (set up untimed, ``gc.collect()`` first)."""
+    import gc
+
+    run, count = prepare(n)
+    gc.collect()
+    gc.disable()
+    t0 = time.perf_counter()
+    run()
+    dt = time.perf_counter() - t0
+    gc.enable()
+    return dt / count
+
+
+def measure(row_key: str, side_index: int, batches: int) -> dict[str, Any]:
+    """Seconds per operation of one side of one row (median over ``batches``), in this process."""
+    side = _side(row_key, side_index)
     try:
         prepare = side.factory()
     except PeerMissing as exc:
         return {"skipped": str(exc)}
-    import gc
-
-    per_op = []
     prepare(side.n)[0]()  # warm-up
-    for _ in range(batches):
-        run, count = prepare(side.n)
-        gc.collect()
-        gc.disable()
-        t0 = time.perf_counter()
-        run()
-        dt = time.perf_counter() - t0
-        gc.enable()
-        per_op.append(dt / count)
-    return {"seconds": statistics.median(per_op)}
+    return {"seconds": statistics.median(_timed_batch(prepare, side.n) for _ in range(batches))}
+
+
+def serve(row_key: str, side_index: int) -> int:
+    """A worker of :func:`compare`: set the side up, say ``ready``, then time one batch per
+    ``go`` line on stdin (one JSON line each on stdout) until ``stop`` or end of input."""
+    side = _side(row_key, side_index)
+    try:
+        prepare = side.factory()
+        prepare(side.n)[0]()  # warm-up
+    except PeerMissing as exc:
+        print(json.dumps({"skipped": str(exc)}), flush=True)
+        return 0
+    print(json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        if line.strip() != "go":
+            break
+        print(json.dumps({"seconds": _timed_batch(prepare, side.n)}), flush=True)
+    return 0
 
 
 def _peer_python(arg: str | None) -> str:
@@ -668,32 +696,102 @@ def _peer_python(arg: str | None) -> str:
     return str(venv) if venv.exists() else sys.executable
 
 
-def _run_worker(python: str, row: str, side: int, batches: int) -> dict[str, Any]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    out = subprocess.run([python, str(Path(__file__).resolve()), "--worker", row, str(side), str(batches)],
-                         capture_output=True, text=True, env=env, check=False)
-    if out.returncode != 0:
-        return {"skipped": f"worker failed: {out.stderr.strip().splitlines()[-1] if out.stderr.strip() else out.returncode}"}
-    return json.loads(out.stdout.strip().splitlines()[-1])
+class _Worker:
+    """One side's :func:`serve` process, driven line by line."""
+
+    def __init__(self, python: str, row: str, side: int, ours_root: str | None) -> None:
+        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        if ours_root is not None:
+            env["RAGEN_OURS_ROOT"] = ours_root
+        import tempfile
+
+        self.err = tempfile.TemporaryFile(mode="w+")  # a file, not a pipe: a chatty peer never blocks
+        self.proc = subprocess.Popen([python, str(Path(__file__).resolve()), "--serve", row, str(side)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err,
+                                     text=True, env=env)
+
+    def read(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            self.proc.wait()
+            self.err.seek(0)
+            err = self.err.read().strip()
+            return {"skipped": f"worker failed: {err.splitlines()[-1] if err else self.proc.returncode}"}
+        return json.loads(line)
+
+    def batch(self) -> dict[str, Any]:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
+        return self.read()
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            assert self.proc.stdin is not None
+            try:
+                self.proc.stdin.write("stop\n")
+                self.proc.stdin.close()
+            except BrokenPipeError:
+                pass
+            self.proc.wait(timeout=60)
+        self.err.close()
 
 
-def compare(rows: list[str], reps: int, batches: int, peer_python: str) -> list[dict[str, Any]]:
-    """Alternate ours and each reference in fresh processes, ``reps`` times; medians."""
+#: Side index of "ours, another checkout" (``--before``): ours' factory, run by a worker
+#: whose ``RAGEN_OURS_ROOT`` is that checkout.
+BEFORE = -2
+
+
+def compare(rows: list[str], reps: int, batches: int, peer_python: str,
+            before: str | None = None) -> list[dict[str, Any]]:
+    """Time ours and each reference in lockstep, ``reps`` times; medians.
+
+    Repetition ``r`` starts one fresh process per side, waits until every one is set up
+    (imports, pools, warm-up batch), then has them time their batches in turn: batch
+    ``b`` of every side, in the row's order for even ``b`` and reversed for odd ``b``
+    (ABBA), then batch ``b + 1``.  One process times while the others wait on a pipe,
+    so the sides' batches alternate within milliseconds and a change of the shared
+    machine's load weighs on every side alike.  A side's figure for a repetition is the
+    median of its batches; the table gives the median over repetitions, and the ratio
+    per repetition (``peer / ours`` of that repetition's figures) gives the range.
+    ``before`` (a checkout's root) adds ours as that checkout has it as one more
+    reference: the ratio against it is the speed-up.
+    """
     results = []
     for key in rows:
         row = ROWS[key]
         sides = [(-1, row.ours)] + list(enumerate(row.refs))
+        if before is not None:
+            sides.append((BEFORE, Side(f"ours at {before}", row.ours.factory, row.ours.n)))
         samples: dict[int, list[float]] = {i: [] for i, _ in sides}
         skipped: dict[int, str] = {}
         for _ in range(reps):
-            for i, side in sides:
-                if i in skipped:
-                    continue
-                r = _run_worker(peer_python if side.peer else sys.executable, key, i, batches)
-                if "skipped" in r:
-                    skipped[i] = r["skipped"]
-                else:
-                    samples[i].append(r["seconds"])
+            workers = {i: _Worker(peer_python if side.peer else sys.executable, key, i,
+                                  before if i == BEFORE else None)
+                       for i, side in sides if i not in skipped}
+            try:
+                for i, w in list(workers.items()):
+                    r = w.read()
+                    if "skipped" in r:
+                        skipped[i] = r["skipped"]
+                        w.close()
+                        del workers[i]
+                if -1 not in workers:
+                    raise RuntimeError(f"{row.title}: ours did not start: {skipped.get(-1)}")
+                order = list(workers)
+                per_batch: dict[int, list[float]] = {i: [] for i in order}
+                for b in range(batches):
+                    for i in order if b % 2 == 0 else order[::-1]:
+                        r = workers[i].batch()
+                        if "seconds" not in r:
+                            raise RuntimeError(f"{row.title}, {_side(key, i).label}: {r.get('skipped', r)}")
+                        per_batch[i].append(r["seconds"])
+                for i in order:
+                    samples[i].append(statistics.median(per_batch[i]))
+            finally:
+                for w in workers.values():
+                    w.close()
         ours = statistics.median(samples[-1])
         for i, side in sides[1:]:
             entry = {"row": key, "title": row.title, "reference": side.label, "target": row.target,
@@ -703,8 +801,10 @@ def compare(rows: list[str], reps: int, batches: int, peer_python: str) -> list[
                 print(f"SKIP {row.title} vs {side.label}: {skipped[i]}", file=sys.stderr)
             else:
                 peer = statistics.median(samples[i])
-                ratios = sorted(p / o for p, o in zip(samples[i], samples[-1]))
-                entry.update(peer_per_s=1.0 / peer, ratio=peer / ours, ratio_min=ratios[0], ratio_max=ratios[-1])
+                ratios = [p / o for p, o in zip(samples[i], samples[-1])]  # per repetition
+                entry.update(peer_per_s=1.0 / peer, ratio=peer / ours, ratio_min=min(ratios),
+                             ratio_max=max(ratios), ratio_rep_median=statistics.median(ratios),
+                             ours_seconds=samples[-1], peer_seconds=samples[i], ratios=ratios)
             results.append(entry)
     return results
 
@@ -721,16 +821,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=5, help="repetitions per side (fresh process each); default 5")
     ap.add_argument("--batches", type=int, default=30, help="timed batches per process (median); default 30")
     ap.add_argument("--peer-python", default=None, help="interpreter with the peers installed")
+    ap.add_argument("--before", default=None, metavar="DIR",
+                    help="also run ours from the checkout DIR (e.g. the commit before a change) as a reference")
     ap.add_argument("--markdown", action="store_true", help="print a Markdown table")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     ap.add_argument("--worker", nargs=3, metavar=("ROW", "SIDE", "BATCHES"), help=argparse.SUPPRESS)
+    ap.add_argument("--serve", nargs=2, metavar=("ROW", "SIDE"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.serve:
+        return serve(args.serve[0], int(args.serve[1]))
     if args.worker:
         print(json.dumps(measure(args.worker[0], int(args.worker[1]), int(args.worker[2]))))
         return 0
     if args.reps < 1 or args.batches < 1:
         ap.error("--reps and --batches must be at least 1")
-    results = compare(args.rows, args.reps, args.batches, _peer_python(args.peer_python))
+    before = str(Path(args.before).resolve()) if args.before else None
+    results = compare(args.rows, args.reps, args.batches, _peer_python(args.peer_python), before)
     if args.json:
         print(json.dumps(results, indent=2))
         return 0

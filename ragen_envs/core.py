@@ -178,14 +178,20 @@ class TextEnv(gym.Env[str, str]):
     value), ``step`` (actions taken so far) and ``episode_return``.
     """
 
+    #: The episode state every ``step`` reads and writes, held in slots: a slot is a
+    #: fixed field of the instance itself, next to its header, where an attribute in the
+    #: instance ``__dict__`` sits in a separately allocated value array, one more cache
+    #: line for a step that meets cold caches (as a rollout step does after the model's
+    #: turn).  Instances still have a ``__dict__`` (``gym.Env`` has no slots) for
+    #: everything else; ``copy``/``pickle`` carry slots (``object.__getstate__``).
+    __slots__ = ("_status", "_steps", "_return", "_live", "_ready", "_max_steps")
+
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
     env_key: ClassVar[str] = ""
     #: Longest action parsed, in characters; longer ones are invalid (see :meth:`step`).
     max_action_length: ClassVar[int] = MAX_ACTION_LENGTH
 
     def __init__(self, render_mode: str | None = None, **config: Any):
-        # The episode state first: what every step reads and writes sits together at
-        # the start of the instance's value array (after a subclass's own hot fields).
         self._status = EpisodeStatus.RUNNING
         self._steps = 0
         self._return = 0.0

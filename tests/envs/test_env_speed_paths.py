@@ -349,3 +349,69 @@ def test_env_speed_sudoku_4x4_fill_tree_walk_equals_the_search() -> None:
                 searched = None
             assert walked == searched
             assert a.bit_generator.state == b.bit_generator.state
+
+
+# ------------------------------------- Countdown: plain answers, results, observation
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.sampled_from(["1", "2", "0", "07", "12", "+", "-", "*", "/", "(", ")", " ", "  "]),
+                min_size=0, max_size=14).map("".join),
+       st.lists(st.integers(0, 12), min_size=1, max_size=5))
+def test_env_speed_countdown_plain_answer_shortcut_equals_normalisation(text: str, numbers: list[int]) -> None:
+    """Issue 21, Countdown step: an answer of digits, + - * / ( ) and spaces skips the
+    normalisation steps; a leading tab forces them (the tab becomes a space, then the
+    text is stripped), and the result is the same, reasons included."""
+    from ragen_envs.envs.countdown.checker import check_answer
+
+    assert check_answer(text, numbers, 24) == check_answer("\t" + text, numbers, 24)
+
+
+def test_env_speed_countdown_result_built_in_one_step_is_the_dataclass() -> None:
+    import dataclasses
+    from fractions import Fraction
+
+    from ragen_envs.envs.countdown.checker import AnswerStatus, CheckResult, _valid_result
+
+    for status in (AnswerStatus.CORRECT, AnswerStatus.WRONG):
+        fast = _valid_result(status, Fraction(7, 2), "7 / 2")
+        slow = CheckResult(status, value=Fraction(7, 2), expression="7 / 2")
+        assert type(fast) is CheckResult and fast == slow and hash(fast) == hash(slow) and repr(fast) == repr(slow)
+        assert vars(fast) == vars(slow) and dataclasses.astuple(fast) == dataclasses.astuple(slow)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            fast.value = Fraction(1)  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("text", ["3 * 8", "(3 + 5) * 3", "48 / 2", "7 / 2", "50 - 26", "1 + 2 + 21"])
+def test_env_speed_countdown_integer_target_test_equals_fraction_test(text: str) -> None:
+    from ragen_envs.envs.countdown.checker import _check_fast
+
+    numbers = [int(t) for t in text.replace("(", " ").replace(")", " ").split() if t.isdigit()]
+    for target in (24, 3, 0, -24):
+        exact = _check_fast(text, numbers, target)
+        assert exact == _check_fast(text, numbers, np.int64(target)) == _check_fast(text, numbers, float(target))
+
+
+def test_env_speed_countdown_step_observation_is_the_rendered_one() -> None:
+    """The step's observation (built in ``_step``) is what ``_observation()`` renders."""
+    env = ragen_envs.make("ragen/Countdown-v0").unwrapped
+    rng = np.random.default_rng(3)
+    for seed in range(60):
+        env.reset(seed=seed)
+        action = env.oracle_actions()[0] if seed % 2 else env.sample_action(rng)
+        obs, *_ = env.step(action)
+        assert obs == env._observation()
+
+
+# --------------------------------------------- slots: the episode state travels
+@pytest.mark.parametrize("env_id", ["ragen/Bandit-v0", "ragen/Countdown-v0", "ragen/Sokoban-v0"])
+def test_env_speed_slotted_episode_state_survives_copy_and_pickle(env_id: str) -> None:
+    """TextEnv's and Bandit's hot fields are slots: copies and pickles still carry them."""
+    import copy
+    import pickle
+
+    env = ragen_envs.make(env_id).unwrapped
+    env.reset(seed=4)
+    action = env.oracle_actions()[0]
+    for twin in (copy.deepcopy(env), pickle.loads(pickle.dumps(env))):
+        assert (twin.status, twin.num_steps, twin.episode_return) == (env.status, env.num_steps, env.episode_return)
+        a, b = twin.step(action), copy.deepcopy(env).step(action)
+        assert a[1:] == b[1:] and a[0] == b[0]

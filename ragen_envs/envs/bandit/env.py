@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ...core import TextEnv, Transition, join_lines, raw_bit_generator, raw_threshold
+from ...core import EpisodeStatus, TextEnv, Transition, join_lines, raw_bit_generator, raw_threshold
 from ...seeding import in_split, sample_instance
 
 #: (steady arm, risky arm) name pairs per split; no name appears in two splits.
@@ -79,8 +79,13 @@ def _shared(threshold: int | None) -> int | None:
     return _THRESHOLDS.setdefault(threshold, threshold)
 
 
-#: What pulling one arm does: ``(is_risky, (obs, Transition) unpaid, (obs, Transition) paid)``.
-Pull = tuple[bool, tuple[str, Transition], tuple[str, Transition]]
+#: One outcome of a pull, ``(observation, reward, info, status, episode_return, transition)``:
+#: ``info``, ``status`` and ``episode_return`` are the whole first step of an episode
+#: (:attr:`~ragen_envs.core.Transition.first_step`), the transition serves later steps.
+Outcome = tuple[str, float, dict[str, Any], EpisodeStatus, float, Transition]
+
+#: What pulling one arm does: ``(is_risky, outcome unpaid, outcome paid)``.
+Pull = tuple[bool, Outcome, Outcome]
 
 
 class BanditEnv(TextEnv):
@@ -100,11 +105,13 @@ class BanditEnv(TextEnv):
 
     env_key = "bandit"
 
+    #: What :meth:`step`'s first-step path reads and writes besides TextEnv's episode
+    #: state (also slots): fields of the instance itself, no value-array look-ups.
+    __slots__ = ("_pending", "_bits", "_raw_threshold", "_last")
+
     def __init__(self, render_mode: str | None = None, **config: Any):
         #: The pull table while the episode's first action is still to come, else None
-        #: (:meth:`step`'s fast path).  Set first, with the rest of what that path reads
-        #: and writes, so they sit together in the instance's value array, followed by
-        #: TextEnv's episode state (a step after the model's turn meets cold caches).
+        #: (:meth:`step`'s fast path; never set when the coin is not a PCG64 draw).
         self._pending: dict[str, Pull] | None = None
         self._bits: np.random.PCG64 | None = None  # the episode's PCG64 (core.raw_bit_generator)
         self._raw_threshold: int | None = None  # set from the validated config below
@@ -144,7 +151,8 @@ class BanditEnv(TextEnv):
         self._last: str | None = None
         # The generator of this episode (a seeded reset replaces it).
         self._bits = raw_bit_generator(self.np_random) if self._raw_threshold is not None else None
-        self._pull_of = self._pending = self._pull_table()
+        self._pull_of = self._pull_table()
+        self._pending = self._pull_of if self._bits is not None else None
 
     def _reset_info(self) -> dict[str, Any]:
         return {"arms": list(self._arms)}
@@ -153,39 +161,45 @@ class BanditEnv(TextEnv):
         """:meth:`TextEnv.step`, with its common case taken directly: the first action
         of an episode, spelled as in the pull table (an arm's exact or casefolded name).
 
-        That action ends the episode, so the result is fixed but for the coin: the pull
-        table's transitions carry their whole first-step ``info``
-        (:attr:`~ragen_envs.core.Transition.first_step`) and this does the base class's
-        bookkeeping for a terminal first step.  Anything else (a later step, another
-        spelling, a non-string) goes through :meth:`TextEnv.step`; both paths give the
-        same results (``tests/test_env_speed_paths.py``).
+        That action ends the episode, so the result is fixed but for the coin: each
+        outcome in the pull table carries its observation, reward and whole first-step
+        ``info`` (:attr:`~ragen_envs.core.Transition.first_step`), and this does the base
+        class's bookkeeping for a terminal first step inline (no further calls but the
+        coin's ``random_raw()`` and the ``info`` copy).  Anything else (a later step,
+        another spelling, a non-string) goes through :meth:`TextEnv.step`; both paths
+        give the same results (``tests/envs/test_env_speed_paths.py``).
         """
         table = self._pending
         if table is not None and type(action) is str:
             pull = table.get(action)
             if pull is not None:
-                obs, tr = self._pull(pull)
-                info, status, ret = tr.first_step
+                risky, outcome, paid = pull
+                # One uniform draw, as RAGEN's env does (np_random.random() < risky_prob),
+                # decided on the same raw PCG64 output (core.raw_uniform).
+                if risky and self._bits.random_raw() < self._raw_threshold:
+                    outcome = paid
+                obs, reward, info, status, ret, _ = outcome
                 self._pending = None
+                self._last = obs
                 self._live = False
                 self._steps = 1
                 self._return = ret
                 self._status = status
-                return obs, tr.reward, True, False, info.copy()
+                return obs, reward, True, False, info.copy()
         self._pending = None
         return super().step(action)
 
-    def _pull(self, pull: Pull) -> tuple[str, Transition]:
-        """Pull an arm: ``(observation, Transition)``; draws the risky arm's coin."""
-        risky, unpaid, paid = pull
+    def _pull(self, pull: Pull) -> Transition:
+        """Pull an arm (the general path): its :class:`Transition`; draws the risky arm's coin."""
+        risky, outcome, paid = pull
         if risky:
             # One uniform draw, as RAGEN's env does: np_random.random() < risky_prob, or
             # the same event decided on the raw PCG64 output (core.raw_uniform).
             bits = self._bits
             if bits.random_raw() < self._raw_threshold if bits is not None else self.np_random.random() < self._risky_prob:
-                unpaid = paid
-        self._last = unpaid[0]
-        return unpaid
+                outcome = paid
+        self._last = outcome[0]
+        return outcome[5]
 
     def _step(self, action: str) -> Transition:
         pull = self._pull_of.get(action)
@@ -195,14 +209,14 @@ class BanditEnv(TextEnv):
                 self._last = None
                 what = "label" if self.action_names == LABELS else "arm name"
                 return self.invalid(f"not an {what}: expected one of {list(self.action_names or ())}")
-        return self._pull(pull)[1]
+        return self._pull(pull)
 
     #: (arms, action names, payoffs) -> {action text: pull}; see :meth:`_pull_table`.
     _PULL_TABLES: ClassVar[dict[tuple[Any, ...], dict[str, Pull]]] = {}
 
     def _pull_table(self) -> dict[str, Pull]:
         """Action text -> what pulling that arm does, ``(is_risky, unpaid, paid)`` with
-        each outcome ``(observation, Transition)``.
+        each outcome an :data:`Outcome`.
 
         Keyed by the canonical action spellings and their casefolded forms, so the common
         case (an exact name) costs one dict look-up; match_action's rule (strip,
@@ -221,10 +235,11 @@ class BanditEnv(TextEnv):
                 risky = arm == self._risky
                 chose_best = arm == self._best
                 unpaid, paid = (
-                    (obs, Transition(reward=r, terminated=True, success=chose_best, observation=obs,
-                                     info={"arm": arm, "chose_best": chose_best}).reusable())
+                    (obs, tr.reward, *tr.first_step, tr)
                     for r in ((0.0, risky_reward) if risky else (steady_reward,) * 2)
                     for obs in (f"You pulled {arm} and received {r:g} points.",)
+                    for tr in (Transition(reward=r, terminated=True, success=chose_best, observation=obs,
+                                          info={"arm": arm, "chose_best": chose_best}).reusable(),)
                 )
                 table[name] = table[name.casefold()] = (risky, unpaid, paid)
             self._PULL_TABLES[key] = table

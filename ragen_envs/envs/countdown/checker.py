@@ -99,6 +99,22 @@ class CheckResult:
         return self.status is not AnswerStatus.INVALID
 
 
+_CORRECT, _WRONG = AnswerStatus.CORRECT, AnswerStatus.WRONG
+
+
+def _valid_result(status: AnswerStatus, value: Fraction, expression: str) -> CheckResult:
+    """``CheckResult(status, value=value, expression=expression)``, built in one step.
+
+    The frozen dataclass's ``__init__`` sets each field by ``object.__setattr__``; this
+    fills the new instance's ``__dict__`` at once (same fields, same object)."""
+    result = _new_result(CheckResult)
+    result.__dict__.update(status=status, reason=None, value=value, expression=expression)
+    return result
+
+
+_new_result = object.__new__
+
+
 def format_value(value: Fraction) -> str:
     """``Fraction(7, 2) -> "7/2"``, ``Fraction(6) -> "6"``."""
     return str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
@@ -177,6 +193,9 @@ def _evaluate(node: ast.expr) -> Fraction:
 # (spaces between tokens are ignored, as Python's tokenizer does).
 
 _TOKEN_RE = re.compile(r"[0-9]+|[-+*/()]")  # after the whitelist, everything but spaces
+#: Any character besides digits, ``+ - * / ( )`` and the space: absent from most answers,
+#: which then need none of the normalisation steps (aliases, tabs, ``=``) of :func:`_check`.
+_NOT_PLAIN_RE = re.compile(r"[^0-9+\-*/() ]")
 _FAST_MAX_CHARS = 200  # the default max_answer_chars
 _ARITH, _TERM, _ATOM = 0, 1, 2  # ast.unparse's precedence levels: + -, * /, literals
 _PREC = {"+": _ARITH, "-": _ARITH, "*": _TERM, "/": _TERM}
@@ -264,8 +283,11 @@ def _check_fast(text: str, numbers: Sequence[int], target: int) -> CheckResult |
     if den == 0:
         return _invalid("the expression divides by zero")
     value = Fraction(num, den)
-    status = AnswerStatus.CORRECT if value == target else AnswerStatus.WRONG
-    return CheckResult(status, value=value, expression=expression)
+    if type(target) is int:  # num/den == target iff num == target * den (den != 0), in ints
+        status = _CORRECT if num == target * den else _WRONG
+    else:
+        status = _CORRECT if value == target else _WRONG
+    return _valid_result(status, value, expression)
 
 
 def _numbers_text(values: Sequence[int]) -> str:
@@ -312,6 +334,12 @@ def _check(answer: object, numbers: Sequence[int], target: int, max_chars: int) 
         return _invalid(f"the answer must be a string, got {type(answer).__name__}")
     if len(answer) > max_chars:
         return _invalid(f"the answer is too long ({len(answer)} characters; at most {max_chars})")
+    if _NOT_PLAIN_RE.search(answer) is None:
+        # Only digits, + - * / ( ) and spaces: rules 1-3 below reduce to "not blank".
+        text = answer.strip()
+        if text:
+            fast = _check_fast(text, numbers, target)
+            return fast if fast is not None else _check_ast(text, numbers, target)
     text = answer
     if not text.isascii():  # the aliases are the only non-ASCII characters allowed
         for alias, ascii_op in ALIASES.items():

@@ -120,24 +120,36 @@ class CountdownEnv(TextEnv):
             return self.invalid(result.reason or "invalid answer")
         self._result = result
         assert result.value is not None and result.expression is not None
-        info = {"expression": result.expression, "value": format_value(result.value)}
+        value = format_value(result.value)
+        info = {"expression": result.expression, "value": value}
+        # The observation after the answer (what _observation() renders), built here with
+        # the value text already at hand; TextEnv.step then needs no _observation() call.
+        obs = self._answer_text(result, value)
         if result.status is AnswerStatus.CORRECT:
-            return Transition(self._success_reward, True, success=True, info=info)
-        return Transition(self._format_reward, True, success=False, info=info)
+            return Transition(self._success_reward, True, success=True, info=info, observation=obs)
+        return Transition(self._format_reward, True, success=False, info=info, observation=obs)
+
+    def _answer_text(self, r: CheckResult, value: str) -> str:
+        """The observation once answer ``r`` (value text ``value``) has been scored."""
+        inst = self._instance
+        if self._head_of is not inst:
+            self._render_head()
+        if r.status is AnswerStatus.CORRECT:
+            return f"{self._head}\nCorrect: {r.expression} = {inst.target}."
+        return f"{self._head}\nWrong: {r.expression} = {value}, not {inst.target}."
+
+    def _render_head(self) -> None:
+        inst = self._head_of = self._instance  # rendered once per instance
+        self._head = f"Target: {inst.target} | Numbers: [{', '.join(str(n) for n in inst.numbers)}]"
 
     def _observation(self) -> str:
-        inst = self._instance
-        if self._head_of is not inst:  # rendered once per instance
-            self._head_of = inst
-            self._head = f"Target: {inst.target} | Numbers: [{', '.join(str(n) for n in inst.numbers)}]"
-        head = self._head
+        if self._head_of is not self._instance:
+            self._render_head()
         r = self._result
         if r is None:
-            return head
+            return self._head
         assert r.value is not None
-        if r.status is AnswerStatus.CORRECT:
-            return f"{head}\nCorrect: {r.expression} = {inst.target}."
-        return f"{head}\nWrong: {r.expression} = {format_value(r.value)}, not {inst.target}."
+        return self._answer_text(r, format_value(r.value))
 
     @property
     def instruction(self) -> str:

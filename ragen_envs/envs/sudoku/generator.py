@@ -63,7 +63,7 @@ class Puzzle:
     @property
     def num_empty(self) -> int:
         """Number of empty cells in the puzzle."""
-        return sum(1 for v in self.givens if v == 0)
+        return self.givens.count(0)
 
     def key(self) -> bytes:
         """Split key: the canonical text of the solution grid."""
