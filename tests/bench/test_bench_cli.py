@@ -151,23 +151,11 @@ def test_validate_reports_invalid_files(tmp_path: Path) -> None:
 # wrapping), so messages can be asserted verbatim.
 @pytest.fixture
 def cli(monkeypatch: pytest.MonkeyPatch):
-    import io
-
-    from rich.console import Console
-    from typer.testing import CliRunner
-
     import ragen_bench.cli as cli_mod
 
-    def invoke(*args: str) -> tuple[int, str, str]:
-        out, err = io.StringIO(), io.StringIO()
-        monkeypatch.setattr(cli_mod, "out", Console(file=out, width=400))
-        monkeypatch.setattr(cli_mod, "console", Console(file=err, width=400))
-        res = CliRunner().invoke(cli_mod.app, list(args))
-        if res.exception is not None and not isinstance(res.exception, SystemExit):
-            raise res.exception
-        return res.exit_code, out.getvalue(), err.getvalue() + res.stderr
+    from tests.helpers.cli import in_process_cli
 
-    return invoke
+    return in_process_cli(monkeypatch, cli_mod)
 
 
 def test_default_run_ids_are_unique_and_concurrent_runs_get_their_own_directories(tmp_path: Path) -> None:

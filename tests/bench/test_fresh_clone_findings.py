@@ -45,7 +45,6 @@ def test_unreachable_lean_verifier_is_found_by_preflight_with_the_fix() -> None:
 # The findings the first check left open (issue "fresh-clone check", 2026-12-02), one test each,
 # through the real command lines (in-process CliRunner or a subprocess) and real envs.
 
-import io  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import re  # noqa: E402
@@ -55,6 +54,8 @@ import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+from tests.helpers.cli import in_process_cli  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[2]
 SWEEP_REPLAY = ROOT / "tests" / "data" / "lean" / "sweep.replay.jsonl"
 
@@ -62,41 +63,17 @@ SWEEP_REPLAY = ROOT / "tests" / "data" / "lean" / "sweep.replay.jsonl"
 @pytest.fixture
 def bench(monkeypatch: pytest.MonkeyPatch):
     """``ragen-bench`` in-process, its consoles on wide buffers: ``(exit code, stdout, stderr)``."""
-    from rich.console import Console
-    from typer.testing import CliRunner
-
     import ragen_bench.cli as cli_mod
 
-    def invoke(*args: str) -> tuple[int, str, str]:
-        out, err = io.StringIO(), io.StringIO()
-        monkeypatch.setattr(cli_mod, "out", Console(file=out, width=400))
-        monkeypatch.setattr(cli_mod, "console", Console(file=err, width=400))
-        res = CliRunner().invoke(cli_mod.app, list(args))
-        if res.exception is not None and not isinstance(res.exception, SystemExit):
-            raise res.exception
-        return res.exit_code, out.getvalue(), err.getvalue() + res.stderr
-
-    return invoke
+    return in_process_cli(monkeypatch, cli_mod)
 
 
 @pytest.fixture
 def train(monkeypatch: pytest.MonkeyPatch):
     """``ragen-train`` in-process, as :func:`bench`."""
-    from rich.console import Console
-    from typer.testing import CliRunner
-
     import ragen_train.cli as cli_mod
 
-    def invoke(*args: str) -> tuple[int, str, str]:
-        out, err = io.StringIO(), io.StringIO()
-        monkeypatch.setattr(cli_mod, "out", Console(file=out, width=400))
-        monkeypatch.setattr(cli_mod, "console", Console(file=err, width=400))
-        res = CliRunner().invoke(cli_mod.app, list(args))
-        if res.exception is not None and not isinstance(res.exception, SystemExit):
-            raise res.exception
-        return res.exit_code, out.getvalue(), err.getvalue() + res.stderr
-
-    return invoke
+    return in_process_cli(monkeypatch, cli_mod)
 
 
 def _one_line(err: str) -> str:
