@@ -135,8 +135,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for k, (n, t) in enumerate(zip(native, trl)):
             assert n["tokens"] == t["tokens"], f"step {k}: native trained {n['tokens']} tokens, TRL {t['tokens']}"
     sn, st = summarise(native, a.warmup), summarise(trl, a.warmup)
-    import trl as trl_mod
     import transformers
+    import trl as trl_mod
 
     r = cfg_n.rollout
     result = {

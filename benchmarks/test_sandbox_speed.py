@@ -23,9 +23,9 @@ from typing import Any
 import pytest
 
 import ragen_envs
+from ragen_envs.data.loaders import load_source
 from ragen_envs.envs.deepcoder.judge import reference_passes
 from ragen_envs.envs.deepcoder.problems import problem_from_record
-from ragen_envs.data.loaders import load_source
 from ragen_envs.sandbox import SandboxConfig, run_python
 
 

@@ -8,7 +8,8 @@ transformers, openai and vllm are imported only by the back-ends that need them.
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version as _pkg_version
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _pkg_version
 
 try:
     __version__ = _pkg_version("ragen")

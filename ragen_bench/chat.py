@@ -55,13 +55,6 @@ class ChatTokens:
         """Token ids of ``messages`` with the generation prompt appended."""
         return self.encode(self.render(messages, add_generation_prompt=True))
 
-    def end_of_turn_text(self) -> str:
-        """The text the template writes right after an assistant message's content."""
-        msgs: list[Message] = [{"role": "user", "content": "x"}, {"role": "assistant", "content": _SENTINEL}]
-        text = self.render(msgs, add_generation_prompt=False)
-        tail = text[text.rindex(_SENTINEL) + len(_SENTINEL):]
-        return tail
-
     def continuation_ids(self, history: Sequence[Message], new_messages: Sequence[Message],
                          completion_ended_with_eos: bool) -> list[int]:
         """Token ids that follow the sampled completion of the last assistant turn.

@@ -294,7 +294,7 @@ def show(
 
 @app.command("ls")
 def list_envs(
-    name: Annotated[Optional[str], typer.Argument(help="Only this environment (e.g. Sokoban).")] = None,
+    name: Annotated[str | None, typer.Argument(help="Only this environment (e.g. Sokoban).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """List environment ids, presets and versions (NAME: one environment, by name or id).
@@ -331,7 +331,7 @@ def list_envs(
 @app.command()
 def validate(
     files: Annotated[list[Path], typer.Argument(help="Files or directories to check: run directories, ragen-train output directories, model folders, or single files (episodes.jsonl, summary.json, config.json, boards...).")],
-    schema: Annotated[Optional[str], typer.Option(help="Force a schema for the files named (not for a directory's files): episode | summary | run | leaderboard | metrics | train_config | train_summary | agent_protocol.")] = None,
+    schema: Annotated[str | None, typer.Option(help="Force a schema for the files named (not for a directory's files): episode | summary | run | leaderboard | metrics | train_config | train_summary | agent_protocol.")] = None,
 ) -> None:
     """Check files against their JSON Schemas, one line each; exit 1 if any is invalid.
 
@@ -375,7 +375,7 @@ def validate(
 def board_add(
     run_dir: Annotated[Path, typer.Argument(help="A finished run directory.")],
     board: Annotated[Path, typer.Option(help="Leaderboard JSON file (created if missing).")],
-    label: Annotated[Optional[str], typer.Option(help="Model name on the board (default: the run's model).")] = None,
+    label: Annotated[str | None, typer.Option(help="Model name on the board (default: the run's model).")] = None,
     description: Annotated[str, typer.Option(help="Description for a new board.")] = "",
     replace: Annotated[bool, typer.Option("--replace", help="Replace the entry of the same label, back-end and env even when this run has fewer episodes or other seeds.")] = False,
 ) -> None:
@@ -415,7 +415,7 @@ def board_render(board: Annotated[Path, typer.Option(help="Leaderboard JSON file
 def site(
     boards: Annotated[list[Path], typer.Argument(help="Leaderboard JSON files, e.g. leaderboards/*.json.")],
     out_dir: Annotated[Path, typer.Option("--out", help="Folder of the static site (created); open DIR/index.html.")] = Path("site"),
-    runs: Annotated[Optional[list[Path]], typer.Option("--runs", help="Folder holding the entries' run directories "
+    runs: Annotated[list[Path] | None, typer.Option("--runs", help="Folder holding the entries' run directories "
                                                        "(ROOT/<run_id> or ROOT/*/<run_id>); repeatable. Default: runs.")] = None,
     reports: Annotated[bool, typer.Option("--reports/--no-reports", help="Write and link a report for every entry whose run directory is found.")] = True,
 ) -> None:
@@ -441,7 +441,7 @@ def site(
 @app.command("report")
 def report(
     run_dir: Annotated[Path, typer.Argument(help="A run directory (run.json, episodes.jsonl, summary.json).")],
-    out_file: Annotated[Optional[Path], typer.Option("--out", help="The HTML file to write (default: RUN/report.html).")] = None,
+    out_file: Annotated[Path | None, typer.Option("--out", help="The HTML file to write (default: RUN/report.html).")] = None,
 ) -> None:
     """Write one self-contained HTML report of a run: summary, statuses, returns, diagnostics, every episode.
 

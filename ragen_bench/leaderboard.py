@@ -17,7 +17,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-
 from .fileio import atomic_write_json
 from .results import RunDir, now_iso, protocol_of
 from .validate import read_checked
@@ -156,7 +155,9 @@ def add_run(board_path: str | Path, run_path: str | Path, *, label: str | None =
     }
     if "diagnostics" in summary:
         entry["diagnostics"] = summary["diagnostics"]
-    same = lambda e: e["model"] == model and e["backend"] == entry["backend"] and e["env_id"] == env_id  # noqa: E731
+    def same(e: dict) -> bool:
+        return e["model"] == model and e["backend"] == entry["backend"] and e["env_id"] == env_id
+
     for old in filter(same, board["entries"]):
         problem = replacement_problem(old, entry)
         if problem and not replace:

@@ -77,7 +77,7 @@ def git_commit() -> str | None:
 
 def now_iso() -> str:
     """Current UTC time, ISO 8601 with seconds."""
-    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
+    return _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat()
 
 
 class RunLockedError(OSError):

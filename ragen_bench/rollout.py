@@ -34,7 +34,14 @@ from ragen_envs.ranges import FINITE, Range
 
 from .chat import ChatTokens
 from .policies.base import Policy
-from .prompts import Conversation, TurnText, feedback_text, format_reminder, system_message, turn_text
+from .prompts import (
+    Conversation,
+    TurnText,
+    feedback_text,
+    format_reminder,
+    system_message,
+    turn_text,
+)
 from .records import EpisodeRecord, TurnRecord
 from .types import Generation, PolicyRequest, SamplingParams
 

@@ -80,7 +80,7 @@ def default_run_id(env_id: str, model: str | None, backend: str) -> str:
     still creates the directory exclusively and draws a new id in the unlikely event
     of a collision.
     """
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%d-%H%M%S")
     env = env_id.split("/")[-1]
     who = Path(model).name if model else backend
     return re.sub(r"[^A-Za-z0-9._-]+", "-", f"{stamp}-{secrets.token_hex(3)}_{env}_{who}")
@@ -221,7 +221,6 @@ def request_from_options(values: dict[str, Any], *, given: Callable[[str], bool]
         typer.BadParameter: ``--env`` missing.  EndpointsError, ValueError: bad values.
     """
     from .endpoints import resolve_endpoint
-
     from .protocol import protocol_env
 
     values = {**values, "env": values.get("env") or protocol_env(values["backend"], values["model"])}

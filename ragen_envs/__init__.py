@@ -15,16 +15,16 @@ nor transformers nor an HTTP client.
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version as _pkg_version
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _pkg_version
 
+from . import _register  # noqa: F401,E402  (registers the ids)
 from .config import ConfigError, config_defaults, validate_config, validate_info
 from .core import EpisodeStatus, TextEnv, Transition
 from .parsing import ParsedResponse, format_answer, parse_response
 from .registry import EnvEntry, UnknownEnvError, get_entry, list_envs, make, register_env
 from .seeding import SPLITS, derive_seed, instance_split
 from .spaces import UnicodeText
-
-from . import _register  # noqa: F401,E402  (registers the ids)
 
 
 def _version() -> str:

@@ -35,16 +35,14 @@ import json
 import os
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
 
-from ragen_envs import jsonutil
-
-from ragen_bench.protocol import write_protocol
 from ragen_bench.fileio import (
     TMP_MARK,
     atomic_directory,
@@ -56,6 +54,8 @@ from ragen_bench.fileio import (
     replace_directory,
     sha256_file,
 )
+from ragen_bench.protocol import write_protocol
+from ragen_envs import jsonutil
 
 from .evaluation import saved_protocol
 
@@ -137,17 +137,6 @@ def set_rng_state(state: dict[str, Any]) -> None:
 def checkpoint_dir(out_dir: str | Path, step: int) -> Path:
     """``<out_dir>/checkpoints/step_<step:06d>``."""
     return Path(out_dir) / "checkpoints" / f"step_{step:06d}"
-
-
-def latest(out_dir: str | Path) -> Path | None:
-    """The checkpoint ``checkpoints/latest`` names when that directory exists (not verified;
-    see :func:`find_resumable`), else ``None``."""
-    p = Path(out_dir) / "checkpoints" / "latest"
-    if not p.is_file():
-        return None
-    name = p.read_text(errors="replace").strip()
-    d = Path(out_dir) / "checkpoints" / name
-    return d if name.startswith("step_") and d.is_dir() else None
 
 
 def config_hash(config: dict[str, Any]) -> str:

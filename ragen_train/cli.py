@@ -24,7 +24,7 @@ import json
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.markup import escape
@@ -68,7 +68,7 @@ def _main(version: Annotated[bool, typer.Option("--version", callback=_show_vers
     """Train LLM agents with multi-turn RL (StarPO: PPO / GRPO and variants) on ragen environments."""
 
 ConfigOpt = Annotated[str, typer.Option("--config", "-c", help="A preset name (see `ragen-train presets`) or a JSON/YAML file.")]
-Overrides = Annotated[Optional[list[str]], typer.Argument(help="Overrides like optim.lr=1e-5 algorithm.adv_estimator=gae.")]
+Overrides = Annotated[list[str] | None, typer.Argument(help="Overrides like optim.lr=1e-5 algorithm.adv_estimator=gae.")]
 
 
 def _load(config: str, overrides: list[str] | None):
@@ -82,11 +82,11 @@ def _load(config: str, overrides: list[str] | None):
 
 @app.command()
 def starpo(
-    config: Annotated[Optional[str], typer.Option("--config", "-c", help=(
+    config: Annotated[str | None, typer.Option("--config", "-c", help=(
         "A preset name (see `ragen-train presets`) or a JSON/YAML file (default: quickstart; with --resume "
         "DIR: the run's own config.json)."))] = None,
     overrides: Overrides = None,
-    resume: Annotated[Optional[str], typer.Option(help=(
+    resume: Annotated[str | None, typer.Option(help=(
         "A run directory (its config.json is the config), a checkpoint directory (<out_dir>/checkpoints/step_N), "
         "or 'latest': the newest intact checkpoint in trainer.out_dir (damaged newer ones are reported and "
         "skipped; docs/training.md, 'Checkpoints')."))] = None,
@@ -248,14 +248,14 @@ def _replay(caught: list[warnings.WarningMessage]) -> None:
 
 @app.command()
 def sft(config: ConfigOpt = "quickstart", overrides: Overrides = None,
-        out: Annotated[Optional[Path], typer.Option(help="Where to save the model (default: <out_dir>/sft_model).")] = None) -> None:
+        out: Annotated[Path | None, typer.Option(help="Where to save the model (default: <out_dir>/sft_model).")] = None) -> None:
     """Supervised warm start on oracle (or mixed, or JSONL) demonstrations, with StarPO's masks."""
     from .checkpoint import save_model
     from .config import TrainConfigError
     from .logger import MetricLogger
     from .modeling import check_device, load_policy, load_tokenizer
-    from .trainer import rollout_config_for
     from .sft import sft_samples, sft_train
+    from .trainer import rollout_config_for
 
     cfg = _load(config, overrides)
     dest = out or Path(cfg.trainer.out_dir) / "sft_model"
@@ -292,19 +292,19 @@ def sft(config: ConfigOpt = "quickstart", overrides: Overrides = None,
 def evaluate(
     checkpoint: Annotated[Path, typer.Argument(help="A model folder: <out_dir>/final_model, <out_dir>/sft_model or "
                                                     "<out_dir>/checkpoints/step_N/model.")],
-    env: Annotated[Optional[str], typer.Option(help="Environment id (default: the trained env).")] = None,
+    env: Annotated[str | None, typer.Option(help="Environment id (default: the trained env).")] = None,
     episodes: Annotated[int, typer.Option(help="Episodes.")] = 64,
-    split: Annotated[Optional[str], typer.Option(help="train | validation | test (default: the training "
+    split: Annotated[str | None, typer.Option(help="train | validation | test (default: the training "
                                                       "config's env.test_split, else test).")] = None,
-    temperature: Annotated[Optional[float], typer.Option(help="Sampling temperature (default: the training "
+    temperature: Annotated[float | None, typer.Option(help="Sampling temperature (default: the training "
                                                               "config's trainer.val_temperature, else 0.5).")] = None,
-    max_new_tokens: Annotated[Optional[int], typer.Option(help="Tokens per response (default: the training "
+    max_new_tokens: Annotated[int | None, typer.Option(help="Tokens per response (default: the training "
                                                                "config's rollout.max_new_tokens, else 64).")] = None,
-    context_mode: Annotated[Optional[str], typer.Option(help="full | last_k | single_turn (default: the training "
+    context_mode: Annotated[str | None, typer.Option(help="full | last_k | single_turn (default: the training "
                                                              "config's, else the env's).")] = None,
-    think: Annotated[Optional[bool], typer.Option(
+    think: Annotated[bool | None, typer.Option(
         "--think/--no-think", help="Think mode (default: the training config's rollout.enable_think).")] = None,
-    device: Annotated[Optional[str], typer.Option(help="cpu | cuda | cuda:N (default: the training config's "
+    device: Annotated[str | None, typer.Option(help="cpu | cuda | cuda:N (default: the training config's "
                                                        "model.device when available here, else cpu).")] = None,
     out_dir: Annotated[Path, typer.Option("--out", help="Parent folder of the run directory.")] = Path("runs"),
 ) -> None:
@@ -344,9 +344,8 @@ def quickstart(overrides: Overrides = None, config: ConfigOpt = "quickstart") ->
 
     A recipe: it replaces an earlier run in the same trainer.out_dir (trainer.overwrite=true).
     """
-    from .pipeline import run_sft_then_starpo
-
     from .config import TrainConfigError
+    from .pipeline import run_sft_then_starpo
 
     cfg = _load(config, ["trainer.overwrite=true", *(overrides or [])])
     _preflight_envs(cfg)
@@ -401,9 +400,9 @@ def show_config(config: ConfigOpt = "quickstart", overrides: Overrides = None) -
 @app.command("report")
 def report(
     out_dir: Annotated[Path, typer.Argument(help="A training output directory (trainer.out_dir, with metrics.jsonl).")],
-    out_file: Annotated[Optional[Path], typer.Option("--out", help="The HTML file to write (default: OUT_DIR/report.html).")] = None,
-    eval_run: Annotated[Optional[list[Path]], typer.Option("--eval", help="An evaluation run directory to link (repeatable).")] = None,
-    runs: Annotated[Optional[list[Path]], typer.Option("--runs", help="Folder searched for evaluation runs of a model inside OUT_DIR "
+    out_file: Annotated[Path | None, typer.Option("--out", help="The HTML file to write (default: OUT_DIR/report.html).")] = None,
+    eval_run: Annotated[list[Path] | None, typer.Option("--eval", help="An evaluation run directory to link (repeatable).")] = None,
+    runs: Annotated[list[Path] | None, typer.Option("--runs", help="Folder searched for evaluation runs of a model inside OUT_DIR "
                                                        "(ROOT/* and ROOT/*/*); repeatable. Default: runs.")] = None,
 ) -> None:
     """Write an HTML report of a training run: config, before/after evaluation, interactive training curves, links to evaluation reports.

@@ -15,10 +15,9 @@ batch (``tests/train/test_distributed.py``).
 from __future__ import annotations
 
 import contextlib
-
 import os
-from dataclasses import dataclass
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -91,15 +90,6 @@ def all_gather_object(obj: Any, info: DistInfo) -> list[Any]:
     out: list[Any] = [None] * info.world_size
     dist.all_gather_object(out, obj)
     return out
-
-
-def broadcast_object(obj: Any, info: DistInfo) -> Any:
-    """Rank 0's object on every rank."""
-    if not info.enabled:
-        return obj
-    box = [obj]
-    dist.broadcast_object_list(box, src=0)
-    return box[0]
 
 
 def barrier(info: DistInfo) -> None:

@@ -24,7 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .config import RolloutSection, StarPOConfig, TrainConfigError, TrainerSection, agent_protocol, from_dict
+from .config import (
+    RolloutSection,
+    StarPOConfig,
+    TrainConfigError,
+    TrainerSection,
+    agent_protocol,
+    from_dict,
+)
 
 SPLITS = ("train", "validation", "test")
 DEFAULT_TEMPERATURE = TrainerSection.val_temperature  # without a training config

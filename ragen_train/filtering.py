@@ -162,7 +162,7 @@ class FilterConfig:
     scope: str = "global"
 
     @classmethod
-    def from_section(cls, section: object) -> "FilterConfig":
+    def from_section(cls, section: object) -> FilterConfig:
         """Build from the config's ``algorithm.filter`` section (any object with these fields)."""
         return cls(**{f.name: getattr(section, f.name) for f in fields(cls)})
 

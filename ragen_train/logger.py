@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from ragen_bench.console import make_console
-from ragen_envs import jsonutil
 from ragen_bench.fileio import atomic_write_text, repair_jsonl_tail
+from ragen_envs import jsonutil
 
 KNOWN_LOGGERS = ("jsonl", "console", "tensorboard", "wandb")
 

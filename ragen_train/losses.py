@@ -32,16 +32,13 @@ Tensor = torch.Tensor
 #: length)`` of the closest TRL ``GRPOConfig`` (length ``"norm_len"`` = ``T_norm``, ``None``
 #: = unused), ``trl_exact``: TRL's loss equals ours; ``verl_scale_factor``: verl needs ``loss_scale_factor = T_norm`` (verl uses
 #: the same mode names).
-AGG_MODES: Registry[Callable[[Tensor, Tensor, "Denominators"], Tensor]] = Registry("loss_agg_mode")
+AGG_MODES: Registry[Callable[[Tensor, Tensor, Denominators], Tensor]] = Registry("loss_agg_mode")
 
 #: KL(π ‖ π_ref) estimators by the name ``algorithm.kl_estimator`` takes:
 #: ``fn(x) -> (B, T)`` with ``x = logπ − logπ_ref``.  Metadata: ``verl`` = verl's
 #: ``kl_loss_type`` / ``kl_penalty`` name; ``trl``: TRL's loss uses this estimator.
 KL_ESTIMATORS: Registry[Callable[[Tensor], Tensor]] = Registry("KL estimator")
 
-#: Per-token policy-gradient losses ``fn(logp, old_logp, advantages, mask, **opts) ->
-#: (loss (B, T), stats)``, as verl's ``register_policy_loss``; the trainer uses ``ppo``.
-POLICY_LOSSES: Registry[Callable[..., tuple[Tensor, dict[str, Tensor]]]] = Registry("policy loss")
 
 
 @dataclass(frozen=True)
@@ -59,7 +56,7 @@ class Denominators:
     norm_len: float = 1.0
 
     @staticmethod
-    def of(mask: Tensor, norm_len: float | None = None) -> "Denominators":
+    def of(mask: Tensor, norm_len: float | None = None) -> Denominators:
         """Denominators of a full batch ``mask`` (``norm_len`` defaults to ``T``)."""
         m = mask.float()
         return Denominators(tokens=float(m.sum()), seqs=float((m.sum(-1) > 0).sum()),
@@ -110,7 +107,6 @@ def seq_mean_token_sum_norm(loss: Tensor, mask: Tensor, denom: Denominators) -> 
     return seq_mean_token_sum(loss, mask, denom) / denom.norm_len
 
 
-@POLICY_LOSSES.register("ppo")
 def ppo_policy_loss(logp: Tensor, old_logp: Tensor, advantages: Tensor, mask: Tensor, *, clip_low: float = 0.2,
                     clip_high: float = 0.28, dual_clip: float | None = 3.0) -> tuple[Tensor, dict[str, Tensor]]:
     """Per-token PPO clipped surrogate with asymmetric clipping and dual clip.

@@ -19,7 +19,7 @@ import torch
 
 from ragen_bench.policies.hf import resolve_model_path
 
-from .config import TrainConfigError, LoraConfig, ModelConfig
+from .config import LoraConfig, ModelConfig, TrainConfigError
 
 
 def check_device(device: str, field: str = "model.device") -> None:
@@ -103,7 +103,8 @@ def apply_lora(model: Any, cfg: LoraConfig) -> Any:
         ImportError: peft is missing (``pip install 'ragen[train]'``).
     """
     try:
-        from peft import LoraConfig as PeftLoraConfig, get_peft_model
+        from peft import LoraConfig as PeftLoraConfig
+        from peft import get_peft_model
     except ImportError as exc:  # pragma: no cover
         raise ImportError("LoRA needs peft: pip install 'ragen[train]'") from exc
     target: Any = cfg.target_modules

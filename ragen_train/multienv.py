@@ -46,6 +46,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+
 @dataclass
 class TrainEnv:
     """One training env of a mixture (``env.train``).
@@ -63,7 +64,7 @@ class TrainEnv:
     weight: float = 1.0
 
     @classmethod
-    def from_text(cls, text: str) -> "TrainEnv":
+    def from_text(cls, text: str) -> TrainEnv:
         """``<id>`` or ``<id>:<weight>`` (the short form ``env.train=ragen/Sokoban-v0:3,ragen/FrozenLake-v0:1``).
 
         Raises:
@@ -88,7 +89,7 @@ class ValEnv:
     episodes: int | None = None
 
     @classmethod
-    def from_text(cls, text: str) -> "ValEnv":
+    def from_text(cls, text: str) -> ValEnv:
         """``<id>`` or ``<id>:<episodes>`` (``env.val=ragen/Sokoban-v0:128,ragen/FrozenLake-v0``).
 
         Raises:

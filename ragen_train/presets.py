@@ -22,22 +22,21 @@ rollouts at ``gpu_memory_utilization`` 0.3 and ``max_model_len`` 3600 (RAGEN bas
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
-from collections.abc import Callable
-
 from .config import (
-    LoraConfig,
-    VLLMSection,
     AlgorithmSection,
     EnvSection,
     FilterSection,
+    LoraConfig,
     ModelConfig,
     OptimSection,
     RolloutSection,
     SFTSection,
     StarPOConfig,
     TrainerSection,
+    VLLMSection,
 )
 
 DEFAULT_HUB_MODEL = "Qwen/Qwen2.5-0.5B-Instruct"

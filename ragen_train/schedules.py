@@ -24,13 +24,13 @@ The TRL back-end maps the same names onto ``TrainingArguments.lr_scheduler_type`
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch.optim import lr_scheduler as S
 
 from ragen_bench.registry import Registry
-
 
 #: Learning-rate schedules by the name ``optim.lr_schedule`` takes:
 #: ``decay(optimizer, steps, min_lr_ratio) -> scheduler`` for the ``D`` steps after warm-up

@@ -36,7 +36,6 @@ from .batch import Sample, build_samples, collate
 from .config import StarPOConfig
 from .modeling import token_logprobs
 
-
 #: Think text of every demonstration (the same for oracle and random actions).
 DEMO_THINK = "I choose my next actions."
 

@@ -34,7 +34,6 @@ from typing import Any
 import numpy as np
 import torch
 
-import ragen_envs
 from ragen_bench.diagnostics.text_stats import DegenerateWatch, degenerate_rate, record_responses
 from ragen_bench.fileio import atomic_write_json
 from ragen_bench.policies.hf import HFPolicy
@@ -45,17 +44,40 @@ from ragen_bench.stats import pass_at_k
 
 from . import checkpoint as ckpt
 from . import distributed as D
-from .advantages import ADVANTAGE_ESTIMATORS, group_advantages, needs_critic
+from .advantages import ADVANTAGE_ESTIMATORS, needs_critic
 from .batch import Sample, TensorBatch, build_samples, collate
 from .config import StarPOConfig, _flatten, agent_protocol, validate
 from .filtering import FilterConfig, group_scores, group_values, select_groups
 from .logger import MetricLogger
-from .losses import Denominators, aggregate, kl_penalty, ppo_policy_loss, tis_weights, token_mean, value_loss
-from .modeling import check_device, load_critic, load_policy, load_tokenizer, token_logprobs, token_values, unwrap
+from .losses import (
+    Denominators,
+    aggregate,
+    kl_penalty,
+    ppo_policy_loss,
+    tis_weights,
+    token_mean,
+    value_loss,
+)
+from .modeling import (
+    check_device,
+    load_critic,
+    load_policy,
+    load_tokenizer,
+    token_logprobs,
+    token_values,
+    unwrap,
+)
+from .multienv import (
+    GroupAllocator,
+    is_multi_env,
+    per_env_kept,
+    run_by_env,
+    select_groups_per_env,
+    train_envs,
+    val_envs,
+)
 from .outputs import clear_run_outputs
 from .schedules import build_lr_scheduler
-from .multienv import (GroupAllocator, is_multi_env, per_env_kept, run_by_env, select_groups_per_env, train_envs,
-                       val_envs)
 
 
 def seed_everything(seed: int) -> None:
@@ -333,7 +355,7 @@ class StarPOTrainer:
     # ------------------------------------------------------------------- step
     def train_step(self) -> dict[str, float]:
         """One StarPO step; returns its metrics (reduced over ranks)."""
-        cfg, alg = self.cfg, self.cfg.algorithm
+        cfg = self.cfg
         t0 = time.perf_counter()
         records = self.rollout(self.step)
         t_roll = time.perf_counter() - t0
@@ -548,7 +570,7 @@ class StarPOTrainer:
         return metrics
 
     def _minibatch(self, batch: TensorBatch, stats: dict[str, torch.Tensor], adv: torch.Tensor,
-                   returns: torch.Tensor, idx: list[int], scale: float, acc: "_Acc") -> None:
+                   returns: torch.Tensor, idx: list[int], scale: float, acc: _Acc) -> None:
         """One optimizer step on one mini-batch, micro-batched with gradient accumulation.
 
         Losses are normalised by the mini-batch's global denominators (all micro-batches,

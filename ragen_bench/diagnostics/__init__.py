@@ -29,9 +29,9 @@ from .collapse import (
     collapse_metrics,
     collapse_report,
 )
+from .estimators import MIEstimate, Retrieval, log_mean_exp, mi_estimate, retrieval, zscore
 from .hf_scorer import HFScorer
 from .openai_scorer import OpenAICompletionsScorer
-from .estimators import MIEstimate, Retrieval, log_mean_exp, mi_estimate, retrieval, zscore
 from .regimes import Regime, RegimeThresholds, classify_regime
 from .samplers import SAMPLERS, ScoringProblem, first_turn_problem, trajectory_problem
 from .samples import HFTextTokenizer, ReasoningSample, TextTokenizer, samples_from_records

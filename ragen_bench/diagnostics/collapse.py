@@ -40,7 +40,15 @@ from typing import Any
 
 import numpy as np
 
-from .estimators import DEFAULT_KS, DEFAULT_STD_FLOOR, MIEstimate, Retrieval, mi_estimate, retrieval, zscore
+from .estimators import (
+    DEFAULT_KS,
+    DEFAULT_STD_FLOOR,
+    MIEstimate,
+    Retrieval,
+    mi_estimate,
+    retrieval,
+    zscore,
+)
 from .regimes import Regime, RegimeThresholds, classify_regime
 from .samplers import SAMPLERS, ScoringProblem, make_problem
 from .samples import ReasoningSample, samples_from_records

@@ -16,7 +16,6 @@ from rich.table import Table
 
 from ..console import make_console, print_error
 from ..options import CliOption
-
 from .collapse import DEFAULT_NUM_SAMPLES
 
 console = make_console(stderr=True)
@@ -125,8 +124,8 @@ def register(app: typer.Typer) -> None:
         seed: Annotated[int, typer.Option(help="Seed of the samplers.")] = 0,
         device: Annotated[str, typer.Option(help="hf scorer: torch device.")] = "cpu",
         dtype: Annotated[str, typer.Option(help="hf scorer: float32 | bfloat16 | float16.")] = "float32",
-        tokenizer: Annotated[Optional[str], typer.Option(help="openai scorer: local tokenizer directory of the served model (default: the server's /tokenize).")] = None,
-        api_key_env: Annotated[Optional[str], typer.Option(help="openai scorer: NAME of the environment variable with the API key.")] = None,
+        tokenizer: Annotated[str | None, typer.Option(help="openai scorer: local tokenizer directory of the served model (default: the server's /tokenize).")] = None,
+        api_key_env: Annotated[str | None, typer.Option(help="openai scorer: NAME of the environment variable with the API key.")] = None,
         print_json: Annotated[bool, typer.Option("--json", help="Print the diagnostics block as JSON.")] = False,
     ) -> None:
         """Reasoning-collapse diagnostics (MI, conditional entropy, regimes) into summary.json."""

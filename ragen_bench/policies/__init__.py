@@ -27,7 +27,6 @@ from ..registry import Registry
 from .base import Policy
 from .privileged import OraclePolicy, RandomPolicy
 
-
 #: Policy back-ends by the name ``--backend`` takes (see the module docstring for the metadata).
 POLICIES: Registry[Callable[..., Policy]] = Registry("back-end")
 

@@ -602,7 +602,6 @@ class OpenAIPolicy(Policy):
 
     async def _attempt(self, ep: _Endpoint, kwargs: dict[str, Any]) -> Generation:
         """One HTTP request; raises :class:`EndpointFailure` on any fault."""
-        oa = self._openai
         shard = self._shard(ep)
         client = ep.clients[shard]
         ep.shard_load[shard] += 1

@@ -17,8 +17,22 @@ from __future__ import annotations
 
 from .attempts import AttemptTracker
 from .bundled import BundledDataset, bundled_info, list_bundled, load_bundled
-from .loaders import SOURCE_SPLIT_KEY, DataSourceError, MissingExtraError, load_hub, load_source, read_records
-from .splits import LeakageError, SplitTable, assert_disjoint, canonical_key, normalize_text, partition
+from .loaders import (
+    SOURCE_SPLIT_KEY,
+    DataSourceError,
+    MissingExtraError,
+    load_hub,
+    load_source,
+    read_records,
+)
+from .splits import (
+    LeakageError,
+    SplitTable,
+    assert_disjoint,
+    canonical_key,
+    normalize_text,
+    partition,
+)
 
 __all__ = [
     "SOURCE_SPLIT_KEY",

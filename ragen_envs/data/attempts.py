@@ -45,7 +45,7 @@ class AttemptTracker:
             raise ValueError(f"attempt_decay must be in (0, 1], got {self.decay}")
 
     @classmethod
-    def from_config(cls, env_key: str, config: Mapping[str, Any]) -> "AttemptTracker":
+    def from_config(cls, env_key: str, config: Mapping[str, Any]) -> AttemptTracker:
         """The tracker of an env config (``max_attempts``, ``attempt_decay``).
 
         Raises:

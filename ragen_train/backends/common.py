@@ -32,7 +32,7 @@ from ragen_bench.records import EpisodeRecord
 from ragen_bench.rollout import EpisodeSpec, RolloutConfig
 
 from ..batch import BuildStats, Sample, build_samples
-from ..config import TrainConfigError, StarPOConfig
+from ..config import StarPOConfig, TrainConfigError
 from ..filtering import FilterConfig, group_scores, group_values, select_groups
 
 
@@ -136,10 +136,6 @@ class EpisodeRow:
     member: int
     seed: int
     dropped: str | None = None
-
-    @property
-    def trained_tokens(self) -> int:
-        return int(sum(self.completion_mask))
 
 
 def row_from_sample(sample: Sample, record: EpisodeRecord) -> EpisodeRow:

@@ -54,8 +54,16 @@ from ..losses import AGG_MODES, KL_ESTIMATORS
 from ..schedules import hf_scheduler_type
 from ..trainer import episode_metrics, rollout_config_for
 from .base import BackendResult
-from .common import (MappingNote, episode_rows, evaluate_policy, filter_config, filter_groups, layout_of,
-                     require_one_row_per_episode, train_specs)
+from .common import (
+    MappingNote,
+    episode_rows,
+    evaluate_policy,
+    filter_config,
+    filter_groups,
+    layout_of,
+    require_one_row_per_episode,
+    train_specs,
+)
 
 PROMPT_TAG = "ragen:{env_id}:group={group}"
 _GROUP_RE = re.compile(r":group=(\d+)$")
@@ -78,9 +86,6 @@ class TRLSettings:
     notes: list[MappingNote]
     rows_per_step: int
     optimizer_steps_per_rollout: int
-
-    def unsupported(self) -> list[MappingNote]:
-        return [n for n in self.notes if n.status == "unsupported"]
 
 
 def _divisor_at_most(n: int, cap: int) -> int:

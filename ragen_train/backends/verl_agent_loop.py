@@ -130,7 +130,7 @@ class RagenLoopSettings:
     episode_log: str | None = None
 
     @classmethod
-    def from_config(cls, cfg: Any, episode_log: str | None = None) -> "RagenLoopSettings":
+    def from_config(cls, cfg: Any, episode_log: str | None = None) -> RagenLoopSettings:
         from ..trainer import rollout_config_for
 
         return cls(env_id=cfg.env.id, env_config=dict(cfg.env.config), rollout=rollout_config_for(cfg).as_dict(),
@@ -140,7 +140,7 @@ class RagenLoopSettings:
         return json.dumps(asdict(self), sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str | dict[str, Any]) -> "RagenLoopSettings":
+    def from_json(cls, text: str | dict[str, Any]) -> RagenLoopSettings:
         return cls(**(json.loads(text) if isinstance(text, str) else dict(text)))
 
     def rollout_config(self) -> RolloutConfig:

@@ -152,7 +152,6 @@ def test_validate_reports_invalid_files(tmp_path: Path) -> None:
 @pytest.fixture
 def cli(monkeypatch: pytest.MonkeyPatch):
     import ragen_bench.cli as cli_mod
-
     from tests.helpers.cli import in_process_cli
 
     return in_process_cli(monkeypatch, cli_mod)

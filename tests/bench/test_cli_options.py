@@ -14,9 +14,21 @@ from typer.testing import CliRunner
 import ragen_envs
 from ragen_bench.cli import app
 from ragen_bench.endpoints import ENDPOINT_BACKENDS
-from ragen_bench.policies import POLICIES, OraclePolicy, declared_options, make_policy, policy_options
-from ragen_bench.runner import REQUEST_OPTIONS, ROLLOUT_OPTIONS, RunRequest, plan_run, request_from_options
+from ragen_bench.policies import (
+    POLICIES,
+    OraclePolicy,
+    declared_options,
+    make_policy,
+    policy_options,
+)
 from ragen_bench.rollout import RolloutConfig
+from ragen_bench.runner import (
+    REQUEST_OPTIONS,
+    ROLLOUT_OPTIONS,
+    RunRequest,
+    plan_run,
+    request_from_options,
+)
 
 runner = CliRunner()
 

@@ -629,7 +629,6 @@ def test_diagnose_command_adds_a_schema_valid_block(tmp_path: Path) -> None:
     from ragen_bench.leaderboard import add_run
     from ragen_bench.runner import RunRequest, start_run
     from ragen_bench.validate import validate_file
-
     from tests.helpers.scripted import ScriptedPolicy
 
     req = RunRequest(env_id="ragen/Bandit-v0", backend="scripted", model="scripted", episodes=8, group_size=2,

@@ -7,8 +7,8 @@ batch finishes at the same time, so it sat at ``0/8 … -:--:--`` until the very
 from __future__ import annotations
 
 import io
-import re
 import json
+import re
 from pathlib import Path
 
 from rich.console import Console

@@ -33,16 +33,27 @@ import pytest
 
 from ragen_bench.endpoints import EndpointsError, load_endpoints
 from ragen_bench.policies import make_policy
-from ragen_bench.policies.openai_api import (OpenAIPolicy, RetryPolicy, is_context_length_error,
-                                             parse_retry_after)
+from ragen_bench.policies.openai_api import (
+    OpenAIPolicy,
+    RetryPolicy,
+    is_context_length_error,
+    parse_retry_after,
+)
 from ragen_bench.results import RunDir
 from ragen_bench.rollout import RolloutConfig, RolloutEngine, make_specs
 from ragen_bench.runner import RunRequest, resume_run, start_run
 from ragen_bench.types import PolicyRequest, SamplingParams
 from ragen_bench.validate import validate_file
-
-from tests.helpers.fault_server import (FaultServer, Reply, context_too_long, http_error, rate_limited, reset, server_error,
-                           stall)
+from tests.helpers.fault_server import (
+    FaultServer,
+    Reply,
+    context_too_long,
+    http_error,
+    rate_limited,
+    reset,
+    server_error,
+    stall,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 ARMS = re.compile(r"in front of you: (.+?) and (.+?)\. Which")
@@ -188,7 +199,11 @@ def test_context_too_long_ends_episode_with_rewards_so_far(server, tmp_path: Pat
 
 
 def test_context_length_detection_shapes() -> None:
-    from tests.helpers.fault_server import OPENAI_CONTEXT_ERROR, VLLM_CONTEXT_ERROR, VLLM_LEGACY_CONTEXT_ERROR
+    from tests.helpers.fault_server import (
+        OPENAI_CONTEXT_ERROR,
+        VLLM_CONTEXT_ERROR,
+        VLLM_LEGACY_CONTEXT_ERROR,
+    )
 
     for body in (VLLM_CONTEXT_ERROR["error"], VLLM_LEGACY_CONTEXT_ERROR, OPENAI_CONTEXT_ERROR["error"]):
         assert is_context_length_error(400, "Error code: 400", body)

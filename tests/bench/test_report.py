@@ -19,7 +19,6 @@ from ragen_bench.report import render_run_report, write_run_report
 from ragen_bench.results import RunDir
 from ragen_bench.runner import RunRequest, start_run
 from ragen_bench.site.charts import histogram_bins
-
 from tests.helpers.browser import browser, console_errors, file_url  # noqa: F401  (browser is a fixture)
 from tests.helpers.scripted import ScriptedPolicy
 
@@ -114,7 +113,7 @@ def test_report_shows_model_script_as_text_and_runs_no_script(browser, hostile_r
     assert len(browser.find_elements(By.TAG_NAME, "script")) == 1  # ours only
     assert browser.find_elements(By.CSS_SELECTOR, "#episodes img") == []
     with pytest.raises(NoAlertPresentException):
-        browser.switch_to.alert.text
+        browser.switch_to.alert.text  # noqa: B018 - reading it raises
     assert console_errors(browser) == []
 
 

@@ -10,7 +10,6 @@ import ragen_envs
 from ragen_bench.policies import OraclePolicy
 from ragen_bench.rollout import RolloutConfig, RolloutEngine, make_specs
 from ragen_bench.types import Generation, PolicyRequest, SamplingParams
-
 from tests.helpers.scripted import ScriptedPolicy
 
 

@@ -14,7 +14,6 @@ import pytest
 
 from ragen_bench.leaderboard import add_run
 from ragen_bench.site import SiteError, build_site
-
 from tests.helpers.browser import browser, console_errors, file_url  # noqa: F401  (browser is a fixture)
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ragen_envs
-from ragen_envs.baselines import oracle_policy, run_episode
+from ragen_envs.baselines import oracle_policy
 from ragen_envs.parsing import parse_response
 
 from .conftest import ALL_IDS

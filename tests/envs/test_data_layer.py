@@ -15,17 +15,29 @@ import pytest
 
 import ragen_envs
 from ragen_envs.config import schema_validator
-from ragen_envs.data.bundled import PERMISSIVE_LICENSES, bundled_dirs, file_sha256, list_bundled, load_bundled
+from ragen_envs.data.bundled import (
+    PERMISSIVE_LICENSES,
+    bundled_dirs,
+    file_sha256,
+    list_bundled,
+    load_bundled,
+)
 from ragen_envs.data.loaders import (
+    ENVS_EXTRAS,
     SOURCE_SPLIT_KEY,
     DataSourceError,
-    ENVS_EXTRAS,
     MissingExtraError,
     load_hub,
     load_source,
     read_records,
 )
-from ragen_envs.data.splits import LeakageError, assert_disjoint, canonical_key, normalize_text, partition
+from ragen_envs.data.splits import (
+    LeakageError,
+    assert_disjoint,
+    canonical_key,
+    normalize_text,
+    partition,
+)
 from ragen_envs.dataset_env import DatasetEnv
 from ragen_envs.seeding import instance_split
 

@@ -13,8 +13,15 @@ import pytest
 
 import ragen_envs
 from ragen_envs.baselines import oracle_policy, run_episode
+from ragen_envs.data.loaders import load_source
 from ragen_envs.envs.deepcoder.harness import count_asserts, py_literal
-from ragen_envs.envs.deepcoder.judge import extract_code, judge, outputs_match, reference_passes, values_match
+from ragen_envs.envs.deepcoder.judge import (
+    extract_code,
+    judge,
+    outputs_match,
+    reference_passes,
+    values_match,
+)
 from ragen_envs.envs.deepcoder.judge import tests_count as count_tests
 from ragen_envs.envs.deepcoder.problems import (
     FORMATS,
@@ -26,7 +33,6 @@ from ragen_envs.envs.deepcoder.problems import (
     detect_format,
     problem_from_record,
 )
-from ragen_envs.data.loaders import load_source
 from ragen_envs.sandbox import SandboxConfig
 
 FAST = SandboxConfig(cpu_time_s=2, wall_time_s=6, memory_mb=512)

@@ -325,7 +325,12 @@ def test_env_speed_sudoku_4x4_fill_tree_walk_equals_the_search() -> None:
     """Issue 21, Sudoku 4x4 reset: walking the precomputed 4x4 search tree gives the
     search's grid, leaves the generator where the search leaves it, and runs over the
     same node budget."""
-    from ragen_envs.envs.sudoku.solver import SearchBudgetExceeded, _fill_tree, random_solution, solve
+    from ragen_envs.envs.sudoku.solver import (
+        SearchBudgetExceeded,
+        _fill_tree,
+        random_solution,
+        solve,
+    )
 
     leaves = []
 

@@ -11,7 +11,12 @@ import pytest
 
 import ragen_envs
 from ragen_envs.data.loaders import DataSourceError
-from ragen_envs.envs.lean.theorems import BUILTIN_SOURCES, MINIF2F_HEADER, load_theorems, source_split
+from ragen_envs.envs.lean.theorems import (
+    BUILTIN_SOURCES,
+    MINIF2F_HEADER,
+    load_theorems,
+    source_split,
+)
 
 DATA_DIR = BUILTIN_SOURCES["minif2f"].parent
 SCHEMA = Path(ragen_envs.__file__).resolve().parent.parent / "schemas" / "data" / "provenance.schema.json"

@@ -16,8 +16,8 @@ from ragen_envs.envs.lean.protocol import (
     tactic_check,
 )
 
-from .lean_support import DATA
 from .lean_fakes import load_transcripts, read_blocks
+from .lean_support import DATA
 
 RECORDED = load_transcripts([DATA / "repl-transcripts"])
 TACTIC_ANSWERS = [ans for tr in RECORDED for req, ans in tr if "tactic" in req]

@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ragen_envs
-from ragen_envs.envs.deepcoder.judge import extract_code
 from ragen_envs.core import MAX_ACTION_LENGTH
+from ragen_envs.envs.deepcoder.judge import extract_code
 from ragen_envs.parsing import parse_response
 
 from .conftest import ALL_IDS

@@ -14,7 +14,16 @@ from hypothesis import strategies as st
 
 import ragen_envs
 from ragen_envs.baselines import oracle_policy, run_episode
-from ragen_envs.envs.rubikscube import ACTIONS, MOVES, SOLVED, apply, check_state, is_solved, parse_state, solve
+from ragen_envs.envs.rubikscube import (
+    ACTIONS,
+    MOVES,
+    SOLVED,
+    apply,
+    check_state,
+    is_solved,
+    parse_state,
+    solve,
+)
 from ragen_envs.envs.rubikscube.cube import (
     COLOURS,
     CORNER_STICKERS,

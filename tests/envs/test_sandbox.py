@@ -241,7 +241,7 @@ def _listener() -> tuple[socket.socket, int]:
 def _accepted(srv: socket.socket) -> bool:
     try:
         conn, _ = srv.accept()
-    except (TimeoutError, socket.timeout):
+    except TimeoutError:
         return False
     conn.close()
     return True

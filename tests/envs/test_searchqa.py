@@ -3,10 +3,9 @@ the HTTP retrieval protocol against the served local index, and the oracle."""
 
 from __future__ import annotations
 
-import re
-
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -32,7 +31,13 @@ from ragen_envs.envs.searchqa.retrieval import (
     local_bm25_retriever,
     parse_search_r1_response,
 )
-from ragen_envs.envs.searchqa.scoring import exact_match, f1_score, normalize_answer, qa_reward, score_answer
+from ragen_envs.envs.searchqa.scoring import (
+    exact_match,
+    f1_score,
+    normalize_answer,
+    qa_reward,
+    score_answer,
+)
 from ragen_envs.envs.searchqa.serve import serve_in_thread
 
 from .conftest import load_script

@@ -13,7 +13,14 @@ import pytest
 
 import ragen_envs
 from ragen_envs.baselines import oracle_policy, run_episode
-from ragen_envs.envs.sokoban import SokobanEnv, XSBError, format_level, format_levels, parse_xsb, solve
+from ragen_envs.envs.sokoban import (
+    SokobanEnv,
+    XSBError,
+    format_level,
+    format_levels,
+    parse_xsb,
+    solve,
+)
 from ragen_envs.envs.sokoban.generator import _fallback_variants, fallback_room
 from ragen_envs.envs.sokoban.level_sets import load_level_source
 from ragen_envs.envs.sokoban.reverse import optimal_distance

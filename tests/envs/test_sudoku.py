@@ -19,7 +19,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ragen_envs
-from ragen_envs.envs.sudoku import EMPTY_CELLS, SudokuEnv, count_solutions, from_text, parse_move, solve
+from ragen_envs.envs.sudoku import (
+    EMPTY_CELLS,
+    SudokuEnv,
+    count_solutions,
+    from_text,
+    parse_move,
+    solve,
+)
 from ragen_envs.envs.sudoku.moves import Move
 from ragen_envs.seeding import SPLITS, instance_split
 

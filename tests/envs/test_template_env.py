@@ -28,6 +28,7 @@ from ragen_envs.config import schema_validator
 from ragen_envs.core import TextEnv
 
 from .conftest import ALL_IDS, REPO
+
 # The template's checks, collected here with the conftest's ``env_id`` (every registered id).
 from .template_test_env import (  # noqa: F401
     test_env_is_one_package_with_register_and_schemas,

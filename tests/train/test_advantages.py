@@ -7,7 +7,15 @@ import math
 import pytest
 import torch
 
-from ragen_train.advantages import ADVANTAGE_ESTIMATORS, bilevel_gae, dr_grpo, gae, get_estimator, grpo, rloo
+from ragen_train.advantages import (
+    ADVANTAGE_ESTIMATORS,
+    bilevel_gae,
+    dr_grpo,
+    gae,
+    get_estimator,
+    grpo,
+    rloo,
+)
 
 ONE = torch.ones((1, 1))
 

@@ -30,8 +30,9 @@ def test_two_processes_match_one(tmp_path: Path, estimator: str, strategy: str) 
          str(SCRIPT), str(two), estimator, f"trainer.distributed={strategy}"], tmp_path)
     a, b = torch.load(one), torch.load(two)
     assert a.keys() == b.keys()
-    from ragen_bench.tiny import tiny_model_path
     from transformers import AutoModelForCausalLM
+
+    from ragen_bench.tiny import tiny_model_path
 
     init = AutoModelForCausalLM.from_pretrained(tiny_model_path()).state_dict()
     moved = 0

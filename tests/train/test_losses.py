@@ -7,7 +7,14 @@ import math
 import pytest
 import torch
 
-from ragen_train.losses import Denominators, aggregate, entropy_from_logits, kl_penalty, ppo_policy_loss, value_loss
+from ragen_train.losses import (
+    Denominators,
+    aggregate,
+    entropy_from_logits,
+    kl_penalty,
+    ppo_policy_loss,
+    value_loss,
+)
 
 L = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
 M = torch.tensor([[1.0, 1.0, 0.0], [1.0, 0.0, 0.0]])

@@ -11,7 +11,6 @@ from ragen_bench.rollout import RolloutConfig, RolloutEngine, make_specs
 from ragen_bench.tiny import tiny_model_path
 from ragen_bench.types import Generation
 from ragen_train.batch import build_samples, collate
-
 from tests.helpers.scripted import ScriptedPolicy
 
 # A Qwen2.5-style template, written for this test: ChatML, but a default system message is

@@ -14,7 +14,6 @@ from ragen_bench.site.charts import _tick_labels, _ticks, line_chart
 from ragen_train.logger import read_metrics
 from ragen_train.plot import PANELS
 from ragen_train.report import find_eval_runs, write_train_report
-
 from tests.helpers.browser import browser, console_errors, file_url  # noqa: F401  (browser is a fixture)
 
 
@@ -44,7 +43,7 @@ def test_train_report_has_the_png_panels_with_every_logged_point(trained, tmp_pa
     page = write_train_report(out, tmp_path / "r.html", runs_roots=[runs])[0]
     html = page.read_text()
     rows = read_metrics(out / "metrics.jsonl")
-    for title, keys in PANELS:
+    for title, _keys in PANELS:
         assert f'<text class="title" x="48" y="16">{title}</text>' in html
     n_train = sum(1 for r in rows if r["phase"] == "train" and r.get("train/success") is not None)
     n_val = sum(1 for r in rows if r["phase"] == "val" and r.get("val/success") is not None)

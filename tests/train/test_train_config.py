@@ -8,7 +8,13 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from ragen_train.config import StarPOConfig, TrainConfigError, apply_overrides, config_json_schema, load_config
+from ragen_train.config import (
+    StarPOConfig,
+    TrainConfigError,
+    apply_overrides,
+    config_json_schema,
+    load_config,
+)
 from ragen_train.presets import PRESETS
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "schemas" / "train_config.schema.json"

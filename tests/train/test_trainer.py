@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 import torch
 
-from ragen_bench.policies import OraclePolicy, RandomPolicy
 from ragen_bench.rollout import EpisodeSpec, RolloutEngine
 from ragen_bench.validate import validate_file
 from ragen_train.batch import build_samples
@@ -250,7 +249,6 @@ def test_degenerate_outputs_are_logged_warned_once_and_stop_training_with_checkp
     import warnings
 
     from ragen_bench.diagnostics import DegenerateOutputWarning
-
     from tests.helpers.scripted import ScriptedPolicy
 
     cfg = tiny_cfg(tmp_path, "trainer.total_steps=8", "trainer.val_every=0", "trainer.save_every=5",

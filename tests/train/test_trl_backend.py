@@ -17,7 +17,12 @@ from ragen_train.config import TrainConfigError, load_config
 trl = pytest.importorskip("trl")
 
 from ragen_train.backends import get_backend  # noqa: E402
-from ragen_train.backends.trl_backend import groups_from_prompts, map_trl_logs, ragen_env_return, trl_settings  # noqa: E402
+from ragen_train.backends.trl_backend import (  # noqa: E402
+    groups_from_prompts,
+    map_trl_logs,
+    ragen_env_return,
+    trl_settings,
+)
 
 
 def test_quickstart_maps_onto_grpo_config(tmp_path: Path) -> None:

@@ -12,7 +12,12 @@ import pytest
 from typer.testing import CliRunner
 
 from ragen_train.backends.verl_agent_loop import RagenLoopSettings, row_fields
-from ragen_train.backends.verl_backend import dataset_rows, metrics_from_episode_log, verl_settings, write_verl_inputs
+from ragen_train.backends.verl_backend import (
+    dataset_rows,
+    metrics_from_episode_log,
+    verl_settings,
+    write_verl_inputs,
+)
 from ragen_train.config import TrainConfigError, load_config
 
 HAVE_VERL = importlib.util.find_spec("verl") is not None

@@ -34,9 +34,8 @@ def test_gpu_check_script_runs_on_cpu_with_the_tiny_config(tmp_path: Path) -> No
 
 def test_gpu_qwen_shapes_match_the_published_parameter_counts() -> None:
     """Qwen2.5-0.5B has 494M parameters and 1.5B 1.54B (Qwen2.5 technical report, table 1)."""
-    import torch
-
     import gpu_check
+    import torch
 
     for size, expect in (("0.5b", 494e6), ("1.5b", 1.54e9)):
         with torch.device("meta"):

@@ -93,11 +93,6 @@ class CheckResult:
     value: Fraction | None = None
     expression: str | None = None
 
-    @property
-    def is_valid(self) -> bool:
-        """True unless the status is invalid."""
-        return self.status is not AnswerStatus.INVALID
-
 
 _CORRECT, _WRONG = AnswerStatus.CORRECT, AnswerStatus.WRONG
 

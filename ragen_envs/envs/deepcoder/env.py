@@ -25,12 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from ...config import ConfigError
 from ...core import Transition, join_lines
 from ...data.attempts import AttemptTracker, attempts_rule
-from ...dataset_env import DatasetEnv
 from ...data.loaders import DataSourceError, load_source
 from ...data.splits import canonical_key
+from ...dataset_env import DatasetEnv
 from ...sandbox import SandboxConfig
 from .judge import extract_code, judge, tests_count
 from .problems import CallTest, CheckTest, CodeProblem, ProblemFormatError, problem_from_record

@@ -10,6 +10,7 @@ run in the sandbox (``tests/envs/test_deepcoder.py``).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import deque
 from collections.abc import Callable
@@ -348,9 +349,8 @@ def _binary(n: int) -> str:
 
 
 def _coin_ways(a: int, coins: list[int]) -> int:
-    from functools import lru_cache
 
-    @lru_cache(maxsize=None)
+    @functools.cache
     def ways(amount: int, i: int) -> int:
         if amount == 0:
             return 1

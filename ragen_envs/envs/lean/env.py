@@ -35,9 +35,9 @@ import numpy as np
 
 from ...config import ConfigError
 from ...core import EpisodeStatus, Transition, join_lines
-from ...dataset_env import DatasetEnv
 from ...data.loaders import MissingExtraError
 from ...data.splits import canonical_key
+from ...dataset_env import DatasetEnv
 from .protocol import ACCEPTED, TIMEOUT, LeanMessage, TacticCheck, mentions_sorry, state_signature
 from .render import LogEntry, render_observation
 from .theorems import Theorem, load_theorems, source_split

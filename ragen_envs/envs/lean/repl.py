@@ -34,7 +34,15 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .protocol import ACCEPTED, TIMEOUT, LeanMessage, ProtocolError, TacticCheck, messages_of, tactic_check
+from .protocol import (
+    ACCEPTED,
+    TIMEOUT,
+    LeanMessage,
+    ProtocolError,
+    TacticCheck,
+    messages_of,
+    tactic_check,
+)
 from .theorems import Theorem
 from .verifier import Verifier, VerifierError
 

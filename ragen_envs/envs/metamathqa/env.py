@@ -23,12 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from ...config import ConfigError
 from ...core import Transition, join_lines
 from ...data.attempts import AttemptTracker, attempts_rule
-from ...dataset_env import DatasetEnv
 from ...data.loaders import SOURCE_SPLIT_KEY, DataSourceError, load_source
 from ...data.splits import canonical_key
+from ...dataset_env import DatasetEnv
 from .equivalence import answers_equal
 from .extract import extract_answer, normalize_answer
 

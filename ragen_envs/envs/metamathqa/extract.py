@@ -184,7 +184,7 @@ def extract_answer(text: str) -> ExtractedAnswer | None:
     if boxed is not None:
         norm = normalize_answer(boxed)
         return ExtractedAnswer(norm, "boxed", boxed) if norm else None
-    for source, pattern in (("answer_is", _ANSWER_IS), ("hashes", "####")):
+    for source, pattern in (("answer_is", _ANSWER_IS), ("hashes", "####")):  # noqa: B007 - read after the loop
         cand = _after_last(pattern, text)
         if cand is not None and cand.strip():
             break

@@ -273,7 +273,7 @@ def check_state(state: bytes) -> None:
         wrong = ", ".join(f"{COLOURS[c]}={n}" for c, n in enumerate(counts) if n != 4)
         raise ValueError(f"each colour must appear on exactly 4 stickers ({wrong})")
     perm, ori = [], []
-    for pos, slot in enumerate(CORNER_STICKERS):
+    for slot in CORNER_STICKERS:
         cols = [state[i] for i in slot]
         found = cubie_of(cols)
         if found is None:

@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 
 from ...core import Transition, join_lines
-from ...dataset_env import DatasetEnv
 from ...data.loaders import load_source
 from ...data.splits import canonical_key
+from ...dataset_env import DatasetEnv
 from .questions import QAItem, qa_item_from_record
 from .retrieval import Hit, HttpRetriever, Retriever, format_hits, local_bm25_retriever
 from .scoring import qa_reward, score_answer

@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from ...core import Transition, join_lines
-from ...dataset_env import DatasetEnv
 from ...data.splits import canonical_key
+from ...dataset_env import DatasetEnv
 from .engine import Shop, get_shop
 from .products import Goal, Product
 from .reward import RewardBreakdown, option_value_matches, webshop_reward
