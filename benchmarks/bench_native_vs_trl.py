@@ -70,8 +70,14 @@ def run_native(cfg: Any, batches: list[list[Any]] | None) -> list[dict[str, floa
     rows = []
     for _ in range(cfg.trainer.total_steps):
         m = trainer.train_step()
-        rows.append({"update_s": m["time/step_s"] - m["time/rollout_s"], "rollout_s": m["time/rollout_s"],
-                     "tokens": m.get("batch/response_tokens", 0.0), "seq_tokens": seq_tokens(played[-1])})
+        rows.append(
+            {
+                "update_s": m["time/step_s"] - m["time/rollout_s"],
+                "rollout_s": m["time/rollout_s"],
+                "tokens": m.get("batch/response_tokens", 0.0),
+                "seq_tokens": seq_tokens(played[-1]),
+            }
+        )
     return rows
 
 
@@ -86,25 +92,40 @@ def run_trl(cfg: Any, batches: list[list[Any]] | None, out: Path) -> list[dict[s
     trainer, _, _ = build_trl_trainer(cfg, model, tok, rollout_func=rollout, logger=logger)
     trainer.train()
     logger.close()
-    return [{"update_s": r["time/update_s"], "rollout_s": r["time/rollout_s"], "tokens": r["batch/response_tokens"],
-             "seq_tokens": r["batch/total_tokens"]}
-            for r in read_metrics(out / "metrics.jsonl") if r["phase"] == "train"]
+    return [
+        {
+            "update_s": r["time/update_s"],
+            "rollout_s": r["time/rollout_s"],
+            "tokens": r["batch/response_tokens"],
+            "seq_tokens": r["batch/total_tokens"],
+        }
+        for r in read_metrics(out / "metrics.jsonl")
+        if r["phase"] == "train"
+    ]
 
 
 def seq_tokens(batch: list[Any]) -> float:
     """All tokens of the training sequences of a batch (the last turn's prompt + completion per episode)."""
-    return float(sum(len(r.turns[-1].prompt_token_ids) + len(r.turns[-1].completion_token_ids) for r in batch))
+    return float(
+        sum(
+            len(r.turns[-1].prompt_token_ids) + len(r.turns[-1].completion_token_ids) for r in batch
+        )
+    )
 
 
 def summarise(rows: list[dict[str, float]], warmup: int) -> dict[str, float]:
     kept = rows[warmup:] or rows
     upd = sum(r["update_s"] for r in kept)
     roll = sum(r["rollout_s"] for r in kept)
-    return {"steps": len(kept), "median_update_s": statistics.median(r["update_s"] for r in kept),
-            "trained_tokens_per_s": sum(r["tokens"] for r in kept) / upd,
-            "seq_tokens_per_s": sum(r["seq_tokens"] for r in kept) / upd,
-            "rollout_s_per_step": roll / len(kept), "update_s_per_step": upd / len(kept),
-            "trained_tokens_per_step": sum(r["tokens"] for r in kept) / len(kept)}
+    return {
+        "steps": len(kept),
+        "median_update_s": statistics.median(r["update_s"] for r in kept),
+        "trained_tokens_per_s": sum(r["tokens"] for r in kept) / upd,
+        "seq_tokens_per_s": sum(r["seq_tokens"] for r in kept) / upd,
+        "rollout_s_per_step": roll / len(kept),
+        "update_s_per_step": upd / len(kept),
+        "trained_tokens_per_step": sum(r["tokens"] for r in kept) / len(kept),
+    }
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -118,8 +139,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     a = ap.parse_args(argv)
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     tmp = Path(tempfile.mkdtemp(prefix="bench-native-trl-"))
-    base = [f"trainer.total_steps={a.steps}", "trainer.val_every=0", "trainer.val_before_train=false",
-            "trainer.collapse_every=0", "trainer.save_every=0", "trainer.loggers=jsonl", *a.overrides]
+    base = [
+        f"trainer.total_steps={a.steps}",
+        "trainer.val_every=0",
+        "trainer.val_before_train=false",
+        "trainer.collapse_every=0",
+        "trainer.save_every=0",
+        "trainer.loggers=jsonl",
+        *a.overrides,
+    ]
     cfg_n = load_config(a.config, [*base, f"trainer.out_dir={tmp / 'native'}"])
     cfg_t = load_config(a.config, [*base, f"trainer.out_dir={tmp / 'trl'}"])
     tok = load_tokenizer(cfg_n.model.path)
@@ -133,30 +161,50 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     t_trl = time.perf_counter() - t0
     if batches is not None:
         for k, (n, t) in enumerate(zip(native, trl)):
-            assert n["tokens"] == t["tokens"], f"step {k}: native trained {n['tokens']} tokens, TRL {t['tokens']}"
+            assert n["tokens"] == t["tokens"], (
+                f"step {k}: native trained {n['tokens']} tokens, TRL {t['tokens']}"
+            )
     sn, st = summarise(native, a.warmup), summarise(trl, a.warmup)
     import transformers
     import trl as trl_mod
 
     r = cfg_n.rollout
     result = {
-        "config": a.config, "env": cfg_n.env.id, "model": cfg_n.model.path, "mode": a.mode, "steps": a.steps,
-        "warmup": a.warmup, "episodes_per_step": r.env_groups * r.group_size,
+        "config": a.config,
+        "env": cfg_n.env.id,
+        "model": cfg_n.model.path,
+        "mode": a.mode,
+        "steps": a.steps,
+        "warmup": a.warmup,
+        "episodes_per_step": r.env_groups * r.group_size,
         "loss": {"native": cfg_n.algorithm.loss_agg_mode, "trl": "dapo (token-mean)"},
-        "torch_threads": torch.get_num_threads(), "torch": torch.__version__, "trl": trl_mod.__version__,
-        "transformers": transformers.__version__, "native": sn, "trl_grpo": st,
-        "ratio_native_over_trl_trained_tokens_per_s": sn["trained_tokens_per_s"] / st["trained_tokens_per_s"],
+        "torch_threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "trl": trl_mod.__version__,
+        "transformers": transformers.__version__,
+        "native": sn,
+        "trl_grpo": st,
+        "ratio_native_over_trl_trained_tokens_per_s": sn["trained_tokens_per_s"]
+        / st["trained_tokens_per_s"],
         "wall_s": {"native": round(t_native, 1), "trl": round(t_trl, 1)},
     }
-    print(f"\n{cfg_n.env.id}, {r.env_groups}x{r.group_size} episodes/step, model {cfg_n.model.path}, mode {a.mode}, "
-          f"{sn['steps']} timed steps after {a.warmup} warm-up, torch threads {torch.get_num_threads()}")
-    print(f"{'trainer':<12}{'trained tok/s':>15}{'all tok/s':>12}{'update s/step':>15}{'rollout s/step':>16}"
-          f"{'trained tok/step':>18}")
+    print(
+        f"\n{cfg_n.env.id}, {r.env_groups}x{r.group_size} episodes/step, model {cfg_n.model.path}, mode {a.mode}, "
+        f"{sn['steps']} timed steps after {a.warmup} warm-up, torch threads {torch.get_num_threads()}"
+    )
+    print(
+        f"{'trainer':<12}{'trained tok/s':>15}{'all tok/s':>12}{'update s/step':>15}{'rollout s/step':>16}"
+        f"{'trained tok/step':>18}"
+    )
     for name, s in (("native", sn), ("TRL GRPO", st)):
-        print(f"{name:<12}{s['trained_tokens_per_s']:>15.1f}{s['seq_tokens_per_s']:>12.1f}{s['update_s_per_step']:>15.3f}"
-              f"{s['rollout_s_per_step']:>16.3f}{s['trained_tokens_per_step']:>18.1f}")
-    print(f"ratio native / TRL (trained tokens per second of update): "
-          f"{result['ratio_native_over_trl_trained_tokens_per_s']:.2f}")
+        print(
+            f"{name:<12}{s['trained_tokens_per_s']:>15.1f}{s['seq_tokens_per_s']:>12.1f}{s['update_s_per_step']:>15.3f}"
+            f"{s['rollout_s_per_step']:>16.3f}{s['trained_tokens_per_step']:>18.1f}"
+        )
+    print(
+        f"ratio native / TRL (trained tokens per second of update): "
+        f"{result['ratio_native_over_trl_trained_tokens_per_s']:.2f}"
+    )
     if a.json:
         a.json.write_text(json.dumps(result, indent=2) + "\n")
     return result

@@ -32,7 +32,11 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--tokens", type=int, default=32)
     ap.add_argument("--steps", type=int, default=2)
-    ap.add_argument("--dtype", default="bfloat16", help="engine dtype (the HF engine runs float32, faster on CPU)")
+    ap.add_argument(
+        "--dtype",
+        default="bfloat16",
+        help="engine dtype (the HF engine runs float32, faster on CPU)",
+    )
     a = ap.parse_args()
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     import torch
@@ -58,22 +62,33 @@ def main() -> None:
             seen.extend(requests)
             return super().generate_sync(requests, params)
 
-    specs = [EpisodeSpec(index=i, env_id=cfg.env.id, seed=i, group=i, env_config={"split": "validation"})
-             for i in range(a.batch)]
+    specs = [
+        EpisodeSpec(index=i, env_id=cfg.env.id, seed=i, group=i, env_config={"split": "validation"})
+        for i in range(a.batch)
+    ]
     RolloutEngine(Recorder(), rollout_config_for(cfg)).run(specs)
     requests = [r for r in seen if r.turn == 1][: a.batch]
     prompts = [list(r.prompt_token_ids) for r in requests]
-    out: dict = {"model": a.model, "batch": len(prompts), "new_tokens": a.tokens, "engine_dtype": a.dtype,
-                 "prompt_tokens_mean": sum(map(len, prompts)) / len(prompts)}
+    out: dict = {
+        "model": a.model,
+        "batch": len(prompts),
+        "new_tokens": a.tokens,
+        "engine_dtype": a.dtype,
+        "prompt_tokens_mean": sum(map(len, prompts)) / len(prompts),
+    }
 
     def timed(fn) -> float:  # noqa: ANN001
         t0 = time.perf_counter()
         fn()
         return time.perf_counter() - t0
 
-    raw = vllm.SamplingParams(temperature=1.0, max_tokens=a.tokens, ignore_eos=True, seed=0, logprobs=0)
+    raw = vllm.SamplingParams(
+        temperature=1.0, max_tokens=a.tokens, ignore_eos=True, seed=0, logprobs=0
+    )
     engine.llm.reset_prefix_cache()
-    dt = timed(lambda: engine.llm.generate([{"prompt_token_ids": p} for p in prompts], raw, use_tqdm=False))
+    dt = timed(
+        lambda: engine.llm.generate([{"prompt_token_ids": p} for p in prompts], raw, use_tqdm=False)
+    )
     out["raw_llm_generate_tokens_per_s"] = len(prompts) * a.tokens / dt
 
     engine.llm.reset_prefix_cache()
@@ -102,16 +117,31 @@ def main() -> None:
     base = out["raw_llm_generate_tokens_per_s"]
     out["ratio_vllm_engine_to_raw"] = out["vllm_engine_tokens_per_s"] / base
     out["ratio_hf_engine_to_raw"] = out["hf_engine_tokens_per_s"] / base
-    out["ratio_vllm_engine_to_hf_engine"] = out["vllm_engine_tokens_per_s"] / out["hf_engine_tokens_per_s"]
+    out["ratio_vllm_engine_to_hf_engine"] = (
+        out["vllm_engine_tokens_per_s"] / out["hf_engine_tokens_per_s"]
+    )
     del hf, hf_model, engine
 
     if a.steps > 0:
         with tempfile.TemporaryDirectory() as d:
-            run = apply_overrides(cfg, [f"trainer.out_dir={d}", f"trainer.total_steps={a.steps}",
-                                        f"rollout.vllm.dtype={a.dtype}", "trainer.loggers=[\"jsonl\"]"])
+            run = apply_overrides(
+                cfg,
+                [
+                    f"trainer.out_dir={d}",
+                    f"trainer.total_steps={a.steps}",
+                    f"rollout.vllm.dtype={a.dtype}",
+                    'trainer.loggers=["jsonl"]',
+                ],
+            )
             trainer = StarPOTrainer(run)
             steps = [trainer.train_step() for _ in range(a.steps)]
-        keys = ("time/rollout_s", "time/old_logprob_s", "time/update_s", "time/sync_s", "time/step_s")
+        keys = (
+            "time/rollout_s",
+            "time/old_logprob_s",
+            "time/update_s",
+            "time/sync_s",
+            "time/step_s",
+        )
         out["step_time_split_s"] = [{k: s.get(k) for k in keys} for s in steps]
     print(json.dumps(out, indent=2))
 

@@ -11,5 +11,14 @@ from __future__ import annotations
 
 import os
 
-os.environ.setdefault("RAGEN_LEAN_VERIFIER", "replay:" + os.path.join(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "data", "lean", "sweep.replay.jsonl"))
+os.environ.setdefault(
+    "RAGEN_LEAN_VERIFIER",
+    "replay:"
+    + os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+        "tests",
+        "data",
+        "lean",
+        "sweep.replay.jsonl",
+    ),
+)

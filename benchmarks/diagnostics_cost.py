@@ -32,7 +32,9 @@ import numpy as np
 import torch
 
 
-def _median_time(fn: Callable[[], object], repeats: int, warmup: Callable[[], object] | None = None) -> float:
+def _median_time(
+    fn: Callable[[], object], repeats: int, warmup: Callable[[], object] | None = None
+) -> float:
     (warmup or fn)()
     times = []
     for _ in range(repeats):
@@ -50,9 +52,18 @@ def sokoban_inputs(tt: object, n: int) -> list[list[int]]:
     xs = []
     for seed in range(n):
         obs, _ = env.reset(seed=seed)
-        msgs = [{"role": "system", "content": system_message(env.unwrapped.instruction, enable_think=True,
-                                                             max_actions_per_turn=2, max_new_tokens=400)},
-                {"role": "user", "content": turn_text(1, 5, obs, 2)}]
+        msgs = [
+            {
+                "role": "system",
+                "content": system_message(
+                    env.unwrapped.instruction,
+                    enable_think=True,
+                    max_actions_per_turn=2,
+                    max_new_tokens=400,
+                ),
+            },
+            {"role": "user", "content": turn_text(1, 5, obs, 2)},
+        ]
         xs.append(tt.prompt_ids(msgs) + tt.encode("<think>"))
     return xs
 
@@ -75,10 +86,14 @@ def main() -> None:
     rng = np.random.default_rng(0)
     xs_all = sokoban_inputs(tt, args.rows)
     zs = [list(rng.integers(10, vocab - 10, size=args.z_tokens)) for _ in range(args.rows)]
-    print(f"tiny model: {sum(p.numel() for p in model.parameters()) / 1e6:.2f} M parameters, vocab {vocab}, "
-          f"torch threads {torch.get_num_threads()}")
-    print(f"inputs: Sokoban first-turn prompts, {np.mean([len(x) for x in xs_all]):.0f} tokens on average; "
-          f"reasonings: {args.z_tokens} tokens; N = {args.rows}")
+    print(
+        f"tiny model: {sum(p.numel() for p in model.parameters()) / 1e6:.2f} M parameters, vocab {vocab}, "
+        f"torch threads {torch.get_num_threads()}"
+    )
+    print(
+        f"inputs: Sokoban first-turn prompts, {np.mean([len(x) for x in xs_all]):.0f} tokens on average; "
+        f"reasonings: {args.z_tokens} tokens; N = {args.rows}"
+    )
 
     opt = torch.optim.AdamW(model.parameters(), lr=1e-6)
     batch = torch.from_numpy(rng.integers(10, vocab - 10, size=(args.step_batch, args.step_tokens)))
@@ -94,25 +109,37 @@ def main() -> None:
     # The step is timed before and after the scoring (the machine is shared; load drifts).
     step_times = [_median_time(step, args.repeats)]
     results = {}
-    for label, n_inputs in (("first_turn (8 inputs)", 8), (f"trajectory ({args.rows} inputs)", args.rows)):
+    for label, n_inputs in (
+        ("first_turn (8 inputs)", 8),
+        (f"trajectory ({args.rows} inputs)", args.rows),
+    ):
         xs = xs_all[:n_inputs]
         own = [i % n_inputs for i in range(args.rows)]
         for cache in (True, False):
             scorer.prefix_cache = cache
-            t = _median_time(lambda: scorer.score(xs, zs, own=own), args.repeats,
-                             warmup=lambda: scorer.score(xs[:2], zs[:2]))
+            t = _median_time(
+                lambda: scorer.score(xs, zs, own=own),
+                args.repeats,
+                warmup=lambda: scorer.score(xs[:2], zs[:2]),
+            )
             results[(label, cache)] = t
-            print(f"  score {args.rows} x {n_inputs:>3} [{'prefix cache' if cache else 'plain x+z  '}]: {t:8.3f} s")
+            print(
+                f"  score {args.rows} x {n_inputs:>3} [{'prefix cache' if cache else 'plain x+z  '}]: {t:8.3f} s"
+            )
 
     step_times.append(_median_time(step, args.repeats))
     t_step = statistics.mean(step_times)
-    print(f"  training-step proxy (fwd+bwd+AdamW, {args.step_batch} x {args.step_tokens} tokens): {t_step:8.3f} s "
-          f"(before / after the scoring: {step_times[0]:.3f} / {step_times[1]:.3f} s)")
+    print(
+        f"  training-step proxy (fwd+bwd+AdamW, {args.step_batch} x {args.step_tokens} tokens): {t_step:8.3f} s "
+        f"(before / after the scoring: {step_times[0]:.3f} / {step_times[1]:.3f} s)"
+    )
     for (label, cache), t in results.items():
         if cache:
             share = t / (args.compute_freq * t_step)
-            print(f"  share of a step at compute_freq={args.compute_freq}, {label}: {100 * share:6.1f} % "
-                  f"(= {t:.3f} / ({args.compute_freq} x {t_step:.3f}))")
+            print(
+                f"  share of a step at compute_freq={args.compute_freq}, {label}: {100 * share:6.1f} % "
+                f"(= {t:.3f} / ({args.compute_freq} x {t_step:.3f}))"
+            )
 
 
 if __name__ == "__main__":

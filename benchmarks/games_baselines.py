@@ -31,9 +31,11 @@ def _rate(results: list) -> str:
 
 
 def game2048_table(seeds: int) -> str:
-    rows = ["| id | target | max_steps | expectimax success | mean largest tile | mean moves | random success |"
-            " s/episode (expectimax) |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    rows = [
+        "| id | target | max_steps | expectimax success | mean largest tile | mean moves | random success |"
+        " s/episode (expectimax) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for entry in ragen_envs.list_envs("2048"):
         env = ragen_envs.make(entry.id, split="test")
         start = time.perf_counter()
@@ -43,27 +45,37 @@ def game2048_table(seeds: int) -> str:
         tile = sum(r.infos[-1]["max_tile"] for r in best) / seeds
         moves = sum(len(r.actions) for r in best) / seeds
         c = env.unwrapped.config
-        rows.append(f"| `{entry.id}` | {c['target_tile']} | {c['max_steps']} | {_rate(best)} | {tile:.0f} | "
-                    f"{moves:.0f} | {_rate(rand)} | {per_episode:.2f} |")
+        rows.append(
+            f"| `{entry.id}` | {c['target_tile']} | {c['max_steps']} | {_rate(best)} | {tile:.0f} | "
+            f"{moves:.0f} | {_rate(rand)} | {per_episode:.2f} |"
+        )
     return "\n".join(rows)
 
 
 def rubiks_table(seeds: int) -> str:
-    rows = ["| id | scramble_depth | optimal length: mean | min-max | random success |",
-            "|---|---:|---:|---:|---:|"]
+    rows = [
+        "| id | scramble_depth | optimal length: mean | min-max | random success |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for entry in ragen_envs.list_envs("RubiksCube"):
         env = ragen_envs.make(entry.id, split="test")
-        lengths = collections.Counter(env.reset(seed=s)[1]["optimal_distance"] for s in range(seeds))
+        lengths = collections.Counter(
+            env.reset(seed=s)[1]["optimal_distance"] for s in range(seeds)
+        )
         rand = [run_episode(env, make_random_policy(s), seed=s) for s in range(seeds)]
         mean = sum(k * n for k, n in lengths.items()) / seeds
-        rows.append(f"| `{entry.id}` | {env.unwrapped.config['scramble_depth']} | {mean:.2f} | "
-                    f"{min(lengths)}-{max(lengths)} | {_rate(rand)} |")
+        rows.append(
+            f"| `{entry.id}` | {env.unwrapped.config['scramble_depth']} | {mean:.2f} | "
+            f"{min(lengths)}-{max(lengths)} | {_rate(rand)} |"
+        )
     return "\n".join(rows)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", type=int, default=200, help="test-split seeds per id (default 200)")
+    parser.add_argument(
+        "--seeds", type=int, default=200, help="test-split seeds per id (default 200)"
+    )
     args = parser.parse_args(argv)
     print(game2048_table(args.seeds))
     print()

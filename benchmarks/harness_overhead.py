@@ -62,14 +62,23 @@ def hf_share(env_id: str, episodes: int, max_new_tokens: int) -> dict[str, float
     from ragen_bench.policies.hf import HFPolicy
 
     policy = Timed(HFPolicy("tiny", max_batch_size=episodes))
-    cfg = RolloutConfig(**{**rollout_config_from(env_id, {}).as_dict(),
-                           "sampling": SamplingParams(temperature=1.0, max_new_tokens=max_new_tokens)})
+    cfg = RolloutConfig(
+        **{
+            **rollout_config_from(env_id, {}).as_dict(),
+            "sampling": SamplingParams(temperature=1.0, max_new_tokens=max_new_tokens),
+        }
+    )
     engine = RolloutEngine(policy, cfg)
     t0 = time.perf_counter()
     records = engine.run(make_specs(env_id, episodes=episodes))
     wall = time.perf_counter() - t0
-    return {"wall_s": wall, "policy_s": policy.seconds, "calls": policy.calls,
-            "outside_share": 1.0 - policy.seconds / wall, "turns": sum(len(r.turns) for r in records)}
+    return {
+        "wall_s": wall,
+        "policy_s": policy.seconds,
+        "calls": policy.calls,
+        "outside_share": 1.0 - policy.seconds / wall,
+        "turns": sum(len(r.turns) for r in records),
+    }
 
 
 def main() -> None:
@@ -83,8 +92,10 @@ def main() -> None:
         print(f"random policy  {env_id:20s} {eps:9.1f} episodes/s  {tps:9.1f} turns/s")
     for env_id in ("ragen/Bandit-v0", "ragen/Sokoban-v0"):
         r = hf_share(env_id, args.hf_episodes, args.max_new_tokens)
-        print(f"hf tiny        {env_id:20s} wall {r['wall_s']:.2f} s, in policy {r['policy_s']:.2f} s "
-              f"({r['calls']} batched calls, {r['turns']} turns): {100 * r['outside_share']:.1f}% outside the policy")
+        print(
+            f"hf tiny        {env_id:20s} wall {r['wall_s']:.2f} s, in policy {r['policy_s']:.2f} s "
+            f"({r['calls']} batched calls, {r['turns']} turns): {100 * r['outside_share']:.1f}% outside the policy"
+        )
 
 
 if __name__ == "__main__":

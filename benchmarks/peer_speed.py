@@ -85,6 +85,7 @@ def _replay(runs: list[tuple[Callable[[Any], Any], list[Any]]]) -> Callable[[], 
     def run() -> None:
         for step, a in pairs:
             step(a)
+
     return run
 
 
@@ -98,7 +99,9 @@ def _per_seed(call: Callable[[int], Any]) -> Prepare:
         def run() -> None:
             for k in ks:
                 call(k)
+
         return run, n
+
     return prepare
 
 
@@ -125,7 +128,9 @@ def ours_steps(env_id: str, *, per_episode: int, policy: str = "oracle") -> Prep
     def episode(env: Any) -> list[str]:
         seed = next(seeds)
         env.reset(seed=seed)
-        if per_episode == 1 and policy == "oracle":  # one step from the start: no need to play it first
+        if (
+            per_episode == 1 and policy == "oracle"
+        ):  # one step from the start: no need to play it first
             return list(env.oracle_actions())[:1]
         actions: list[str] = []
         plan: list[str] = []
@@ -146,13 +151,16 @@ def ours_steps(env_id: str, *, per_episode: int, policy: str = "oracle") -> Prep
         total = 0
         while total < n:
             if len(runs) == len(pool):
-                pool.append(_our_env(env_id))  # made as users make them (deepcopies are slower to step)
+                pool.append(
+                    _our_env(env_id)
+                )  # made as users make them (deepcopies are slower to step)
             env = pool[len(runs)]
             actions = episode(env)
             runs.append((env.step, actions))
             total += len(actions)
 
         return _replay(runs), total
+
     return prepare
 
 
@@ -183,6 +191,7 @@ def _cache_rooms(module: Any, keep: int = 8) -> None:
             rooms.append(original(*args, **kwargs))
             return copy.deepcopy(rooms[-1])
         return copy.deepcopy(rooms[next(turn) % keep])
+
     module.generate_room = cached
 
 
@@ -190,7 +199,9 @@ def rg_mini_sudoku_reset(empty: int) -> Prepare:
     """reasoning-gym ``MiniSudokuDataset[k]`` with ``min_empty = max_empty = empty``
     (one puzzle: solved board, uniqueness-checked removals, question text)."""
     mod = _peer_import("reasoning_gym.games.mini_sudoku")
-    ds = mod.MiniSudokuDataset(mod.MiniSudokuConfig(min_empty=empty, max_empty=empty, seed=0, size=10**9))
+    ds = mod.MiniSudokuDataset(
+        mod.MiniSudokuConfig(min_empty=empty, max_empty=empty, seed=0, size=10**9)
+    )
     return _per_seed(ds.__getitem__)
 
 
@@ -218,10 +229,16 @@ def gem_sokoban_steps(dim: int, boxes: int, max_turns: int) -> Prepare:
         while total < n:
             env = mod.SokobanEnv(dim_room=(dim, dim), num_boxes=boxes, max_turns=max_turns)
             k = max_turns - 1
-            runs.append((env.step, [f"\\boxed{{{rnd.choice(['up', 'down', 'left', 'right'])}}}" for _ in range(k)]))
+            runs.append(
+                (
+                    env.step,
+                    [f"\\boxed{{{rnd.choice(['up', 'down', 'left', 'right'])}}}" for _ in range(k)],
+                )
+            )
             total += k
 
         return _replay(runs), total
+
     return prepare
 
 
@@ -254,8 +271,11 @@ def ragen_sokoban_steps(dim: int, boxes: int, per_episode: int) -> Prepare:
             previous = self.player_position
             _, reward, done, _ = mod.SokobanEnv.step(self, action)
             obs = self.render()
-            info = {"action_is_effective": not np.array_equal(previous, self.player_position),
-                    "action_is_valid": True, "success": self.boxes_on_target == self.num_boxes}
+            info = {
+                "action_is_effective": not np.array_equal(previous, self.player_position),
+                "action_is_valid": True,
+                "success": self.boxes_on_target == self.num_boxes,
+            }
             return obs, reward, done, info
 
     rng = np.random.default_rng(0)
@@ -268,12 +288,16 @@ def ragen_sokoban_steps(dim: int, boxes: int, per_episode: int) -> Prepare:
                 try:
                     env = Stubbed(dim_room=(dim, dim), max_steps=100, num_boxes=boxes)
                     break
-                except (RuntimeError, RuntimeWarning):  # gym-sokoban's generator gives up; RAGEN retries
+                except (
+                    RuntimeError,
+                    RuntimeWarning,
+                ):  # gym-sokoban's generator gives up; RAGEN retries
                     continue
             runs.append((env.text_step, [int(a) for a in rng.integers(1, 5, size=per_episode)]))
             total += per_episode
 
         return _replay(runs), total
+
     return prepare
 
 
@@ -362,8 +386,16 @@ def _ragen_bandit_class(*, inlined: bool) -> type:
             name = self.ARM_IDX_TO_NAME[action]
             obs = f"{name}: {reward} points"
             self.render_cache = obs
-            return obs, reward, True, {"action_is_effective": True, "action_is_valid": True,
-                                       "success": name == self.hi_arm_name}
+            return (
+                obs,
+                reward,
+                True,
+                {
+                    "action_is_effective": True,
+                    "action_is_valid": True,
+                    "success": name == self.hi_arm_name,
+                },
+            )
 
         def get_all_actions(self) -> list[int]:
             return [self.ACTION_SPACE.start, self.ACTION_SPACE.start + 1]
@@ -376,7 +408,11 @@ def _ragen_bandit_class(*, inlined: bool) -> type:
             out = super().reset(seed=seed)
             c = self.config
             self.lo_score, self.hi_prob, self.hi_score, self.lo_hi_score = (
-                c.lo_arm_score, c.hi_arm_hiscore_prob, c.hi_arm_hiscore, c.hi_arm_loscore)
+                c.lo_arm_score,
+                c.hi_arm_hiscore_prob,
+                c.hi_arm_hiscore,
+                c.hi_arm_loscore,
+            )
             return out
 
         def step(self, action: int) -> Any:  # type: ignore[override]
@@ -385,11 +421,21 @@ def _ragen_bandit_class(*, inlined: bool) -> type:
             if name == self.lo_arm_name:
                 reward = self.lo_score
             else:
-                reward = self.hi_score if self.np_random.random() < self.hi_prob else self.lo_hi_score
+                reward = (
+                    self.hi_score if self.np_random.random() < self.hi_prob else self.lo_hi_score
+                )
             obs = f"{name}: {reward} points"
             self.render_cache = obs
-            return obs, reward, True, {"action_is_effective": True, "action_is_valid": True,
-                                       "success": name == self.hi_arm_name}
+            return (
+                obs,
+                reward,
+                True,
+                {
+                    "action_is_effective": True,
+                    "action_is_valid": True,
+                    "success": name == self.hi_arm_name,
+                },
+            )
 
     return Inlined
 
@@ -438,8 +484,10 @@ def ragen_bandit_steps(*, from_text: bool, inlined: bool = False) -> Prepare:
             def run() -> None:
                 for e, t in pairs:
                     text_step(e, t)
+
             return run, n
         return _replay([(e.step, [a]) for e, a in envs]), n
+
     return prepare
 
 
@@ -476,7 +524,12 @@ def ragen_countdown_scoring(*, datasets_row: bool = False) -> Prepare:
         else:
             reward = 1.0
         obs = f"Your answer get {reward} points."
-        return obs, reward, True, {"action_is_effective": reward > 0, "action_is_valid": True, "success": reward == 1}
+        return (
+            obs,
+            reward,
+            True,
+            {"action_is_effective": reward > 0, "action_is_valid": True, "success": reward == 1},
+        )
 
     if datasets_row:
         datasets = _peer_import("datasets")
@@ -501,7 +554,9 @@ def ragen_countdown_scoring(*, datasets_row: bool = False) -> Prepare:
             def run() -> None:
                 for row, a in pairs:
                     step(row, a)
+
         return run, n
+
     return prepare
 
 
@@ -602,46 +657,135 @@ class Row:
 N_STEP = 256
 N_RESET = 100
 
-ROWS: dict[str, Row] = {r.key: r for r in [
-    Row("bandit_step", "Bandit step (ragen/Bandit-v0)",
-        Side("ours", lambda: ours_steps("ragen/Bandit-v0", per_episode=1), N_STEP),
-        [Side("RAGEN env.step(int) (re-stated)", lambda: ragen_bandit_steps(from_text=False), N_STEP),
-         Side("RAGEN env.step(int), calls inlined (stricter)",
-              lambda: ragen_bandit_steps(from_text=False, inlined=True), N_STEP),
-         Side("RAGEN text->int map + step (re-stated)", lambda: ragen_bandit_steps(from_text=True), N_STEP)],
-        target=1.0),
-    Row("sudoku_reset", "Sudoku 4x4 reset, 6 empty (ragen/Sudoku-v0)",
-        Side("ours", lambda: ours_reset("ragen/Sudoku-v0"), N_RESET),
-        [Side("reasoning-gym mini_sudoku (installed)", lambda: rg_mini_sudoku_reset(6), 1000, peer=True),
-         Side("GEM Sudoku 4x4, 10 clues (installed)", lambda: gem_sudoku_reset(10, 4), 1000, peer=True)],
-        target=1.0),
-    Row("countdown_step", "Countdown scoring an instance (ragen/Countdown-v0 step)",
-        Side("ours", lambda: ours_steps("ragen/Countdown-v0", per_episode=1), N_STEP),
-        [Side("RAGEN compute_reward + step, dict row (re-stated)", ragen_countdown_scoring, N_STEP),
-         Side("RAGEN compute_reward + step, datasets row (re-stated, real datasets)",
-              lambda: ragen_countdown_scoring(datasets_row=True), N_STEP)],
-        target=1.0),
-    Row("sokoban_step_6", "Sokoban step 6x6, text (ragen/Sokoban-v0)",
-        Side("ours", lambda: ours_steps("ragen/Sokoban-v0", per_episode=19, policy="random"), N_STEP),
-        [Side("GEM Sokoban 6x6 easy (installed)", lambda: gem_sokoban_steps(6, 2, 20), 10000, peer=True),
-         Side("RAGEN on gym-sokoban, RGB stubbed (installed physics)", lambda: ragen_sokoban_steps(6, 1, 19), N_STEP,
-              peer=True)],
-        target=3.0),
-    Row("sokoban_step_8", "Sokoban step 8x8, text (ragen/Sokoban-Large-v0)",
-        Side("ours", lambda: ours_steps("ragen/Sokoban-Large-v0", per_episode=49, policy="random"), N_STEP),
-        [Side("GEM Sokoban 8x8 hard (installed)", lambda: gem_sokoban_steps(8, 4, 50), 10000, peer=True)],
-        target=3.0),
-    Row("frozenlake_reset_8", "FrozenLake reset 8x8 (ragen/FrozenLake-8x8-v0)",
-        Side("ours", lambda: ours_reset("ragen/FrozenLake-8x8-v0"), N_RESET),
-        [Side("RAGEN reset on Gymnasium FrozenLake (re-stated)", lambda: ragen_frozenlake_reset(8, 0.8), N_RESET)],
-        target=1.0),
-]}
+ROWS: dict[str, Row] = {
+    r.key: r
+    for r in [
+        Row(
+            "bandit_step",
+            "Bandit step (ragen/Bandit-v0)",
+            Side("ours", lambda: ours_steps("ragen/Bandit-v0", per_episode=1), N_STEP),
+            [
+                Side(
+                    "RAGEN env.step(int) (re-stated)",
+                    lambda: ragen_bandit_steps(from_text=False),
+                    N_STEP,
+                ),
+                Side(
+                    "RAGEN env.step(int), calls inlined (stricter)",
+                    lambda: ragen_bandit_steps(from_text=False, inlined=True),
+                    N_STEP,
+                ),
+                Side(
+                    "RAGEN text->int map + step (re-stated)",
+                    lambda: ragen_bandit_steps(from_text=True),
+                    N_STEP,
+                ),
+            ],
+            target=1.0,
+        ),
+        Row(
+            "sudoku_reset",
+            "Sudoku 4x4 reset, 6 empty (ragen/Sudoku-v0)",
+            Side("ours", lambda: ours_reset("ragen/Sudoku-v0"), N_RESET),
+            [
+                Side(
+                    "reasoning-gym mini_sudoku (installed)",
+                    lambda: rg_mini_sudoku_reset(6),
+                    1000,
+                    peer=True,
+                ),
+                Side(
+                    "GEM Sudoku 4x4, 10 clues (installed)",
+                    lambda: gem_sudoku_reset(10, 4),
+                    1000,
+                    peer=True,
+                ),
+            ],
+            target=1.0,
+        ),
+        Row(
+            "countdown_step",
+            "Countdown scoring an instance (ragen/Countdown-v0 step)",
+            Side("ours", lambda: ours_steps("ragen/Countdown-v0", per_episode=1), N_STEP),
+            [
+                Side(
+                    "RAGEN compute_reward + step, dict row (re-stated)",
+                    ragen_countdown_scoring,
+                    N_STEP,
+                ),
+                Side(
+                    "RAGEN compute_reward + step, datasets row (re-stated, real datasets)",
+                    lambda: ragen_countdown_scoring(datasets_row=True),
+                    N_STEP,
+                ),
+            ],
+            target=1.0,
+        ),
+        Row(
+            "sokoban_step_6",
+            "Sokoban step 6x6, text (ragen/Sokoban-v0)",
+            Side(
+                "ours",
+                lambda: ours_steps("ragen/Sokoban-v0", per_episode=19, policy="random"),
+                N_STEP,
+            ),
+            [
+                Side(
+                    "GEM Sokoban 6x6 easy (installed)",
+                    lambda: gem_sokoban_steps(6, 2, 20),
+                    10000,
+                    peer=True,
+                ),
+                Side(
+                    "RAGEN on gym-sokoban, RGB stubbed (installed physics)",
+                    lambda: ragen_sokoban_steps(6, 1, 19),
+                    N_STEP,
+                    peer=True,
+                ),
+            ],
+            target=3.0,
+        ),
+        Row(
+            "sokoban_step_8",
+            "Sokoban step 8x8, text (ragen/Sokoban-Large-v0)",
+            Side(
+                "ours",
+                lambda: ours_steps("ragen/Sokoban-Large-v0", per_episode=49, policy="random"),
+                N_STEP,
+            ),
+            [
+                Side(
+                    "GEM Sokoban 8x8 hard (installed)",
+                    lambda: gem_sokoban_steps(8, 4, 50),
+                    10000,
+                    peer=True,
+                )
+            ],
+            target=3.0,
+        ),
+        Row(
+            "frozenlake_reset_8",
+            "FrozenLake reset 8x8 (ragen/FrozenLake-8x8-v0)",
+            Side("ours", lambda: ours_reset("ragen/FrozenLake-8x8-v0"), N_RESET),
+            [
+                Side(
+                    "RAGEN reset on Gymnasium FrozenLake (re-stated)",
+                    lambda: ragen_frozenlake_reset(8, 0.8),
+                    N_RESET,
+                )
+            ],
+            target=1.0,
+        ),
+    ]
+}
 
 
 # ================================================================= measurement
 def _side(row_key: str, side_index: int) -> Side:
     row = ROWS[row_key]
-    return row.ours if side_index < 0 else row.refs[side_index]  # BEFORE (-2): ours, from RAGEN_OURS_ROOT
+    return (
+        row.ours if side_index < 0 else row.refs[side_index]
+    )  # BEFORE (-2): ours, from RAGEN_OURS_ROOT
 
 
 def _timed_batch(prepare: Prepare, n: int) -> float:
@@ -705,10 +849,17 @@ class _Worker:
             env["RAGEN_OURS_ROOT"] = ours_root
         import tempfile
 
-        self.err = tempfile.TemporaryFile(mode="w+")  # a file, not a pipe: a chatty peer never blocks
-        self.proc = subprocess.Popen([python, str(Path(__file__).resolve()), "--serve", row, str(side)],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err,
-                                     text=True, env=env)
+        self.err = tempfile.TemporaryFile(
+            mode="w+"
+        )  # a file, not a pipe: a chatty peer never blocks
+        self.proc = subprocess.Popen(
+            [python, str(Path(__file__).resolve()), "--serve", row, str(side)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.err,
+            text=True,
+            env=env,
+        )
 
     def read(self) -> dict[str, Any]:
         assert self.proc.stdout is not None
@@ -717,7 +868,9 @@ class _Worker:
             self.proc.wait()
             self.err.seek(0)
             err = self.err.read().strip()
-            return {"skipped": f"worker failed: {err.splitlines()[-1] if err else self.proc.returncode}"}
+            return {
+                "skipped": f"worker failed: {err.splitlines()[-1] if err else self.proc.returncode}"
+            }
         return json.loads(line)
 
     def batch(self) -> dict[str, Any]:
@@ -743,8 +896,9 @@ class _Worker:
 BEFORE = -2
 
 
-def compare(rows: list[str], reps: int, batches: int, peer_python: str,
-            before: str | None = None) -> list[dict[str, Any]]:
+def compare(
+    rows: list[str], reps: int, batches: int, peer_python: str, before: str | None = None
+) -> list[dict[str, Any]]:
     """Time ours and each reference in lockstep, ``reps`` times; medians.
 
     Repetition ``r`` starts one fresh process per side, waits until every one is set up
@@ -767,9 +921,16 @@ def compare(rows: list[str], reps: int, batches: int, peer_python: str,
         samples: dict[int, list[float]] = {i: [] for i, _ in sides}
         skipped: dict[int, str] = {}
         for _ in range(reps):
-            workers = {i: _Worker(peer_python if side.peer else sys.executable, key, i,
-                                  before if i == BEFORE else None)
-                       for i, side in sides if i not in skipped}
+            workers = {
+                i: _Worker(
+                    peer_python if side.peer else sys.executable,
+                    key,
+                    i,
+                    before if i == BEFORE else None,
+                )
+                for i, side in sides
+                if i not in skipped
+            }
             try:
                 for i, w in list(workers.items()):
                     r = w.read()
@@ -785,7 +946,9 @@ def compare(rows: list[str], reps: int, batches: int, peer_python: str,
                     for i in order if b % 2 == 0 else order[::-1]:
                         r = workers[i].batch()
                         if "seconds" not in r:
-                            raise RuntimeError(f"{row.title}, {_side(key, i).label}: {r.get('skipped', r)}")
+                            raise RuntimeError(
+                                f"{row.title}, {_side(key, i).label}: {r.get('skipped', r)}"
+                            )
                         per_batch[i].append(r["seconds"])
                 for i in order:
                     samples[i].append(statistics.median(per_batch[i]))
@@ -794,17 +957,29 @@ def compare(rows: list[str], reps: int, batches: int, peer_python: str,
                     w.close()
         ours = statistics.median(samples[-1])
         for i, side in sides[1:]:
-            entry = {"row": key, "title": row.title, "reference": side.label, "target": row.target,
-                     "ours_per_s": 1.0 / ours}
+            entry = {
+                "row": key,
+                "title": row.title,
+                "reference": side.label,
+                "target": row.target,
+                "ours_per_s": 1.0 / ours,
+            }
             if i in skipped:
                 entry["skipped"] = skipped[i]
                 print(f"SKIP {row.title} vs {side.label}: {skipped[i]}", file=sys.stderr)
             else:
                 peer = statistics.median(samples[i])
                 ratios = [p / o for p, o in zip(samples[i], samples[-1])]  # per repetition
-                entry.update(peer_per_s=1.0 / peer, ratio=peer / ours, ratio_min=min(ratios),
-                             ratio_max=max(ratios), ratio_rep_median=statistics.median(ratios),
-                             ours_seconds=samples[-1], peer_seconds=samples[i], ratios=ratios)
+                entry.update(
+                    peer_per_s=1.0 / peer,
+                    ratio=peer / ours,
+                    ratio_min=min(ratios),
+                    ratio_max=max(ratios),
+                    ratio_rep_median=statistics.median(ratios),
+                    ours_seconds=samples[-1],
+                    peer_seconds=samples[i],
+                    ratios=ratios,
+                )
             results.append(entry)
     return results
 
@@ -815,14 +990,29 @@ def _fmt_rate(x: float) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Command line; see the module docstring."""
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rows", nargs="*", default=list(ROWS), choices=list(ROWS), help="rows to measure (default: all)")
-    ap.add_argument("--reps", type=int, default=5, help="repetitions per side (fresh process each); default 5")
-    ap.add_argument("--batches", type=int, default=30, help="timed batches per process (median); default 30")
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--rows",
+        nargs="*",
+        default=list(ROWS),
+        choices=list(ROWS),
+        help="rows to measure (default: all)",
+    )
+    ap.add_argument(
+        "--reps", type=int, default=5, help="repetitions per side (fresh process each); default 5"
+    )
+    ap.add_argument(
+        "--batches", type=int, default=30, help="timed batches per process (median); default 30"
+    )
     ap.add_argument("--peer-python", default=None, help="interpreter with the peers installed")
-    ap.add_argument("--before", default=None, metavar="DIR",
-                    help="also run ours from the checkout DIR (e.g. the commit before a change) as a reference")
+    ap.add_argument(
+        "--before",
+        default=None,
+        metavar="DIR",
+        help="also run ours from the checkout DIR (e.g. the commit before a change) as a reference",
+    )
     ap.add_argument("--markdown", action="store_true", help="print a Markdown table")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     ap.add_argument("--worker", nargs=3, metavar=("ROW", "SIDE", "BATCHES"), help=argparse.SUPPRESS)
@@ -845,11 +1035,15 @@ def main(argv: list[str] | None = None) -> int:
         print("|---|---|---:|---:|---:|---:|")
     for e in results:
         if "skipped" in e:
-            line = (f"| {e['title']} | {e['reference']} | {_fmt_rate(e['ours_per_s'])} | skipped: {e['skipped']} | | "
-                    f"≥ {e['target']:g} |")
+            line = (
+                f"| {e['title']} | {e['reference']} | {_fmt_rate(e['ours_per_s'])} | skipped: {e['skipped']} | | "
+                f"≥ {e['target']:g} |"
+            )
         else:
-            line = (f"| {e['title']} | {e['reference']} | {_fmt_rate(e['ours_per_s'])} | {_fmt_rate(e['peer_per_s'])} | "
-                    f"**{e['ratio']:.2f}** ({e['ratio_min']:.2f}-{e['ratio_max']:.2f}) | ≥ {e['target']:g} |")
+            line = (
+                f"| {e['title']} | {e['reference']} | {_fmt_rate(e['ours_per_s'])} | {_fmt_rate(e['peer_per_s'])} | "
+                f"**{e['ratio']:.2f}** ({e['ratio_min']:.2f}-{e['ratio_max']:.2f}) | ≥ {e['target']:g} |"
+            )
         print(line if args.markdown else line.strip("| ").replace(" | ", "  "))
     return 0
 

@@ -46,9 +46,24 @@ class ServerProcess:
 
     def __init__(self, latency: float):
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.helpers.fault_server", "--port", "0", "--latency", str(latency),
-             "--served-model-name", "bench-model", "--answer", "<think>t</think><answer>Nothing</answer>"],
-            cwd=REPO, stdout=subprocess.PIPE, text=True, start_new_session=True)
+            [
+                sys.executable,
+                "-m",
+                "tests.helpers.fault_server",
+                "--port",
+                "0",
+                "--latency",
+                str(latency),
+                "--served-model-name",
+                "bench-model",
+                "--answer",
+                "<think>t</think><answer>Nothing</answer>",
+            ],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         line = self.proc.stdout.readline().strip() if self.proc.stdout else ""
         if not line.startswith("READY "):
             self.proc.kill()
@@ -68,8 +83,15 @@ class ServerProcess:
         self.proc.wait(timeout=10)
 
 
-def measure(base_url: str, env_id: str, turns: int, episodes: int, concurrency: int = CONCURRENCY,
-            latency: float = LATENCY, server: ServerProcess | None = None) -> dict[str, Any]:
+def measure(
+    base_url: str,
+    env_id: str,
+    turns: int,
+    episodes: int,
+    concurrency: int = CONCURRENCY,
+    latency: float = LATENCY,
+    server: ServerProcess | None = None,
+) -> dict[str, Any]:
     """Play ``episodes`` and return episodes/s, the bound, their ratio, and CPU per request.
 
     ``client_cpu_ms_per_request`` is this process's CPU time (harness + openai client)
@@ -84,12 +106,17 @@ def measure(base_url: str, env_id: str, turns: int, episodes: int, concurrency: 
 
     async def go() -> tuple[list[Any], float]:
         try:
-            await engine.arun(make_specs(env_id, episodes=min(concurrency, episodes), start_index=10**6))  # warm-up
+            await engine.arun(
+                make_specs(env_id, episodes=min(concurrency, episodes), start_index=10**6)
+            )  # warm-up
             cpu0[:] = [time.process_time(), server.cpu_s() if server else float("nan")]
             t0 = time.perf_counter()
             records = await engine.arun(specs)
             wall = time.perf_counter() - t0
-            cpu0[:] = [time.process_time() - cpu0[0], (server.cpu_s() if server else float("nan")) - cpu0[1]]
+            cpu0[:] = [
+                time.process_time() - cpu0[0],
+                (server.cpu_s() if server else float("nan")) - cpu0[1],
+            ]
             return records, wall
         finally:
             await policy.aclose()
@@ -103,10 +130,20 @@ def measure(base_url: str, env_id: str, turns: int, episodes: int, concurrency: 
     assert played == turns * episodes, "every episode must last exactly `turns` turns"
     eps_per_s = episodes / wall
     bound = concurrency / (turns * latency)
-    return {"env_id": env_id, "turns": turns, "episodes": episodes, "concurrency": concurrency,
-            "latency_s": latency, "wall_s": wall, "episodes_per_s": eps_per_s, "bound_episodes_per_s": bound,
-            "ratio": eps_per_s / bound, "client_cpu_ms_per_request": 1000 * cpu0[0] / played,
-            "server_cpu_ms_per_request": 1000 * cpu0[1] / played, "load_avg_1m": load}
+    return {
+        "env_id": env_id,
+        "turns": turns,
+        "episodes": episodes,
+        "concurrency": concurrency,
+        "latency_s": latency,
+        "wall_s": wall,
+        "episodes_per_s": eps_per_s,
+        "bound_episodes_per_s": bound,
+        "ratio": eps_per_s / bound,
+        "client_cpu_ms_per_request": 1000 * cpu0[0] / played,
+        "server_cpu_ms_per_request": 1000 * cpu0[1] / played,
+        "load_avg_1m": load,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +154,9 @@ def server():
 
 
 @pytest.mark.parametrize("env_id,turns,episodes", CASES, ids=[c[0].split("/")[1] for c in CASES])
-def test_endpoint_throughput(benchmark: Any, server: ServerProcess, env_id: str, turns: int, episodes: int) -> None:
+def test_endpoint_throughput(
+    benchmark: Any, server: ServerProcess, env_id: str, turns: int, episodes: int
+) -> None:
     result: dict[str, Any] = {}
 
     def once() -> None:
@@ -125,9 +164,11 @@ def test_endpoint_throughput(benchmark: Any, server: ServerProcess, env_id: str,
 
     benchmark.pedantic(once, rounds=1, iterations=1)
     benchmark.extra_info.update(result)
-    print(f"\n{env_id}: {result['episodes_per_s']:.1f} episodes/s, bound {result['bound_episodes_per_s']:.1f}, "
-          f"ratio {result['ratio']:.3f} (CPU per request: client {result['client_cpu_ms_per_request']:.2f} ms, "
-          f"server {result['server_cpu_ms_per_request']:.2f} ms; load {result['load_avg_1m']:.1f})")
+    print(
+        f"\n{env_id}: {result['episodes_per_s']:.1f} episodes/s, bound {result['bound_episodes_per_s']:.1f}, "
+        f"ratio {result['ratio']:.3f} (CPU per request: client {result['client_cpu_ms_per_request']:.2f} ms, "
+        f"server {result['server_cpu_ms_per_request']:.2f} ms; load {result['load_avg_1m']:.1f})"
+    )
     assert result["ratio"] >= 0.8, result
 
 
@@ -135,13 +176,17 @@ def main() -> None:
     srv = ServerProcess(LATENCY)
     try:
         print(f"latency {LATENCY * 1000:.0f} ms, concurrency {CONCURRENCY}")
-        print(f"{'env':<20} {'turns':>5} {'episodes':>8} {'wall s':>7} {'eps/s':>7} {'bound':>7} {'ratio':>6} "
-              f"{'client ms/req':>13} {'server ms/req':>13} {'load':>5}")
+        print(
+            f"{'env':<20} {'turns':>5} {'episodes':>8} {'wall s':>7} {'eps/s':>7} {'bound':>7} {'ratio':>6} "
+            f"{'client ms/req':>13} {'server ms/req':>13} {'load':>5}"
+        )
         for env_id, turns, episodes in CASES:
             r = measure(srv.base_url, env_id, turns, episodes, server=srv)
-            print(f"{env_id:<20} {turns:>5} {episodes:>8} {r['wall_s']:>7.2f} {r['episodes_per_s']:>7.1f} "
-                  f"{r['bound_episodes_per_s']:>7.1f} {r['ratio']:>6.3f} {r['client_cpu_ms_per_request']:>13.2f} "
-                  f"{r['server_cpu_ms_per_request']:>13.2f} {r['load_avg_1m']:>5.1f}")
+            print(
+                f"{env_id:<20} {turns:>5} {episodes:>8} {r['wall_s']:>7.2f} {r['episodes_per_s']:>7.1f} "
+                f"{r['bound_episodes_per_s']:>7.1f} {r['ratio']:>6.3f} {r['client_cpu_ms_per_request']:>13.2f} "
+                f"{r['server_cpu_ms_per_request']:>13.2f} {r['load_avg_1m']:>5.1f}"
+            )
     finally:
         srv.stop()
 

@@ -51,9 +51,12 @@ def stepping_env(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any
         path = tmp_path / "bench.replay.jsonl"
         path.write_text(
             '{"theorem": "complex_and", "tactics": ["skip"], "answer": {"proofState": 1, "goals": ["'
-            + goal.replace("\n", "\\n") + '"]}}\n'
+            + goal.replace("\n", "\\n")
+            + '"]}}\n'
             '{"theorem": "complex_and", "tactics": ["apply And.intro"], "answer": {"proofState": 2, '
-            '"goals": ["case left\\n⊢ p", "case right\\n⊢ r"]}}\n', encoding="utf-8")
+            '"goals": ["case left\\n⊢ p", "case right\\n⊢ r"]}}\n',
+            encoding="utf-8",
+        )
         env = lean_env("replay:" + str(path))
         yield env
         env.close()
@@ -77,5 +80,7 @@ def test_step(benchmark: Any, stepping_env: Any) -> None:
         env.step("skip")
 
     benchmark.group = "lean step"
-    result = benchmark.pedantic(lambda: env.step("apply And.intro"), setup=setup, rounds=200, warmup_rounds=5)
+    result = benchmark.pedantic(
+        lambda: env.step("apply And.intro"), setup=setup, rounds=200, warmup_rounds=5
+    )
     assert result[4]["tactic_outcome"] == "accepted"

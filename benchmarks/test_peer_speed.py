@@ -25,7 +25,9 @@ import peer_speed  # noqa: E402
 CASES = [(key, i) for key, row in peer_speed.ROWS.items() for i in range(-1, len(row.refs))]
 
 
-@pytest.mark.parametrize(("row", "side"), CASES, ids=[f"{k}-{'ours' if i < 0 else f'ref{i}'}" for k, i in CASES])
+@pytest.mark.parametrize(
+    ("row", "side"), CASES, ids=[f"{k}-{'ours' if i < 0 else f'ref{i}'}" for k, i in CASES]
+)
 def test_peer_speed(benchmark: Any, row: str, side: int) -> None:
     spec = peer_speed.ROWS[row]
     entry = spec.ours if side < 0 else spec.refs[side]

@@ -38,7 +38,9 @@ def _fallback_python() -> str | None:
 
 @pytest.mark.parametrize("namespaces", ["auto", "off"])
 def test_round_trip_per_test_case(benchmark: Any, namespaces: str) -> None:
-    cfg = SandboxConfig(namespaces=namespaces, python=_fallback_python() if namespaces == "off" else None)  # type: ignore[arg-type]
+    cfg = SandboxConfig(
+        namespaces=namespaces, python=_fallback_python() if namespaces == "off" else None
+    )  # type: ignore[arg-type]
     benchmark.group = "sandbox"
     res = benchmark(lambda: run_python("print(input())", stdin="42\n", config=cfg))
     assert res.ok and res.stdout == "42\n"

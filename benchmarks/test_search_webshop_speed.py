@@ -77,7 +77,13 @@ class _Runner:
         env.reset(seed=next(self.seeds))
         if env.env_key == "searchqa":
             question = env.item.question
-            return ((f"search[{question}]" if self.kind == "search" else f"finish[{env.item.answers[0]}]"),), {}
+            return (
+                (
+                    f"search[{question}]"
+                    if self.kind == "search"
+                    else f"finish[{env.item.answers[0]}]"
+                ),
+            ), {}
         if self.kind == "search":
             return (f"search[{env.goal.query} {' '.join(env.goal.attributes)}]",), {}
         env.step(f"search[{env.goal.query}]")
@@ -91,8 +97,16 @@ class _Runner:
         self.invalid += not info["action_is_valid"]
 
 
-@pytest.mark.parametrize(("env_id", "kind"), [(SEARCHQA, "search"), (SEARCHQA, "finish"), (WEBSHOP, "search"),
-                                              (WEBSHOP, "click"), (WEBSHOP, "buy")])
+@pytest.mark.parametrize(
+    ("env_id", "kind"),
+    [
+        (SEARCHQA, "search"),
+        (SEARCHQA, "finish"),
+        (WEBSHOP, "search"),
+        (WEBSHOP, "click"),
+        (WEBSHOP, "buy"),
+    ],
+)
 def test_step(benchmark: Any, env_id: str, kind: str) -> None:
     runner = _Runner(env_id, kind)
     runner.setup()  # build the index outside the timed region

@@ -44,8 +44,15 @@ def _stop_within(trainer, budget_s: float, start: float, clock=time.perf_counter
     trainer.train_step = step
 
 
-def run(task: str, model: str, out: Path, steps: int | None, test_episodes: int, overrides: list[str],
-        train_budget_min: float | None = None) -> dict:
+def run(
+    task: str,
+    model: str,
+    out: Path,
+    steps: int | None,
+    test_episodes: int,
+    overrides: list[str],
+    train_budget_min: float | None = None,
+) -> dict:
     from ragen_train.config import apply_overrides, load_config
     from ragen_train.trainer import StarPOTrainer
 
@@ -61,9 +68,13 @@ def run(task: str, model: str, out: Path, steps: int | None, test_episodes: int,
     def test() -> dict:
         m = trainer.evaluate(split=cfg.env.test_split, episodes=test_episodes)
         p = m["val/success"]
-        return {"success": p, "se": _se(p, test_episodes), "episodes": test_episodes,
-                "return": m.get("val/episode_return", m.get("val/return")),
-                "format_valid_rate": m.get("val/format_valid_rate")}
+        return {
+            "success": p,
+            "se": _se(p, test_episodes),
+            "episodes": test_episodes,
+            "return": m.get("val/episode_return", m.get("val/return")),
+            "format_valid_rate": m.get("val/format_valid_rate"),
+        }
 
     t1 = time.perf_counter()
     before = test()
@@ -78,19 +89,51 @@ def run(task: str, model: str, out: Path, steps: int | None, test_episodes: int,
     t4 = time.perf_counter()
     print(f"[{task}] test success after:  {after['success']:.3f} ± {after['se']:.3f}", flush=True)
     metrics = [row for _, row in iter_jsonl(run_dir / "run" / "metrics.jsonl")]
-    curve = [{"step": m.get("step"), **{k: m[k] for k in ("train/success", "train/format_valid_rate", "time/step_s",
-                                                          "time/rollout_s", "time/update_s", "time/sync_s",
-                                                          "rollout/logprob_abs_diff", "rollout/logprob_abs_diff_max")
-                                        if k in m}}
-             for m in metrics if m.get("phase", "train") == "train" and "train/success" in m]
-    result = {"task": task, "env": cfg.env.id, "model": model, "engine": trainer.engine_name,
-              "steps": trainer.step, "planned_steps": planned_steps, "train_budget_min": train_budget_min,
-              "episodes_per_step": cfg.rollout.env_groups * cfg.rollout.group_size,
-              "test_split": cfg.env.test_split, "test_seeds": f"0..{test_episodes - 1}",
-              "test_temperature": cfg.trainer.val_temperature, "before": before, "after": after,
-              "wall_s": {"init": t_init, "test_before": t2 - t1, "train": t3 - t2, "test_after": t4 - t3,
-                         "total": t4 - t0},
-              "curve": curve, "config": cfg.to_dict()}
+    curve = [
+        {
+            "step": m.get("step"),
+            **{
+                k: m[k]
+                for k in (
+                    "train/success",
+                    "train/format_valid_rate",
+                    "time/step_s",
+                    "time/rollout_s",
+                    "time/update_s",
+                    "time/sync_s",
+                    "rollout/logprob_abs_diff",
+                    "rollout/logprob_abs_diff_max",
+                )
+                if k in m
+            },
+        }
+        for m in metrics
+        if m.get("phase", "train") == "train" and "train/success" in m
+    ]
+    result = {
+        "task": task,
+        "env": cfg.env.id,
+        "model": model,
+        "engine": trainer.engine_name,
+        "steps": trainer.step,
+        "planned_steps": planned_steps,
+        "train_budget_min": train_budget_min,
+        "episodes_per_step": cfg.rollout.env_groups * cfg.rollout.group_size,
+        "test_split": cfg.env.test_split,
+        "test_seeds": f"0..{test_episodes - 1}",
+        "test_temperature": cfg.trainer.val_temperature,
+        "before": before,
+        "after": after,
+        "wall_s": {
+            "init": t_init,
+            "test_before": t2 - t1,
+            "train": t3 - t2,
+            "test_after": t4 - t3,
+            "total": t4 - t0,
+        },
+        "curve": curve,
+        "config": cfg.to_dict(),
+    }
     (run_dir / "result.json").write_text(dumps(result, indent=2) + "\n")
     return result
 
@@ -102,10 +145,28 @@ def plot(out: Path) -> None:
     import matplotlib.pyplot as plt
 
     results = [read_json(p) for p in sorted(out.glob("*/result.json"))]
-    summary = {"results": [{k: r[k] for k in ("task", "env", "model", "engine", "steps", "episodes_per_step",
-                                              "test_split", "test_seeds", "before", "after", "wall_s")}
-                           for r in results],
-               "total_wall_s": sum(r["wall_s"]["total"] for r in results)}
+    summary = {
+        "results": [
+            {
+                k: r[k]
+                for k in (
+                    "task",
+                    "env",
+                    "model",
+                    "engine",
+                    "steps",
+                    "episodes_per_step",
+                    "test_split",
+                    "test_seeds",
+                    "before",
+                    "after",
+                    "wall_s",
+                )
+            }
+            for r in results
+        ],
+        "total_wall_s": sum(r["wall_s"]["total"] for r in results),
+    }
     (out / "results.json").write_text(dumps(summary, indent=2) + "\n")
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for r in results:
@@ -116,10 +177,20 @@ def plot(out: Path) -> None:
     axes[0].legend()
     labels = [r["env"].split("/")[-1] for r in results]
     x = range(len(results))
-    axes[1].bar([i - 0.2 for i in x], [r["before"]["success"] for r in results], 0.4,
-                yerr=[r["before"]["se"] for r in results], label="before")
-    axes[1].bar([i + 0.2 for i in x], [r["after"]["success"] for r in results], 0.4,
-                yerr=[r["after"]["se"] for r in results], label="after")
+    axes[1].bar(
+        [i - 0.2 for i in x],
+        [r["before"]["success"] for r in results],
+        0.4,
+        yerr=[r["before"]["se"] for r in results],
+        label="before",
+    )
+    axes[1].bar(
+        [i + 0.2 for i in x],
+        [r["after"]["success"] for r in results],
+        0.4,
+        yerr=[r["after"]["se"] for r in results],
+        label="after",
+    )
     axes[1].set_xticks(list(x), labels)
     axes[1].set_ylabel("held-out test success (± s.e.)")
     axes[1].legend()
@@ -132,13 +203,21 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="train one task and test it before/after")
-    r.add_argument("--task", required=True, help="a preset name (ragen_train.presets), e.g. cpu-bandit-lora")
-    r.add_argument("--model", required=True, help="the model directory (../shared/tools/small-model prints it)")
+    r.add_argument(
+        "--task", required=True, help="a preset name (ragen_train.presets), e.g. cpu-bandit-lora"
+    )
+    r.add_argument(
+        "--model", required=True, help="the model directory (../shared/tools/small-model prints it)"
+    )
     r.add_argument("--out", type=Path, default=Path("examples/real_model"))
     r.add_argument("--steps", type=int, default=None, help="training steps (default: the preset's)")
     r.add_argument("--test-episodes", type=int, default=256)
-    r.add_argument("--train-budget-min", type=float, default=None,
-                   help="stop training before the step that would end past this many minutes")
+    r.add_argument(
+        "--train-budget-min",
+        type=float,
+        default=None,
+        help="stop training before the step that would end past this many minutes",
+    )
     r.add_argument("overrides", nargs="*", help="key=value config overrides")
     p = sub.add_parser("plot", help="combine the tasks' results into results.json and a plot")
     p.add_argument("--out", type=Path, default=Path("examples/real_model"))

@@ -55,8 +55,12 @@ class ChatTokens:
         """Token ids of ``messages`` with the generation prompt appended."""
         return self.encode(self.render(messages, add_generation_prompt=True))
 
-    def continuation_ids(self, history: Sequence[Message], new_messages: Sequence[Message],
-                         completion_ended_with_eos: bool) -> list[int]:
+    def continuation_ids(
+        self,
+        history: Sequence[Message],
+        new_messages: Sequence[Message],
+        completion_ended_with_eos: bool,
+    ) -> list[int]:
         """Token ids that follow the sampled completion of the last assistant turn.
 
         Args:
@@ -75,14 +79,22 @@ class ChatTokens:
         """
         if not history or history[-1]["role"] != "assistant":
             raise ValueError("history must end with an assistant message")
-        msgs = list(history[:-1]) + [{"role": "assistant", "content": _SENTINEL}] + list(new_messages)
+        msgs = (
+            list(history[:-1]) + [{"role": "assistant", "content": _SENTINEL}] + list(new_messages)
+        )
         text = self.render(msgs, add_generation_prompt=True)
         idx = text.rfind(_SENTINEL)
         if idx < 0:
-            raise ValueError("the chat template rewrites assistant messages; token-level continuation impossible")
-        tail = text[idx + len(_SENTINEL):]
+            raise ValueError(
+                "the chat template rewrites assistant messages; token-level continuation impossible"
+            )
+        tail = text[idx + len(_SENTINEL) :]
         if completion_ended_with_eos:
-            eos_text = self.tokenizer.convert_ids_to_tokens(self.eos_token_id) if self.eos_token_id is not None else ""
+            eos_text = (
+                self.tokenizer.convert_ids_to_tokens(self.eos_token_id)
+                if self.eos_token_id is not None
+                else ""
+            )
             if eos_text and tail.startswith(eos_text):
-                tail = tail[len(eos_text):]
+                tail = tail[len(eos_text) :]
         return self.encode(tail)

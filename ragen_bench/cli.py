@@ -1,14 +1,14 @@
 """The ``ragen-bench`` command line (typer).
 
-    ragen-bench run --backend hf --model tiny --env ragen/Sokoban-v0 --episodes 8
-    ragen-bench run --resume runs/<run-id>
-    ragen-bench ls
-    ragen-bench show runs/<run-id>
-    ragen-bench validate runs/<run-id>          # or single files: runs/<run-id>/episodes.jsonl
-    ragen-bench leaderboard add runs/<run-id> --board leaderboards/procedural.json
-    ragen-bench leaderboard render --board leaderboards/procedural.json
-    ragen-bench site leaderboards/*.json --out site/   # static leaderboard site
-    ragen-bench report runs/<run-id>                   # runs/<run-id>/report.html
+ragen-bench run --backend hf --model tiny --env ragen/Sokoban-v0 --episodes 8
+ragen-bench run --resume runs/<run-id>
+ragen-bench ls
+ragen-bench show runs/<run-id>
+ragen-bench validate runs/<run-id>          # or single files: runs/<run-id>/episodes.jsonl
+ragen-bench leaderboard add runs/<run-id> --board leaderboards/procedural.json
+ragen-bench leaderboard render --board leaderboards/procedural.json
+ragen-bench site leaderboards/*.json --out site/   # static leaderboard site
+ragen-bench report runs/<run-id>                   # runs/<run-id>/report.html
 """
 
 from __future__ import annotations
@@ -32,9 +32,15 @@ from .summary_table import print_summary
 
 # rich_markup_mode=None: click's plain help, which wraps the help text and never cuts an
 # option name (rich's option table ellipsised --max-actions-per-turn at 80 columns).
-app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
-                  help="Evaluate any policy on any ragen environment; publish leaderboards.")
-board_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Add runs to leaderboards and render them.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    help="Evaluate any policy on any ragen environment; publish leaderboards.",
+)
+board_app = typer.Typer(
+    no_args_is_help=True, rich_markup_mode=None, help="Add runs to leaderboards and render them."
+)
 app.add_typer(board_app, name="leaderboard")
 console = make_console(stderr=True)
 out = make_console()
@@ -52,8 +58,14 @@ def _print_version(value: bool) -> None:
 
 
 @app.callback()
-def _main(version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
-                                                help="Print the version and exit.")] = False) -> None:
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
     """Evaluate any policy on any ragen environment; publish leaderboards."""
 
 
@@ -98,7 +110,11 @@ def _progress_runner(total_hint: int, enabled: bool, max_turns: int) -> Any:
 
 def _callbacks(bar: Any) -> dict[str, Any]:
     """The runner's progress callbacks of ``bar`` (none without one)."""
-    return {} if bar is None else {"progress": bar.on_episode, "on_start": bar.on_start, "on_turn": bar.on_turn}
+    return (
+        {}
+        if bar is None
+        else {"progress": bar.on_episode, "on_start": bar.on_start, "on_turn": bar.on_turn}
+    )
 
 
 def _stop(progress: Any) -> None:
@@ -109,11 +125,22 @@ def _stop(progress: Any) -> None:
 
 #: Options of ``ragen-bench run`` that only the command line itself reads.
 _CLI_OPTIONS = (
-    CliOption("resume", Optional[Path], None, "Finish an interrupted run directory; with --episodes N (larger), extend it. "
-              "Other options are ignored (the run's run.json is used)."),
+    CliOption(
+        "resume",
+        Optional[Path],
+        None,
+        "Finish an interrupted run directory; with --episodes N (larger), extend it. "
+        "Other options are ignored (the run's run.json is used).",
+    ),
     CliOption("progress", bool, True, "Show a progress bar.", flags=("--progress/--no-progress",)),
-    CliOption("print_json", bool, False, "Print summary.json to stdout at the end; stdout then holds only that JSON "
-              "document (table, progress and messages go to stderr).", flags=("--json",)),
+    CliOption(
+        "print_json",
+        bool,
+        False,
+        "Print summary.json to stdout at the end; stdout then holds only that JSON "
+        "document (table, progress and messages go to stderr).",
+        flags=("--json",),
+    ),
 )
 
 
@@ -140,20 +167,35 @@ def run(ctx: typer.Context, **opts: Any) -> None:
                 from .results import RunDir
 
                 if not (resume / "run.json").exists():
-                    raise typer.BadParameter(f"{resume} is not a run directory (no run.json)", param_hint="--resume")
+                    raise typer.BadParameter(
+                        f"{resume} is not a run directory (no run.json)", param_hint="--resume"
+                    )
                 from .endpoints import option_given
                 from .runner import resume_note
 
                 meta = RunDir(resume).read_run()  # a damaged run.json: one line naming the file
-                given = {n for n in ctx.params if option_given(ctx, n)} - {"resume", "episodes", "progress",
-                                                                           "print_json", "preflight"}
+                given = {n for n in ctx.params if option_given(ctx, n)} - {
+                    "resume",
+                    "episodes",
+                    "progress",
+                    "print_json",
+                    "preflight",
+                }
                 if given:
-                    console.print(escape(f"warning: ignored with --resume (the run's run.json settings are used): "
-                                         f"{', '.join('--' + n.replace('_', '-') for n in sorted(given))}"),
-                                  soft_wrap=True)
+                    console.print(
+                        escape(
+                            f"warning: ignored with --resume (the run's run.json settings are used): "
+                            f"{', '.join('--' + n.replace('_', '-') for n in sorted(given))}"
+                        ),
+                        soft_wrap=True,
+                    )
                 extend = opts["episodes"] if option_given(ctx, "episodes") else None
-                bar = _progress_runner(extend or meta["episodes"], progress, meta["rollout"]["max_turns"])
-                path = resume_run(resume, episodes=extend, check=opts["preflight"], **_callbacks(bar))
+                bar = _progress_runner(
+                    extend or meta["episodes"], progress, meta["rollout"]["max_turns"]
+                )
+                path = resume_run(
+                    resume, episodes=extend, check=opts["preflight"], **_callbacks(bar)
+                )
                 _stop(bar)
                 note = resume_note(meta, path)
                 if note:
@@ -161,8 +203,12 @@ def run(ctx: typer.Context, **opts: Any) -> None:
             else:
                 from .protocol import apply_protocol
 
-                req = request_from_options(opts, given=lambda name: option_given(ctx, name), parse_kv=_parse_kv)
-                applied = apply_protocol(req, {n for n in ctx.params if option_given(ctx, n)})  # ragen_protocol.json
+                req = request_from_options(
+                    opts, given=lambda name: option_given(ctx, name), parse_kv=_parse_kv
+                )
+                applied = apply_protocol(
+                    req, {n for n in ctx.params if option_given(ctx, n)}
+                )  # ragen_protocol.json
                 req = applied.request
                 for line in [*applied.notes, applied.describe()]:
                     if line:
@@ -185,7 +231,9 @@ def run(ctx: typer.Context, **opts: Any) -> None:
     finally:
         _stop(bar)
     summary = json.loads((path / "summary.json").read_text())
-    print_summary(summary, path, to=console if print_json else out)  # --json: stdout is the JSON alone
+    print_summary(
+        summary, path, to=console if print_json else out
+    )  # --json: stdout is the JSON alone
     _exit_if_failed(path, summary, print_json)
     _warn_format(summary, applied)
     if diagnostics:
@@ -195,10 +243,19 @@ def run(ctx: typer.Context, **opts: Any) -> None:
         from .results import RunDir, RunLockedError
 
         try:
-            with RunDir(path).writer_lock(), \
-                    (contextlib.redirect_stdout(sys.stderr) if print_json else contextlib.nullcontext()):
-                after_run(path, scorer=scorer, policy=diag_policy, num_samples=opts["diagnostics_samples"],
-                          samplers=opts["diagnostics_sampler"], device=opts["device"], dtype=opts["dtype"])
+            with (
+                RunDir(path).writer_lock(),
+                contextlib.redirect_stdout(sys.stderr) if print_json else contextlib.nullcontext(),
+            ):
+                after_run(
+                    path,
+                    scorer=scorer,
+                    policy=diag_policy,
+                    num_samples=opts["diagnostics_samples"],
+                    samplers=opts["diagnostics_sampler"],
+                    device=opts["device"],
+                    dtype=opts["dtype"],
+                )
         except RunLockedError as exc:
             _error(str(exc))
             raise typer.Exit(2) from None
@@ -222,7 +279,9 @@ def _interrupted(exc: KeyboardInterrupt) -> typer.Exit:
             what = f"{saved} of {total} episodes are saved in {path}"
         except (OSError, ValueError, KeyError):
             what = f"the recorded episodes are in {path}"
-        message = f"{signal_label(signum)}: {what}; finish the run with `ragen-bench run --resume {path}`"
+        message = (
+            f"{signal_label(signum)}: {what}; finish the run with `ragen-bench run --resume {path}`"
+        )
     else:
         message = f"{signal_label(signum)} before the first episode: no run directory was written"
     console.print(escape(message), soft_wrap=True, highlight=False)
@@ -242,9 +301,11 @@ def _exit_if_failed(path: Path, summary: dict[str, Any], print_json: bool) -> No
     if failure is None:
         n_err = counts.get("endpoint_error", 0)
         if n_err:
-            console.print(f"[yellow]warning:[/yellow] {n_err} episode{'s' if n_err != 1 else ''} ended in "
-                          f"endpoint_error (not scored); finish them with `ragen-bench run --resume "
-                          f"{escape(str(path))}`")
+            console.print(
+                f"[yellow]warning:[/yellow] {n_err} episode{'s' if n_err != 1 else ''} ended in "
+                f"endpoint_error (not scored); finish them with `ragen-bench run --resume "
+                f"{escape(str(path))}`"
+            )
         return
     if print_json:
         out.print_json(data=summary)
@@ -261,13 +322,17 @@ def _warn_format(summary: dict[str, Any], applied: Any) -> None:
 
     warning = format_valid_warning(summary, applied)
     if warning:
-        console.print(f"[bold red]WARNING:[/bold red] {escape(warning)}", soft_wrap=True, highlight=False)
+        console.print(
+            f"[bold red]WARNING:[/bold red] {escape(warning)}", soft_wrap=True, highlight=False
+        )
 
 
 @app.command()
 def show(
     run_dir: Annotated[Path, typer.Argument(help="A run directory.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print summary.json as the only thing on stdout.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print summary.json as the only thing on stdout.")
+    ] = False,
 ) -> None:
     """Print a run's summary as a table (``--json``: as JSON).
 
@@ -281,7 +346,9 @@ def show(
         _error(f"{run_dir} has no summary.json")
         raise typer.Exit(2)
     try:
-        summary = RunDir(run_dir).read_summary()  # checked: a damaged file is one error line, exit 2
+        summary = RunDir(
+            run_dir
+        ).read_summary()  # checked: a damaged file is one error line, exit 2
         RunDir(run_dir).read_run()  # the run's settings: a damaged run.json is a damaged run
     except (ValueError, OSError) as exc:
         _error(str(exc))
@@ -294,7 +361,9 @@ def show(
 
 @app.command("ls")
 def list_envs(
-    name: Annotated[str | None, typer.Argument(help="Only this environment (e.g. Sokoban).")] = None,
+    name: Annotated[
+        str | None, typer.Argument(help="Only this environment (e.g. Sokoban).")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """List environment ids, presets and versions (NAME: one environment, by name or id).
@@ -313,8 +382,14 @@ def list_envs(
         if not entries:
             names = sorted({e.name for e in everything} | {e.id for e in everything})
             by_lower = {n.lower(): n for n in names}
-            close = [by_lower[c] for c in difflib.get_close_matches(key, list(by_lower), n=3, cutoff=0.5)]
-            hint = f"; did you mean {', '.join(close)}?" if close else "; `ragen-bench ls` lists them all"
+            close = [
+                by_lower[c] for c in difflib.get_close_matches(key, list(by_lower), n=3, cutoff=0.5)
+            ]
+            hint = (
+                f"; did you mean {', '.join(close)}?"
+                if close
+                else "; `ragen-bench ls` lists them all"
+            )
             _error(f"no environment matches {name!r}{hint}")
             raise typer.Exit(1)
     if as_json:
@@ -330,8 +405,18 @@ def list_envs(
 
 @app.command()
 def validate(
-    files: Annotated[list[Path], typer.Argument(help="Files or directories to check: run directories, ragen-train output directories, model folders, or single files (episodes.jsonl, summary.json, config.json, boards...).")],
-    schema: Annotated[str | None, typer.Option(help="Force a schema for the files named (not for a directory's files): episode | summary | run | leaderboard | metrics | train_config | train_summary | agent_protocol.")] = None,
+    files: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Files or directories to check: run directories, ragen-train output directories, model folders, or single files (episodes.jsonl, summary.json, config.json, boards...)."
+        ),
+    ],
+    schema: Annotated[
+        str | None,
+        typer.Option(
+            help="Force a schema for the files named (not for a directory's files): episode | summary | run | leaderboard | metrics | train_config | train_summary | agent_protocol."
+        ),
+    ] = None,
 ) -> None:
     """Check files against their JSON Schemas, one line each; exit 1 if any is invalid.
 
@@ -359,15 +444,21 @@ def validate(
         for f, kind in targets:
             if not f.exists():
                 bad += 1
-                out.print(f"[red]invalid[/red] {escape(str(f))}: missing (an unfinished run? "
-                          f"finish it with `ragen-bench run --resume {escape(str(given))}`)")
+                out.print(
+                    f"[red]invalid[/red] {escape(str(f))}: missing (an unfinished run? "
+                    f"finish it with `ragen-bench run --resume {escape(str(given))}`)"
+                )
                 continue
             try:
                 kind, n = validate_file(f, kind)
-                out.print(f"[green]ok[/green] {escape(str(f))} ({escape(kind)}, {n} object{'s' if n != 1 else ''})")
+                out.print(
+                    f"[green]ok[/green] {escape(str(f))} ({escape(kind)}, {n} object{'s' if n != 1 else ''})"
+                )
             except (jsonschema.ValidationError, ValueError, OSError) as exc:
                 bad += 1
-                out.print(f"[red]invalid[/red] {escape(str(f))}: {escape(str(getattr(exc, 'message', exc)))}")
+                out.print(
+                    f"[red]invalid[/red] {escape(str(f))}: {escape(str(getattr(exc, 'message', exc)))}"
+                )
     raise typer.Exit(1 if bad else 0)
 
 
@@ -375,9 +466,17 @@ def validate(
 def board_add(
     run_dir: Annotated[Path, typer.Argument(help="A finished run directory.")],
     board: Annotated[Path, typer.Option(help="Leaderboard JSON file (created if missing).")],
-    label: Annotated[str | None, typer.Option(help="Model name on the board (default: the run's model).")] = None,
+    label: Annotated[
+        str | None, typer.Option(help="Model name on the board (default: the run's model).")
+    ] = None,
     description: Annotated[str, typer.Option(help="Description for a new board.")] = "",
-    replace: Annotated[bool, typer.Option("--replace", help="Replace the entry of the same label, back-end and env even when this run has fewer episodes or other seeds.")] = False,
+    replace: Annotated[
+        bool,
+        typer.Option(
+            "--replace",
+            help="Replace the entry of the same label, back-end and env even when this run has fewer episodes or other seeds.",
+        ),
+    ] = False,
 ) -> None:
     """Add or update a run's entry; refuses a different env version, split or protocol, and a
     replacement with fewer episodes or other seeds (unless --replace)."""
@@ -391,8 +490,12 @@ def board_add(
     except (ValueError, OSError) as exc:  # a damaged run.json, summary.json or board
         _error(str(exc))
         raise typer.Exit(2) from None
-    out.print(escape(f"{board}: {entry['model']} on {entry['env_id']} — "
-                     f"success {100 * entry['metrics']['success']['mean']:.1f}%"))
+    out.print(
+        escape(
+            f"{board}: {entry['model']} on {entry['env_id']} — "
+            f"success {100 * entry['metrics']['success']['mean']:.1f}%"
+        )
+    )
 
 
 @board_app.command("render")
@@ -413,11 +516,28 @@ def board_render(board: Annotated[Path, typer.Option(help="Leaderboard JSON file
 
 @app.command("site")
 def site(
-    boards: Annotated[list[Path], typer.Argument(help="Leaderboard JSON files, e.g. leaderboards/*.json.")],
-    out_dir: Annotated[Path, typer.Option("--out", help="Folder of the static site (created); open DIR/index.html.")] = Path("site"),
-    runs: Annotated[list[Path] | None, typer.Option("--runs", help="Folder holding the entries' run directories "
-                                                       "(ROOT/<run_id> or ROOT/*/<run_id>); repeatable. Default: runs.")] = None,
-    reports: Annotated[bool, typer.Option("--reports/--no-reports", help="Write and link a report for every entry whose run directory is found.")] = True,
+    boards: Annotated[
+        list[Path], typer.Argument(help="Leaderboard JSON files, e.g. leaderboards/*.json.")
+    ],
+    out_dir: Annotated[
+        Path,
+        typer.Option("--out", help="Folder of the static site (created); open DIR/index.html."),
+    ] = Path("site"),
+    runs: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--runs",
+            help="Folder holding the entries' run directories "
+            "(ROOT/<run_id> or ROOT/*/<run_id>); repeatable. Default: runs.",
+        ),
+    ] = None,
+    reports: Annotated[
+        bool,
+        typer.Option(
+            "--reports/--no-reports",
+            help="Write and link a report for every entry whose run directory is found.",
+        ),
+    ] = True,
 ) -> None:
     """Publish leaderboards as a static site: an index, one sortable page per board, run reports.
 
@@ -434,14 +554,24 @@ def site(
         raise typer.Exit(2) from None
     n_runs = sum(1 for f in files if f.parent.name == "runs")
     plural = lambda n, word: f"{n} {word}{'s' if n != 1 else ''}"  # noqa: E731
-    out.print(escape(f"wrote {len(files)} pages to {out_dir} ({plural(len(boards), 'board')}, "
-                     f"{plural(n_runs, 'run report')}); open {out_dir / 'index.html'}"), soft_wrap=True)
+    out.print(
+        escape(
+            f"wrote {len(files)} pages to {out_dir} ({plural(len(boards), 'board')}, "
+            f"{plural(n_runs, 'run report')}); open {out_dir / 'index.html'}"
+        ),
+        soft_wrap=True,
+    )
 
 
 @app.command("report")
 def report(
-    run_dir: Annotated[Path, typer.Argument(help="A run directory (run.json, episodes.jsonl, summary.json).")],
-    out_file: Annotated[Path | None, typer.Option("--out", help="The HTML file to write (default: RUN/report.html).")] = None,
+    run_dir: Annotated[
+        Path, typer.Argument(help="A run directory (run.json, episodes.jsonl, summary.json).")
+    ],
+    out_file: Annotated[
+        Path | None,
+        typer.Option("--out", help="The HTML file to write (default: RUN/report.html)."),
+    ] = None,
 ) -> None:
     """Write one self-contained HTML report of a run: summary, statuses, returns, diagnostics, every episode.
 

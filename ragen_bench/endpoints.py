@@ -41,19 +41,53 @@ from .policies import POLICIES
 ENDPOINT_BACKENDS = POLICIES.names(endpoint=True)
 
 #: OpenAIPolicy options an alias (or the command line) may set.
-POLICY_KEYS = ("concurrency", "stream", "connect_timeout", "read_timeout", "idle_timeout", "total_timeout",
-               "max_retries", "backoff_base", "backoff_max", "retry_after_max", "logprobs", "top_logprobs",
-               "return_token_ids", "stream_usage", "max_tokens_param", "extra_body", "max_response_bytes",
-               "max_completion_chars")
+POLICY_KEYS = (
+    "concurrency",
+    "stream",
+    "connect_timeout",
+    "read_timeout",
+    "idle_timeout",
+    "total_timeout",
+    "max_retries",
+    "backoff_base",
+    "backoff_max",
+    "retry_after_max",
+    "logprobs",
+    "top_logprobs",
+    "return_token_ids",
+    "stream_usage",
+    "max_tokens_param",
+    "extra_body",
+    "max_response_bytes",
+    "max_completion_chars",
+)
 
 #: vllm-server options an alias may set.
-SERVER_KEYS = ("python", "served_model_name", "port", "max_model_len", "server_args", "server_env",
-               "startup_timeout")
+SERVER_KEYS = (
+    "python",
+    "served_model_name",
+    "port",
+    "max_model_len",
+    "server_args",
+    "server_env",
+    "startup_timeout",
+)
 
 SAMPLING_KEYS = ("temperature", "top_p", "max_new_tokens", "stop")
 
-_ALIAS_KEYS = frozenset({"backend", "base_url", "base_urls", "model", "api_key_env", "sampling", "description",
-                         *POLICY_KEYS, *SERVER_KEYS})
+_ALIAS_KEYS = frozenset(
+    {
+        "backend",
+        "base_url",
+        "base_urls",
+        "model",
+        "api_key_env",
+        "sampling",
+        "description",
+        *POLICY_KEYS,
+        *SERVER_KEYS,
+    }
+)
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -92,7 +126,9 @@ def load_endpoints(path: str | Path) -> dict[str, EndpointAlias]:
         raise EndpointsError(f"{p}: expected [endpoints.NAME] tables")
     unknown_top = sorted(set(data) - {"endpoints"})
     if unknown_top:
-        raise EndpointsError(f"{p}: unknown top-level key(s) {unknown_top}; aliases go under [endpoints.NAME]")
+        raise EndpointsError(
+            f"{p}: unknown top-level key(s) {unknown_top}; aliases go under [endpoints.NAME]"
+        )
     return {name: _alias(p, name, spec) for name, spec in table.items()}
 
 
@@ -105,7 +141,9 @@ def _alias(p: Path, name: str, spec: Any) -> EndpointAlias:
         raise EndpointsError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(_ALIAS_KEYS)}")
     backend = spec.get("backend", "openai")
     if backend not in ENDPOINT_BACKENDS:
-        raise EndpointsError(f"{where}: backend must be one of {ENDPOINT_BACKENDS}, got {backend!r}")
+        raise EndpointsError(
+            f"{where}: backend must be one of {ENDPOINT_BACKENDS}, got {backend!r}"
+        )
     if "base_url" in spec and "base_urls" in spec:
         raise EndpointsError(f"{where}: give base_url or base_urls, not both")
     urls = spec.get("base_urls", [spec["base_url"]] if "base_url" in spec else [])
@@ -113,16 +151,25 @@ def _alias(p: Path, name: str, spec: Any) -> EndpointAlias:
         raise EndpointsError(f"{where}: base_urls must be a list of URLs")
     key_env = spec.get("api_key_env")
     if key_env is not None and (not isinstance(key_env, str) or not _ENV_NAME.match(key_env)):
-        raise EndpointsError(f"{where}: api_key_env must be the NAME of an environment variable "
-                             "(the key itself never goes into a file)")
+        raise EndpointsError(
+            f"{where}: api_key_env must be the NAME of an environment variable "
+            "(the key itself never goes into a file)"
+        )
     sampling = spec.get("sampling", {})
     if not isinstance(sampling, dict) or set(sampling) - set(SAMPLING_KEYS):
         raise EndpointsError(f"{where}: sampling may hold only {SAMPLING_KEYS}")
     options = {k: spec[k] for k in (*POLICY_KEYS, *SERVER_KEYS) if k in spec}
     if "extra_body" in options and not isinstance(options["extra_body"], dict):
         raise EndpointsError(f"{where}: extra_body must be a table")
-    return EndpointAlias(name=name, backend=backend, model=spec.get("model"), base_urls=list(urls),
-                         api_key_env=key_env, options=options, sampling=dict(sampling))
+    return EndpointAlias(
+        name=name,
+        backend=backend,
+        model=spec.get("model"),
+        base_urls=list(urls),
+        api_key_env=key_env,
+        options=options,
+        sampling=dict(sampling),
+    )
 
 
 @dataclass
@@ -136,9 +183,16 @@ class ResolvedEndpoint:
     alias: str | None = None
 
 
-def resolve_endpoint(backend: str, model: str | None, *, endpoints_file: str | Path | None = None,
-                     backend_explicit: bool = True, base_urls: list[str] | None = None,
-                     api_key_env: str | None = None, cli_options: dict[str, Any] | None = None) -> ResolvedEndpoint:
+def resolve_endpoint(
+    backend: str,
+    model: str | None,
+    *,
+    endpoints_file: str | Path | None = None,
+    backend_explicit: bool = True,
+    base_urls: list[str] | None = None,
+    api_key_env: str | None = None,
+    cli_options: dict[str, Any] | None = None,
+) -> ResolvedEndpoint:
     """Merge an alias (if ``model`` names one in ``endpoints_file``) with command-line values.
 
     Args:
@@ -188,8 +242,13 @@ def resolve_endpoint(backend: str, model: str | None, *, endpoints_file: str | P
             options.pop(k, None)
     if isinstance(options.get("base_url"), list) and len(options["base_url"]) == 1:
         options["base_url"] = options["base_url"][0]
-    return ResolvedEndpoint(backend=backend, model=resolved_model, options=options, sampling_defaults=sampling,
-                            alias=alias.name if alias is not None else None)
+    return ResolvedEndpoint(
+        backend=backend,
+        model=resolved_model,
+        options=options,
+        sampling_defaults=sampling,
+        alias=alias.name if alias is not None else None,
+    )
 
 
 def option_given(ctx: Any, name: str) -> bool:
@@ -199,8 +258,20 @@ def option_given(ctx: Any, name: str) -> bool:
     except (AttributeError, KeyError):
         return False
     # Compare by name: typer may ship its own copy of click's ParameterSource enum.
-    return source is not None and getattr(source, "name", str(source)) not in ("DEFAULT", "DEFAULT_MAP")
+    return source is not None and getattr(source, "name", str(source)) not in (
+        "DEFAULT",
+        "DEFAULT_MAP",
+    )
 
 
-__all__ = ["ENDPOINT_BACKENDS", "EndpointAlias", "EndpointsError", "POLICY_KEYS", "ResolvedEndpoint", "SERVER_KEYS",
-           "load_endpoints", "option_given", "resolve_endpoint"]
+__all__ = [
+    "ENDPOINT_BACKENDS",
+    "EndpointAlias",
+    "EndpointsError",
+    "POLICY_KEYS",
+    "ResolvedEndpoint",
+    "SERVER_KEYS",
+    "load_endpoints",
+    "option_given",
+    "resolve_endpoint",
+]

@@ -85,8 +85,14 @@ def atomic_write_text(path: str | os.PathLike[str], text: str, encoding: str = "
     return atomic_write_bytes(path, text.encode(encoding))
 
 
-def atomic_write_json(path: str | os.PathLike[str], obj: Any, *, indent: int | None = 2,
-                      ensure_ascii: bool = False, **dumps: Any) -> Path:
+def atomic_write_json(
+    path: str | os.PathLike[str],
+    obj: Any,
+    *,
+    indent: int | None = 2,
+    ensure_ascii: bool = False,
+    **dumps: Any,
+) -> Path:
     """:func:`atomic_write_text` of strict JSON (:func:`ragen_envs.jsonutil.dumps`: a NaN or
     infinity raises ``NonFiniteNumberError`` naming its path) plus a final newline.  If
     serialising raises, the old file is left untouched."""
@@ -200,6 +206,16 @@ def repair_jsonl_tail(path: str | os.PathLike[str]) -> int:
     return len(data) - keep
 
 
-__all__ = ["atomic_directory", "atomic_write_bytes", "atomic_write_json", "atomic_write_text", "fsync_dir",
-           "fsync_tree", "remove_directory", "remove_stale_temporaries", "repair_jsonl_tail", "replace_directory",
-           "sha256_file"]
+__all__ = [
+    "atomic_directory",
+    "atomic_write_bytes",
+    "atomic_write_json",
+    "atomic_write_text",
+    "fsync_dir",
+    "fsync_tree",
+    "remove_directory",
+    "remove_stale_temporaries",
+    "repair_jsonl_tail",
+    "replace_directory",
+    "sha256_file",
+]

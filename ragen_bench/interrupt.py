@@ -75,4 +75,11 @@ def sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-__all__ = ["RunInterrupted", "Stopped", "exit_status", "signal_label", "signal_of", "sigterm_as_interrupt"]
+__all__ = [
+    "RunInterrupted",
+    "Stopped",
+    "exit_status",
+    "signal_label",
+    "signal_of",
+    "sigterm_as_interrupt",
+]

@@ -56,14 +56,24 @@ def load_board(path: str | Path) -> dict[str, Any] | None:
 
 
 def new_board(name: str, split: str, description: str = "") -> dict[str, Any]:
-    return {"schema_version": 1, "name": name, "description": description, "split": split,
-            "envs": {}, "entries": []}
+    return {
+        "schema_version": 1,
+        "name": name,
+        "description": description,
+        "split": split,
+        "envs": {},
+        "entries": [],
+    }
 
 
 def seeds_of(run: dict[str, Any]) -> dict[str, int]:
     """The env seeds of a run: ``{"base": b, "groups": G, "group_size": k}`` (group g plays seed b + g)."""
     k = int(run.get("group_size") or 1)
-    return {"base": int(run.get("seed") or 0), "groups": int(run.get("episodes") or 0) // k, "group_size": k}
+    return {
+        "base": int(run.get("seed") or 0),
+        "groups": int(run.get("episodes") or 0) // k,
+        "group_size": k,
+    }
 
 
 def replacement_problem(old: dict[str, Any], new: dict[str, Any]) -> str | None:
@@ -84,13 +94,21 @@ def replacement_problem(old: dict[str, Any], new: dict[str, Any]) -> str | None:
     if a is None:
         return "the published entry does not record its seeds (so they cannot be compared)"
     if a["base"] != b["base"] or b["groups"] < a["groups"]:
-        return (f"it plays seeds {b['base']}..{b['base'] + b['groups'] - 1}, the published entry "
-                f"{a['base']}..{a['base'] + a['groups'] - 1}")
+        return (
+            f"it plays seeds {b['base']}..{b['base'] + b['groups'] - 1}, the published entry "
+            f"{a['base']}..{a['base'] + a['groups'] - 1}"
+        )
     return None
 
 
-def add_run(board_path: str | Path, run_path: str | Path, *, label: str | None = None,
-            description: str = "", replace: bool = False) -> dict[str, Any]:
+def add_run(
+    board_path: str | Path,
+    run_path: str | Path,
+    *,
+    label: str | None = None,
+    description: str = "",
+    replace: bool = False,
+) -> dict[str, Any]:
     """Add or update a run's entry on a board (created if missing) and save it.
 
     Args:
@@ -114,27 +132,44 @@ def add_run(board_path: str | Path, run_path: str | Path, *, label: str | None =
     run = run_dir.read_run()
     summary = run_dir.read_summary()
     if summary["episodes"]["missing"]:
-        raise LeaderboardError(f"run {run['run_id']} has {summary['episodes']['missing']} missing episodes; "
-                               "finish it with `ragen-bench run --resume` first")
+        raise LeaderboardError(
+            f"run {run['run_id']} has {summary['episodes']['missing']} missing episodes; "
+            "finish it with `ragen-bench run --resume` first"
+        )
     board = load_board(board_path) or new_board(Path(board_path).stem, run["split"], description)
     if board["split"] != run["split"]:
-        raise LeaderboardError(f"split mismatch: board is {board['split']!r}, run is {run['split']!r}")
+        raise LeaderboardError(
+            f"split mismatch: board is {board['split']!r}, run is {run['split']!r}"
+        )
     env_id, version = run["env_id"], run["env_version"]
     protocol = protocol_of(run)
     known = board["envs"].get(env_id)
     if known is None:
-        board["envs"][env_id] = {"version": version, "protocol": protocol, "env_config": run["env_config"]}
+        board["envs"][env_id] = {
+            "version": version,
+            "protocol": protocol,
+            "env_config": run["env_config"],
+        }
     else:
         if known["version"] != version:
-            raise LeaderboardError(f"{env_id}: board has env version {known['version']}, run has {version}")
-        diff = {k: (known["protocol"].get(k), protocol.get(k)) for k in set(known["protocol"]) | set(protocol)
-                if known["protocol"].get(k) != protocol.get(k)}
+            raise LeaderboardError(
+                f"{env_id}: board has env version {known['version']}, run has {version}"
+            )
+        diff = {
+            k: (known["protocol"].get(k), protocol.get(k))
+            for k in set(known["protocol"]) | set(protocol)
+            if known["protocol"].get(k) != protocol.get(k)
+        }
         if diff:
-            raise LeaderboardError(f"{env_id}: protocol differs from the board's: "
-                                   + ", ".join(f"{k} board={a!r} run={b!r}" for k, (a, b) in sorted(diff.items())))
+            raise LeaderboardError(
+                f"{env_id}: protocol differs from the board's: "
+                + ", ".join(f"{k} board={a!r} run={b!r}" for k, (a, b) in sorted(diff.items()))
+            )
         if known.get("env_config") != run["env_config"]:
-            raise LeaderboardError(f"{env_id}: env config differs from the board's: "
-                                   f"{known.get('env_config')} vs {run['env_config']}")
+            raise LeaderboardError(
+                f"{env_id}: env config differs from the board's: "
+                f"{known.get('env_config')} vs {run['env_config']}"
+            )
     model = label or run.get("model") or run["backend"]
     entry = {
         "model": model,
@@ -145,7 +180,9 @@ def add_run(board_path: str | Path, run_path: str | Path, *, label: str | None =
         "episodes": summary["episodes"]["scored"],
         "group_size": run["group_size"],
         "seeds": seeds_of(run),
-        "metrics": {k: v for k, v in summary["metrics"].items() if k in HEADLINE or k.startswith("pass@")},
+        "metrics": {
+            k: v for k, v in summary["metrics"].items() if k in HEADLINE or k.startswith("pass@")
+        },
         "sampling": summary.get("sampling", {}),
         "date": now_iso(),
         "harness_version": summary.get("harness_version"),
@@ -155,15 +192,18 @@ def add_run(board_path: str | Path, run_path: str | Path, *, label: str | None =
     }
     if "diagnostics" in summary:
         entry["diagnostics"] = summary["diagnostics"]
+
     def same(e: dict) -> bool:
         return e["model"] == model and e["backend"] == entry["backend"] and e["env_id"] == env_id
 
     for old in filter(same, board["entries"]):
         problem = replacement_problem(old, entry)
         if problem and not replace:
-            raise LeaderboardError(f"{board_path}: run {run['run_id']} would replace the entry of {model} "
-                                   f"({entry['backend']}) on {env_id} from run {old.get('run_id')}, but {problem}; "
-                                   "pass --replace to replace it anyway, or --label to add it as another row")
+            raise LeaderboardError(
+                f"{board_path}: run {run['run_id']} would replace the entry of {model} "
+                f"({entry['backend']}) on {env_id} from run {old.get('run_id')}, but {problem}; "
+                "pass --replace to replace it anyway, or --label to add it as another row"
+            )
     entries = [e for e in board["entries"] if not same(e)]
     entries.append(entry)
     entries.sort(key=lambda e: (e["env_id"], -(e["metrics"]["success"]["mean"] or 0.0), e["model"]))
@@ -193,15 +233,22 @@ def render_markdown(board: dict[str, Any]) -> str:
     for env_id in sorted(board["envs"]):
         info = board["envs"][env_id]
         p = info["protocol"]
-        lines += ["", f"## {env_id} (v{info['version']})", "",
-                  f"Protocol: {p.get('max_turns')} turns × {p.get('max_actions_per_turn')} actions, "
-                  f"think={p.get('enable_think')}, context={p.get('context_mode')}, "
-                  f"max_new_tokens={p.get('max_new_tokens')}, group size {p.get('group_size')}.", "",
-                  "| Model | Back-end | Success % [95% CI] | Return [95% CI] | Valid actions | Episodes | Date |",
-                  "|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            f"## {env_id} (v{info['version']})",
+            "",
+            f"Protocol: {p.get('max_turns')} turns × {p.get('max_actions_per_turn')} actions, "
+            f"think={p.get('enable_think')}, context={p.get('context_mode')}, "
+            f"max_new_tokens={p.get('max_new_tokens')}, group size {p.get('group_size')}.",
+            "",
+            "| Model | Back-end | Success % [95% CI] | Return [95% CI] | Valid actions | Episodes | Date |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for e in [e for e in board["entries"] if e["env_id"] == env_id]:
             va = e["metrics"].get("valid_action_rate", {}).get("mean")
-            lines.append(f"| {e['model']} | {e['backend']} | {_fmt(e['metrics'].get('success'), pct=True)} | "
-                         f"{_fmt(e['metrics'].get('return'))} | {'–' if va is None else f'{100 * va:.1f}%'} | "
-                         f"{e['episodes']} | {e['date'][:10]} |")
+            lines.append(
+                f"| {e['model']} | {e['backend']} | {_fmt(e['metrics'].get('success'), pct=True)} | "
+                f"{_fmt(e['metrics'].get('return'))} | {'–' if va is None else f'{100 * va:.1f}%'} | "
+                f"{e['episodes']} | {e['date'][:10]} |"
+            )
     return "\n".join(lines) + "\n"

@@ -49,8 +49,12 @@ class CliOption:
         import typer  # only a command line needs it
 
         info = typer.Option(*self.flags, help=self.help, rich_help_panel=self.panel or panel)
-        return inspect.Parameter(self.name, inspect.Parameter.KEYWORD_ONLY, default=self.default,
-                                 annotation=Annotated[self.type, info])
+        return inspect.Parameter(
+            self.name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=self.default,
+            annotation=Annotated[self.type, info],
+        )
 
 
 def unique(options: Iterable[CliOption]) -> list[CliOption]:
@@ -61,7 +65,9 @@ def unique(options: Iterable[CliOption]) -> list[CliOption]:
     return list(seen.values())
 
 
-def with_options(*groups: tuple[str | None, Iterable[CliOption]]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def with_options(
+    *groups: tuple[str | None, Iterable[CliOption]],
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator giving ``fn(ctx, **values)`` one keyword parameter per declared option.
 
     Args:
@@ -73,7 +79,11 @@ def with_options(*groups: tuple[str | None, Iterable[CliOption]]) -> Callable[[C
     """
 
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
-        own = [p for p in inspect.signature(fn).parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+        own = [
+            p
+            for p in inspect.signature(fn).parameters.values()
+            if p.kind is not inspect.Parameter.VAR_KEYWORD
+        ]
         taken = {p.name for p in own}
         params = list(own)
         seen: set[str] = set()
@@ -82,11 +92,15 @@ def with_options(*groups: tuple[str | None, Iterable[CliOption]]) -> Callable[[C
                 if opt.name in seen:
                     continue
                 if opt.name in taken:
-                    raise ValueError(f"option {opt.name!r} clashes with a parameter of {fn.__name__}")
+                    raise ValueError(
+                        f"option {opt.name!r} clashes with a parameter of {fn.__name__}"
+                    )
                 seen.add(opt.name)
                 params.append(opt.parameter(panel))
         fn.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-        fn.__annotations__ = {p.name: p.annotation for p in params if p.annotation is not inspect.Parameter.empty}
+        fn.__annotations__ = {
+            p.name: p.annotation for p in params if p.annotation is not inspect.Parameter.empty
+        }
         return fn
 
     return deco

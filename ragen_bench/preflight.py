@@ -46,21 +46,28 @@ def check_env(env_id: str, env_config: dict[str, Any], seed: int) -> None:
     what = f"the first reset (seed {seed})"
     try:
         env.reset(seed=seed)
-        check_ready = getattr(env.unwrapped, "check_ready", None)  # an env's lazily built parts (SearchQA's index)
+        check_ready = getattr(
+            env.unwrapped, "check_ready", None
+        )  # an env's lazily built parts (SearchQA's index)
         if callable(check_ready):
             what = f"the readiness check after the first reset (seed {seed})"
             check_ready()
     except ImportError:
         raise
     except OSError as exc:
-        raise PreflightError(f"{env_id}: {what} failed, so every episode would: "
-                             f"{type(exc).__name__}: {exc}") from None
+        raise PreflightError(
+            f"{env_id}: {what} failed, so every episode would: {type(exc).__name__}: {exc}"
+        ) from None
     finally:
         env.close()
 
 
-def check_endpoint(base_urls: str | Sequence[str], *, api_key: str | None = None,
-                   timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+def check_endpoint(
+    base_urls: str | Sequence[str],
+    *,
+    api_key: str | None = None,
+    timeout_s: float = CONNECT_TIMEOUT_S,
+) -> None:
     """Check that every base URL of an OpenAI-compatible endpoint accepts a request.
 
     Raises:
@@ -70,22 +77,33 @@ def check_endpoint(base_urls: str | Sequence[str], *, api_key: str | None = None
     import openai
 
     for url in [base_urls] if isinstance(base_urls, str) else list(base_urls):
-        client = openai.OpenAI(base_url=url, api_key=api_key or "EMPTY", max_retries=0,
-                               timeout=openai.Timeout(timeout_s, connect=timeout_s))
+        client = openai.OpenAI(
+            base_url=url,
+            api_key=api_key or "EMPTY",
+            max_retries=0,
+            timeout=openai.Timeout(timeout_s, connect=timeout_s),
+        )
         try:
             client.models.list()
         except openai.APIStatusError:
             pass  # it answered: reachable (an auth or routing problem is for the episodes to report)
         except (openai.APIConnectionError, openai.APITimeoutError) as exc:
             cause = exc.__cause__ or exc
-            raise PreflightError(f"endpoint {url} is unreachable ({type(cause).__name__}: {cause}); start the "
-                                 "server or fix --base-url / the endpoint alias — no episode was played") from None
+            raise PreflightError(
+                f"endpoint {url} is unreachable ({type(cause).__name__}: {cause}); start the "
+                "server or fix --base-url / the endpoint alias — no episode was played"
+            ) from None
         finally:
             client.close()
 
 
-def preflight(env_id: str, env_config: dict[str, Any], seed: int, backend: str | None,
-              policy_options: dict[str, Any] | None = None) -> None:
+def preflight(
+    env_id: str,
+    env_config: dict[str, Any],
+    seed: int,
+    backend: str | None,
+    policy_options: dict[str, Any] | None = None,
+) -> None:
     """Run the checks of this module for a run (``RunRequest`` / ``run.json`` fields).
 
     ``backend`` ``None``: the policy is already built (only the env is checked).
@@ -99,8 +117,11 @@ def preflight(env_id: str, env_config: dict[str, Any], seed: int, backend: str |
 
         options = policy_options or {}
         key_env = options.get("api_key_env")
-        check_endpoint(options.get("base_url") or [], api_key=os.environ.get(key_env) if key_env else None,
-                       timeout_s=float(options.get("connect_timeout") or CONNECT_TIMEOUT_S))
+        check_endpoint(
+            options.get("base_url") or [],
+            api_key=os.environ.get(key_env) if key_env else None,
+            timeout_s=float(options.get("connect_timeout") or CONNECT_TIMEOUT_S),
+        )
 
 
 __all__ = ["CONNECT_TIMEOUT_S", "PreflightError", "check_endpoint", "check_env", "preflight"]

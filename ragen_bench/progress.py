@@ -35,12 +35,26 @@ class RunProgress:
     def __init__(self, console: Console, episodes: int, max_turns: int):
         self.max_turns = max(1, int(max_turns))
         self.progress = Progress(
-            TextColumn("[bold]episodes[/bold] {task.fields[episodes]}"), BarColumn(),
-            TextColumn("success {task.fields[rate]} · turns {task.fields[turns]} · {task.fields[tokens]} tokens "
-                       "({task.fields[speed]} tok/s)"),
-            TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=False)
-        self.task = self.progress.add_task("run", total=episodes * self.max_turns, episodes=f"0/{episodes}",
-                                           rate="–", turns=0, tokens=0, speed="–")
+            TextColumn("[bold]episodes[/bold] {task.fields[episodes]}"),
+            BarColumn(),
+            TextColumn(
+                "success {task.fields[rate]} · turns {task.fields[turns]} · {task.fields[tokens]} tokens "
+                "({task.fields[speed]} tok/s)"
+            ),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            transient=False,
+        )
+        self.task = self.progress.add_task(
+            "run",
+            total=episodes * self.max_turns,
+            episodes=f"0/{episodes}",
+            rate="–",
+            turns=0,
+            tokens=0,
+            speed="–",
+        )
         self._turns: dict[int, int] = {}  # turns played by each running episode
         self._finished = 0
         self._total = episodes
@@ -48,15 +62,22 @@ class RunProgress:
         self._t0 = time.perf_counter()
 
     def _units(self) -> int:
-        return self._finished * self.max_turns + sum(min(n, self.max_turns) for n in self._turns.values())
+        return self._finished * self.max_turns + sum(
+            min(n, self.max_turns) for n in self._turns.values()
+        )
 
     def _refresh(self) -> None:
         elapsed = max(time.perf_counter() - self._t0, 1e-9)
         self.progress.update(
-            self.task, total=self._total * self.max_turns, completed=self._units(),
-            episodes=f"{self._finished}/{self._total}", turns=self._turns_played, tokens=f"{self._tokens:,}",
+            self.task,
+            total=self._total * self.max_turns,
+            completed=self._units(),
+            episodes=f"{self._finished}/{self._total}",
+            turns=self._turns_played,
+            tokens=f"{self._tokens:,}",
             rate=f"{100 * self._successes / self._scored:.1f}%" if self._scored else "–",
-            speed=f"{self._tokens / elapsed:.0f}" if self._tokens else "–")
+            speed=f"{self._tokens / elapsed:.0f}" if self._tokens else "–",
+        )
 
     def on_start(self, finished: int, total: int) -> None:
         """The run starts with ``finished`` of ``total`` episodes already recorded: draw the bar."""

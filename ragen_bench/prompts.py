@@ -31,7 +31,9 @@ from ragen_envs.parsing import ParsedResponse
 
 from .types import Message
 
-SYSTEM_PREAMBLE = "You are an agent acting in a text environment. Read each observation carefully, then act."
+SYSTEM_PREAMBLE = (
+    "You are an agent acting in a text environment. Read each observation carefully, then act."
+)
 
 ERROR_TEXT = {
     "truncated": "it was cut off at the length limit",
@@ -51,9 +53,16 @@ def answer_format(enable_think: bool) -> str:
     return "<answer>your action(s)</answer>"
 
 
-def system_message(instruction: str, *, enable_think: bool, max_actions_per_turn: int,
-                   max_new_tokens: int | None, action_sep: str = "||", style: str = "full",
-                   max_turns: int | None = None) -> str:
+def system_message(
+    instruction: str,
+    *,
+    enable_think: bool,
+    max_actions_per_turn: int,
+    max_new_tokens: int | None,
+    action_sep: str = "||",
+    style: str = "full",
+    max_turns: int | None = None,
+) -> str:
     """The system prompt.
 
     With ``max_turns`` (``style="full"``) it states the agent loop's budget, "The episode
@@ -71,23 +80,34 @@ def system_message(instruction: str, *, enable_think: bool, max_actions_per_turn
     lines = [SYSTEM_PREAMBLE, "", instruction.strip(), ""] if style == "full" else []
     lines.append(f"Always reply in exactly this format: {answer_format(enable_think)}")
     if max_actions_per_turn > 1:
-        lines.append(f"You may give up to {max_actions_per_turn} actions per turn, separated by \"{action_sep}\"; "
-                     "they are executed in order.")
+        lines.append(
+            f'You may give up to {max_actions_per_turn} actions per turn, separated by "{action_sep}"; '
+            "they are executed in order."
+        )
     else:
         lines.append("Give exactly one action per turn.")
     if max_turns and style == "full":
         total = max_turns * max_actions_per_turn
-        lines.append(f"The episode ends after {max_turns} turn{'s' if max_turns != 1 else ''} "
-                     f"(at most {total} action{'s' if total != 1 else ''} in all), or earlier when the "
-                     "environment ends it.")
+        lines.append(
+            f"The episode ends after {max_turns} turn{'s' if max_turns != 1 else ''} "
+            f"(at most {total} action{'s' if total != 1 else ''} in all), or earlier when the "
+            "environment ends it."
+        )
     if max_new_tokens and style == "full":
-        lines.append(f"Replies longer than {max_new_tokens} tokens are cut off and count as invalid.")
+        lines.append(
+            f"Replies longer than {max_new_tokens} tokens are cut off and count as invalid."
+        )
     return "\n".join(lines)
 
 
-def feedback_text(reward: float | None, parsed: ParsedResponse | None, format_penalty: float,
-                  valid_actions: Sequence[str] | None = None, actions: Sequence[str] = (),
-                  infos: Sequence[dict] = ()) -> str:
+def feedback_text(
+    reward: float | None,
+    parsed: ParsedResponse | None,
+    format_penalty: float,
+    valid_actions: Sequence[str] | None = None,
+    actions: Sequence[str] = (),
+    infos: Sequence[dict] = (),
+) -> str:
     """The line(s) that report the previous turn's outcome at the top of the next user message.
 
     For a well-formed answer: the reward, then one line per action the environment
@@ -103,23 +123,33 @@ def feedback_text(reward: float | None, parsed: ParsedResponse | None, format_pe
             extra = f" ({', '.join(parsed.unknown_actions)})"
             if valid_actions:
                 extra += f"; valid actions: {', '.join(valid_actions)}"
-        return (f"Your last answer was invalid: {why}{extra}. The environment did not change. "
-                f"Penalty: {format_penalty:g}.")
+        return (
+            f"Your last answer was invalid: {why}{extra}. The environment did not change. "
+            f"Penalty: {format_penalty:g}."
+        )
     lines = [f"Reward for your last answer: {reward:g}."]
     for action, info in zip(actions, infos):
         if not info.get("action_is_valid", True):
             reason = info.get("invalid_reason") or "not a valid action here"
-            lines.append(f"The action \"{action}\" was rejected: {reason}.")
+            lines.append(f'The action "{action}" was rejected: {reason}.')
     return "\n".join(lines)
 
 
-def turn_text(turn: int, max_turns: int, observation: str, max_actions: int, feedback: str = "",
-              reminder: str = "") -> str:
+def turn_text(
+    turn: int,
+    max_turns: int,
+    observation: str,
+    max_actions: int,
+    feedback: str = "",
+    reminder: str = "",
+) -> str:
     """The user message for one turn; ``reminder`` (if any) is its last line."""
     head = f"{feedback}\n" if feedback else ""
     tail = f"\n{reminder}" if reminder else ""
-    return (f"{head}Turn {turn} of {max_turns}.\nObservation:\n{observation}\n"
-            f"You may take up to {max_actions} action(s) this turn.{tail}")
+    return (
+        f"{head}Turn {turn} of {max_turns}.\nObservation:\n{observation}\n"
+        f"You may take up to {max_actions} action(s) this turn.{tail}"
+    )
 
 
 def format_reminder(enable_think: bool) -> str:
@@ -174,8 +204,13 @@ class Conversation:
         current = self.turns[-1]
         if self.mode == "single_turn":
             lines = [t.summary for t in self.turns[first:-1] if t.summary]
-            prefix = ("Summary of your earlier turns:\n" + "\n".join(lines) + "\n\n") if lines else ""
-            return [{"role": "system", "content": self.system}, {"role": "user", "content": prefix + current.user}]
+            prefix = (
+                ("Summary of your earlier turns:\n" + "\n".join(lines) + "\n\n") if lines else ""
+            )
+            return [
+                {"role": "system", "content": self.system},
+                {"role": "user", "content": prefix + current.user},
+            ]
         out: list[Message] = [{"role": "system", "content": self.system}]
         for t in self.turns[first:-1]:
             out.append({"role": "user", "content": t.user})
@@ -183,8 +218,11 @@ class Conversation:
         out.append({"role": "user", "content": current.user})
         return out
 
-    def build(self, count_tokens: Callable[[list[Message]], int] | None = None,
-              max_tokens: int | None = None) -> tuple[list[Message], int, bool]:
+    def build(
+        self,
+        count_tokens: Callable[[list[Message]], int] | None = None,
+        max_tokens: int | None = None,
+    ) -> tuple[list[Message], int, bool]:
         """The prompt for the current (last) turn.
 
         Args:

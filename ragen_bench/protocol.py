@@ -40,11 +40,17 @@ SCHEMA_VERSION = 1
 LOCAL_BACKENDS = ("hf", "vllm")
 #: ``ragen-bench run`` option (click parameter name) -> key in ``rollout`` (``sampling.`` nested).
 OPTION_KEYS = {
-    "max_turns": "max_turns", "max_actions_per_turn": "max_actions_per_turn", "think": "enable_think",
-    "context_mode": "context_mode", "context_window": "context_window",
-    "max_context_tokens": "max_context_tokens", "format_penalty": "format_penalty",
-    "max_invalid_answers": "max_invalid_answers", "temperature": "sampling.temperature",
-    "top_p": "sampling.top_p", "max_new_tokens": "sampling.max_new_tokens",
+    "max_turns": "max_turns",
+    "max_actions_per_turn": "max_actions_per_turn",
+    "think": "enable_think",
+    "context_mode": "context_mode",
+    "context_window": "context_window",
+    "max_context_tokens": "max_context_tokens",
+    "format_penalty": "format_penalty",
+    "max_invalid_answers": "max_invalid_answers",
+    "temperature": "sampling.temperature",
+    "top_p": "sampling.top_p",
+    "max_new_tokens": "sampling.max_new_tokens",
 }
 #: Settings that belong to the trained env: dropped when the run names another env.
 ENV_SPECIFIC = ("max_turns", "max_actions_per_turn")
@@ -74,8 +80,15 @@ class AgentProtocol:
 
     def as_dict(self) -> dict[str, Any]:
         """The file's content (``schemas/agent_protocol.schema.json``)."""
-        data = {"schema_version": SCHEMA_VERSION, "written_by": "ragen-train", "run_name": self.run_name,
-                "env_id": self.env_id, "env_config": self.env_config, "split": self.split, "rollout": self.rollout}
+        data = {
+            "schema_version": SCHEMA_VERSION,
+            "written_by": "ragen-train",
+            "run_name": self.run_name,
+            "env_id": self.env_id,
+            "env_config": self.env_config,
+            "split": self.split,
+            "rollout": self.rollout,
+        }
         if self.train_envs:
             data["train_envs"] = [dict(e) for e in self.train_envs]
         return data
@@ -122,9 +135,15 @@ def read_protocol(model_dir: str | Path) -> AgentProtocol | None:
     if not path.is_file():
         return None
     data = read_checked(path, "agent_protocol")
-    return AgentProtocol(env_id=data["env_id"], env_config=data["env_config"], split=data["split"],
-                         rollout=data["rollout"], run_name=data.get("run_name"), path=path,
-                         train_envs=tuple(data.get("train_envs") or ()))
+    return AgentProtocol(
+        env_id=data["env_id"],
+        env_config=data["env_config"],
+        split=data["split"],
+        rollout=data["rollout"],
+        run_name=data.get("run_name"),
+        path=path,
+        train_envs=tuple(data.get("train_envs") or ()),
+    )
 
 
 @dataclass
@@ -145,10 +164,12 @@ class Applied:
 
         r = rollout_config_from(self.request.env_id, self.request.rollout)  # what the run will play
         who = f" (run {self.protocol.run_name!r})" if self.protocol.run_name else ""
-        text = (f"agent protocol from {self.protocol.path}{who}: think {'on' if r.enable_think else 'off'}, "
-                f"system prompt {r.system_prompt}, context {r.context_mode}, {r.max_turns} turn(s) x "
-                f"{r.max_actions_per_turn} action(s), max_new_tokens {r.sampling.max_new_tokens}, "
-                f"temperature {r.sampling.temperature}")
+        text = (
+            f"agent protocol from {self.protocol.path}{who}: think {'on' if r.enable_think else 'off'}, "
+            f"system prompt {r.system_prompt}, context {r.context_mode}, {r.max_turns} turn(s) x "
+            f"{r.max_actions_per_turn} action(s), max_new_tokens {r.sampling.max_new_tokens}, "
+            f"temperature {r.sampling.temperature}"
+        )
         if self.kept:
             text += f"; from the command line: {', '.join('--' + k.replace('_', '-') for k in self.kept)}"
         return text
@@ -215,13 +236,17 @@ def apply_protocol(req: Any, given: set[str]) -> Applied:
             changes["split"] = protocol.split
         if len(protocol.trained_ids()) > 1:
             others = [i for i in protocol.trained_ids() if i != req.env_id]
-            applied.notes.append(f"evaluating {req.env_id}, one of the {len(protocol.trained_ids())} envs the model "
-                                 f"was trained on (the others: {', '.join(others)}; --env ID plays another)")
+            applied.notes.append(
+                f"evaluating {req.env_id}, one of the {len(protocol.trained_ids())} envs the model "
+                f"was trained on (the others: {', '.join(others)}; --env ID plays another)"
+            )
     else:
         trained = protocol.trained_ids()
         what = trained[0] if len(trained) == 1 else ", ".join(trained)
-        applied.notes.append(f"--env {req.env_id} is not the env the model was trained on ({what}): "
-                             "its env config and turn/action limits are not used (the env's defaults are)")
+        applied.notes.append(
+            f"--env {req.env_id} is not the env the model was trained on ({what}): "
+            "its env config and turn/action limits are not used (the env's defaults are)"
+        )
     applied.request = replace(req, **changes)
     return applied
 
@@ -241,8 +266,10 @@ def protocol_env(backend: str, model: str | None) -> str | None:
         return None
     trained = protocol.trained_ids()
     if len(trained) > 1:
-        raise ValueError(f"{model} was trained on {len(trained)} envs ({', '.join(trained)}; {protocol.path}): "
-                         "a run plays one, so choose it with --env ID (it then uses that env's training config)")
+        raise ValueError(
+            f"{model} was trained on {len(trained)} envs ({', '.join(trained)}; {protocol.path}): "
+            "a run plays one, so choose it with --env ID (it then uses that env's training config)"
+        )
     return trained[0]
 
 
@@ -256,15 +283,29 @@ def format_valid_warning(summary: dict[str, Any], applied: Applied | None = None
     if est.get("mean") is None or est["mean"] > 0:
         return None
     n = (summary.get("episodes") or {}).get("scored", 0)
-    hint = ("the run used the protocol saved with the model, so the model itself writes no valid answer"
-            if applied is not None and applied.protocol is not None else
-            "check that the protocol matches how the policy was trained or prompted: --think/--no-think, "
-            "--max-new-tokens, --context-mode (a model saved by ragen-train carries it in "
-            f"{PROTOCOL_FILE}; `ragen-train eval MODEL_DIR` uses its training config)")
-    return (f"format-valid rate is 0% over {n} scored episode(s): no response had the "
-            f"<think>/<answer> format the parser expects, so success and return measure nothing but "
-            f"the format; {hint}")
+    hint = (
+        "the run used the protocol saved with the model, so the model itself writes no valid answer"
+        if applied is not None and applied.protocol is not None
+        else "check that the protocol matches how the policy was trained or prompted: --think/--no-think, "
+        "--max-new-tokens, --context-mode (a model saved by ragen-train carries it in "
+        f"{PROTOCOL_FILE}; `ragen-train eval MODEL_DIR` uses its training config)"
+    )
+    return (
+        f"format-valid rate is 0% over {n} scored episode(s): no response had the "
+        f"<think>/<answer> format the parser expects, so success and return measure nothing but "
+        f"the format; {hint}"
+    )
 
 
-__all__ = ["AgentProtocol", "Applied", "LOCAL_BACKENDS", "OPTION_KEYS", "PROTOCOL_FILE", "apply_protocol",
-           "format_valid_warning", "protocol_env", "read_protocol", "write_protocol"]
+__all__ = [
+    "AgentProtocol",
+    "Applied",
+    "LOCAL_BACKENDS",
+    "OPTION_KEYS",
+    "PROTOCOL_FILE",
+    "apply_protocol",
+    "format_valid_warning",
+    "protocol_env",
+    "read_protocol",
+    "write_protocol",
+]

@@ -52,7 +52,9 @@ class TurnRecord:
     env_s: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def to_json(self, *, prompt_token_ids: bool = False, prompt_messages: bool = True) -> dict[str, Any]:
+    def to_json(
+        self, *, prompt_token_ids: bool = False, prompt_messages: bool = True
+    ) -> dict[str, Any]:
         d = {
             "turn": self.turn,
             "observation": self.observation,
@@ -68,10 +70,16 @@ class TurnRecord:
             "reward": self.reward,
             "terminated": self.terminated,
             "truncated": self.truncated,
-            "usage": {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens},
+            "usage": {
+                "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens,
+            },
             "completion_token_ids": self.completion_token_ids,
             "completion_logprobs": self.completion_logprobs,
-            "context": {"dropped_turns": self.context_dropped_turns, "incremental_tokens": self.incremental_tokens},
+            "context": {
+                "dropped_turns": self.context_dropped_turns,
+                "incremental_tokens": self.incremental_tokens,
+            },
             "timing": {"generate_s": round(self.generate_s, 6), "env_s": round(self.env_s, 6)},
         }
         if self.reasoning is not None:
@@ -150,7 +158,9 @@ class EpisodeRecord:
             "tokens": float(self.completion_tokens),
         }
 
-    def to_json(self, *, prompt_token_ids: bool = False, prompt_messages: bool = True) -> dict[str, Any]:
+    def to_json(
+        self, *, prompt_token_ids: bool = False, prompt_messages: bool = True
+    ) -> dict[str, Any]:
         """The JSON object written to ``episodes.jsonl``."""
         return {
             "schema_version": SCHEMA_VERSION,
@@ -166,9 +176,15 @@ class EpisodeRecord:
             "return": self.episode_return,
             "env_return": self.env_return,
             "metrics": self.metrics(),
-            "usage": {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens},
+            "usage": {
+                "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens,
+            },
             "error": self.error,
             "messages": self.messages,
-            "turns": [t.to_json(prompt_token_ids=prompt_token_ids, prompt_messages=prompt_messages) for t in self.turns],
+            "turns": [
+                t.to_json(prompt_token_ids=prompt_token_ids, prompt_messages=prompt_messages)
+                for t in self.turns
+            ],
             "timing": {"started_at": self.started_at, "wall_s": round(self.wall_s, 6)},
         }

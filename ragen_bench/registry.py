@@ -125,8 +125,9 @@ class Registry(Generic[T]):
     def names(self, **where: Any) -> tuple[str, ...]:
         """Registered names in registration order; with ``where``, only those whose
         metadata has every given value (``names(needs_critic=True)``)."""
-        return tuple(n for n, e in self._entries.items()
-                     if all(e.meta.get(k) == v for k, v in where.items()))
+        return tuple(
+            n for n, e in self._entries.items() if all(e.meta.get(k) == v for k, v in where.items())
+        )
 
     def __contains__(self, name: object) -> bool:
         return name in self._entries

@@ -56,8 +56,16 @@ RETRY_STATUSES = frozenset({"endpoint_error"})
 #: environment raised): a run made only of these measured nothing.
 ERROR_STATUSES = RETRY_STATUSES | {"env_error"}
 
-SUMMARY_METRICS = ("success", "return", "env_return", "turns", "actions", "valid_action_rate",
-                   "format_valid_rate", "tokens")
+SUMMARY_METRICS = (
+    "success",
+    "return",
+    "env_return",
+    "turns",
+    "actions",
+    "valid_action_rate",
+    "format_valid_rate",
+    "tokens",
+)
 
 
 def git_commit() -> str | None:
@@ -66,10 +74,19 @@ def git_commit() -> str | None:
     if not (root / ".git").exists():
         return None
     try:
-        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=5, check=True)
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=5).stdout.strip()
+        out = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        )
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+        ).stdout.strip()
         return out.stdout.strip() + ("-dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return None
@@ -129,8 +146,10 @@ class RunDir:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:  # BlockingIOError (EWOULDBLOCK) when held elsewhere
                 holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
-                raise RunLockedError(f"run {self.path} is being written by another process (pid {holder}); "
-                                     "wait for it to finish, or stop that process first") from None
+                raise RunLockedError(
+                    f"run {self.path} is being written by another process (pid {holder}); "
+                    "wait for it to finish, or stop that process first"
+                ) from None
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
             try:
@@ -217,15 +236,26 @@ class RunDir:
         """
         p = self.path / SUMMARY_FILE
         if not p.is_file():
-            raise FileNotFoundError(f"{self.path} has no {SUMMARY_FILE} (an unfinished run? finish it with "
-                                    f"`ragen-bench run --resume {self.path}`)")
+            raise FileNotFoundError(
+                f"{self.path} has no {SUMMARY_FILE} (an unfinished run? finish it with "
+                f"`ragen-bench run --resume {self.path}`)"
+            )
         return read_checked(p, "summary")
 
 
 #: The fields of an episode record that resuming and summarising read; :meth:`RunDir.read_episodes`
 #: checks the ones a line has (and requires ``episode_index``) on every line.
-EPISODE_CORE_FIELDS = ("schema_version", "episode_index", "env_id", "env_version", "group", "status", "success",
-                       "metrics", "error")
+EPISODE_CORE_FIELDS = (
+    "schema_version",
+    "episode_index",
+    "env_id",
+    "env_version",
+    "group",
+    "status",
+    "success",
+    "metrics",
+    "error",
+)
 
 
 @functools.cache
@@ -235,9 +265,15 @@ def _episode_core_validator() -> Any:
     from ragen_envs.resources import load_schema
 
     full = load_schema("episode")
-    return validator_for_schema({
-        "$schema": full["$schema"], "type": "object", "required": ["episode_index"],
-        "properties": {k: full["properties"][k] for k in EPISODE_CORE_FIELDS}, "$defs": full.get("$defs", {})})
+    return validator_for_schema(
+        {
+            "$schema": full["$schema"],
+            "type": "object",
+            "required": ["episode_index"],
+            "properties": {k: full["properties"][k] for k in EPISODE_CORE_FIELDS},
+            "$defs": full.get("$defs", {}),
+        }
+    )
 
 
 def run_failure(path: str | os.PathLike[str]) -> str | None:
@@ -259,8 +295,11 @@ def run_failure(path: str | os.PathLike[str]) -> str | None:
         counts[e["status"]] = counts.get(e["status"], 0) + 1
     what = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
     first = next((e["error"] for e in eps if e.get("error")), None)
-    line = f"no episode was scored: every recorded episode ended in an error ({what})" if not scored else \
-        f"every episode ended in an error ({what})"
+    line = (
+        f"no episode was scored: every recorded episode ended in an error ({what})"
+        if not scored
+        else f"every episode ended in an error ({what})"
+    )
     return line + (f"; first error: {' '.join(first.split())}" if first else "")
 
 
@@ -276,7 +315,9 @@ def summarize(episodes: Iterable[dict[str, Any]], run: dict[str, Any]) -> dict[s
     eps = sorted(episodes, key=lambda e: e["episode_index"])
     scored = [e for e in eps if e["status"] not in RETRY_STATUSES]
     groups = [e["group"] for e in scored]
-    metrics = {m: mean_with_uncertainty([e["metrics"][m] for e in scored], groups) for m in SUMMARY_METRICS}
+    metrics = {
+        m: mean_with_uncertainty([e["metrics"][m] for e in scored], groups) for m in SUMMARY_METRICS
+    }
     by_group: dict[int, list[bool]] = {}
     for e in scored:
         by_group.setdefault(e["group"], []).append(bool(e["success"]))
@@ -296,16 +337,28 @@ def summarize(episodes: Iterable[dict[str, Any]], run: dict[str, Any]) -> dict[s
         "run_id": run.get("run_id"),
         "created": run.get("created"),
         "updated": now_iso(),
-        "env": {"ids": [i for i, _ in env_versions], "versions": {i: v for i, v in env_versions},
-                "split": run.get("split"), "config": run.get("env_config", {})},
+        "env": {
+            "ids": [i for i, _ in env_versions],
+            "versions": {i: v for i, v in env_versions},
+            "split": run.get("split"),
+            "config": run.get("env_config", {}),
+        },
         "policy": run.get("policy", {}),
         "sampling": run.get("rollout", {}).get("sampling", {}),
         "rollout": run.get("rollout", {}),
         "protocol": protocol_of(run),
-        "seeds": {"base": run.get("seed"), "groups": run.get("episodes", 0) // max(1, gsize),
-                  "group_size": gsize, "rule": "group g uses env seed base + g"},
-        "episodes": {"requested": run.get("episodes"), "recorded": len(eps), "scored": len(scored),
-                     "missing": max(0, int(run.get("episodes") or 0) - len(scored))},
+        "seeds": {
+            "base": run.get("seed"),
+            "groups": run.get("episodes", 0) // max(1, gsize),
+            "group_size": gsize,
+            "rule": "group g uses env seed base + g",
+        },
+        "episodes": {
+            "requested": run.get("episodes"),
+            "recorded": len(eps),
+            "scored": len(scored),
+            "missing": max(0, int(run.get("episodes") or 0) - len(scored)),
+        },
         "counts": counts,
         "metrics": metrics,
         "harness_version": __version__,
@@ -328,4 +381,3 @@ def protocol_of(run: dict[str, Any]) -> dict[str, Any]:
         "max_new_tokens": r.get("sampling", {}).get("max_new_tokens"),
         "group_size": run.get("group_size"),
     }
-

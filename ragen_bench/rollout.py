@@ -50,8 +50,14 @@ CONTEXT_MODES = ("full", "last_k", "single_turn")
 SYSTEM_PROMPTS = ("full", "minimal")
 
 #: Allowed values of the numeric rollout settings (``None`` = no limit is not checked).
-ROLLOUT_RANGES = {"max_turns": Range(ge=1), "max_actions_per_turn": Range(ge=1), "context_window": Range(ge=0),
-                  "max_context_tokens": Range(ge=1), "format_penalty": FINITE, "max_invalid_answers": Range(ge=1)}
+ROLLOUT_RANGES = {
+    "max_turns": Range(ge=1),
+    "max_actions_per_turn": Range(ge=1),
+    "context_window": Range(ge=0),
+    "max_context_tokens": Range(ge=1),
+    "format_penalty": FINITE,
+    "max_invalid_answers": Range(ge=1),
+}
 
 
 @dataclass(frozen=True)
@@ -97,13 +103,17 @@ class RolloutConfig:
 
     def __post_init__(self) -> None:
         if self.context_mode not in CONTEXT_MODES:
-            raise ValueError(f"context_mode must be one of {CONTEXT_MODES}, got {self.context_mode!r}")
+            raise ValueError(
+                f"context_mode must be one of {CONTEXT_MODES}, got {self.context_mode!r}"
+            )
         for name, allowed in ROLLOUT_RANGES.items():
             value = getattr(self, name)
             if value is not None:
                 allowed.check(name, value)
         if self.system_prompt not in SYSTEM_PROMPTS:
-            raise ValueError(f"system_prompt must be 'full' or 'minimal', got {self.system_prompt!r}")
+            raise ValueError(
+                f"system_prompt must be 'full' or 'minimal', got {self.system_prompt!r}"
+            )
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -143,8 +153,15 @@ class EpisodeSpec:
     env_config: dict[str, Any] = field(default_factory=dict)
 
 
-def make_specs(env_id: str, *, episodes: int, group_size: int = 1, seed: int = 0,
-               env_config: dict[str, Any] | None = None, start_index: int = 0) -> list[EpisodeSpec]:
+def make_specs(
+    env_id: str,
+    *,
+    episodes: int,
+    group_size: int = 1,
+    seed: int = 0,
+    env_config: dict[str, Any] | None = None,
+    start_index: int = 0,
+) -> list[EpisodeSpec]:
     """Specs for ``episodes`` episodes in groups of ``group_size`` sharing a seed.
 
     Group ``g`` uses env seed ``seed + g``; episode ``i`` is member ``i % group_size`` of
@@ -159,10 +176,16 @@ def make_specs(env_id: str, *, episodes: int, group_size: int = 1, seed: int = 0
     if seed < 0:
         raise ValueError(f"seed must be >= 0 (env seeds are non-negative), got {seed}")
     if episodes < 1 or episodes % group_size:
-        raise ValueError(f"episodes ({episodes}) must be a positive multiple of group_size ({group_size})")
+        raise ValueError(
+            f"episodes ({episodes}) must be a positive multiple of group_size ({group_size})"
+        )
     cfg = dict(env_config or {})
-    return [EpisodeSpec(start_index + i, env_id, seed + i // group_size, i // group_size, i % group_size, cfg)
-            for i in range(episodes)]
+    return [
+        EpisodeSpec(
+            start_index + i, env_id, seed + i // group_size, i // group_size, i % group_size, cfg
+        )
+        for i in range(episodes)
+    ]
 
 
 class _Batcher:
@@ -198,9 +221,12 @@ class _Batcher:
         self.maybe_flush(force=True)
 
     def maybe_flush(self, force: bool = False) -> None:
-        while self.pending and (force or len(self.pending) >= self.max_batch
-                                or len(self.pending) + self.in_flight >= self.live):
-            batch, self.pending = self.pending[: self.max_batch], self.pending[self.max_batch:]
+        while self.pending and (
+            force
+            or len(self.pending) >= self.max_batch
+            or len(self.pending) + self.in_flight >= self.live
+        ):
+            batch, self.pending = self.pending[: self.max_batch], self.pending[self.max_batch :]
             self.in_flight += len(batch)
             task = asyncio.get_running_loop().create_task(self._run(batch))
             self.tasks.add(task)
@@ -212,10 +238,14 @@ class _Batcher:
             try:
                 gens = await self.policy.generate([r for r, _ in batch], self.params)
                 if len(gens) != len(batch):
-                    raise RuntimeError(f"policy returned {len(gens)} generations for {len(batch)} requests")
+                    raise RuntimeError(
+                        f"policy returned {len(gens)} generations for {len(batch)} requests"
+                    )
             except Exception as exc:  # one failed call must not kill the run
                 msg = f"{type(exc).__name__}: {exc}"
-                gens = [Generation(text="", finish_reason="error", extra={"error": msg}) for _ in batch]
+                gens = [
+                    Generation(text="", finish_reason="error", extra={"error": msg}) for _ in batch
+                ]
         self.in_flight -= len(batch)
         for (_, fut), gen in zip(batch, gens):
             if not fut.done():
@@ -243,9 +273,15 @@ class RolloutEngine:
             (progress displays; it must not raise).
     """
 
-    def __init__(self, policy: Policy, config: RolloutConfig | None = None, *, max_parallel: int | None = None,
-                 on_episode: Callable[[EpisodeRecord], None] | None = None,
-                 on_turn: Callable[[int, Any], None] | None = None):
+    def __init__(
+        self,
+        policy: Policy,
+        config: RolloutConfig | None = None,
+        *,
+        max_parallel: int | None = None,
+        on_episode: Callable[[EpisodeRecord], None] | None = None,
+        on_turn: Callable[[int, Any], None] | None = None,
+    ):
         self.policy = policy
         self.config = config or RolloutConfig()
         default_parallel = min(1024, max(1, policy.max_batch_size) * max(1, policy.max_concurrency))
@@ -253,7 +289,9 @@ class RolloutEngine:
         self.on_episode = on_episode
         self.on_turn = on_turn
         tok = policy.tokenizer
-        self.chat = ChatTokens(tok) if tok is not None and getattr(tok, "chat_template", None) else None
+        self.chat = (
+            ChatTokens(tok) if tok is not None and getattr(tok, "chat_template", None) else None
+        )
         self._envs: dict[tuple[str, str], list[Any]] = {}
         self._entries: dict[str, ragen_envs.EnvEntry] = {}  # each env id looked up once
 
@@ -307,8 +345,16 @@ class RolloutEngine:
         entry = self._entries.get(spec.env_id)
         if entry is None:
             entry = self._entries[spec.env_id] = ragen_envs.get_entry(spec.env_id)
-        rec = EpisodeRecord(spec.index, spec.env_id, entry.version, {**entry.kwargs, **spec.env_config},
-                            spec.seed, spec.group, spec.member, started_at=time.time())
+        rec = EpisodeRecord(
+            spec.index,
+            spec.env_id,
+            entry.version,
+            {**entry.kwargs, **spec.env_config},
+            spec.seed,
+            spec.group,
+            spec.member,
+            started_at=time.time(),
+        )
         t_start = time.perf_counter()
         env = None
         try:
@@ -321,41 +367,67 @@ class RolloutEngine:
             except Exception as exc:
                 rec.status, rec.error = EpisodeStatus.ENV_ERROR.value, _describe(exc)
                 return rec
-            conv = Conversation(system_message(instruction, enable_think=cfg.enable_think,
-                                               max_actions_per_turn=cfg.max_actions_per_turn,
-                                               max_new_tokens=cfg.sampling.max_new_tokens,
-                                               action_sep=cfg.action_sep, style=cfg.system_prompt,
-                                               max_turns=cfg.max_turns),
-                                mode=cfg.context_mode, window=cfg.context_window)
+            conv = Conversation(
+                system_message(
+                    instruction,
+                    enable_think=cfg.enable_think,
+                    max_actions_per_turn=cfg.max_actions_per_turn,
+                    max_new_tokens=cfg.sampling.max_new_tokens,
+                    action_sep=cfg.action_sep,
+                    style=cfg.system_prompt,
+                    max_turns=cfg.max_turns,
+                ),
+                mode=cfg.context_mode,
+                window=cfg.context_window,
+            )
             feedback = ""
             invalid_streak = 0
             prev: TurnRecord | None = None
             for turn in range(1, cfg.max_turns + 1):
-                user = turn_text(turn, cfg.max_turns, obs, cfg.max_actions_per_turn, feedback,
-                                 format_reminder(cfg.enable_think) if cfg.format_reminder else "")
+                user = turn_text(
+                    turn,
+                    cfg.max_turns,
+                    obs,
+                    cfg.max_actions_per_turn,
+                    feedback,
+                    format_reminder(cfg.enable_think) if cfg.format_reminder else "",
+                )
                 conv.turns.append(TurnText(user=user))
                 messages, dropped, fits = conv.build(
-                    self._count_tokens if cfg.max_context_tokens else None, cfg.max_context_tokens)
+                    self._count_tokens if cfg.max_context_tokens else None, cfg.max_context_tokens
+                )
                 if not fits:
                     rec.status = EpisodeStatus.CONTEXT_LIMIT.value
                     conv.turns.pop()
                     break
                 prompt_ids, incremental = self._prompt_ids(conv, messages, dropped, prev)
                 t0 = time.perf_counter()
-                gen = await batcher.submit(PolicyRequest(
-                    messages=messages, prompt_token_ids=prompt_ids, env=env if self.policy.privileged else None,
-                    max_actions=cfg.max_actions_per_turn, enable_think=cfg.enable_think,
-                    episode_index=spec.index, turn=turn))
+                gen = await batcher.submit(
+                    PolicyRequest(
+                        messages=messages,
+                        prompt_token_ids=prompt_ids,
+                        env=env if self.policy.privileged else None,
+                        max_actions=cfg.max_actions_per_turn,
+                        enable_think=cfg.enable_think,
+                        episode_index=spec.index,
+                        turn=turn,
+                    )
+                )
                 gen_s = time.perf_counter() - t0
                 if gen.finish_reason == "error":
                     conv.turns.pop()
                     kind = gen.extra.get("error_kind")
-                    rec.status = (EpisodeStatus.CONTEXT_LIMIT.value if kind == "context_length"
-                                  else EpisodeStatus.ENDPOINT_ERROR.value)
+                    rec.status = (
+                        EpisodeStatus.CONTEXT_LIMIT.value
+                        if kind == "context_length"
+                        else EpisodeStatus.ENDPOINT_ERROR.value
+                    )
                     if kind != "context_length":
                         rec.error = gen.extra.get("error", "policy error")
                     break
-                tr, obs, done, invalid = self._apply(env, turn, user, messages, gen, gen_s, dropped, incremental)
+                tr, obs, done, invalid = self._apply(
+                    env, turn, user, messages, gen, gen_s, dropped, incremental
+                )
                 conv.turns[-1].assistant = gen.text
                 conv.turns[-1].summary = _summary_line(tr)
                 rec.turns.append(tr)
@@ -368,14 +440,25 @@ class RolloutEngine:
                     break
                 if done:
                     rec.status = tr.infos[-1]["status"]
-                    if rec.status == EpisodeStatus.ENV_ERROR.value:  # an env that ended itself (e.g. Lean's verifier)
+                    if (
+                        rec.status == EpisodeStatus.ENV_ERROR.value
+                    ):  # an env that ended itself (e.g. Lean's verifier)
                         rec.error = tr.infos[-1].get("verifier_error") or tr.infos[-1].get("error")
                     break
-                if cfg.max_invalid_answers is not None and invalid_streak >= cfg.max_invalid_answers:
+                if (
+                    cfg.max_invalid_answers is not None
+                    and invalid_streak >= cfg.max_invalid_answers
+                ):
                     rec.status = EpisodeStatus.INVALID_FORMAT_LIMIT.value
                     break
-                feedback = feedback_text(tr.env_reward, _parsed_obj(tr), cfg.format_penalty,
-                                         base.action_names, tr.actions, tr.infos)
+                feedback = feedback_text(
+                    tr.env_reward,
+                    _parsed_obj(tr),
+                    cfg.format_penalty,
+                    base.action_names,
+                    tr.actions,
+                    tr.infos,
+                )
             else:
                 rec.status = EpisodeStatus.TURN_LIMIT.value
             rec.messages = conv.transcript()
@@ -385,30 +468,54 @@ class RolloutEngine:
         finally:
             rec.wall_s = time.perf_counter() - t_start
             if env is not None:
-                if rec.status == EpisodeStatus.ENV_ERROR.value:  # a raising env may be left broken: never reuse it
+                if (
+                    rec.status == EpisodeStatus.ENV_ERROR.value
+                ):  # a raising env may be left broken: never reuse it
                     with contextlib.suppress(Exception):
                         env.close()
                 else:
                     self._release_env(spec, env)
             batcher.episode_finished()
 
-    def _prompt_ids(self, conv: Conversation, messages: list[dict[str, str]], dropped: int,
-                    prev: TurnRecord | None) -> tuple[list[int] | None, bool]:
+    def _prompt_ids(
+        self,
+        conv: Conversation,
+        messages: list[dict[str, str]],
+        dropped: int,
+        prev: TurnRecord | None,
+    ) -> tuple[list[int] | None, bool]:
         """Exact prompt token ids (incremental in full mode) or ``None`` without a tokenizer."""
         if self.chat is None:
             return None, False
-        can_extend = (self.config.context_mode == "full" and dropped == 0 and prev is not None
-                      and prev.prompt_token_ids is not None and prev.completion_token_ids is not None
-                      and prev.context_dropped_turns == 0)
+        can_extend = (
+            self.config.context_mode == "full"
+            and dropped == 0
+            and prev is not None
+            and prev.prompt_token_ids is not None
+            and prev.completion_token_ids is not None
+            and prev.context_dropped_turns == 0
+        )
         if can_extend:
             history = messages[:-1]
-            ended = bool(prev.completion_token_ids) and prev.completion_token_ids[-1] == self.chat.eos_token_id
+            ended = (
+                bool(prev.completion_token_ids)
+                and prev.completion_token_ids[-1] == self.chat.eos_token_id
+            )
             delta = self.chat.continuation_ids(history, messages[-1:], ended)
             return list(prev.prompt_token_ids) + list(prev.completion_token_ids) + delta, True
         return self.chat.prompt_ids(messages), False
 
-    def _apply(self, env: Any, turn: int, user: str, messages: list[dict[str, str]], gen: Generation,
-               gen_s: float, dropped: int, incremental: bool) -> tuple[TurnRecord, str, bool, bool]:
+    def _apply(
+        self,
+        env: Any,
+        turn: int,
+        user: str,
+        messages: list[dict[str, str]],
+        gen: Generation,
+        gen_s: float,
+        dropped: int,
+        incremental: bool,
+    ) -> tuple[TurnRecord, str, bool, bool]:
         """Parse the response, step the env, build the turn record."""
         cfg = self.config
         base = env.unwrapped
@@ -416,20 +523,40 @@ class RolloutEngine:
         from_reasoning = False
         if cfg.answer_from_reasoning and not text.strip() and gen.reasoning_text:
             text, from_reasoning = gen.reasoning_text, True
-        parsed = parse_response(text, action_names=base.action_names, max_actions=cfg.max_actions_per_turn,
-                                enable_think=cfg.enable_think, action_sep=cfg.action_sep,
-                                finish_reason=gen.finish_reason)
+        parsed = parse_response(
+            text,
+            action_names=base.action_names,
+            max_actions=cfg.max_actions_per_turn,
+            enable_think=cfg.enable_think,
+            action_sep=cfg.action_sep,
+            finish_reason=gen.finish_reason,
+        )
         tr = TurnRecord(
-            turn=turn, observation=_observation_from_user(user), user_message=user,
-            prompt_messages=messages, response=gen.text, finish_reason=gen.finish_reason,
-            parsed=_parsed_dict(parsed), prompt_tokens=gen.prompt_tokens, completion_tokens=gen.completion_tokens,
-            prompt_token_ids=gen.prompt_token_ids, completion_token_ids=gen.completion_token_ids,
-            completion_logprobs=gen.completion_logprobs, reasoning=gen.reasoning_text,
-            context_dropped_turns=dropped, incremental_tokens=incremental, generate_s=gen_s,
+            turn=turn,
+            observation=_observation_from_user(user),
+            user_message=user,
+            prompt_messages=messages,
+            response=gen.text,
+            finish_reason=gen.finish_reason,
+            parsed=_parsed_dict(parsed),
+            prompt_tokens=gen.prompt_tokens,
+            completion_tokens=gen.completion_tokens,
+            prompt_token_ids=gen.prompt_token_ids,
+            completion_token_ids=gen.completion_token_ids,
+            completion_logprobs=gen.completion_logprobs,
+            reasoning=gen.reasoning_text,
+            context_dropped_turns=dropped,
+            incremental_tokens=incremental,
+            generate_s=gen_s,
         )
         if from_reasoning:
             tr.extra["answer_from_reasoning"] = True
-        for key in ("retries", "faults", "endpoint", "truncated_chars"):  # endpoint back-ends: what it took
+        for key in (
+            "retries",
+            "faults",
+            "endpoint",
+            "truncated_chars",
+        ):  # endpoint back-ends: what it took
             if gen.extra.get(key):
                 tr.extra[key] = gen.extra[key]
         obs = tr.observation
@@ -466,8 +593,13 @@ def _observation_from_user(user: str) -> str:
 
 def _parsed_dict(p: Any) -> dict[str, Any]:
     return {
-        "think": p.think, "answer": p.answer, "actions": list(p.actions), "error": p.error,
-        "unknown_actions": list(p.unknown_actions), "stray_chars": p.stray_chars, "n_dropped": p.n_dropped,
+        "think": p.think,
+        "answer": p.answer,
+        "actions": list(p.actions),
+        "error": p.error,
+        "unknown_actions": list(p.unknown_actions),
+        "stray_chars": p.stray_chars,
+        "n_dropped": p.n_dropped,
     }
 
 
@@ -475,10 +607,16 @@ def _parsed_obj(tr: TurnRecord) -> Any:
     from ragen_envs.parsing import ParsedResponse
 
     d = tr.parsed
-    return ParsedResponse(think=d["think"], answer=d["answer"], actions=tuple(d["actions"]),
-                          format_valid=d["error"] is None, error=d["error"],
-                          unknown_actions=tuple(d["unknown_actions"]), stray_chars=d["stray_chars"],
-                          n_dropped=d["n_dropped"])
+    return ParsedResponse(
+        think=d["think"],
+        answer=d["answer"],
+        actions=tuple(d["actions"]),
+        format_valid=d["error"] is None,
+        error=d["error"],
+        unknown_actions=tuple(d["unknown_actions"]),
+        stray_chars=d["stray_chars"],
+        n_dropped=d["n_dropped"],
+    )
 
 
 def _summary_line(tr: TurnRecord) -> str:

@@ -68,7 +68,9 @@ def rollout_config_from(env: str | EnvEntry, overrides: dict[str, Any] | None) -
             values[k] = v
     sampling = values.pop("sampling", None) or {}
     if isinstance(sampling, dict):
-        sampling = SamplingParams(**{k: (tuple(v) if k == "stop" else v) for k, v in sampling.items()})
+        sampling = SamplingParams(
+            **{k: (tuple(v) if k == "stop" else v) for k, v in sampling.items()}
+        )
     return RolloutConfig(sampling=sampling, **values)
 
 
@@ -92,9 +94,16 @@ def check_run_id(run_id: str) -> None:
     Raises:
         ValueError: empty, ``.``/``..``, or containing a path separator.
     """
-    if not run_id or run_id in (".", "..") or "/" in run_id or (os.sep in run_id) or \
-            (os.altsep is not None and os.altsep in run_id):
-        raise ValueError(f"--run-id must be a plain directory name (no path separators), got {run_id!r}")
+    if (
+        not run_id
+        or run_id in (".", "..")
+        or "/" in run_id
+        or (os.sep in run_id)
+        or (os.altsep is not None and os.altsep in run_id)
+    ):
+        raise ValueError(
+            f"--run-id must be a plain directory name (no path separators), got {run_id!r}"
+        )
 
 
 @dataclass(frozen=True)
@@ -138,8 +147,13 @@ def plan_run(req: RunRequest) -> RunPlan:
         probe.close()
     if req.backend == "oracle" and no_oracle:
         raise ValueError(f"--backend oracle cannot run {entry.id}: {no_oracle}")
-    specs = make_specs(entry.id, episodes=req.episodes, group_size=req.group_size, seed=req.seed,
-                       env_config=env_config)
+    specs = make_specs(
+        entry.id,
+        episodes=req.episodes,
+        group_size=req.group_size,
+        seed=req.seed,
+        env_config=env_config,
+    )
     rollout = rollout_config_from(entry, req.rollout)
     if req.max_parallel is not None and req.max_parallel < 1:
         raise ValueError(f"max_parallel must be >= 1, got {req.max_parallel}")
@@ -154,58 +168,150 @@ _PROTOCOL = "Agent-loop protocol (default: the env's agent defaults)"
 
 #: The options of ``ragen-bench run`` that make up a :class:`RunRequest` (``key``: its field).
 REQUEST_OPTIONS: tuple[CliOption, ...] = (
-    CliOption("env", Optional[str], None, "Environment id, e.g. ragen/Sokoban-v0 (see `ragen-bench ls`).",
-              key="env_id", flags=("--env", "-e")),
-    CliOption("model", Optional[str], None, "Model: a directory, a hub id, 'tiny' (built offline), or the served "
-              "model name for endpoints.", flags=("--model", "-m")),
+    CliOption(
+        "env",
+        Optional[str],
+        None,
+        "Environment id, e.g. ragen/Sokoban-v0 (see `ragen-bench ls`).",
+        key="env_id",
+        flags=("--env", "-e"),
+    ),
+    CliOption(
+        "model",
+        Optional[str],
+        None,
+        "Model: a directory, a hub id, 'tiny' (built offline), or the served "
+        "model name for endpoints.",
+        flags=("--model", "-m"),
+    ),
     CliOption("backend", str, "hf", f"Policy back-end: {' | '.join(POLICIES)}."),
     CliOption("episodes", int, 32, "Episodes to play (a multiple of --group-size)."),
     CliOption("group_size", int, 1, "Episodes per env seed (for pass@k)."),
     CliOption("split", str, "test", "Instance split: train | validation | test."),
     CliOption("seed", int, 0, "Base env seed; group g uses seed + g."),
-    CliOption("env_config", Optional[list[str]], None, "Env config override key=value (repeatable).",
-              flags=("--env-config",)),
-    CliOption("out_dir", Path, Path("runs"), "Parent folder of run directories.", key="out", flags=("--out",)),
-    CliOption("run_id", Optional[str], None, "Run directory name (default: <UTC time>-<random>_<env>_<model>). "
-              "An existing one is refused: use --resume."),
-    CliOption("max_parallel", Optional[int], None, "Episodes alive at once (default: from the back-end)."),
-    CliOption("preflight", bool, True, "Before the first episode, check the env's optional packages and that the "
-              "endpoint answers (exit 2, nothing written).", flags=("--preflight/--no-preflight",)),
-    CliOption("endpoints", Optional[Path], None, "TOML file of endpoint aliases; --model ALIAS resolves through it "
-              "(docs/endpoints.md).", flags=("--endpoints",)),
-    CliOption("policy_option", Optional[list[str]], None, "Extra back-end option key=value (repeatable), "
-              "e.g. max_model_len=2048.", flags=("--policy-option",)),
+    CliOption(
+        "env_config",
+        Optional[list[str]],
+        None,
+        "Env config override key=value (repeatable).",
+        flags=("--env-config",),
+    ),
+    CliOption(
+        "out_dir",
+        Path,
+        Path("runs"),
+        "Parent folder of run directories.",
+        key="out",
+        flags=("--out",),
+    ),
+    CliOption(
+        "run_id",
+        Optional[str],
+        None,
+        "Run directory name (default: <UTC time>-<random>_<env>_<model>). "
+        "An existing one is refused: use --resume.",
+    ),
+    CliOption(
+        "max_parallel", Optional[int], None, "Episodes alive at once (default: from the back-end)."
+    ),
+    CliOption(
+        "preflight",
+        bool,
+        True,
+        "Before the first episode, check the env's optional packages and that the "
+        "endpoint answers (exit 2, nothing written).",
+        flags=("--preflight/--no-preflight",),
+    ),
+    CliOption(
+        "endpoints",
+        Optional[Path],
+        None,
+        "TOML file of endpoint aliases; --model ALIAS resolves through it (docs/endpoints.md).",
+        flags=("--endpoints",),
+    ),
+    CliOption(
+        "policy_option",
+        Optional[list[str]],
+        None,
+        "Extra back-end option key=value (repeatable), e.g. max_model_len=2048.",
+        flags=("--policy-option",),
+    ),
 )
 
 #: The agent-loop options of ``ragen-bench run`` (``key``: the ``RunRequest.rollout`` entry,
 #: ``sampling.*`` for sampling parameters).  ``None`` = the env's agent default.
 ROLLOUT_OPTIONS: tuple[CliOption, ...] = (
-    CliOption("max_turns", Optional[int], None, "Turns per episode (default: the env's agent default)."),
-    CliOption("max_actions_per_turn", Optional[int], None, "Actions executed per turn (default: env's)."),
-    CliOption("temperature", float, 0.5, "Sampling temperature (0 = greedy).", key="sampling.temperature"),
+    CliOption(
+        "max_turns", Optional[int], None, "Turns per episode (default: the env's agent default)."
+    ),
+    CliOption(
+        "max_actions_per_turn", Optional[int], None, "Actions executed per turn (default: env's)."
+    ),
+    CliOption(
+        "temperature", float, 0.5, "Sampling temperature (0 = greedy).", key="sampling.temperature"
+    ),
     CliOption("top_p", float, SamplingParams.top_p, "Nucleus sampling mass.", key="sampling.top_p"),
-    CliOption("max_new_tokens", int, SamplingParams.max_new_tokens,
-              "Token limit per response; longer ones are truncated (invalid).", key="sampling.max_new_tokens"),
+    CliOption(
+        "max_new_tokens",
+        int,
+        SamplingParams.max_new_tokens,
+        "Token limit per response; longer ones are truncated (invalid).",
+        key="sampling.max_new_tokens",
+    ),
     CliOption("context_mode", Optional[str], None, "full | last_k | single_turn."),
     CliOption("context_window", Optional[int], None, "Earlier turns kept in last_k mode."),
-    CliOption("max_context_tokens", Optional[int], None, "Prompt token budget; oldest turns dropped first."),
-    CliOption("think", bool, RolloutConfig.enable_think, "Ask for <think>…</think> before <answer>.",
-              key="enable_think", flags=("--think/--no-think",)),
-    CliOption("format_penalty", float, RolloutConfig.format_penalty, "Reward added to a turn with an invalid answer."),
-    CliOption("max_invalid_answers", Optional[int], None, "Consecutive invalid answers that end an episode."),
-    CliOption("answer_from_reasoning", bool, RolloutConfig.answer_from_reasoning,
-              "Parse the answer from the reasoning field when the content is empty (counted in metric "
-              "answer_from_reasoning_turns).", flags=("--answer-from-reasoning",)),
+    CliOption(
+        "max_context_tokens",
+        Optional[int],
+        None,
+        "Prompt token budget; oldest turns dropped first.",
+    ),
+    CliOption(
+        "think",
+        bool,
+        RolloutConfig.enable_think,
+        "Ask for <think>…</think> before <answer>.",
+        key="enable_think",
+        flags=("--think/--no-think",),
+    ),
+    CliOption(
+        "format_penalty",
+        float,
+        RolloutConfig.format_penalty,
+        "Reward added to a turn with an invalid answer.",
+    ),
+    CliOption(
+        "max_invalid_answers",
+        Optional[int],
+        None,
+        "Consecutive invalid answers that end an episode.",
+    ),
+    CliOption(
+        "answer_from_reasoning",
+        bool,
+        RolloutConfig.answer_from_reasoning,
+        "Parse the answer from the reasoning field when the content is empty (counted in metric "
+        "answer_from_reasoning_turns).",
+        flags=("--answer-from-reasoning",),
+    ),
 )
 
 
 def run_option_groups() -> list[tuple[str | None, tuple[CliOption, ...] | list[CliOption]]]:
     """``(help panel, options)`` of everything :func:`request_from_options` reads."""
-    return [(_RUN, REQUEST_OPTIONS), (_PROTOCOL, ROLLOUT_OPTIONS), ("Back-end options", policy_options())]
+    return [
+        (_RUN, REQUEST_OPTIONS),
+        (_PROTOCOL, ROLLOUT_OPTIONS),
+        ("Back-end options", policy_options()),
+    ]
 
 
-def request_from_options(values: dict[str, Any], *, given: Callable[[str], bool],
-                         parse_kv: Callable[[list[str] | None, str], dict[str, Any]]) -> RunRequest:
+def request_from_options(
+    values: dict[str, Any],
+    *,
+    given: Callable[[str], bool],
+    parse_kv: Callable[[list[str] | None, str], dict[str, Any]],
+) -> RunRequest:
     """Build the :class:`RunRequest` of ``ragen-bench run`` from its option values.
 
     The back-end's declared options become its keyword arguments; an endpoint back-end
@@ -223,7 +329,10 @@ def request_from_options(values: dict[str, Any], *, given: Callable[[str], bool]
     from .endpoints import resolve_endpoint
     from .protocol import protocol_env
 
-    values = {**values, "env": values.get("env") or protocol_env(values["backend"], values["model"])}
+    values = {
+        **values,
+        "env": values.get("env") or protocol_env(values["backend"], values["model"]),
+    }
     if not values["env"]:  # a saved model's ragen_protocol.json names the env it was trained on
         import typer
 
@@ -231,11 +340,19 @@ def request_from_options(values: dict[str, Any], *, given: Callable[[str], bool]
     backend, model = values["backend"], values["model"]
     options: dict[str, Any] = {}
     sampling_defaults: dict[str, Any] = {}
-    if (backend in POLICIES and POLICIES.meta(backend, "endpoint")) or values.get("endpoints") is not None:
+    if (backend in POLICIES and POLICIES.meta(backend, "endpoint")) or values.get(
+        "endpoints"
+    ) is not None:
         endpoint = {opt.keyword: values.get(opt.name) for opt in policy_options(endpoint=True)}
-        res = resolve_endpoint(backend, model, endpoints_file=values.get("endpoints"),
-                               backend_explicit=given("backend"), base_urls=endpoint.pop("base_url", None),
-                               api_key_env=endpoint.pop("api_key_env", None), cli_options=endpoint)
+        res = resolve_endpoint(
+            backend,
+            model,
+            endpoints_file=values.get("endpoints"),
+            backend_explicit=given("backend"),
+            base_urls=endpoint.pop("base_url", None),
+            api_key_env=endpoint.pop("api_key_env", None),
+            cli_options=endpoint,
+        )
         backend, model, sampling_defaults = res.backend, res.model, res.sampling_defaults
         if backend in POLICIES and POLICIES.meta(backend, "endpoint"):
             options.update(res.options)
@@ -250,16 +367,26 @@ def request_from_options(values: dict[str, Any], *, given: Callable[[str], bool]
         if key == "stop" or not given(key):
             rollout["sampling"][key] = value
     request_fields = {f.name for f in dataclasses.fields(RunRequest)}
-    direct = {opt.keyword: values[opt.name] for opt in REQUEST_OPTIONS if opt.keyword in request_fields}
-    direct.update(backend=backend, model=model, env_config=parse_kv(values.get("env_config"), "--env-config"),
-                  rollout=rollout, policy_options=options, out=str(values["out_dir"]))
+    direct = {
+        opt.keyword: values[opt.name] for opt in REQUEST_OPTIONS if opt.keyword in request_fields
+    }
+    direct.update(
+        backend=backend,
+        model=model,
+        env_config=parse_kv(values.get("env_config"), "--env-config"),
+        rollout=rollout,
+        policy_options=options,
+        out=str(values["out_dir"]),
+    )
     return RunRequest(**direct)
 
 
 def _exists_message(path: Path) -> str:
     if (path / "run.json").is_file():
-        return (f"run directory {path} already exists; finish it with `ragen-bench run --resume {path}` "
-                "or choose another --run-id")
+        return (
+            f"run directory {path} already exists; finish it with `ragen-bench run --resume {path}` "
+            "or choose another --run-id"
+        )
     return f"{path} already exists and is not a run directory; choose another --run-id or remove it"
 
 
@@ -289,10 +416,14 @@ def _create_run_dir(out: Path, run_id: str, *, fresh_id: Callable[[], str] | Non
     raise FileExistsError(f"could not find a free run id under {out}; pass --run-id")
 
 
-def start_run(req: RunRequest | RunPlan, *, policy: Policy | None = None,
-              progress: Callable[[EpisodeRecord, int, int], None] | None = None,
-              on_start: Callable[[int, int], None] | None = None,
-              on_turn: Callable[[int, Any], None] | None = None) -> Path:
+def start_run(
+    req: RunRequest | RunPlan,
+    *,
+    policy: Policy | None = None,
+    progress: Callable[[EpisodeRecord, int, int], None] | None = None,
+    on_start: Callable[[int, int], None] | None = None,
+    on_turn: Callable[[int, Any], None] | None = None,
+) -> Path:
     """Validate, create a run directory and play all episodes.  Returns the run directory.
 
     ``req`` is a request or its :func:`plan_run` (then it is not checked again).
@@ -316,11 +447,19 @@ def start_run(req: RunRequest | RunPlan, *, policy: Policy | None = None,
     req = plan.request
     # before anything is created; a policy passed in is already built (no endpoint check)
     if req.preflight:
-        preflight(req.env_id, plan.env_config, req.seed, req.backend if policy is None else None, req.policy_options)
+        preflight(
+            req.env_id,
+            plan.env_config,
+            req.seed,
+            req.backend if policy is None else None,
+            req.policy_options,
+        )
     out = Path(req.out)
     explicit = req.run_id is not None
     run_id = req.run_id or default_run_id(req.env_id, req.model, req.backend)
-    if explicit and (out / run_id).exists():  # fail before loading a model; mkdir below closes the race
+    if (
+        explicit and (out / run_id).exists()
+    ):  # fail before loading a model; mkdir below closes the race
         raise FileExistsError(_exists_message(out / run_id))
     owned = policy is None
     policy = policy or make_policy(req.backend, req.model, **(req.policy_options or {}))
@@ -390,18 +529,28 @@ def check_extension(meta: dict[str, Any], episodes: int | None) -> int | None:
     if episodes is None or episodes == meta["episodes"]:
         return None
     if episodes < meta["episodes"]:
-        raise ValueError(f"--episodes {episodes} with --resume: the run already asks for {meta['episodes']} "
-                         "episodes and a run cannot be shortened; start a new run instead")
+        raise ValueError(
+            f"--episodes {episodes} with --resume: the run already asks for {meta['episodes']} "
+            "episodes and a run cannot be shortened; start a new run instead"
+        )
     if episodes % meta["group_size"]:
-        raise ValueError(f"--episodes {episodes} with --resume must be a multiple of the run's group size "
-                         f"({meta['group_size']})")
+        raise ValueError(
+            f"--episodes {episodes} with --resume must be a multiple of the run's group size "
+            f"({meta['group_size']})"
+        )
     return episodes
 
 
-def resume_run(path: str | Path, *, policy: Policy | None = None,
-               progress: Callable[[EpisodeRecord, int, int], None] | None = None,
-               on_start: Callable[[int, int], None] | None = None, episodes: int | None = None,
-               check: bool = True, on_turn: Callable[[int, Any], None] | None = None) -> Path:
+def resume_run(
+    path: str | Path,
+    *,
+    policy: Policy | None = None,
+    progress: Callable[[EpisodeRecord, int, int], None] | None = None,
+    on_start: Callable[[int, int], None] | None = None,
+    episodes: int | None = None,
+    check: bool = True,
+    on_turn: Callable[[int, Any], None] | None = None,
+) -> Path:
     """Finish a run: play the missing (or ``endpoint_error``) episodes, rewrite the summary.
 
     ``on_start`` and ``on_turn`` as in :func:`start_run`.  The run's writer lock is held from before the
@@ -418,20 +567,36 @@ def resume_run(path: str | Path, *, policy: Policy | None = None,
         ValueError: ``episodes`` cannot extend the run (:func:`check_extension`).
     """
     run_dir = RunDir(path)
-    check_extension(run_dir.read_run(), episodes)  # not a run directory / a bad count: before any lock file
+    check_extension(
+        run_dir.read_run(), episodes
+    )  # not a run directory / a bad count: before any lock file
     with run_dir.writer_lock():
-        meta = run_dir.read_run()  # re-read under the lock: the previous writer may just have finished
+        meta = (
+            run_dir.read_run()
+        )  # re-read under the lock: the previous writer may just have finished
         extended = check_extension(meta, episodes)
         if extended is not None:
             meta = {**meta, "episodes": extended, "extended_from": meta["episodes"]}
-        elif not run_dir.repair() and not missing_episodes(run_dir, meta) and (run_dir.path / "summary.json").is_file():
+        elif (
+            not run_dir.repair()
+            and not missing_episodes(run_dir, meta)
+            and (run_dir.path / "summary.json").is_file()
+        ):
             if on_start is not None:
                 on_start(meta["episodes"], meta["episodes"])
             return run_dir.path  # finished: nothing to play, nothing to record
         owned = policy is None
         if owned and check:
-            preflight(meta["env_id"], meta["env_config"], meta["seed"], meta["backend"], meta.get("policy_options"))
-        policy = policy or make_policy(meta["backend"], meta.get("model"), **meta.get("policy_options", {}))
+            preflight(
+                meta["env_id"],
+                meta["env_config"],
+                meta["seed"],
+                meta["backend"],
+                meta.get("policy_options"),
+            )
+        policy = policy or make_policy(
+            meta["backend"], meta.get("model"), **meta.get("policy_options", {})
+        )
         try:
             return _play_or_interrupted(run_dir, meta, policy, progress, on_start, on_turn)
         finally:
@@ -445,8 +610,10 @@ def resume_note(before: dict[str, Any], path: str | Path) -> str | None:
     ``run.json`` as read before the resume."""
     after = RunDir(path).read_run()
     if len(after.get("sessions", [])) == len(before.get("sessions", [])):
-        return (f"run {after['run_id']} is complete: all {after['episodes']} episodes are recorded, nothing was "
-                "played; pass --episodes N (a larger multiple of the group size) to extend it")
+        return (
+            f"run {after['run_id']} is complete: all {after['episodes']} episodes are recorded, nothing was "
+            "played; pass --episodes N (a larger multiple of the group size) to extend it"
+        )
     if after["episodes"] != before["episodes"]:
         return f"run {after['run_id']} extended from {before['episodes']} to {after['episodes']} episodes"
     return None
@@ -459,7 +626,9 @@ def close_policy(policy: Policy) -> None:
         close()
 
 
-async def _arun_and_release(engine: RolloutEngine, specs: list[EpisodeSpec], policy: Policy) -> None:
+async def _arun_and_release(
+    engine: RolloutEngine, specs: list[EpisodeSpec], policy: Policy
+) -> None:
     """Play ``specs``, then release the policy's per-event-loop resources (HTTP connections)."""
     try:
         await engine.arun(specs)
@@ -483,7 +652,9 @@ def _endpoint_session_stats(policy: Policy, before: dict[str, Any] | None) -> di
     return out
 
 
-def _endpoint_summary(summary: dict[str, Any], meta: dict[str, Any], episodes: dict[int, dict[str, Any]]) -> None:
+def _endpoint_summary(
+    summary: dict[str, Any], meta: dict[str, Any], episodes: dict[int, dict[str, Any]]
+) -> None:
     """Add endpoint request counters (all sessions) and the answer-from-reasoning metric."""
     from .stats import mean_with_uncertainty
 
@@ -499,30 +670,49 @@ def _endpoint_summary(summary: dict[str, Any], meta: dict[str, Any], episodes: d
     if totals:
         summary["policy"] = {**summary.get("policy", {}), "requests": totals}
     if meta.get("rollout", {}).get("answer_from_reasoning"):
-        scored = [e for e in sorted(episodes.values(), key=lambda e: e["episode_index"])
-                  if e["status"] not in RETRY_STATUSES]
-        counts = [sum(1 for t in e["turns"] if (t.get("extra") or {}).get("answer_from_reasoning")) for e in scored]
-        summary["metrics"]["answer_from_reasoning_turns"] = mean_with_uncertainty(counts, [e["group"] for e in scored])
+        scored = [
+            e
+            for e in sorted(episodes.values(), key=lambda e: e["episode_index"])
+            if e["status"] not in RETRY_STATUSES
+        ]
+        counts = [
+            sum(1 for t in e["turns"] if (t.get("extra") or {}).get("answer_from_reasoning"))
+            for e in scored
+        ]
+        summary["metrics"]["answer_from_reasoning_turns"] = mean_with_uncertainty(
+            counts, [e["group"] for e in scored]
+        )
 
 
 def _rollout_from_meta(meta: dict[str, Any]) -> RolloutConfig:
     r = dict(meta["rollout"])
     sampling = r.pop("sampling")
-    return RolloutConfig(sampling=SamplingParams(**{**sampling, "stop": tuple(sampling.get("stop", ()))}), **r)
+    return RolloutConfig(
+        sampling=SamplingParams(**{**sampling, "stop": tuple(sampling.get("stop", ()))}), **r
+    )
 
 
 def missing_episodes(run_dir: RunDir, meta: dict[str, Any]) -> list[EpisodeSpec]:
     """The episodes of ``meta`` that ``episodes.jsonl`` lacks or holds as ``endpoint_error`` (to play)."""
-    specs = make_specs(meta["env_id"], episodes=meta["episodes"], group_size=meta["group_size"],
-                       seed=meta["seed"], env_config=meta["env_config"])
+    specs = make_specs(
+        meta["env_id"],
+        episodes=meta["episodes"],
+        group_size=meta["group_size"],
+        seed=meta["seed"],
+        env_config=meta["env_config"],
+    )
     done = {i for i, e in run_dir.read_episodes().items() if e["status"] not in RETRY_STATUSES}
     return [s for s in specs if s.index not in done]
 
 
-def _play(run_dir: RunDir, meta: dict[str, Any], policy: Policy,
-          progress: Callable[[EpisodeRecord, int, int], None] | None,
-          on_start: Callable[[int, int], None] | None = None,
-          on_turn: Callable[[int, Any], None] | None = None) -> Path:
+def _play(
+    run_dir: RunDir,
+    meta: dict[str, Any],
+    policy: Policy,
+    progress: Callable[[EpisodeRecord, int, int], None] | None,
+    on_start: Callable[[int, int], None] | None = None,
+    on_turn: Callable[[int, Any], None] | None = None,
+) -> Path:
     rollout = _rollout_from_meta(meta)
     run_dir.repair()
     todo = missing_episodes(run_dir, meta)
@@ -547,8 +737,13 @@ def _play(run_dir: RunDir, meta: dict[str, Any], policy: Policy,
         on_start(done, total)
     try:
         if todo:
-            engine = RolloutEngine(policy, rollout, max_parallel=meta.get("max_parallel"), on_episode=on_episode,
-                                   on_turn=on_turn)
+            engine = RolloutEngine(
+                policy,
+                rollout,
+                max_parallel=meta.get("max_parallel"),
+                on_episode=on_episode,
+                on_turn=on_turn,
+            )
             asyncio.run(_arun_and_release(engine, todo, policy))
     finally:
         run_dir.close()

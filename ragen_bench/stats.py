@@ -26,8 +26,13 @@ def _group_values(values: Sequence[float], groups: Sequence[int]) -> np.ndarray:
     return np.array([np.mean(vs) for _, vs in sorted(order.items())], dtype=np.float64)
 
 
-def mean_with_uncertainty(values: Sequence[float], groups: Sequence[int] | None = None, *,
-                          resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> dict[str, Any]:
+def mean_with_uncertainty(
+    values: Sequence[float],
+    groups: Sequence[int] | None = None,
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> dict[str, Any]:
     """Mean, standard error and a 95% percentile-bootstrap interval.
 
     Args:
@@ -77,14 +82,18 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - math.comb(n - c, k) / math.comb(n, k)
 
 
-def pass_at_k_over_groups(successes: Mapping[int, Sequence[bool]], ks: Sequence[int], **kw: Any) -> dict[str, Any]:
+def pass_at_k_over_groups(
+    successes: Mapping[int, Sequence[bool]], ks: Sequence[int], **kw: Any
+) -> dict[str, Any]:
     """pass@k for each ``k`` in ``ks``, averaged over groups, with uncertainty over groups.
 
     Groups smaller than ``k`` are skipped for that ``k``.
     """
     out: dict[str, Any] = {}
     for k in ks:
-        per_group = [pass_at_k(len(s), sum(map(bool, s)), k) for s in successes.values() if len(s) >= k]
+        per_group = [
+            pass_at_k(len(s), sum(map(bool, s)), k) for s in successes.values() if len(s) >= k
+        ]
         if per_group:
             out[f"pass@{k}"] = mean_with_uncertainty(per_group, **kw)
     return out

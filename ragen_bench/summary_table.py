@@ -40,13 +40,22 @@ def summary_table(summary: dict[str, Any]) -> Table:
         pct = key in PERCENT_METRICS or key.startswith("pass@")
         table.add_row(escape(key), escape(format_estimate(est, pct)))
     eps = summary["episodes"]
-    table.add_row("episodes", f"{eps['scored']} scored / {eps['requested']} requested ({eps['missing']} missing)")
-    table.add_row("statuses", escape(", ".join(f"{k} {v}" for k, v in sorted(summary["counts"].items()))))
+    table.add_row(
+        "episodes",
+        f"{eps['scored']} scored / {eps['requested']} requested ({eps['missing']} missing)",
+    )
+    table.add_row(
+        "statuses", escape(", ".join(f"{k} {v}" for k, v in sorted(summary["counts"].items())))
+    )
     if summary["policy"].get("requests"):
         r = summary["policy"]["requests"]
         failed = ", ".join(f"{k} {v}" for k, v in r.get("failed", {}).items()) or "none"
-        table.add_row("endpoint", escape(f"{r.get('requests', 0)} requests, {r.get('retries', 0)} retries, "
-                                         f"failed: {failed}"))
+        table.add_row(
+            "endpoint",
+            escape(
+                f"{r.get('requests', 0)} requests, {r.get('retries', 0)} retries, failed: {failed}"
+            ),
+        )
     table.add_row("wall time", f"{summary['wall_time_s']:.1f} s")
     return table
 

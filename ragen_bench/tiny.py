@@ -65,7 +65,9 @@ class TinyConfig:
     def key(self) -> str:
         """Short hash of the config, the tokenizer recipe and the corpus (names the cache directory)."""
         corpus = hashlib.sha256(CORPUS.read_bytes()).hexdigest()
-        blob = json.dumps({**asdict(self), "tokenizer": TOKENIZER_RECIPE, "corpus": corpus}, sort_keys=True).encode()
+        blob = json.dumps(
+            {**asdict(self), "tokenizer": TOKENIZER_RECIPE, "corpus": corpus}, sort_keys=True
+        ).encode()
         return hashlib.sha256(blob).hexdigest()[:12]
 
 
@@ -81,13 +83,20 @@ def build_tokenizer(vocab_size: int = VOCAB_SIZE):
     tok = Tokenizer(models.BPE())
     # Punctuation is isolated before the byte-level split, so a grid such as "#_P_#" is one
     # token per cell and every row has the same token layout.
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Punctuation(behavior="isolated"),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
-    ])
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Punctuation(behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
+        ]
+    )
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=2, initial_alphabet=alphabet,
-                                  special_tokens=list(SPECIAL_TOKENS), show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        min_frequency=2,
+        initial_alphabet=alphabet,
+        special_tokens=list(SPECIAL_TOKENS),
+        show_progress=False,
+    )
     tok.train([str(CORPUS)], trainer)
     tok.add_tokens(list(TAG_TOKENS))
     fast = PreTrainedTokenizerFast(
@@ -150,7 +159,9 @@ def build_tiny_model(path: str | os.PathLike[str], config: TinyConfig | None = N
     try:
         model.save_pretrained(tmp, safe_serialization=True)
         tokenizer.save_pretrained(tmp)
-        (tmp / "ragen_tiny.json").write_text(jsonutil.dumps({"tiny_config": asdict(config)}, indent=2) + "\n")
+        (tmp / "ragen_tiny.json").write_text(
+            jsonutil.dumps({"tiny_config": asdict(config)}, indent=2) + "\n"
+        )
         os.chmod(tmp, 0o755)
         for f in tmp.iterdir():
             os.chmod(f, 0o644)

@@ -19,7 +19,11 @@ FinishReason = Literal["stop", "length", "error", "content_filter"]
 
 
 #: Allowed values of the numeric sampling parameters (finite, within the range).
-SAMPLING_RANGES = {"temperature": Range(ge=0), "top_p": Range(gt=0, le=1), "max_new_tokens": Range(ge=1)}
+SAMPLING_RANGES = {
+    "temperature": Range(ge=0),
+    "top_p": Range(gt=0, le=1),
+    "max_new_tokens": Range(ge=1),
+}
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,23 @@ from ragen_envs import jsonutil
 from ragen_envs.config import schema_validator
 
 #: File name -> schema (relative to ``schemas/``).
-BY_NAME = {"episodes.jsonl": "episode", "summary.json": "summary", "run.json": "run",
-           "metrics.jsonl": "metrics", "ragen_protocol.json": "agent_protocol"}
-KINDS = ("episode", "summary", "run", "leaderboard", "metrics", "train_config", "train_summary", "agent_protocol")
+BY_NAME = {
+    "episodes.jsonl": "episode",
+    "summary.json": "summary",
+    "run.json": "run",
+    "metrics.jsonl": "metrics",
+    "ragen_protocol.json": "agent_protocol",
+}
+KINDS = (
+    "episode",
+    "summary",
+    "run",
+    "leaderboard",
+    "metrics",
+    "train_config",
+    "train_summary",
+    "agent_protocol",
+)
 #: Keys every ``ragen-train`` ``config.json`` has (a Hugging Face model's config.json has none of them).
 TRAIN_CONFIG_KEYS = frozenset({"env", "rollout", "trainer"})
 
@@ -66,13 +80,23 @@ def dir_files(path: str | Path) -> list[tuple[Path, str | None]]:
     p = Path(path)
     if _is_training_config(p / "config.json"):
         files: list[tuple[Path, str | None]] = [(p / "config.json", "train_config")]
-        for rel, kind in (("metrics.jsonl", "metrics"), ("sft/metrics.jsonl", "metrics"),
-                          ("summary.json", "train_summary")):
+        for rel, kind in (
+            ("metrics.jsonl", "metrics"),
+            ("sft/metrics.jsonl", "metrics"),
+            ("summary.json", "train_summary"),
+        ):
             if (p / rel).is_file():
                 files.append((p / rel, kind))
-        models = [p / "sft_model", p / "final_model", *sorted((p / "checkpoints").glob("step_*/model"))]
-        files += [(m / "ragen_protocol.json", "agent_protocol") for m in models
-                  if (m / "ragen_protocol.json").is_file()]
+        models = [
+            p / "sft_model",
+            p / "final_model",
+            *sorted((p / "checkpoints").glob("step_*/model")),
+        ]
+        files += [
+            (m / "ragen_protocol.json", "agent_protocol")
+            for m in models
+            if (m / "ragen_protocol.json").is_file()
+        ]
         return files
     if (p / "ragen_protocol.json").is_file():
         return [(p / "ragen_protocol.json", "agent_protocol")]
@@ -87,8 +111,12 @@ def detect_kind(path: Path, first: Any = None) -> str:
     """
     if isinstance(first, dict) and TRAIN_CONFIG_KEYS <= set(first):
         return "train_config"  # a ragen-train config.json (or any file holding one)
-    if path.name == "summary.json" and isinstance(first, dict) and "final_model_dir" in first \
-            and "counts" not in first:
+    if (
+        path.name == "summary.json"
+        and isinstance(first, dict)
+        and "final_model_dir" in first
+        and "counts" not in first
+    ):
         return "train_summary"  # ragen-train quickstart's summary.json, not a ragen-bench run's
     if path.name in BY_NAME:
         return BY_NAME[path.name]
@@ -110,8 +138,16 @@ class InvalidFileError(ValueError):
 
 
 #: The ``schema_version`` each kind of file has (files without one: ``None``).
-SCHEMA_VERSIONS = {"episode": 1, "summary": 1, "run": 1, "leaderboard": 1, "metrics": None, "train_config": None,
-                   "train_summary": None, "agent_protocol": 1}
+SCHEMA_VERSIONS = {
+    "episode": 1,
+    "summary": 1,
+    "run": 1,
+    "leaderboard": 1,
+    "metrics": None,
+    "train_config": None,
+    "train_summary": None,
+    "agent_protocol": 1,
+}
 
 
 def check_object(obj: Any, kind: str, where: str, validator: Any = None) -> None:
@@ -125,9 +161,16 @@ def check_object(obj: Any, kind: str, where: str, validator: Any = None) -> None
         InvalidFileError: the first (most specific) violation.
     """
     version = SCHEMA_VERSIONS.get(kind)
-    if version is not None and isinstance(obj, dict) and "schema_version" in obj and obj["schema_version"] != version:
-        raise InvalidFileError(f"{where}: schema_version {obj['schema_version']!r} is not supported (this ragen "
-                               f"reads {kind} files of schema_version {version}; a newer ragen may have written it)")
+    if (
+        version is not None
+        and isinstance(obj, dict)
+        and "schema_version" in obj
+        and obj["schema_version"] != version
+    ):
+        raise InvalidFileError(
+            f"{where}: schema_version {obj['schema_version']!r} is not supported (this ragen "
+            f"reads {kind} files of schema_version {version}; a newer ragen may have written it)"
+        )
     err = jsonschema.exceptions.best_match((validator or schema_validator(kind)).iter_errors(obj))
     if err is not None:
         at = "/".join(str(x) for x in err.absolute_path)

@@ -101,8 +101,15 @@ def _remove_stale(parent: str) -> None:
         return
     for name in names:
         head = name.split("-", 1)[0]
-        if head.isdigit() and os.path.isdir(os.path.join(parent, name)) and not _pid_alive(int(head)):
-            _destroy_dir(os.path.join(parent, name), v2=os.path.exists(os.path.join(parent, "cgroup.subtree_control")))
+        if (
+            head.isdigit()
+            and os.path.isdir(os.path.join(parent, name))
+            and not _pid_alive(int(head))
+        ):
+            _destroy_dir(
+                os.path.join(parent, name),
+                v2=os.path.exists(os.path.join(parent, "cgroup.subtree_control")),
+            )
 
 
 def _v2_parent(mount: str, own: str) -> str | None:
@@ -113,7 +120,9 @@ def _v2_parent(mount: str, own: str) -> str | None:
             if not {"memory", "pids"} <= set(enabled):
                 _write(os.path.join(base, "cgroup.subtree_control"), "+memory +pids")
             os.makedirs(parent, exist_ok=True)
-            if not {"memory", "pids"} <= set(_read(os.path.join(parent, "cgroup.subtree_control")).split()):
+            if not {"memory", "pids"} <= set(
+                _read(os.path.join(parent, "cgroup.subtree_control")).split()
+            ):
                 _write(os.path.join(parent, "cgroup.subtree_control"), "+memory +pids")
             return parent
         except OSError:

@@ -137,7 +137,9 @@ def _unshare(flags: int) -> None:
         _check(_c().unshare(flags), "unshare")
 
 
-def _mount(src: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+def _mount(
+    src: str | None, target: str, fstype: str | None, flags: int, data: str | None = None
+) -> None:
     enc = lambda s: None if s is None else s.encode()  # noqa: E731
     _check(_c().mount(enc(src), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")
 
@@ -209,8 +211,12 @@ def _literal(node, depth: int):
     t = type(node)
     if t is _ast.Constant and type(node.value) in (int, float, str, bytes, bool, type(None)):
         return node.value
-    if t is _ast.UnaryOp and type(node.op) is _ast.USub and type(node.operand) is _ast.Constant \
-            and type(node.operand.value) in (int, float):
+    if (
+        t is _ast.UnaryOp
+        and type(node.op) is _ast.USub
+        and type(node.operand) is _ast.Constant
+        and type(node.operand.value) in (int, float)
+    ):
         return -node.operand.value
     if t is _ast.List:
         return [_literal(e, d) for e in node.elts]
@@ -261,9 +267,14 @@ def _mount_flags_of(path: str) -> int:
     """The MS_* flags a read-only bind remount of ``path`` must keep (locked in a user ns)."""
     st = os.statvfs(path)
     flags = 0
-    for st_flag, ms_flag in ((os.ST_NOSUID, MS_NOSUID), (os.ST_NODEV, MS_NODEV), (os.ST_NOEXEC, MS_NOEXEC),
-                             (os.ST_NOATIME, MS_NOATIME), (os.ST_NODIRATIME, MS_NODIRATIME),
-                             (os.ST_RELATIME, MS_RELATIME)):
+    for st_flag, ms_flag in (
+        (os.ST_NOSUID, MS_NOSUID),
+        (os.ST_NODEV, MS_NODEV),
+        (os.ST_NOEXEC, MS_NOEXEC),
+        (os.ST_NOATIME, MS_NOATIME),
+        (os.ST_NODIRATIME, MS_NODIRATIME),
+        (os.ST_RELATIME, MS_RELATIME),
+    ):
         if st.f_flag & st_flag:
             flags |= ms_flag
     return flags
@@ -284,8 +295,12 @@ def _is_project_path(real: str, project: str) -> bool:
     in it are hidden on their own (:func:`_hidden_package_dirs`)."""
     if os.path.basename(real) in ("site-packages", "dist-packages"):
         return False
-    return (real == project or real.startswith(project + "/") or project.startswith(real.rstrip("/") + "/")
-            or os.path.isdir(os.path.join(real, "ragen_envs")))
+    return (
+        real == project
+        or real.startswith(project + "/")
+        or project.startswith(real.rstrip("/") + "/")
+        or os.path.isdir(os.path.join(real, "ragen_envs"))
+    )
 
 
 def _loaded_libraries() -> list[str]:
@@ -317,12 +332,17 @@ def _visible_sources(cfg: dict) -> tuple[list[str], set[str]]:
         d = os.path.dirname(lib)
         # A directory holding a Python library (e.g. <prefix>/lib with libpython) would
         # expose its site-packages: bind such a library file alone.
-        inside = any(p == d or p.startswith(d + "/") for p in python_dirs) or _is_project_path(d, project)
+        inside = any(p == d or p.startswith(d + "/") for p in python_dirs) or _is_project_path(
+            d, project
+        )
         wanted.append(lib if inside else d)
     wanted += ["/etc/ld.so.cache"]
     if cfg["mode"] == "exec":
-        wanted += ["/usr"] + [f"/{d}" for d in ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
-                              if os.path.isdir(f"/{d}") and not os.path.islink(f"/{d}")]
+        wanted += ["/usr"] + [
+            f"/{d}"
+            for d in ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
+            if os.path.isdir(f"/{d}") and not os.path.islink(f"/{d}")
+        ]
     wanted += [os.path.realpath(p) for p in cfg.get("visible_paths") or ()]
     asked = {w for w in wanted if os.path.exists(w)}
     chosen: list[str] = []
@@ -354,13 +374,19 @@ def _hidden_package_dirs(root: str, sources: list[str], asked: set[str]) -> list
         candidates = [src]
         for lib in (src, f"{src}/lib", f"{src}/lib64", f"{src}/local/lib"):
             try:
-                candidates += [f"{lib}/{n}" for n in os.listdir(root + lib) if n.startswith("python")]
+                candidates += [
+                    f"{lib}/{n}" for n in os.listdir(root + lib) if n.startswith("python")
+                ]
             except OSError:
                 continue
         for c in candidates:
             for sub in ("site-packages", "dist-packages"):
                 path = f"{c}/{sub}"
-                if path not in asked and os.path.isdir(root + path) and not os.path.islink(root + path):
+                if (
+                    path not in asked
+                    and os.path.isdir(root + path)
+                    and not os.path.islink(root + path)
+                ):
                     found.append(path)
     return sorted(set(found))
 
@@ -395,7 +421,9 @@ def _bind_fd(fd: int, target: str) -> None:
     os.close(fd)
 
 
-def _build_root(cfg: dict, iso: dict, files: dict[str, bytes], fds: dict[str, int], asked: set[str]) -> str:
+def _build_root(
+    cfg: dict, iso: dict, files: dict[str, bytes], fds: dict[str, int], asked: set[str]
+) -> str:
     """Assemble the private root under a tmpfs on ``/tmp`` (this mount namespace only)."""
     old_umask = os.umask(0o022)
     _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
@@ -425,8 +453,12 @@ def _build_root(cfg: dict, iso: dict, files: dict[str, bytes], fds: dict[str, in
         if os.path.exists(f"/dev/{dev}"):
             open(f"{root}/dev/{dev}", "wb").close()
             _bind_readonly(f"/dev/{dev}", f"{root}/dev/{dev}", f"/dev/{dev}", allow_dev=True)
-    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
-                         ("stderr", "/proc/self/fd/2")):
+    for name, target in (
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ):
         os.symlink(target, f"{root}/dev/{name}")
     os.mkdir(f"{root}/proc", 0o555)
     work = f"{root}/tmp/work"
@@ -494,7 +526,9 @@ def _count_user_tasks(uid: int) -> int:
 def _setup_namespaces(cfg: dict, iso: dict) -> str:
     """Enter the namespaces and build the private root; returns its path (entered by C)."""
     root = os.geteuid() == 0
-    flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWIPC | (0 if root else CLONE_NEWUSER)
+    flags = (
+        CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWIPC | (0 if root else CLONE_NEWUSER)
+    )
     uid, gid = os.getuid(), os.getgid()
     _unshare(flags)
     if not root:
@@ -547,8 +581,11 @@ def _drop_capabilities() -> None:
         _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
 
     class Data(ctypes.Structure):
-        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
-                    ("inheritable", ctypes.c_uint32)]
+        _fields_ = [
+            ("effective", ctypes.c_uint32),
+            ("permitted", ctypes.c_uint32),
+            ("inheritable", ctypes.c_uint32),
+        ]
 
     hdr = Header(0x20080522, 0)
     data = (Data * 2)()
@@ -566,16 +603,33 @@ def _install_audit_guard(strict: bool) -> None:
     """
     blocked_prefixes = ("socket.",)
     if strict:
-        blocked_prefixes += ("ctypes.dlopen", "ctypes.dlsym", "os.exec", "os.posix_spawn", "os.spawn",
-                             "os.system", "subprocess.Popen", "os.fork_exec", "_posixsubprocess")
+        blocked_prefixes += (
+            "ctypes.dlopen",
+            "ctypes.dlsym",
+            "os.exec",
+            "os.posix_spawn",
+            "os.spawn",
+            "os.system",
+            "subprocess.Popen",
+            "os.fork_exec",
+            "_posixsubprocess",
+        )
 
     def hook(event: str, args: tuple) -> None:
         if event.startswith(blocked_prefixes):
             raise PermissionError(errno.EACCES, f"{event} is disabled in the ragen sandbox")
-        if strict and event == "open" and args and isinstance(args[0], str) and args[0].startswith("/proc/"):
+        if (
+            strict
+            and event == "open"
+            and args
+            and isinstance(args[0], str)
+            and args[0].startswith("/proc/")
+        ):
             head = args[0][6:].split("/", 1)[0]
             if head.isdigit() and int(head) != os.getpid():
-                raise PermissionError(errno.EACCES, "reading other processes is disabled in the ragen sandbox")
+                raise PermissionError(
+                    errno.EACCES, "reading other processes is disabled in the ragen sandbox"
+                )
 
     sys.addaudithook(hook)
 
@@ -666,7 +720,9 @@ def _run_program(cfg: dict, iso: dict) -> None:
     try:
         os.close(cfg["status_fd"])
         try:
-            _write("/proc/self/oom_score_adj", "0")  # L and C are shielded from the OOM killer; G is not
+            _write(
+                "/proc/self/oom_score_adj", "0"
+            )  # L and C are shielded from the OOM killer; G is not
         except OSError:
             pass
         _prctl(PR_SET_DUMPABLE, 1)  # inherited from C; the program itself stays an ordinary process
@@ -705,7 +761,7 @@ def _send(fd: int, text: str) -> None:
     data = text.encode("utf-8", "surrogatepass")
     data = len(data).to_bytes(8, "little") + data
     while data:
-        data = data[os.write(fd, data):]
+        data = data[os.write(fd, data) :]
 
 
 def _recv_exact(fd: int, n: int) -> bytes | None:
@@ -903,12 +959,17 @@ def _run_harnessed(cfg: dict, source: bytes, main) -> None:
         """Send one verdict value (plain data) to the host."""
         line = (encode_value(value) + "\n").encode()
         while line:
-            line = line[os.write(verdict_fd, line):]
+            line = line[os.write(verdict_fd, line) :]
 
     g = _HarnessGlobals(program)
-    g.update(__name__="__ragen_harness__", __builtins__=__builtins__, report=report,
-             ProgramError=ProgramError, Unserializable=Unserializable,
-             program=lambda name, prefer_method=False: _Remote(program, name, prefer_method))
+    g.update(
+        __name__="__ragen_harness__",
+        __builtins__=__builtins__,
+        report=report,
+        ProgramError=ProgramError,
+        Unserializable=Unserializable,
+        program=lambda name, prefer_method=False: _Remote(program, name, prefer_method),
+    )
     code = 0
     try:
         sys.set_int_max_str_digits(0)
@@ -1037,10 +1098,21 @@ def _wait_with_backstop(pid: int, limit_s: float) -> int:
 
 def main() -> None:
     cfg = marshal.loads(bytes.fromhex(sys.argv[1]))
-    iso = {"user_ns": False, "net_ns": False, "pid_ns": False, "mount_ns": False, "ipc_ns": False,
-           "private_root": False, "private_tmp": False, "private_proc": False, "readonly_root": False,
-           "dropped_to_uid": os.geteuid() == 0 and cfg["run_as_uid"] is not None, "cgroup": False,
-           "parent_death": False, "visible_paths": []}
+    iso = {
+        "user_ns": False,
+        "net_ns": False,
+        "pid_ns": False,
+        "mount_ns": False,
+        "ipc_ns": False,
+        "private_root": False,
+        "private_tmp": False,
+        "private_proc": False,
+        "readonly_root": False,
+        "dropped_to_uid": os.geteuid() == 0 and cfg["run_as_uid"] is not None,
+        "cgroup": False,
+        "parent_death": False,
+        "visible_paths": [],
+    }
     try:
         _prctl(PR_SET_PDEATHSIG, SIGKILL)
         iso["parent_death"] = True
@@ -1066,12 +1138,17 @@ def main() -> None:
             for k in ("user_ns", "net_ns", "pid_ns", "mount_ns", "ipc_ns"):
                 iso[k] = False
             iso["namespace_error"] = str(exc)
-    if (not iso["mount_ns"] and os.geteuid() == 0 and cfg["run_as_uid"] is not None
-            and any(_blocked_ancestor(p) for p in _library_paths())):
+    if (
+        not iso["mount_ns"]
+        and os.geteuid() == 0
+        and cfg["run_as_uid"] is not None
+        and any(_blocked_ancestor(p) for p in _library_paths())
+    ):
         sys.stderr.write(
             "ragen-sandbox: setup failed: running as root without a mount namespace, the program "
             f"would run as uid {cfg['run_as_uid']}, which cannot read the interpreter's library "
-            f"({sys.prefix}); use an interpreter readable by that uid (SandboxConfig.python)\n")
+            f"({sys.prefix}); use an interpreter readable by that uid (SandboxConfig.python)\n"
+        )
         sys.exit(EXIT_SETUP)
     if not iso["pid_ns"]:
         # Without a PID namespace, orphaned descendants are re-parented to L (a "child

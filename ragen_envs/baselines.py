@@ -72,8 +72,14 @@ class EpisodeResult:
         return bool(self.infos and self.infos[-1].get("success", False))
 
 
-def run_episode(env: gym.Env, policy: EnvPolicy, seed: int | None = None, *,
-                options: dict[str, Any] | None = None, max_policy_calls: int = 10_000) -> EpisodeResult:
+def run_episode(
+    env: gym.Env,
+    policy: EnvPolicy,
+    seed: int | None = None,
+    *,
+    options: dict[str, Any] | None = None,
+    max_policy_calls: int = 10_000,
+) -> EpisodeResult:
     """Run one episode of ``policy`` on ``env`` (wrapped or not) until it ends.
 
     Args:

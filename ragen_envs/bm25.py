@@ -64,7 +64,9 @@ def tokenize(text: str) -> list[str]:
     Needs ``bm25s`` (for its stop-word list).
     """
     stop = _stopwords()
-    return [t for t in _WORD.findall(unicodedata.normalize("NFKC", text).casefold()) if t not in stop]
+    return [
+        t for t in _WORD.findall(unicodedata.normalize("NFKC", text).casefold()) if t not in stop
+    ]
 
 
 class BM25Index:
@@ -80,7 +82,9 @@ class BM25Index:
         MissingExtraError: ``bm25s`` is not installed.
     """
 
-    def __init__(self, texts: Sequence[str], *, extra: str, purpose: str, k1: float = 1.5, b: float = 0.75):
+    def __init__(
+        self, texts: Sequence[str], *, extra: str, purpose: str, k1: float = 1.5, b: float = 0.75
+    ):
         bm25s = import_bm25s(extra, purpose)
         vocab: dict[str, int] = {}
         ids: list[list[int]] = []

@@ -57,14 +57,17 @@ def _registry() -> Registry:
 def _is_finite_number(checker: Any, instance: Any) -> bool:
     """JSON Schema ``number``, finite only: RFC 8259 JSON has no NaN or Infinity, and a
     NaN passes every ``minimum``/``maximum`` (all comparisons with NaN are false)."""
-    return jsonschema.Draft202012Validator.TYPE_CHECKER.is_type(instance, "number") and \
-        (not isinstance(instance, float) or math.isfinite(instance))
+    return jsonschema.Draft202012Validator.TYPE_CHECKER.is_type(instance, "number") and (
+        not isinstance(instance, float) or math.isfinite(instance)
+    )
 
 
 @functools.cache
 def _strict(cls: type) -> type:
     """``cls`` with a ``number`` type that refuses ``NaN`` and infinities."""
-    return jsonschema.validators.extend(cls, type_checker=cls.TYPE_CHECKER.redefine("number", _is_finite_number))
+    return jsonschema.validators.extend(
+        cls, type_checker=cls.TYPE_CHECKER.redefine("number", _is_finite_number)
+    )
 
 
 @functools.cache
@@ -133,7 +136,9 @@ def validate_config(env: str, config: Mapping[str, Any]) -> dict[str, Any]:
     """
     merged = copy.deepcopy(config_defaults(env))
     merged.update(_to_json(dict(config)))
-    error = jsonschema.exceptions.best_match(schema_validator(f"envs/{env}.config").iter_errors(merged))
+    error = jsonschema.exceptions.best_match(
+        schema_validator(f"envs/{env}.config").iter_errors(merged)
+    )
     if error is not None:
         field = _field_path(error)
         if error.validator == "additionalProperties":

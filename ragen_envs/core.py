@@ -105,9 +105,16 @@ class Transition:
     template: dict[str, Any] | None
     first_step: tuple[dict[str, Any], EpisodeStatus, float] | None
 
-    def __init__(self, reward: float, terminated: bool = False, action_is_valid: bool = True,
-                 action_is_effective: bool = True, success: bool = False,
-                 info: dict[str, Any] | None = None, observation: str | None = None) -> None:
+    def __init__(
+        self,
+        reward: float,
+        terminated: bool = False,
+        action_is_valid: bool = True,
+        action_is_effective: bool = True,
+        success: bool = False,
+        info: dict[str, Any] | None = None,
+        observation: str | None = None,
+    ) -> None:
         self.reward = float(reward)
         self.terminated = bool(terminated)
         self.action_is_valid = bool(action_is_valid)
@@ -140,7 +147,11 @@ class Transition:
         if self.terminated:  # TextEnv.step's rules with step 1 after a reset (return 0.0)
             status = EpisodeStatus.SUCCESS if self.success else EpisodeStatus.FAILURE
             ret = 0.0 + self.reward
-            self.first_step = ({**self.template, "status": status.value, "step": 1, "episode_return": ret}, status, ret)
+            self.first_step = (
+                {**self.template, "status": status.value, "step": 1, "episode_return": ret},
+                status,
+                ret,
+            )
         return self
 
 
@@ -293,7 +304,9 @@ class TextEnv(gym.Env[str, str]):
         )
 
     # --------------------------------------------------------- Gymnasium API
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
         """Start a new episode.
 
         Args:
@@ -310,7 +323,9 @@ class TextEnv(gym.Env[str, str]):
         self._return = 0.0
         self._status = EpisodeStatus.RUNNING
         self._reset(options or {})
-        self._max_steps = int(self.config["max_steps"])  # after _reset: an env may derive it from the instance
+        self._max_steps = int(
+            self.config["max_steps"]
+        )  # after _reset: an env may derive it from the instance
         self._ready = self._live = True
         info = {
             "action_is_valid": True,
@@ -394,7 +409,9 @@ class TextEnv(gym.Env[str, str]):
         else:
             return self.invalid(f"action must be a string, got {type(action).__name__}")
         if len(action) > self.max_action_length:
-            return self.invalid(f"action is {len(action)} characters long; the limit is {self.max_action_length}")
+            return self.invalid(
+                f"action is {len(action)} characters long; the limit is {self.max_action_length}"
+            )
         return self._step(action)
 
     def render(self) -> str | None:

@@ -56,7 +56,12 @@ class DatasetEnv(TextEnv):
     def _table_key(self) -> Hashable:
         """The config fields that determine the split table (default: class, source, format, mode)."""
         c = self.config
-        return (type(self).__name__, _freeze(c.get("data_source")), c.get("data_format"), c.get("split_mode", "hash"))
+        return (
+            type(self).__name__,
+            _freeze(c.get("data_source")),
+            c.get("data_format"),
+            c.get("split_mode", "hash"),
+        )
 
     def _load_items(self) -> Sequence[Any]:  # pragma: no cover - abstract
         """All items of the configured source (any split), as env-specific objects."""
@@ -82,7 +87,9 @@ class DatasetEnv(TextEnv):
         """The item's id (default: its ``id`` attribute)."""
         return item.id
 
-    def _start_item(self, item: Any, options: Mapping[str, Any]) -> None:  # pragma: no cover - abstract
+    def _start_item(
+        self, item: Any, options: Mapping[str, Any]
+    ) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 
     # --------------------------------------------------------------- tables
@@ -92,8 +99,13 @@ class DatasetEnv(TextEnv):
         table = self._TABLES.get(key)
         if table is None:
             items = self._load_items()
-            table = partition(items, self._item_key, mode=self.config.get("split_mode", "hash"),
-                              source_split=self._item_source_split, group=self._item_group)
+            table = partition(
+                items,
+                self._item_key,
+                mode=self.config.get("split_mode", "hash"),
+                source_split=self._item_source_split,
+                group=self._item_group,
+            )
             self._TABLES[key] = table
         return table
 
@@ -113,7 +125,9 @@ class DatasetEnv(TextEnv):
         return items
 
     # ------------------------------------------------------------- Gymnasium
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
         """Start an episode on item ``seed mod N`` of the split (see the module docstring)."""
         self._reset_seed = seed
         return super().reset(seed=seed, options=options)

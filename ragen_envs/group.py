@@ -73,10 +73,16 @@ class GroupParallelEnv(ParallelEnv):
     metadata = {"render_modes": ["ansi"], "name": "ragen_group_v0", "is_parallelizable": True}
 
     def __init__(self, env_id: str, group_size: int, render_mode: str | None = None, **config: Any):
-        if isinstance(group_size, bool) or not isinstance(group_size, (int, np.integer)) or group_size < 1:
+        if (
+            isinstance(group_size, bool)
+            or not isinstance(group_size, (int, np.integer))
+            or group_size < 1
+        ):
             raise ValueError(f"group_size must be a positive integer, got {group_size!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
+            raise ValueError(
+                f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}"
+            )
         self.env_id = env_id
         self.entry = get_entry(env_id)
         self.render_mode = render_mode
@@ -104,7 +110,9 @@ class GroupParallelEnv(ParallelEnv):
         return self.action_spaces[agent]
 
     # --------------------------------------------------------------- episodes
-    def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict[str, str], dict[str, dict]]:
+    def reset(
+        self, seed: int | None = None, options: dict | None = None
+    ) -> tuple[dict[str, str], dict[str, dict]]:
         """Reset every copy with one seed.
 
         Args:
@@ -126,13 +134,15 @@ class GroupParallelEnv(ParallelEnv):
         observations: dict[str, str] = {}
         infos: dict[str, dict] = {}
         for agent in self.agents:
-            observations[agent], infos[agent] = self.envs[agent].reset(seed=instance_seed, options=options)
+            observations[agent], infos[agent] = self.envs[agent].reset(
+                seed=instance_seed, options=options
+            )
         self._last_obs = dict(observations)
         return observations, infos
 
-    def step(self, actions: dict[str, str]) -> tuple[
-        dict[str, str], dict[str, float], dict[str, bool], dict[str, bool], dict[str, dict]
-    ]:
+    def step(
+        self, actions: dict[str, str]
+    ) -> tuple[dict[str, str], dict[str, float], dict[str, bool], dict[str, bool], dict[str, dict]]:
         """Step every live agent's copy with its action.
 
         Args:
@@ -149,7 +159,9 @@ class GroupParallelEnv(ParallelEnv):
         live = set(self.agents)
         extra = sorted(set(actions) - live)
         if extra:
-            raise ValueError(f"actions given for agents that are not live: {extra} (live: {self.agents})")
+            raise ValueError(
+                f"actions given for agents that are not live: {extra} (live: {self.agents})"
+            )
         missing = [a for a in self.agents if a not in actions]
         if missing:
             raise ValueError(f"no action for live agents {missing}")
@@ -176,7 +188,9 @@ class GroupParallelEnv(ParallelEnv):
 
         An element of :attr:`state_space`; empty before the first reset.
         """
-        return "\n\n".join(f"[{a}]\n{self._last_obs[a]}" for a in self.possible_agents if a in self._last_obs)
+        return "\n\n".join(
+            f"[{a}]\n{self._last_obs[a]}" for a in self.possible_agents if a in self._last_obs
+        )
 
     def render(self) -> str | None:
         """With ``render_mode="ansi"``: :meth:`state`; otherwise ``None``."""

@@ -23,7 +23,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["JSONFileError", "NonFiniteNumberError", "dumps", "find_nonfinite", "iter_jsonl", "loads", "read_json"]
+__all__ = [
+    "JSONFileError",
+    "NonFiniteNumberError",
+    "dumps",
+    "find_nonfinite",
+    "iter_jsonl",
+    "loads",
+    "read_json",
+]
 
 
 class NonFiniteNumberError(ValueError):
@@ -68,10 +76,13 @@ def dumps(obj: Any, **kwargs: Any) -> str:
         return json.dumps(obj, allow_nan=False, **kwargs)
     except ValueError as exc:
         where = find_nonfinite(obj)
-        if where is None:  # pragma: no cover - json raises ValueError only for non-finite floats and cycles
+        if (
+            where is None
+        ):  # pragma: no cover - json raises ValueError only for non-finite floats and cycles
             raise
-        raise NonFiniteNumberError(where, f"refusing to write a non-finite number at {where} "
-                                          "(JSON has no NaN or Infinity)") from exc
+        raise NonFiniteNumberError(
+            where, f"refusing to write a non-finite number at {where} (JSON has no NaN or Infinity)"
+        ) from exc
 
 
 def _parse_constant(token: str) -> Any:
@@ -112,7 +123,7 @@ class JSONFileError(ValueError):
 
 def _decode_error(exc: ValueError) -> str:
     if isinstance(exc, UnicodeDecodeError):
-        return f"not UTF-8 text (byte {exc.start} of the line is {exc.object[exc.start:exc.start + 1]!r})"
+        return f"not UTF-8 text (byte {exc.start} of the line is {exc.object[exc.start : exc.start + 1]!r})"
     if isinstance(exc, json.JSONDecodeError):
         return f"invalid JSON at column {exc.colno}: {exc.msg}"
     return str(exc)
@@ -132,12 +143,17 @@ def read_json(path: str | os.PathLike[str]) -> Any:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise JSONFileError(path, _decode_error(exc).replace(" of the line", ""),
-                            data.count(b"\n", 0, exc.start) + 1) from None
+        raise JSONFileError(
+            path,
+            _decode_error(exc).replace(" of the line", ""),
+            data.count(b"\n", 0, exc.start) + 1,
+        ) from None
     try:
         return loads(text)
     except json.JSONDecodeError as exc:
-        raise JSONFileError(path, f"invalid JSON at column {exc.colno}: {exc.msg}", exc.lineno) from None
+        raise JSONFileError(
+            path, f"invalid JSON at column {exc.colno}: {exc.msg}", exc.lineno
+        ) from None
     except ValueError as exc:
         raise JSONFileError(path, str(exc)) from None
 

@@ -155,7 +155,10 @@ def parse_response(
     blocks, tag_error = _blocks(response)
     stray = _outside(response, ((b[1], b[4]) for b in blocks))
     stray_text = "\n".join(stray)
-    stray_kw = {"stray_text": stray_text, "stray_chars": sum(len("".join(s.split())) for s in stray)}
+    stray_kw = {
+        "stray_text": stray_text,
+        "stray_chars": sum(len("".join(s.split())) for s in stray),
+    }
     if tag_error is not None:
         return ParsedResponse(error=tag_error, **stray_kw)
 
@@ -175,14 +178,19 @@ def parse_response(
         th = thinks[0]
         if th[4] > ans[1]:
             return ParsedResponse(error="malformed_tags", **stray_kw)  # answer before think
-        think_text = response[th[2]:th[3]].strip()
+        think_text = response[th[2] : th[3]].strip()
     elif thinks:
         # Answer-only mode: a think block is text outside the answer.
         stray = _outside(response, [(ans[1], ans[4])])
-        stray_kw = {"stray_text": "\n".join(stray), "stray_chars": sum(len("".join(s.split())) for s in stray)}
+        stray_kw = {
+            "stray_text": "\n".join(stray),
+            "stray_chars": sum(len("".join(s.split())) for s in stray),
+        }
 
-    answer_text = response[ans[2]:ans[3]].strip()
-    items = [item.strip() for item in answer_text.split(action_sep)] if action_sep else [answer_text]
+    answer_text = response[ans[2] : ans[3]].strip()
+    items = (
+        [item.strip() for item in answer_text.split(action_sep)] if action_sep else [answer_text]
+    )
     items = [item for item in items if item]
     base = {"think": think_text, "answer": answer_text, "format_valid": True, **stray_kw}
     if not items:
@@ -203,7 +211,9 @@ def parse_response(
     return ParsedResponse(actions=tuple(items), n_dropped=n_dropped, **base)
 
 
-def format_answer(actions: Iterable[str], think: str | None = None, *, action_sep: str = "||") -> str:
+def format_answer(
+    actions: Iterable[str], think: str | None = None, *, action_sep: str = "||"
+) -> str:
     """Render actions as a well-formed response (used by the oracle and random baselines).
 
     ``format_answer(["Up", "Left"], "push the box")`` gives

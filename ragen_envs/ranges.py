@@ -45,8 +45,20 @@ class Range:
 
     def describe(self) -> str:
         """The range in words: ``>= 1``, ``in (0, 1]``, ``a finite number``."""
-        low = (f"[{_num(self.ge)}" if self.ge is not None else f"({_num(self.gt)}" if self.gt is not None else None)
-        high = (f"{_num(self.le)}]" if self.le is not None else f"{_num(self.lt)})" if self.lt is not None else None)
+        low = (
+            f"[{_num(self.ge)}"
+            if self.ge is not None
+            else f"({_num(self.gt)}"
+            if self.gt is not None
+            else None
+        )
+        high = (
+            f"{_num(self.le)}]"
+            if self.le is not None
+            else f"{_num(self.lt)})"
+            if self.lt is not None
+            else None
+        )
         if low and high:
             return f"in {low}, {high}"
         if low:
@@ -61,8 +73,12 @@ class Range:
             return f"must be a number, got {value!r}"
         if not math.isfinite(value):
             return f"must be a finite number, got {value!r}"
-        if ((self.ge is not None and not value >= self.ge) or (self.gt is not None and not value > self.gt)
-                or (self.le is not None and not value <= self.le) or (self.lt is not None and not value < self.lt)):
+        if (
+            (self.ge is not None and not value >= self.ge)
+            or (self.gt is not None and not value > self.gt)
+            or (self.le is not None and not value <= self.le)
+            or (self.lt is not None and not value < self.lt)
+        ):
             return f"must be {self.describe()}, got {value!r}"
         return None
 
@@ -75,8 +91,12 @@ class Range:
     def schema(self) -> dict[str, float]:
         """The bounds as JSON Schema keywords."""
         out: dict[str, float] = {}
-        for key, value in (("minimum", self.ge), ("exclusiveMinimum", self.gt), ("maximum", self.le),
-                           ("exclusiveMaximum", self.lt)):
+        for key, value in (
+            ("minimum", self.ge),
+            ("exclusiveMinimum", self.gt),
+            ("maximum", self.le),
+            ("exclusiveMaximum", self.lt),
+        ):
             if value is not None:
                 out[key] = value
         return out

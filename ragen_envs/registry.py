@@ -114,15 +114,35 @@ def register_env(
     """
     agent = dict(agent_defaults or {})
     entries = [
-        EnvEntry(f"{NAMESPACE}/{name}-v{version}", name, None, version, env_key, entry_point,
-                 dict(base_kwargs or {}), description, procedural, agent)
+        EnvEntry(
+            f"{NAMESPACE}/{name}-v{version}",
+            name,
+            None,
+            version,
+            env_key,
+            entry_point,
+            dict(base_kwargs or {}),
+            description,
+            procedural,
+            agent,
+        )
     ]
     for preset, spec in (presets or {}).items():
         desc, kwargs = spec[0], spec[1]
         preset_agent = {**agent, **(spec[2] if len(spec) > 2 else {})}
         entries.append(
-            EnvEntry(f"{NAMESPACE}/{name}-{preset}-v{version}", name, preset, version, env_key,
-                     entry_point, dict(kwargs), desc, procedural, preset_agent)
+            EnvEntry(
+                f"{NAMESPACE}/{name}-{preset}-v{version}",
+                name,
+                preset,
+                version,
+                env_key,
+                entry_point,
+                dict(kwargs),
+                desc,
+                procedural,
+                preset_agent,
+            )
         )
     for entry in entries:
         validate_config(env_key, entry.kwargs)

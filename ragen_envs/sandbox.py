@@ -98,15 +98,21 @@ __all__ = [
 
 _LAUNCHER = Path(__file__).with_name("_sandbox_launcher.py")
 # Import the launcher as a module (its .pyc is reused; a script would be recompiled every time).
-_BOOT = (f"import sys; sys.path.insert(0, {str(_LAUNCHER.parent)!r}); "
-         "import _sandbox_launcher; _sandbox_launcher.main()")
+_BOOT = (
+    f"import sys; sys.path.insert(0, {str(_LAUNCHER.parent)!r}); "
+    "import _sandbox_launcher; _sandbox_launcher.main()"
+)
 
 # Exit codes reserved by the launcher (see _sandbox_launcher.py).
 _EXIT_MEMORY, _EXIT_FILE_SIZE, _EXIT_PROCESSES, _EXIT_SETUP = 250, 251, 252, 253
 
 #: The only environment variables the program sees (plus HOME and TMPDIR, set to its cwd).
-BASE_ENV: dict[str, str] = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
-                            "PYTHONIOENCODING": "utf-8"}
+BASE_ENV: dict[str, str] = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "LANG": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "PYTHONIOENCODING": "utf-8",
+}
 
 
 class SandboxStatus(str, enum.Enum):
@@ -185,12 +191,22 @@ class SandboxConfig:
     max_processes_without_cgroup: int = 4
 
     def __post_init__(self) -> None:
-        for name in ("cpu_time_s", "wall_time_s", "memory_mb", "file_size_mb", "max_processes",
-                     "max_output_bytes", "tmp_size_mb", "max_processes_without_cgroup"):
+        for name in (
+            "cpu_time_s",
+            "wall_time_s",
+            "memory_mb",
+            "file_size_mb",
+            "max_processes",
+            "max_output_bytes",
+            "tmp_size_mb",
+            "max_processes_without_cgroup",
+        ):
             if not getattr(self, name) > 0:
                 raise ValueError(f"SandboxConfig.{name} must be > 0, got {getattr(self, name)!r}")
         if self.namespaces not in ("auto", "require", "off"):
-            raise ValueError(f"SandboxConfig.namespaces must be auto, require or off, got {self.namespaces!r}")
+            raise ValueError(
+                f"SandboxConfig.namespaces must be auto, require or off, got {self.namespaces!r}"
+            )
         for p in self.visible_paths:
             if not isinstance(p, str) or not os.path.isabs(p):
                 raise ValueError(f"SandboxConfig.visible_paths must be absolute paths, got {p!r}")
@@ -251,8 +267,14 @@ class SandboxResult:
         return d
 
 
-def run_python(source: str, *, stdin: str | bytes = b"", config: SandboxConfig | None = None,
-               files: Mapping[str, str | bytes] | None = None, harness: str | None = None) -> SandboxResult:
+def run_python(
+    source: str,
+    *,
+    stdin: str | bytes = b"",
+    config: SandboxConfig | None = None,
+    files: Mapping[str, str | bytes] | None = None,
+    harness: str | None = None,
+) -> SandboxResult:
     """Run Python ``source`` as ``__main__`` in the sandbox.
 
     Args:
@@ -287,8 +309,13 @@ def run_python(source: str, *, stdin: str | bytes = b"", config: SandboxConfig |
     return _run({"mode": "python"}, stdin, config or SandboxConfig(), all_files, harness)
 
 
-def run_command(argv: Sequence[str], *, stdin: str | bytes = b"", config: SandboxConfig | None = None,
-                files: Mapping[str, str | bytes] | None = None) -> SandboxResult:
+def run_command(
+    argv: Sequence[str],
+    *,
+    stdin: str | bytes = b"",
+    config: SandboxConfig | None = None,
+    files: Mapping[str, str | bytes] | None = None,
+) -> SandboxResult:
     """Run the executable ``argv[0]`` (looked up on the sandbox ``PATH``) in the sandbox.
 
     Same containment as :func:`run_python` except the Python-level socket guard; the
@@ -298,8 +325,13 @@ def run_command(argv: Sequence[str], *, stdin: str | bytes = b"", config: Sandbo
     """
     if not argv:
         raise ValueError("argv must not be empty")
-    return _run({"mode": "exec", "argv": [str(a) for a in argv]}, stdin, config or SandboxConfig(),
-                dict(files or {}), None)
+    return _run(
+        {"mode": "exec", "argv": [str(a) for a in argv]},
+        stdin,
+        config or SandboxConfig(),
+        dict(files or {}),
+        None,
+    )
 
 
 @functools.cache
@@ -344,7 +376,7 @@ def _sweep_stale_dirs(tmp: str) -> None:
     except OSError:
         return
     for name in names:
-        head = name[len(_TMP_PREFIX):].split("-", 1)[0]
+        head = name[len(_TMP_PREFIX) :].split("-", 1)[0]
         if not (name.startswith(_TMP_PREFIX) and head.isdigit()) or int(head) == os.getpid():
             continue
         try:
@@ -359,13 +391,18 @@ def _memfd(name: str, data: bytes) -> int:
     fd = os.memfd_create(name, 0)
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
     os.lseek(fd, 0, os.SEEK_SET)
     return fd
 
 
-def _run(spec: dict[str, Any], stdin: str | bytes, config: SandboxConfig,
-         files: Mapping[str, str | bytes], harness: str | None) -> SandboxResult:
+def _run(
+    spec: dict[str, Any],
+    stdin: str | bytes,
+    config: SandboxConfig,
+    files: Mapping[str, str | bytes],
+    harness: str | None,
+) -> SandboxResult:
     for name in files:
         if not name or "/" in name or name in (".", ".."):
             raise ValueError(f"file names must be plain names, got {name!r}")
@@ -375,8 +412,9 @@ def _run(spec: dict[str, Any], stdin: str | bytes, config: SandboxConfig,
     cgroup = None
     if config.cgroup:
         # L and C are in the group too (+2); a harnessed run has one more process (+1).
-        cgroup = _sandbox_cgroup.create(int(config.memory_mb) << 20,
-                                        int(config.max_processes) + 2 + (harness is not None))
+        cgroup = _sandbox_cgroup.create(
+            int(config.memory_mb) << 20, int(config.max_processes) + 2 + (harness is not None)
+        )
     try:
         return _run_in(base, spec, stdin, config, files, start, harness, cgroup)
     finally:
@@ -385,9 +423,16 @@ def _run(spec: dict[str, Any], stdin: str | bytes, config: SandboxConfig,
         shutil.rmtree(base, ignore_errors=True)
 
 
-def _run_in(base: str, spec: dict[str, Any], stdin: str | bytes, config: SandboxConfig,
-            files: Mapping[str, str | bytes], start: float, harness: str | None,
-            cgroup: _sandbox_cgroup.RunCgroup | None) -> SandboxResult:
+def _run_in(
+    base: str,
+    spec: dict[str, Any],
+    stdin: str | bytes,
+    config: SandboxConfig,
+    files: Mapping[str, str | bytes],
+    start: float,
+    harness: str | None,
+    cgroup: _sandbox_cgroup.RunCgroup | None,
+) -> SandboxResult:
     work = os.path.join(base, "work")
     os.mkdir(work, 0o755)
     for name, content in files.items():
@@ -413,13 +458,23 @@ def _run_in(base: str, spec: dict[str, Any], stdin: str | bytes, config: Sandbox
         own_fds += [harness_fd, verdict_r, verdict_w]
         child_fds += [harness_fd, verdict_w]
     cfg = {
-        "mode": spec["mode"], "argv": spec.get("argv"), "status_fd": status_w, "pid_fd": pid_w,
-        "harness_fd": harness_fd, "verdict_fd": verdict_w,
-        "cpu_time_s": config.cpu_time_s, "wall_time_s": config.wall_time_s, "memory_mb": config.memory_mb,
-        "file_size_mb": config.file_size_mb, "max_processes": config.max_processes,
+        "mode": spec["mode"],
+        "argv": spec.get("argv"),
+        "status_fd": status_w,
+        "pid_fd": pid_w,
+        "harness_fd": harness_fd,
+        "verdict_fd": verdict_w,
+        "cpu_time_s": config.cpu_time_s,
+        "wall_time_s": config.wall_time_s,
+        "memory_mb": config.memory_mb,
+        "file_size_mb": config.file_size_mb,
+        "max_processes": config.max_processes,
         "max_processes_without_cgroup": config.max_processes_without_cgroup,
-        "tmp_size_mb": config.tmp_size_mb, "namespaces": config.namespaces,
-        "run_as_uid": uid if root else None, "host_pid": os.getpid(), "base": base,
+        "tmp_size_mb": config.tmp_size_mb,
+        "namespaces": config.namespaces,
+        "run_as_uid": uid if root else None,
+        "host_pid": os.getpid(),
+        "base": base,
         "visible_paths": list(config.visible_paths),
         "cgroup_procs": cgroup.procs_files if cgroup is not None else [],
         "cgroup_kind": cgroup.kind if cgroup is not None else None,
@@ -431,8 +486,14 @@ def _run_in(base: str, spec: dict[str, Any], stdin: str | bytes, config: Sandbox
         with open(stdin_path, "rb") as stdin_fh:
             proc = subprocess.Popen(
                 [python, *flags, "-c", _BOOT, marshal.dumps(cfg).hex()],
-                cwd=work, env=env, stdin=stdin_fh, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                pass_fds=tuple(child_fds), start_new_session=True, close_fds=True,
+                cwd=work,
+                env=env,
+                stdin=stdin_fh,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                pass_fds=tuple(child_fds),
+                start_new_session=True,
+                close_fds=True,
             )
     except OSError as exc:
         for fd in own_fds:
@@ -475,8 +536,15 @@ def _decode_verdict(buf: bytearray) -> tuple[Any, ...]:
     return tuple(values)
 
 
-def _supervise(proc: subprocess.Popen, status_r: int, pid_r: int, verdict_r: int | None, config: SandboxConfig,
-               start: float, cgroup: _sandbox_cgroup.RunCgroup | None) -> SandboxResult:
+def _supervise(
+    proc: subprocess.Popen,
+    status_r: int,
+    pid_r: int,
+    verdict_r: int | None,
+    config: SandboxConfig,
+    start: float,
+    cgroup: _sandbox_cgroup.RunCgroup | None,
+) -> SandboxResult:
     cap = int(config.max_output_bytes)
     out = {"stdout": bytearray(), "stderr": bytearray()}
     truncated = {"stdout": False, "stderr": False}
@@ -540,20 +608,36 @@ def _supervise(proc: subprocess.Popen, status_r: int, pid_r: int, verdict_r: int
     cpu = float(report.get("cpu_time_s", usage.ru_utime + usage.ru_stime))
     iso = report.get("isolation", {})
     peak, oom_kills = cgroup.stats() if cgroup is not None else (None, 0)
-    common = dict(stdout=stdout, stderr=stderr, stdout_truncated=truncated["stdout"],
-                  stderr_truncated=truncated["stderr"], wall_time_s=wall, cpu_time_s=cpu, isolation=iso,
-                  verdict=_decode_verdict(bufs["verdict"]),
-                  memory_peak_mb=None if peak is None else peak / (1 << 20))
+    common = dict(
+        stdout=stdout,
+        stderr=stderr,
+        stdout_truncated=truncated["stdout"],
+        stderr_truncated=truncated["stderr"],
+        wall_time_s=wall,
+        cpu_time_s=cpu,
+        isolation=iso,
+        verdict=_decode_verdict(bufs["verdict"]),
+        memory_peak_mb=None if peak is None else peak / (1 << 20),
+    )
     if killed_for == "output":
-        return SandboxResult(SandboxStatus.OUTPUT_LIMIT, None, signal.SIGKILL, detail="output", **common)
+        return SandboxResult(
+            SandboxStatus.OUTPUT_LIMIT, None, signal.SIGKILL, detail="output", **common
+        )
     if oom_kills:
         # The cgroup's limit for the whole run was hit: the kernel killed a process of it.
         code, sig = report.get("exit_code"), report.get("signal")
-        return SandboxResult(SandboxStatus.MEMORY_LIMIT, code, sig,
-                             detail=f"cgroup memory limit: {oom_kills} process(es) OOM-killed", **common)
+        return SandboxResult(
+            SandboxStatus.MEMORY_LIMIT,
+            code,
+            sig,
+            detail=f"cgroup memory limit: {oom_kills} process(es) OOM-killed",
+            **common,
+        )
     if not report:
         if killed_for == "wall":
-            return SandboxResult(SandboxStatus.TIMEOUT, None, signal.SIGKILL, detail="wall", **common)
+            return SandboxResult(
+                SandboxStatus.TIMEOUT, None, signal.SIGKILL, detail="wall", **common
+            )
         detail = "sandbox launcher ended without a report"
         if proc.returncode == _EXIT_SETUP or "ragen-sandbox: setup failed" in stderr:
             detail = stderr.strip().splitlines()[-1] if stderr.strip() else "setup failed"
@@ -597,8 +681,14 @@ def _wait_for(pid: int, timeout: float) -> tuple[int, int, Any] | None:
         delay = min(delay * 2, 0.01)
 
 
-def _read_into(key: selectors.SelectorKey, sel: selectors.BaseSelector, out: dict[str, bytearray],
-               truncated: dict[str, bool], bufs: dict[str, bytearray], cap: int) -> bool:
+def _read_into(
+    key: selectors.SelectorKey,
+    sel: selectors.BaseSelector,
+    out: dict[str, bytearray],
+    truncated: dict[str, bool],
+    bufs: dict[str, bytearray],
+    cap: int,
+) -> bool:
     """Read one chunk from a ready pipe; unregister it at EOF.  Returns False at EOF."""
     fd = key.fd
     try:
@@ -624,10 +714,18 @@ def _read_into(key: selectors.SelectorKey, sel: selectors.BaseSelector, out: dic
     return True
 
 
-def _classify(code: int | None, sig: int | None, cpu: float, config: SandboxConfig) -> tuple[SandboxStatus, str]:
+def _classify(
+    code: int | None, sig: int | None, cpu: float, config: SandboxConfig
+) -> tuple[SandboxStatus, str]:
     if sig is not None:
-        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else f"signal {sig}"
-        if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu >= float(config.cpu_time_s) * 0.95):
+        name = (
+            signal.Signals(sig).name
+            if sig in signal.Signals._value2member_map_
+            else f"signal {sig}"
+        )
+        if sig == signal.SIGXCPU or (
+            sig == signal.SIGKILL and cpu >= float(config.cpu_time_s) * 0.95
+        ):
             return SandboxStatus.TIMEOUT, "cpu"
         if sig == signal.SIGXFSZ:
             return SandboxStatus.FILE_LIMIT, name
@@ -648,5 +746,15 @@ def _classify(code: int | None, sig: int | None, cpu: float, config: SandboxConf
 
 
 def _error_result(detail: str, start: float) -> SandboxResult:
-    return SandboxResult(SandboxStatus.SANDBOX_ERROR, None, None, "", "", False, False,
-                         time.monotonic() - start, 0.0, detail=detail)
+    return SandboxResult(
+        SandboxStatus.SANDBOX_ERROR,
+        None,
+        None,
+        "",
+        "",
+        False,
+        False,
+        time.monotonic() - start,
+        0.0,
+        detail=detail,
+    )

@@ -53,12 +53,21 @@ CONSTANT_GROUP_TOL = 1e-6
 #: * ``verl``: the verl overrides selecting the same estimator, or ``None`` (``verl_why``).
 _TRL_GROUP_ONLY = "GRPOTrainer has group-relative advantages only (no critic, no leave-one-out)"
 
-ADVANTAGE_ESTIMATORS: Registry[Callable[..., tuple[Tensor, Tensor]]] = Registry("advantage estimator")
+ADVANTAGE_ESTIMATORS: Registry[Callable[..., tuple[Tensor, Tensor]]] = Registry(
+    "advantage estimator"
+)
 
 
-def register_estimator(name: str, *, level: str, needs_critic: bool, trl: dict[str, Any] | None = None,
-                       trl_why: str = "", verl: dict[str, Any] | None = None, verl_why: str = "",
-                       ) -> Callable[[Callable[..., tuple[Tensor, Tensor]]], Callable[..., tuple[Tensor, Tensor]]]:
+def register_estimator(
+    name: str,
+    *,
+    level: str,
+    needs_critic: bool,
+    trl: dict[str, Any] | None = None,
+    trl_why: str = "",
+    verl: dict[str, Any] | None = None,
+    verl_why: str = "",
+) -> Callable[[Callable[..., tuple[Tensor, Tensor]]], Callable[..., tuple[Tensor, Tensor]]]:
     """Decorator adding an estimator to :data:`ADVANTAGE_ESTIMATORS` with its metadata.
 
     Raises:
@@ -66,8 +75,15 @@ def register_estimator(name: str, *, level: str, needs_critic: bool, trl: dict[s
     """
     if level not in ("outcome", "token"):
         raise ValueError(f"estimator level must be 'outcome' or 'token', got {level!r}")
-    return ADVANTAGE_ESTIMATORS.register(name, level=level, needs_critic=needs_critic, trl=trl, trl_why=trl_why,
-                                         verl=verl, verl_why=verl_why)
+    return ADVANTAGE_ESTIMATORS.register(
+        name,
+        level=level,
+        needs_critic=needs_critic,
+        trl=trl,
+        trl_why=trl_why,
+        verl=verl,
+        verl_why=verl_why,
+    )
 
 
 def get_estimator(name: str) -> Callable[..., tuple[Tensor, Tensor]]:
@@ -118,16 +134,25 @@ def _constant(std: Tensor, size: Tensor, valid: Tensor, tol: float = CONSTANT_GR
 def _warn_invalid(valid: Tensor) -> None:
     bad = int((~valid).sum())
     if bad:
-        warnings.warn(f"{bad} sample(s) have a NaN or missing reward; they are masked out of the update",
-                      RuntimeWarning, stacklevel=3)
+        warnings.warn(
+            f"{bad} sample(s) have a NaN or missing reward; they are masked out of the update",
+            RuntimeWarning,
+            stacklevel=3,
+        )
 
 
 def _broadcast(adv: Tensor, mask: Tensor) -> Tensor:
     return adv.to(torch.float32)[:, None] * mask.to(torch.float32)
 
 
-def group_advantages(scores: Tensor, group_ids: Tensor, *, norm_by_std: bool = True, eps: float = 1e-6,
-                     tol: float = CONSTANT_GROUP_TOL) -> tuple[Tensor, Tensor]:
+def group_advantages(
+    scores: Tensor,
+    group_ids: Tensor,
+    *,
+    norm_by_std: bool = True,
+    eps: float = 1e-6,
+    tol: float = CONSTANT_GROUP_TOL,
+) -> tuple[Tensor, Tensor]:
     """Outcome advantages per sample: ``(s - mean_g) / (std_g + eps)`` or ``s - mean_g``.
 
     Args:
@@ -151,9 +176,16 @@ def group_advantages(scores: Tensor, group_ids: Tensor, *, norm_by_std: bool = T
     return adv, valid
 
 
-@register_estimator("grpo", level="outcome", needs_critic=False, trl={"scale_rewards": "group"},
-                    verl={"algorithm.adv_estimator": "grpo", "algorithm.norm_adv_by_std_in_grpo": True})
-def grpo(scores: Tensor, group_ids: Tensor, mask: Tensor, *, eps: float = 1e-6, **_: Any) -> tuple[Tensor, Tensor]:
+@register_estimator(
+    "grpo",
+    level="outcome",
+    needs_critic=False,
+    trl={"scale_rewards": "group"},
+    verl={"algorithm.adv_estimator": "grpo", "algorithm.norm_adv_by_std_in_grpo": True},
+)
+def grpo(
+    scores: Tensor, group_ids: Tensor, mask: Tensor, *, eps: float = 1e-6, **_: Any
+) -> tuple[Tensor, Tensor]:
     """GRPO: group-normalised return with unbiased std and ``eps`` (see :func:`group_advantages`).
 
     Args:
@@ -168,8 +200,13 @@ def grpo(scores: Tensor, group_ids: Tensor, mask: Tensor, *, eps: float = 1e-6, 
     return a, a.clone()
 
 
-@register_estimator("dr_grpo", level="outcome", needs_critic=False, trl={"scale_rewards": "none"},
-                    verl={"algorithm.adv_estimator": "grpo", "algorithm.norm_adv_by_std_in_grpo": False})
+@register_estimator(
+    "dr_grpo",
+    level="outcome",
+    needs_critic=False,
+    trl={"scale_rewards": "none"},
+    verl={"algorithm.adv_estimator": "grpo", "algorithm.norm_adv_by_std_in_grpo": False},
+)
 def dr_grpo(scores: Tensor, group_ids: Tensor, mask: Tensor, **_: Any) -> tuple[Tensor, Tensor]:
     """Dr. GRPO: ``s - mean_g`` without std division (Liu et al. 2025, arXiv 2503.20783)."""
     adv, valid = group_advantages(scores, group_ids, norm_by_std=False)
@@ -178,9 +215,13 @@ def dr_grpo(scores: Tensor, group_ids: Tensor, mask: Tensor, **_: Any) -> tuple[
     return a, a.clone()
 
 
-@register_estimator("rloo", level="outcome", needs_critic=False,
-                    trl_why=_TRL_GROUP_ONLY,
-                    verl={"algorithm.adv_estimator": "rloo"})
+@register_estimator(
+    "rloo",
+    level="outcome",
+    needs_critic=False,
+    trl_why=_TRL_GROUP_ONLY,
+    verl={"algorithm.adv_estimator": "rloo"},
+)
 def rloo(scores: Tensor, group_ids: Tensor, mask: Tensor, **_: Any) -> tuple[Tensor, Tensor]:
     """RLOO: ``s_i - mean_{j != i} s_j = n/(n-1) (s_i - mean_g)`` (Ahmadian et al. 2024,
     arXiv 2402.14740, eq. 7; Kool et al. 2019).  Groups of size 1 or constant groups get 0."""
@@ -211,7 +252,9 @@ def whiten(values: Tensor, mask: Tensor, *, shift_mean: bool = True, eps: float 
     return out * m
 
 
-def _gae_1d(rewards: list[float], values: list[float], gamma: float, lam: float) -> tuple[list[float], list[float]]:
+def _gae_1d(
+    rewards: list[float], values: list[float], gamma: float, lam: float
+) -> tuple[list[float], list[float]]:
     """GAE over one sequence of generated positions (already compacted, no gaps)."""
     n = len(rewards)
     adv = [0.0] * n
@@ -224,11 +267,23 @@ def _gae_1d(rewards: list[float], values: list[float], gamma: float, lam: float)
     return adv, [a + v for a, v in zip(adv, values)]
 
 
-@register_estimator("gae", level="token", needs_critic=True,
-                    trl_why=_TRL_GROUP_ONLY,
-                    verl={"algorithm.adv_estimator": "gae"})
-def gae(rewards: Tensor, values: Tensor, mask: Tensor, *, gamma: float = 1.0, lam: float = 1.0,
-        whiten_advantages: bool = True, **_: Any) -> tuple[Tensor, Tensor]:
+@register_estimator(
+    "gae",
+    level="token",
+    needs_critic=True,
+    trl_why=_TRL_GROUP_ONLY,
+    verl={"algorithm.adv_estimator": "gae"},
+)
+def gae(
+    rewards: Tensor,
+    values: Tensor,
+    mask: Tensor,
+    *,
+    gamma: float = 1.0,
+    lam: float = 1.0,
+    whiten_advantages: bool = True,
+    **_: Any,
+) -> tuple[Tensor, Tensor]:
     """Token-level generalised advantage estimation (Schulman et al. 2016, arXiv 1506.02438, eq. 16).
 
     Over the generated positions ``t_1 < t_2 < ... < t_n`` of each sample (positions off
@@ -252,7 +307,9 @@ def gae(rewards: Tensor, values: Tensor, mask: Tensor, *, gamma: float = 1.0, la
         pos = torch.nonzero(mask[b] > 0, as_tuple=False).flatten()
         if pos.numel() == 0:
             continue
-        a, r = _gae_1d(rewards[b, pos].double().tolist(), values[b, pos].double().tolist(), gamma, lam)
+        a, r = _gae_1d(
+            rewards[b, pos].double().tolist(), values[b, pos].double().tolist(), gamma, lam
+        )
         adv[b, pos] = torch.tensor(a, dtype=torch.float64)
         ret[b, pos] = torch.tensor(r, dtype=torch.float64)
     if whiten_advantages:
@@ -260,11 +317,25 @@ def gae(rewards: Tensor, values: Tensor, mask: Tensor, *, gamma: float = 1.0, la
     return adv.float() * mask, ret.float() * mask
 
 
-@register_estimator("bilevel_gae", level="token", needs_critic=True,
-                    trl_why=_TRL_GROUP_ONLY, verl_why="bi-level GAE has no verl estimator")
-def bilevel_gae(rewards: Tensor, values: Tensor, mask: Tensor, turn_ids: Tensor, *, gamma: float = 1.0,
-                lam: float = 1.0, turn_gamma: float = 0.95, whiten_advantages: bool = True,
-                **_: Any) -> tuple[Tensor, Tensor]:
+@register_estimator(
+    "bilevel_gae",
+    level="token",
+    needs_critic=True,
+    trl_why=_TRL_GROUP_ONLY,
+    verl_why="bi-level GAE has no verl estimator",
+)
+def bilevel_gae(
+    rewards: Tensor,
+    values: Tensor,
+    mask: Tensor,
+    turn_ids: Tensor,
+    *,
+    gamma: float = 1.0,
+    lam: float = 1.0,
+    turn_gamma: float = 0.95,
+    whiten_advantages: bool = True,
+    **_: Any,
+) -> tuple[Tensor, Tensor]:
     """Bi-level GAE: turn-level GAE with its own discount, then token-level GAE inside turns.
 
     Hierarchical credit assignment in the spirit of ArCHer (Zhou et al. 2024,

@@ -75,8 +75,11 @@ class BuildStats:
         self.dropped[reason] = self.dropped.get(reason, 0) + 1
 
     def metrics(self) -> dict[str, float]:
-        out = {"batch/episodes": float(self.episodes), "batch/samples": float(self.samples),
-               "batch/dropped": float(sum(self.dropped.values()))}
+        out = {
+            "batch/episodes": float(self.episodes),
+            "batch/samples": float(self.samples),
+            "batch/dropped": float(sum(self.dropped.values())),
+        }
         for k, v in self.dropped.items():
             out[f"batch/dropped_{k}"] = float(v)
         return out
@@ -86,8 +89,12 @@ def _turn_ok(t: Any) -> bool:
     return t.prompt_token_ids is not None and t.completion_token_ids is not None
 
 
-def build_samples(records: Sequence[EpisodeRecord], *, layout: str = "trajectory",
-                  reward_placement: str = "last_token") -> tuple[list[Sample], BuildStats]:
+def build_samples(
+    records: Sequence[EpisodeRecord],
+    *,
+    layout: str = "trajectory",
+    reward_placement: str = "last_token",
+) -> tuple[list[Sample], BuildStats]:
     """Turn episode records into samples (module docstring).
 
     Raises:
@@ -96,7 +103,9 @@ def build_samples(records: Sequence[EpisodeRecord], *, layout: str = "trajectory
     if layout not in ("trajectory", "turn"):
         raise ValueError(f"layout must be 'trajectory' or 'turn', got {layout!r}")
     if reward_placement not in ("last_token", "turn_end"):
-        raise ValueError(f"reward_placement must be 'last_token' or 'turn_end', got {reward_placement!r}")
+        raise ValueError(
+            f"reward_placement must be 'last_token' or 'turn_end', got {reward_placement!r}"
+        )
     stats = BuildStats(episodes=len(records))
     samples: list[Sample] = []
     for rec in records:
@@ -129,11 +138,19 @@ def build_samples(records: Sequence[EpisodeRecord], *, layout: str = "trajectory
                 rewards = [0.0] * n
                 rewards[-1] = float(t.reward) if reward_placement == "turn_end" else score
                 lp = t.completion_logprobs
-                samples.append(Sample(
-                    input_ids=p + c, loss_mask=[0] * len(p) + [1] * len(c),
-                    turn_ids=[-1] * len(p) + [k] * len(c), rewards=rewards,
-                    rollout_logprobs=([0.0] * len(p) + list(lp)) if lp is not None else None,
-                    score=score, group=rec.group, episode=rec.episode_index, turn=k))
+                samples.append(
+                    Sample(
+                        input_ids=p + c,
+                        loss_mask=[0] * len(p) + [1] * len(c),
+                        turn_ids=[-1] * len(p) + [k] * len(c),
+                        rewards=rewards,
+                        rollout_logprobs=([0.0] * len(p) + list(lp)) if lp is not None else None,
+                        score=score,
+                        group=rec.group,
+                        episode=rec.episode_index,
+                        turn=k,
+                    )
+                )
     stats.samples = len(samples)
     return samples, stats
 
@@ -159,19 +176,29 @@ def _trajectory_sample(rec: EpisodeRecord, score: float, placement: str) -> Samp
             mask[j] = 1
             turn_ids[j] = k
         if lps is not None:
-            lps[start:start + n] = list(t.completion_logprobs)
+            lps[start : start + n] = list(t.completion_logprobs)
         if n:
             end = start + n - 1
             if placement == "turn_end":
                 rewards[end] += float(t.reward)
         elif placement == "turn_end" and end >= 0:
-            rewards[end] += float(t.reward)  # an empty completion's penalty goes on the previous turn end
+            rewards[end] += float(
+                t.reward
+            )  # an empty completion's penalty goes on the previous turn end
     if end < 0:
         return None
     if placement == "last_token":
         rewards[end] = score
-    return Sample(input_ids=ids, loss_mask=mask, turn_ids=turn_ids, rewards=rewards, rollout_logprobs=lps,
-                  score=score, group=rec.group, episode=rec.episode_index)
+    return Sample(
+        input_ids=ids,
+        loss_mask=mask,
+        turn_ids=turn_ids,
+        rewards=rewards,
+        rollout_logprobs=lps,
+        score=score,
+        group=rec.group,
+        episode=rec.episode_index,
+    )
 
 
 @dataclass
@@ -219,7 +246,12 @@ def collate(samples: Sequence[Sample], pad_id: int) -> TensorBatch:
         if lp is not None:
             lp[i, :n] = torch.tensor(s.rollout_logprobs, dtype=torch.float32)
     return TensorBatch(
-        input_ids=ids, attention_mask=att, loss_mask=mask[:, 1:].contiguous(), rewards=rew[:, 1:].contiguous(),
-        turn_ids=tid[:, 1:].contiguous(), rollout_logprobs=lp[:, 1:].contiguous() if lp is not None else None,
+        input_ids=ids,
+        attention_mask=att,
+        loss_mask=mask[:, 1:].contiguous(),
+        rewards=rew[:, 1:].contiguous(),
+        turn_ids=tid[:, 1:].contiguous(),
+        rollout_logprobs=lp[:, 1:].contiguous() if lp is not None else None,
         scores=torch.tensor([s.score for s in samples], dtype=torch.float64),
-        groups=torch.tensor([s.group for s in samples], dtype=torch.long))
+        groups=torch.tensor([s.group for s in samples], dtype=torch.long),
+    )

@@ -113,15 +113,21 @@ class Resumable:
             return None
         what = "; ".join(f"{e.path.name}: {e.file} {e.reason}" for e in self.damaged)
         lost = self.steps_lost
-        return (f"damaged checkpoint(s) skipped ({what}); resuming from the newest intact one, {self.path.name} "
-                f"(step {self.step}): {lost} step{'s' if lost != 1 else ''} lost")
+        return (
+            f"damaged checkpoint(s) skipped ({what}); resuming from the newest intact one, {self.path.name} "
+            f"(step {self.step}): {lost} step{'s' if lost != 1 else ''} lost"
+        )
 
 
 # ------------------------------------------------------------------------------- RNG state
 def rng_state() -> dict[str, Any]:
     """Python, NumPy, torch (and CUDA) global RNG states."""
-    return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state(),
-            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}
+    return {
+        "python": random.getstate(),
+        "numpy": np.random.get_state(),
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+    }
 
 
 def set_rng_state(state: dict[str, Any]) -> None:
@@ -151,16 +157,26 @@ def _fault_point() -> None:
         time.sleep(delay)
 
 
-def write_manifest(d: Path, *, kind: str = CHECKPOINT_FORMAT, step: int | None = None,
-                   config: dict[str, Any] | None = None) -> dict[str, Any]:
+def write_manifest(
+    d: Path,
+    *,
+    kind: str = CHECKPOINT_FORMAT,
+    step: int | None = None,
+    config: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Record every file under ``d`` (size and SHA-256) in ``d/manifest.json``; returns it."""
     files = {}
     for p in sorted(q for q in d.rglob("*") if q.is_file() and q.name != MANIFEST):
         rel = p.relative_to(d).as_posix()
         files[rel] = {"size": p.stat().st_size, "sha256": sha256_file(p)}
-    manifest = {"format": kind, "version": MANIFEST_VERSION, "step": step,
-                "config_hash": config_hash(config) if config is not None else None,
-                "saved_at": time.time(), "files": files}
+    manifest = {
+        "format": kind,
+        "version": MANIFEST_VERSION,
+        "step": step,
+        "config_hash": config_hash(config) if config is not None else None,
+        "saved_at": time.time(),
+        "files": files,
+    }
     atomic_write_json(d / MANIFEST, manifest)
     return manifest
 
@@ -175,17 +191,26 @@ def read_manifest(d: Path) -> dict[str, Any]:
     if not Path(d).is_dir():
         raise CheckpointError(d, "(directory)", "is missing")
     if not p.is_file():
-        raise CheckpointError(d, MANIFEST, "is missing (the save did not finish, or the directory was not "
-                                           "written by this version of ragen)")
+        raise CheckpointError(
+            d,
+            MANIFEST,
+            "is missing (the save did not finish, or the directory was not "
+            "written by this version of ragen)",
+        )
     try:
         m = json.loads(p.read_bytes().decode("utf-8"))
     except (ValueError, OSError) as exc:
         raise CheckpointError(d, MANIFEST, f"is unreadable ({type(exc).__name__})") from None
-    if not isinstance(m, dict) or not isinstance(m.get("files"), dict) or \
-            m.get("format") not in (CHECKPOINT_FORMAT, MODEL_FORMAT):
+    if (
+        not isinstance(m, dict)
+        or not isinstance(m.get("files"), dict)
+        or m.get("format") not in (CHECKPOINT_FORMAT, MODEL_FORMAT)
+    ):
         raise CheckpointError(d, MANIFEST, "is not a ragen manifest")
     if m.get("version") != MANIFEST_VERSION:
-        raise CheckpointError(d, MANIFEST, f"has version {m.get('version')!r}; this ragen reads {MANIFEST_VERSION}")
+        raise CheckpointError(
+            d, MANIFEST, f"has version {m.get('version')!r}; this ragen reads {MANIFEST_VERSION}"
+        )
     return m
 
 
@@ -219,13 +244,21 @@ def verify(d: str | Path, *, kind: str | None = CHECKPOINT_FORMAT) -> dict[str, 
         except (OSError, ValueError):
             raise CheckpointError(d, "state.json", "is unreadable") from None
         if state_step != m.get("step"):
-            raise CheckpointError(d, "state.json", f"says step {state_step}, the manifest {m.get('step')}")
+            raise CheckpointError(
+                d, "state.json", f"says step {state_step}, the manifest {m.get('step')}"
+            )
     return m
 
 
 # ------------------------------------------------------------------------------- writing
-def _write_model(model: Any, tokenizer: Any, path: Path, *, merge_lora: bool = False,
-                 config: dict[str, Any] | None = None) -> None:
+def _write_model(
+    model: Any,
+    tokenizer: Any,
+    path: Path,
+    *,
+    merge_lora: bool = False,
+    config: dict[str, Any] | None = None,
+) -> None:
     m = getattr(model, "module", model)
     if merge_lora and hasattr(m, "merge_and_unload"):
         import copy
@@ -238,8 +271,14 @@ def _write_model(model: Any, tokenizer: Any, path: Path, *, merge_lora: bool = F
         write_protocol(path, saved_protocol(config))
 
 
-def save_model(model: Any, tokenizer: Any, path: str | Path, *, merge_lora: bool = False,
-               config: dict[str, Any] | None = None) -> Path:
+def save_model(
+    model: Any,
+    tokenizer: Any,
+    path: str | Path,
+    *,
+    merge_lora: bool = False,
+    config: dict[str, Any] | None = None,
+) -> Path:
     """Save a (possibly LoRA-wrapped) policy as a loadable Hugging Face directory, atomically.
 
     The directory is built under a temporary name, given a manifest (``format:
@@ -253,9 +292,22 @@ def save_model(model: Any, tokenizer: Any, path: str | Path, *, merge_lora: bool
     return path
 
 
-def save(out_dir: str | Path, step: int, *, model: Any, tokenizer: Any, optimizer: Any, scheduler: Any,
-         state: dict[str, Any], rank: int = 0, critic: Any = None, critic_optimizer: Any = None,
-         merge_lora: bool = False, keep: int = 1, barrier: Callable[[], None] = lambda: None) -> Path:
+def save(
+    out_dir: str | Path,
+    step: int,
+    *,
+    model: Any,
+    tokenizer: Any,
+    optimizer: Any,
+    scheduler: Any,
+    state: dict[str, Any],
+    rank: int = 0,
+    critic: Any = None,
+    critic_optimizer: Any = None,
+    merge_lora: bool = False,
+    keep: int = 1,
+    barrier: Callable[[], None] = lambda: None,
+) -> Path:
     """Write checkpoint ``step`` (see the module docstring for the layout and the order).
 
     Every rank calls it (``barrier`` synchronises them): each writes its RNG state, rank 0
@@ -282,7 +334,13 @@ def save(out_dir: str | Path, step: int, *, model: Any, tokenizer: Any, optimize
         return final
     cfg = state.get("config")
     _fault_point()
-    _write_model(model, tokenizer, tmp / "model", merge_lora=merge_lora, config=cfg if isinstance(cfg, dict) else None)
+    _write_model(
+        model,
+        tokenizer,
+        tmp / "model",
+        merge_lora=merge_lora,
+        config=cfg if isinstance(cfg, dict) else None,
+    )
     if critic is not None:
         _fault_point()
         getattr(critic, "module", critic).save_pretrained(tmp / "critic", safe_serialization=True)
@@ -356,8 +414,10 @@ def find_resumable(out_dir: str | Path) -> Resumable:
         newest = max([step, *(_step_of(e.path) for e in damaged)])
         return Resumable(d, step, damaged, newest)
     if damaged:
-        raise NoIntactCheckpoint(f"no intact checkpoint to resume from in {root}: "
-                                 + "; ".join(f"{e.path.name}: {e.file} {e.reason}" for e in damaged))
+        raise NoIntactCheckpoint(
+            f"no intact checkpoint to resume from in {root}: "
+            + "; ".join(f"{e.path.name}: {e.file} {e.reason}" for e in damaged)
+        )
     raise NoIntactCheckpoint(f"no checkpoint to resume from in {root}")
 
 

@@ -34,8 +34,11 @@ from ragen_bench.interrupt import sigterm_as_interrupt
 
 from .backends.base import TRAINER_BACKENDS
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
-                  help="Train LLM agents with multi-turn RL (StarPO: PPO / GRPO and variants) on ragen environments.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Train LLM agents with multi-turn RL (StarPO: PPO / GRPO and variants) on ragen environments.",
+)
 console = make_console(stderr=True)  # warnings and errors
 out = make_console()  # listings, progress, results
 
@@ -63,12 +66,30 @@ def _show_version(value: bool) -> None:
 
 
 @app.callback()
-def _main(version: Annotated[bool, typer.Option("--version", callback=_show_version, is_eager=True,
-                                                help="Print the installed ragen version and exit.")] = False) -> None:
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_show_version,
+            is_eager=True,
+            help="Print the installed ragen version and exit.",
+        ),
+    ] = False,
+) -> None:
     """Train LLM agents with multi-turn RL (StarPO: PPO / GRPO and variants) on ragen environments."""
 
-ConfigOpt = Annotated[str, typer.Option("--config", "-c", help="A preset name (see `ragen-train presets`) or a JSON/YAML file.")]
-Overrides = Annotated[list[str] | None, typer.Argument(help="Overrides like optim.lr=1e-5 algorithm.adv_estimator=gae.")]
+
+ConfigOpt = Annotated[
+    str,
+    typer.Option(
+        "--config", "-c", help="A preset name (see `ragen-train presets`) or a JSON/YAML file."
+    ),
+]
+Overrides = Annotated[
+    list[str] | None,
+    typer.Argument(help="Overrides like optim.lr=1e-5 algorithm.adv_estimator=gae."),
+]
 
 
 def _load(config: str, overrides: list[str] | None):
@@ -82,15 +103,32 @@ def _load(config: str, overrides: list[str] | None):
 
 @app.command()
 def starpo(
-    config: Annotated[str | None, typer.Option("--config", "-c", help=(
-        "A preset name (see `ragen-train presets`) or a JSON/YAML file (default: quickstart; with --resume "
-        "DIR: the run's own config.json)."))] = None,
+    config: Annotated[
+        str | None,
+        typer.Option(
+            "--config",
+            "-c",
+            help=(
+                "A preset name (see `ragen-train presets`) or a JSON/YAML file (default: quickstart; with --resume "
+                "DIR: the run's own config.json)."
+            ),
+        ),
+    ] = None,
     overrides: Overrides = None,
-    resume: Annotated[str | None, typer.Option(help=(
-        "A run directory (its config.json is the config), a checkpoint directory (<out_dir>/checkpoints/step_N), "
-        "or 'latest': the newest intact checkpoint in trainer.out_dir (damaged newer ones are reported and "
-        "skipped; docs/training.md, 'Checkpoints')."))] = None,
-    backend: Annotated[str, typer.Option(help=f"Trainer back-end: {' | '.join(TRAINER_BACKENDS)} (docs/backends.md).")] = "native",
+    resume: Annotated[
+        str | None,
+        typer.Option(
+            help=(
+                "A run directory (its config.json is the config), a checkpoint directory (<out_dir>/checkpoints/step_N), "
+                "or 'latest': the newest intact checkpoint in trainer.out_dir (damaged newer ones are reported and "
+                "skipped; docs/training.md, 'Checkpoints')."
+            )
+        ),
+    ] = None,
+    backend: Annotated[
+        str,
+        typer.Option(help=f"Trainer back-end: {' | '.join(TRAINER_BACKENDS)} (docs/backends.md)."),
+    ] = "native",
 ) -> None:
     """Train with StarPO (rollout -> filter -> advantages -> PPO/GRPO update), with validation and checkpoints."""
     from .config import TrainConfigError
@@ -120,10 +158,15 @@ def starpo(
     if trainer.dist.is_main:
         from .plot import plot_metrics
 
-        png = plot_metrics(Path(cfg.trainer.out_dir) / "metrics.jsonl", Path(cfg.trainer.out_dir) / "training_curves.png",
-                           title=f"{cfg.name}: {cfg.env.id}")
-        _info(f"done: {cfg.trainer.out_dir} (model: {Path(cfg.trainer.out_dir) / 'final_model'}; curves: {png}); "
-              "last validation: " + _val_text(last))
+        png = plot_metrics(
+            Path(cfg.trainer.out_dir) / "metrics.jsonl",
+            Path(cfg.trainer.out_dir) / "training_curves.png",
+            title=f"{cfg.name}: {cfg.env.id}",
+        )
+        _info(
+            f"done: {cfg.trainer.out_dir} (model: {Path(cfg.trainer.out_dir) / 'final_model'}; curves: {png}); "
+            "last validation: " + _val_text(last)
+        )
 
 
 def _load_for_resume(config: str | None, overrides: list[str] | None, resume: str | None):
@@ -137,7 +180,9 @@ def _load_for_resume(config: str | None, overrides: list[str] | None, resume: st
         return _load(config or "quickstart", overrides), resume
     extra = list(overrides or [])
     if target.run_dir is not None:
-        extra.insert(0, f"trainer.out_dir={target.run_dir}")  # where the run is now (it may have moved)
+        extra.insert(
+            0, f"trainer.out_dir={target.run_dir}"
+        )  # where the run is now (it may have moved)
     try:
         if target.config_path is not None:
             cfg = _load(str(target.config_path), extra)
@@ -145,8 +190,10 @@ def _load_for_resume(config: str | None, overrides: list[str] | None, resume: st
             cfg = apply_overrides(from_dict(StarPOConfig, target.state_config), extra)
     except TrainConfigError as exc:
         raise _error(exc, "config error") from None
-    _info(f"config: {target.config_path or Path(target.resume) / 'state.json'} (the resumed run's own; "
-          "overrides on the command line apply on top)")
+    _info(
+        f"config: {target.config_path or Path(target.resume) / 'state.json'} (the resumed run's own; "
+        "overrides on the command line apply on top)"
+    )
     return cfg, target.resume
 
 
@@ -162,7 +209,10 @@ def _preflight_envs(cfg) -> None:
     from .multienv import train_envs, val_envs
 
     checked: set[tuple[str, str]] = set()
-    for split, slots in ((cfg.env.train_split, train_envs(cfg)), (cfg.env.val_split, val_envs(cfg))):
+    for split, slots in (
+        (cfg.env.train_split, train_envs(cfg)),
+        (cfg.env.val_split, val_envs(cfg)),
+    ):
         for slot in slots:
             key = (slot.id, json.dumps(slot.config, sort_keys=True, default=str))
             if key in checked:
@@ -184,8 +234,10 @@ def _external_backend(name: str, cfg, resume: str | None) -> None:
     except KeyError as exc:
         raise _error(exc.args[0]) from None
     if resume and not TRAINER_BACKENDS.meta(name, "resume", False):
-        raise _error(f"--resume is supported by the {' and '.join(TRAINER_BACKENDS.names(resume=True))} "
-                     f"back-ends, not {name!r}")
+        raise _error(
+            f"--resume is supported by the {' and '.join(TRAINER_BACKENDS.names(resume=True))} "
+            f"back-ends, not {name!r}"
+        )
     try:
         with _clean_warnings():
             result = chosen.train(cfg, resume=resume) if resume else chosen.train(cfg)
@@ -193,8 +245,10 @@ def _external_backend(name: str, cfg, resume: str | None) -> None:
         raise _error(exc) from None
     except (ImportError, TrainConfigError) as exc:
         raise _error(exc, f"{name} back-end") from None
-    _info(f"done ({name}): metrics {result.metrics_path}; model {result.checkpoint_dir}; last validation: "
-          + _val_text(result.last_val))
+    _info(
+        f"done ({name}): metrics {result.metrics_path}; model {result.checkpoint_dir}; last validation: "
+        + _val_text(result.last_val)
+    )
 
 
 def _interrupted(cfg, command: str, exc: BaseException | None = None) -> typer.Exit:
@@ -206,8 +260,17 @@ def _interrupted(cfg, command: str, exc: BaseException | None = None) -> typer.E
     from .resume import interrupted_message
 
     signum = signal_of(exc) if exc is not None else 2
-    console.print(escape(interrupted_message(cfg.trainer.out_dir, cfg.trainer.save_every, command=command,
-                                             reason=signal_label(signum))), soft_wrap=True)
+    console.print(
+        escape(
+            interrupted_message(
+                cfg.trainer.out_dir,
+                cfg.trainer.save_every,
+                command=command,
+                reason=signal_label(signum),
+            )
+        ),
+        soft_wrap=True,
+    )
     return typer.Exit(exit_status(signum))
 
 
@@ -247,8 +310,13 @@ def _replay(caught: list[warnings.WarningMessage]) -> None:
 
 
 @app.command()
-def sft(config: ConfigOpt = "quickstart", overrides: Overrides = None,
-        out: Annotated[Path | None, typer.Option(help="Where to save the model (default: <out_dir>/sft_model).")] = None) -> None:
+def sft(
+    config: ConfigOpt = "quickstart",
+    overrides: Overrides = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Where to save the model (default: <out_dir>/sft_model).")
+    ] = None,
+) -> None:
     """Supervised warm start on oracle (or mixed, or JSONL) demonstrations, with StarPO's masks."""
     from .checkpoint import save_model
     from .config import TrainConfigError
@@ -262,8 +330,12 @@ def sft(config: ConfigOpt = "quickstart", overrides: Overrides = None,
     log_dir = Path(cfg.trainer.out_dir) / "sft"
     for taken in (dest, log_dir / "metrics.jsonl"):
         if taken.exists() and not cfg.trainer.overwrite:
-            raise _error(FileExistsError(f"{taken} already exists (an earlier SFT run); choose another "
-                                         "trainer.out_dir, or set trainer.overwrite=true to replace it"))
+            raise _error(
+                FileExistsError(
+                    f"{taken} already exists (an earlier SFT run); choose another "
+                    "trainer.out_dir, or set trainer.overwrite=true to replace it"
+                )
+            )
     try:
         check_device(cfg.model.device)
         tok = load_tokenizer(cfg.model.path)
@@ -275,8 +347,14 @@ def sft(config: ConfigOpt = "quickstart", overrides: Overrides = None,
     if (log_dir / "metrics.jsonl").exists():
         (log_dir / "metrics.jsonl").unlink()  # only reached with trainer.overwrite=true
     log = MetricLogger(log_dir, ["jsonl", "console"])
-    hist = sft_train(model, tok, samples, cfg, device=cfg.model.device,
-                     log=lambda s, row: log.log(s, row, phase="sft") if s % 10 == 0 else None)
+    hist = sft_train(
+        model,
+        tok,
+        samples,
+        cfg,
+        device=cfg.model.device,
+        log=lambda s, row: log.log(s, row, phase="sft") if s % 10 == 0 else None,
+    )
     log.close()
     save_model(model, tok, dest, config=cfg.to_dict())  # atomic: complete or absent after a crash
     # `ragen-train eval <dest>` reads the protocol from the config next to the model folder.
@@ -290,23 +368,61 @@ def sft(config: ConfigOpt = "quickstart", overrides: Overrides = None,
 
 @app.command("eval")
 def evaluate(
-    checkpoint: Annotated[Path, typer.Argument(help="A model folder: <out_dir>/final_model, <out_dir>/sft_model or "
-                                                    "<out_dir>/checkpoints/step_N/model.")],
-    env: Annotated[str | None, typer.Option(help="Environment id (default: the trained env).")] = None,
+    checkpoint: Annotated[
+        Path,
+        typer.Argument(
+            help="A model folder: <out_dir>/final_model, <out_dir>/sft_model or "
+            "<out_dir>/checkpoints/step_N/model."
+        ),
+    ],
+    env: Annotated[
+        str | None, typer.Option(help="Environment id (default: the trained env).")
+    ] = None,
     episodes: Annotated[int, typer.Option(help="Episodes.")] = 64,
-    split: Annotated[str | None, typer.Option(help="train | validation | test (default: the training "
-                                                      "config's env.test_split, else test).")] = None,
-    temperature: Annotated[float | None, typer.Option(help="Sampling temperature (default: the training "
-                                                              "config's trainer.val_temperature, else 0.5).")] = None,
-    max_new_tokens: Annotated[int | None, typer.Option(help="Tokens per response (default: the training "
-                                                               "config's rollout.max_new_tokens, else 64).")] = None,
-    context_mode: Annotated[str | None, typer.Option(help="full | last_k | single_turn (default: the training "
-                                                             "config's, else the env's).")] = None,
-    think: Annotated[bool | None, typer.Option(
-        "--think/--no-think", help="Think mode (default: the training config's rollout.enable_think).")] = None,
-    device: Annotated[str | None, typer.Option(help="cpu | cuda | cuda:N (default: the training config's "
-                                                       "model.device when available here, else cpu).")] = None,
-    out_dir: Annotated[Path, typer.Option("--out", help="Parent folder of the run directory.")] = Path("runs"),
+    split: Annotated[
+        str | None,
+        typer.Option(
+            help="train | validation | test (default: the training "
+            "config's env.test_split, else test)."
+        ),
+    ] = None,
+    temperature: Annotated[
+        float | None,
+        typer.Option(
+            help="Sampling temperature (default: the training "
+            "config's trainer.val_temperature, else 0.5)."
+        ),
+    ] = None,
+    max_new_tokens: Annotated[
+        int | None,
+        typer.Option(
+            help="Tokens per response (default: the training "
+            "config's rollout.max_new_tokens, else 64)."
+        ),
+    ] = None,
+    context_mode: Annotated[
+        str | None,
+        typer.Option(
+            help="full | last_k | single_turn (default: the training config's, else the env's)."
+        ),
+    ] = None,
+    think: Annotated[
+        bool | None,
+        typer.Option(
+            "--think/--no-think",
+            help="Think mode (default: the training config's rollout.enable_think).",
+        ),
+    ] = None,
+    device: Annotated[
+        str | None,
+        typer.Option(
+            help="cpu | cuda | cuda:N (default: the training config's "
+            "model.device when available here, else cpu)."
+        ),
+    ] = None,
+    out_dir: Annotated[
+        Path, typer.Option("--out", help="Parent folder of the run directory.")
+    ] = Path("runs"),
 ) -> None:
     """Evaluate a model folder with the agent-loop protocol, env and env config it was trained with
     (from the run's config.json; options override single settings). Writes a normal ragen-bench run."""
@@ -318,16 +434,33 @@ def evaluate(
     from .evaluation import EvalSetupError, plan_eval
 
     try:
-        plan = plan_eval(checkpoint, env=env, split=split, episodes=episodes, temperature=temperature,
-                         max_new_tokens=max_new_tokens, context_mode=context_mode, think=think, device=device)
+        plan = plan_eval(
+            checkpoint,
+            env=env,
+            split=split,
+            episodes=episodes,
+            temperature=temperature,
+            max_new_tokens=max_new_tokens,
+            context_mode=context_mode,
+            think=think,
+            device=device,
+        )
     except EvalSetupError as exc:
         raise _error(exc) from None
     for note in plan.notes:
         _warn(note)
     _info(plan.describe())
-    req = RunRequest(env_id=plan.env_id, backend="hf", model=str(checkpoint), episodes=plan.episodes, split=plan.split,
-                     env_config=plan.env_config or None, rollout=plan.rollout,
-                     policy_options={"device": plan.device, "dtype": plan.dtype}, out=str(out_dir))
+    req = RunRequest(
+        env_id=plan.env_id,
+        backend="hf",
+        model=str(checkpoint),
+        episodes=plan.episodes,
+        split=plan.split,
+        env_config=plan.env_config or None,
+        rollout=plan.rollout,
+        policy_options={"device": plan.device, "dtype": plan.dtype},
+        out=str(out_dir),
+    )
     try:
         path = start_run(req)
     except EnvConfigError as exc:
@@ -357,9 +490,14 @@ def quickstart(overrides: Overrides = None, config: ConfigOpt = "quickstart") ->
     except KeyboardInterrupt as exc:
         raise _interrupted(cfg, "quickstart", exc) from None
     b, a = res.before.get("test/success", 0.0), res.after.get("test/success", 0.0)
-    out.print(f"\n[bold]held-out success ({escape(cfg.env.id)}, {cfg.env.test_split} split):[/bold] "
-              f"after SFT {b:.3f} -> after StarPO {a:.3f}", soft_wrap=True)
-    _info(f"curves: {res.plot}; summary: {res.out_dir / 'summary.json'}; wall time {res.wall_s:.0f} s")
+    out.print(
+        f"\n[bold]held-out success ({escape(cfg.env.id)}, {cfg.env.test_split} split):[/bold] "
+        f"after SFT {b:.3f} -> after StarPO {a:.3f}",
+        soft_wrap=True,
+    )
+    _info(
+        f"curves: {res.plot}; summary: {res.out_dir / 'summary.json'}; wall time {res.wall_s:.0f} s"
+    )
 
 
 @app.command()
@@ -372,11 +510,21 @@ def presets() -> None:
     rows = []
     for name in sorted(PRESETS):
         cfg = PRESETS[name]()
-        rows.append((name, f"env={cfg.env.id}", f"model={cfg.model.path}", f"estimator={cfg.algorithm.adv_estimator}"))
+        rows.append(
+            (
+                name,
+                f"env={cfg.env.id}",
+                f"model={cfg.model.path}",
+                f"estimator={cfg.algorithm.adv_estimator}",
+            )
+        )
     for line in aligned_rows(rows):
         _info(line)
     critic = set(ADVANTAGE_ESTIMATORS.names(needs_critic=True))
-    _info("\nalgorithm.adv_estimator: " + ", ".join(f"{n} (critic)" if n in critic else n for n in ADVANTAGE_ESTIMATORS))
+    _info(
+        "\nalgorithm.adv_estimator: "
+        + ", ".join(f"{n} (critic)" if n in critic else n for n in ADVANTAGE_ESTIMATORS)
+    )
     _info("algorithm.loss_agg_mode: " + ", ".join(AGG_MODES))
     _info("algorithm.kl_estimator:  " + ", ".join(KL_ESTIMATORS))
 
@@ -399,11 +547,26 @@ def show_config(config: ConfigOpt = "quickstart", overrides: Overrides = None) -
 
 @app.command("report")
 def report(
-    out_dir: Annotated[Path, typer.Argument(help="A training output directory (trainer.out_dir, with metrics.jsonl).")],
-    out_file: Annotated[Path | None, typer.Option("--out", help="The HTML file to write (default: OUT_DIR/report.html).")] = None,
-    eval_run: Annotated[list[Path] | None, typer.Option("--eval", help="An evaluation run directory to link (repeatable).")] = None,
-    runs: Annotated[list[Path] | None, typer.Option("--runs", help="Folder searched for evaluation runs of a model inside OUT_DIR "
-                                                       "(ROOT/* and ROOT/*/*); repeatable. Default: runs.")] = None,
+    out_dir: Annotated[
+        Path,
+        typer.Argument(help="A training output directory (trainer.out_dir, with metrics.jsonl)."),
+    ],
+    out_file: Annotated[
+        Path | None,
+        typer.Option("--out", help="The HTML file to write (default: OUT_DIR/report.html)."),
+    ] = None,
+    eval_run: Annotated[
+        list[Path] | None,
+        typer.Option("--eval", help="An evaluation run directory to link (repeatable)."),
+    ] = None,
+    runs: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--runs",
+            help="Folder searched for evaluation runs of a model inside OUT_DIR "
+            "(ROOT/* and ROOT/*/*); repeatable. Default: runs.",
+        ),
+    ] = None,
 ) -> None:
     """Write an HTML report of a training run: config, before/after evaluation, interactive training curves, links to evaluation reports.
 
@@ -412,7 +575,9 @@ def report(
     from .report import write_train_report
 
     try:
-        files = write_train_report(out_dir, out_file, eval_runs=eval_run or [], runs_roots=runs or [Path("runs")])
+        files = write_train_report(
+            out_dir, out_file, eval_runs=eval_run or [], runs_roots=runs or [Path("runs")]
+        )
     except (OSError, ValueError, ImportError) as exc:
         raise _error(exc) from None
     _info(f"wrote {files[0]} ({len(files) - 1} evaluation report{'s' if len(files) != 2 else ''})")

@@ -107,8 +107,18 @@ class VLLMSection:
 #: :class:`~ragen_bench.rollout.RolloutConfig`: same names, same defaults (read from it),
 #: except that the per-env budgets (``max_turns``, ``max_actions_per_turn``) default to
 #: ``None`` = the env's ``agent_defaults``.  :func:`agent_protocol` passes exactly these.
-PROTOCOL_FIELDS = ("max_turns", "max_actions_per_turn", "enable_think", "system_prompt", "context_mode",
-                   "context_window", "max_context_tokens", "format_penalty", "max_invalid_answers", "format_reminder")
+PROTOCOL_FIELDS = (
+    "max_turns",
+    "max_actions_per_turn",
+    "enable_think",
+    "system_prompt",
+    "context_mode",
+    "context_window",
+    "max_context_tokens",
+    "format_penalty",
+    "max_invalid_answers",
+    "format_reminder",
+)
 #: The sampling fields of ``rollout`` (those of :class:`~ragen_bench.types.SamplingParams`).
 SAMPLING_FIELDS = ("temperature", "top_p", "max_new_tokens")
 
@@ -142,7 +152,9 @@ class RolloutSection:
     max_new_tokens: int = 64  # training responses are shorter than the bench's default 256
     reward_placement: str = "last_token"  # "last_token" | "turn_end"
     batch_size: int = 64
-    format_reminder: bool = RolloutConfig.format_reminder  # restate the answer format at the end of every user message
+    format_reminder: bool = (
+        RolloutConfig.format_reminder
+    )  # restate the answer format at the end of every user message
     engine: str = "auto"  # "auto" | "hf" | "vllm"
     vllm: VLLMSection = field(default_factory=VLLMSection)
 
@@ -192,7 +204,9 @@ class OptimSection:
     adam_eps: float = 1e-8
     grad_clip: float = 1.0
     warmup_steps: int = 0
-    lr_schedule: str = "constant"  # after warm-up: "constant" | "linear" | "cosine" decay (ragen_train.schedules)
+    lr_schedule: str = (
+        "constant"  # after warm-up: "constant" | "linear" | "cosine" decay (ragen_train.schedules)
+    )
     min_lr_ratio: float = 0.0  # the decayed schedules end at min_lr_ratio * lr
     ppo_epochs: int = 1
     mini_batches: int = 1
@@ -236,8 +250,12 @@ class TrainerSection:
     collapse_warn: bool = True
     distributed: str = "ddp"  # "ddp" | "fsdp2" (used under torchrun)
     max_nonfinite_skips: int = 10
-    degenerate_warn_rate: float = 0.5  # warn once when train/degenerate_rate exceeds it (share of responses)
-    degenerate_stop_steps: int = 10  # stop (checkpoints kept) after this many such steps in a row; 0 = never
+    degenerate_warn_rate: float = (
+        0.5  # warn once when train/degenerate_rate exceeds it (share of responses)
+    )
+    degenerate_stop_steps: int = (
+        10  # stop (checkpoints kept) after this many such steps in a row; 0 = never
+    )
     overwrite: bool = False  # start a new run in an out_dir that holds one (its metrics and checkpoints are removed)
 
 
@@ -290,37 +308,71 @@ _CHOICES: dict[str, Collection[Any]] = {
 #: ``schemas/train_config.schema.json``; a non-finite float is refused for every field
 #: when the config is read (:func:`_coerce`).
 _RANGES: dict[str, Range] = {
-    "model.lora.rank": Range(ge=0), "model.lora.alpha": Range(gt=0), "model.lora.dropout": Range(ge=0, lt=1),
-    "rollout.env_groups": Range(ge=1), "rollout.group_size": Range(ge=1), "rollout.max_turns": Range(ge=1),
-    "rollout.max_actions_per_turn": Range(ge=1), "rollout.context_window": Range(ge=0),
-    "rollout.max_context_tokens": Range(ge=1), "rollout.max_invalid_answers": Range(ge=1),
+    "model.lora.rank": Range(ge=0),
+    "model.lora.alpha": Range(gt=0),
+    "model.lora.dropout": Range(ge=0, lt=1),
+    "rollout.env_groups": Range(ge=1),
+    "rollout.group_size": Range(ge=1),
+    "rollout.max_turns": Range(ge=1),
+    "rollout.max_actions_per_turn": Range(ge=1),
+    "rollout.context_window": Range(ge=0),
+    "rollout.max_context_tokens": Range(ge=1),
+    "rollout.max_invalid_answers": Range(ge=1),
     "rollout.temperature": Range(gt=0),  # training rollouts must sample
-    "rollout.top_p": Range(gt=0, le=1), "rollout.max_new_tokens": Range(ge=1), "rollout.batch_size": Range(ge=1),
-    "algorithm.gamma": Range(ge=0, le=1), "algorithm.lam": Range(ge=0, le=1), "algorithm.turn_gamma": Range(ge=0, le=1),
-    "algorithm.grpo_eps": Range(gt=0), "algorithm.norm_len": Range(ge=1),
+    "rollout.top_p": Range(gt=0, le=1),
+    "rollout.max_new_tokens": Range(ge=1),
+    "rollout.batch_size": Range(ge=1),
+    "algorithm.gamma": Range(ge=0, le=1),
+    "algorithm.lam": Range(ge=0, le=1),
+    "algorithm.turn_gamma": Range(ge=0, le=1),
+    "algorithm.grpo_eps": Range(gt=0),
+    "algorithm.norm_len": Range(ge=1),
     # PPO ratio clip [1 - clip_low, 1 + clip_high] (Schulman et al. 2017, eq. 7; DAPO's clip-higher).
-    "algorithm.clip_low": Range(ge=0, le=1), "algorithm.clip_high": Range(ge=0),
+    "algorithm.clip_low": Range(ge=0, le=1),
+    "algorithm.clip_high": Range(ge=0),
     "algorithm.dual_clip": Range(gt=1),  # dual-clip PPO's c > 1 (Ye et al. 2020, arXiv 1912.09729)
-    "algorithm.entropy_coef": Range(ge=0), "algorithm.kl_coef": Range(ge=0), "algorithm.value_clip": Range(gt=0),
+    "algorithm.entropy_coef": Range(ge=0),
+    "algorithm.kl_coef": Range(ge=0),
+    "algorithm.value_clip": Range(gt=0),
     "algorithm.vf_coef": Range(ge=0),
-    "algorithm.filter.value": Range(ge=0), "algorithm.filter.eps": Range(ge=0),
+    "algorithm.filter.value": Range(ge=0),
+    "algorithm.filter.eps": Range(ge=0),
     "algorithm.filter.empty_stop_steps": Range(ge=1),
-    "optim.lr": Range(gt=0), "optim.critic_lr": Range(gt=0), "optim.weight_decay": Range(ge=0),
-    "optim.beta1": Range(ge=0, lt=1), "optim.beta2": Range(ge=0, lt=1),  # AdamW (Loshchilov & Hutter 2019)
-    "optim.adam_eps": Range(gt=0), "optim.grad_clip": Range(ge=0),  # 0: no clipping
-    "optim.warmup_steps": Range(ge=0), "optim.min_lr_ratio": Range(ge=0, le=1), "optim.ppo_epochs": Range(ge=1), "optim.mini_batches": Range(ge=1),
+    "optim.lr": Range(gt=0),
+    "optim.critic_lr": Range(gt=0),
+    "optim.weight_decay": Range(ge=0),
+    "optim.beta1": Range(ge=0, lt=1),
+    "optim.beta2": Range(ge=0, lt=1),  # AdamW (Loshchilov & Hutter 2019)
+    "optim.adam_eps": Range(gt=0),
+    "optim.grad_clip": Range(ge=0),  # 0: no clipping
+    "optim.warmup_steps": Range(ge=0),
+    "optim.min_lr_ratio": Range(ge=0, le=1),
+    "optim.ppo_epochs": Range(ge=1),
+    "optim.mini_batches": Range(ge=1),
     "optim.micro_batch_size": Range(ge=1),
-    "sft.oracle_fraction": Range(ge=0, le=1), "sft.episodes": Range(ge=1), "sft.epochs": Range(ge=1),
-    "sft.steps": Range(ge=1), "sft.lr": Range(gt=0), "sft.batch_size": Range(ge=1), "sft.micro_batch_size": Range(ge=1),
+    "sft.oracle_fraction": Range(ge=0, le=1),
+    "sft.episodes": Range(ge=1),
+    "sft.epochs": Range(ge=1),
+    "sft.steps": Range(ge=1),
+    "sft.lr": Range(gt=0),
+    "sft.batch_size": Range(ge=1),
+    "sft.micro_batch_size": Range(ge=1),
     "sft.seed_offset": Range(ge=0),
-    "trainer.total_steps": Range(ge=1), "trainer.val_every": Range(ge=0),  # 0: never
-    "trainer.val_episodes": Range(ge=1), "trainer.val_temperature": Range(ge=0), "trainer.save_every": Range(ge=0),
-    "trainer.keep_checkpoints": Range(ge=0), "trainer.seed": Range(ge=0), "trainer.collapse_every": Range(ge=0),
-    "trainer.collapse_samples": Range(ge=1), "trainer.max_nonfinite_skips": Range(ge=0),
+    "trainer.total_steps": Range(ge=1),
+    "trainer.val_every": Range(ge=0),  # 0: never
+    "trainer.val_episodes": Range(ge=1),
+    "trainer.val_temperature": Range(ge=0),
+    "trainer.save_every": Range(ge=0),
+    "trainer.keep_checkpoints": Range(ge=0),
+    "trainer.seed": Range(ge=0),
+    "trainer.collapse_every": Range(ge=0),
+    "trainer.collapse_samples": Range(ge=1),
+    "trainer.max_nonfinite_skips": Range(ge=0),
     "trainer.degenerate_warn_rate": Range(ge=0, le=1),
     "trainer.degenerate_stop_steps": Range(ge=0),  # 0: never stop
     "algorithm.tis_cap": Range(ge=1),  # the largest importance weight kept (truncated IS)
-    "rollout.vllm.tensor_parallel_size": Range(ge=1), "rollout.vllm.gpu_memory_utilization": Range(gt=0, le=1),
+    "rollout.vllm.tensor_parallel_size": Range(ge=1),
+    "rollout.vllm.gpu_memory_utilization": Range(gt=0, le=1),
     "rollout.vllm.kv_cache_gb": Range(gt=0),
 }
 
@@ -348,14 +400,23 @@ def validate(cfg: StarPOConfig, *, user_env_fields: set[str] | None = None) -> S
             raise TrainConfigError(key, problem)
     for sampler in flat["trainer.collapse_samplers"]:
         if sampler not in ("first_turn", "trajectory"):
-            raise TrainConfigError("trainer.collapse_samplers", f"unknown sampler {sampler!r} (first_turn, trajectory)")
+            raise TrainConfigError(
+                "trainer.collapse_samplers", f"unknown sampler {sampler!r} (first_turn, trajectory)"
+            )
     from .logger import KNOWN_LOGGERS
 
     for name in flat["trainer.loggers"]:
         if name not in KNOWN_LOGGERS:
-            raise TrainConfigError("trainer.loggers", f"unknown logger {name!r} (known: {', '.join(KNOWN_LOGGERS)})")
-    if ADVANTAGE_ESTIMATORS.meta(flat["algorithm.adv_estimator"], "level") == "outcome" and flat["rollout.group_size"] < 2:
-        raise TrainConfigError("rollout.group_size", f"{flat['algorithm.adv_estimator']} needs groups of at least 2")
+            raise TrainConfigError(
+                "trainer.loggers", f"unknown logger {name!r} (known: {', '.join(KNOWN_LOGGERS)})"
+            )
+    if (
+        ADVANTAGE_ESTIMATORS.meta(flat["algorithm.adv_estimator"], "level") == "outcome"
+        and flat["rollout.group_size"] < 2
+    ):
+        raise TrainConfigError(
+            "rollout.group_size", f"{flat['algorithm.adv_estimator']} needs groups of at least 2"
+        )
     _validate_env(cfg, user_env_fields or set())
     return cfg
 
@@ -373,12 +434,22 @@ def _validate_env(cfg: StarPOConfig, user_env_fields: set[str]) -> None:
 
     _validate_one_env("env.id", "env.config", cfg.env.id, cfg.env.config, user_env_fields)
     for config_field, env_id, env_config in check_env_lists(cfg):
-        _validate_one_env(config_field.removesuffix(".config") + ".id", config_field, env_id, env_config,
-                          set(env_config))
+        _validate_one_env(
+            config_field.removesuffix(".config") + ".id",
+            config_field,
+            env_id,
+            env_config,
+            set(env_config),
+        )
 
 
-def _validate_one_env(id_field: str, config_field: str, env_id: str, env_config: dict[str, Any],
-                      user_env_fields: set[str]) -> None:
+def _validate_one_env(
+    id_field: str,
+    config_field: str,
+    env_id: str,
+    env_config: dict[str, Any],
+    user_env_fields: set[str],
+) -> None:
     """:func:`_validate_env` for one env (``id_field`` / ``config_field`` name it in errors)."""
     import ragen_envs
     from ragen_envs.config import ConfigError as EnvConfigError
@@ -393,8 +464,11 @@ def _validate_one_env(id_field: str, config_field: str, env_id: str, env_config:
     except EnvConfigError as exc:
         field = f"{config_field}.{exc.field}" if exc.field else config_field
         unknown = exc.reason.startswith("unknown field")
-        hint = (f" — override {config_field}={{}} to drop the preset's env settings"
-                if unknown and exc.field not in user_env_fields else "")
+        hint = (
+            f" — override {config_field}={{}} to drop the preset's env settings"
+            if unknown and exc.field not in user_env_fields
+            else ""
+        )
         raise TrainConfigError(field, f"{exc.reason} (env {env_id}){hint}") from None
 
 
@@ -428,7 +502,9 @@ def _coerce(value: Any, tp: Any, path: str) -> Any:
                 errors.append(str(exc))
         raise TrainConfigError(path, f"cannot read {value!r} as {tp}")
     if dataclasses.is_dataclass(tp):
-        if isinstance(value, str) and hasattr(tp, "from_text"):  # a short form, e.g. env.train=<id>:<weight>,...
+        if isinstance(value, str) and hasattr(
+            tp, "from_text"
+        ):  # a short form, e.g. env.train=<id>:<weight>,...
             try:
                 return tp.from_text(value)
             except ValueError as exc:
@@ -451,7 +527,11 @@ def _coerce(value: Any, tp: Any, path: str) -> Any:
             return int(value)
         if isinstance(value, str):
             try:
-                return int(float(value)) if float(value).is_integer() else _fail(path, value, "an integer")
+                return (
+                    int(float(value))
+                    if float(value).is_integer()
+                    else _fail(path, value, "an integer")
+                )
             except ValueError:
                 pass
         raise TrainConfigError(path, f"expected an integer, got {value!r}")
@@ -474,14 +554,20 @@ def _coerce(value: Any, tp: Any, path: str) -> Any:
             return str(value)
         raise TrainConfigError(path, f"expected a string, got {value!r}")
     if origin is list:
-        if isinstance(value, str):  # a,b  or Hydra's [a,b] / [a, 'b'] (what RAGEN's and verl's configs write)
+        if isinstance(
+            value, str
+        ):  # a,b  or Hydra's [a,b] / [a, 'b'] (what RAGEN's and verl's configs write)
             text = value.strip()
             if text.startswith("[") and text.endswith("]"):
                 text = text[1:-1]
             value = [v.strip().strip("'\"") for v in text.split(",") if v.strip()]
         if not isinstance(value, list):
             raise TrainConfigError(path, f"expected a list, got {value!r}")
-        return [_coerce(v, args[0], f"{path}[{i}]") for i, v in enumerate(value)] if args else list(value)
+        return (
+            [_coerce(v, args[0], f"{path}[{i}]") for i, v in enumerate(value)]
+            if args
+            else list(value)
+        )
     if origin is dict:
         if not isinstance(value, dict):
             raise TrainConfigError(path, f"expected a mapping, got {value!r}")
@@ -511,7 +597,9 @@ def did_you_mean(name: str, candidates: Any, *, prefix: str = "", cutoff: float 
     section's fields, a misspelt section as a whole dotted path)."""
     import difflib
 
-    same_depth = sorted(c for c in candidates if c.count(".") == name.count("."))  # optim.lrr: not "optim"
+    same_depth = sorted(
+        c for c in candidates if c.count(".") == name.count(".")
+    )  # optim.lrr: not "optim"
     close = difflib.get_close_matches(name, same_depth, n=3, cutoff=cutoff)
     return f"; did you mean {', '.join(prefix + c for c in close)}?" if close else ""
 
@@ -526,8 +614,11 @@ def field_elsewhere(leaf: str, paths: Any, *, cutoff: float = 0.8) -> str:
     for p in sorted(paths):
         if "." in p:
             by_leaf.setdefault(p.rsplit(".", 1)[1], []).append(p)
-    found = by_leaf.get(leaf) or [p for c in difflib.get_close_matches(leaf, list(by_leaf), n=3, cutoff=cutoff)
-                                  for p in by_leaf[c]]
+    found = by_leaf.get(leaf) or [
+        p
+        for c in difflib.get_close_matches(leaf, list(by_leaf), n=3, cutoff=cutoff)
+        for p in by_leaf[c]
+    ]
     return f"; did you mean {', '.join(found[:3])}?" if found else ""
 
 
@@ -546,8 +637,10 @@ def from_dict(cls: type, data: dict[str, Any], path: str = "") -> Any:
         return cls(**kwargs)
     except ValueError as exc:  # a section that checks itself (FilterConfig): name the field
         sub = getattr(exc, "field", None)
-        raise TrainConfigError(f"{path}.{sub}" if sub and path else path or cls.__name__,
-                               getattr(exc, "reason", str(exc))) from None
+        raise TrainConfigError(
+            f"{path}.{sub}" if sub and path else path or cls.__name__,
+            getattr(exc, "reason", str(exc)),
+        ) from None
 
 
 def apply_overrides(cfg: StarPOConfig, overrides: list[str]) -> StarPOConfig:
@@ -559,7 +652,9 @@ def apply_overrides(cfg: StarPOConfig, overrides: list[str]) -> StarPOConfig:
     return _apply_overrides(cfg, overrides, set())
 
 
-def _apply_overrides(cfg: StarPOConfig, overrides: list[str], user_env_fields: set[str]) -> StarPOConfig:
+def _apply_overrides(
+    cfg: StarPOConfig, overrides: list[str], user_env_fields: set[str]
+) -> StarPOConfig:
     """:func:`apply_overrides`, recording in ``user_env_fields`` the ``env.config`` keys
     the overrides set (for :func:`_validate_env`'s hint)."""
     user_env_fields = set(user_env_fields)
@@ -576,14 +671,22 @@ def _apply_overrides(cfg: StarPOConfig, overrides: list[str], user_env_fields: s
         parts = key.strip().split(".")
         for i, part in enumerate(parts[:-1]):
             if not isinstance(node, dict) or part not in node:
-                raise TrainConfigError(".".join(parts[: i + 1]),
-                                       "unknown section" + did_you_mean(key, field_paths(data), cutoff=0.8))
+                raise TrainConfigError(
+                    ".".join(parts[: i + 1]),
+                    "unknown section" + did_you_mean(key, field_paths(data), cutoff=0.8),
+                )
             node = node[part]
         leaf = parts[-1]
         if not isinstance(node, dict) or (leaf not in node and parts[-2:-1] != ["config"]):
             parent = ".".join(parts[:-1])
-            hint = did_you_mean(leaf, node, prefix=f"{parent}." if parent else "") if isinstance(node, dict) else ""
-            raise TrainConfigError(key, "unknown field" + (hint or field_elsewhere(leaf, field_paths(data))))
+            hint = (
+                did_you_mean(leaf, node, prefix=f"{parent}." if parent else "")
+                if isinstance(node, dict)
+                else ""
+            )
+            raise TrainConfigError(
+                key, "unknown field" + (hint or field_elsewhere(leaf, field_paths(data)))
+            )
         node[leaf] = value
         if parts[:2] == ["env", "config"] and len(parts) >= 3:
             user_env_fields.add(parts[2])
@@ -608,14 +711,21 @@ def load_config(name_or_path: str, overrides: list[str] | None = None) -> StarPO
         return _apply_overrides(PRESETS[name_or_path](), overrides or [], set())
     p = Path(name_or_path)
     if not p.is_file():
-        raise TrainConfigError("--config", f"{name_or_path!r} is neither a preset ({', '.join(sorted(PRESETS))}) nor a file")
+        raise TrainConfigError(
+            "--config",
+            f"{name_or_path!r} is neither a preset ({', '.join(sorted(PRESETS))}) nor a file",
+        )
     data = read_config_file(p)
     try:
         cfg = from_dict(StarPOConfig, data)
     except TrainConfigError as exc:
         raise TrainConfigError(exc.field, f"{exc.reason} (in {p})") from None
     env = data.get("env")
-    file_env_fields = set(env["config"]) if isinstance(env, dict) and isinstance(env.get("config"), dict) else set()
+    file_env_fields = (
+        set(env["config"])
+        if isinstance(env, dict) and isinstance(env.get("config"), dict)
+        else set()
+    )
     return _apply_overrides(cfg, overrides or [], file_env_fields)
 
 
@@ -636,25 +746,33 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
         try:
             import yaml
         except ImportError as exc:
-            raise TrainConfigError("--config", "reading YAML needs PyYAML (pip install pyyaml)") from exc
+            raise TrainConfigError(
+                "--config", "reading YAML needs PyYAML (pip install pyyaml)"
+            ) from exc
         try:
             data = yaml.safe_load(text)
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
-            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+            where = (
+                f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+            )
             problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
             raise TrainConfigError("--config", f"{p}: invalid YAML{where}: {problem}") from None
     else:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise TrainConfigError("--config", f"{p}: invalid JSON at line {exc.lineno}, column {exc.colno}: "
-                                          f"{exc.msg}") from None
+            raise TrainConfigError(
+                "--config", f"{p}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+            ) from None
     if data is None:
         raise TrainConfigError("--config", f"{p} is empty (expected a mapping of config sections)")
     if not isinstance(data, dict):
-        raise TrainConfigError("--config", f"{p} holds a {type(data).__name__}, expected a mapping of config sections "
-                                      "(name, model, env, rollout, ...)")
+        raise TrainConfigError(
+            "--config",
+            f"{p} holds a {type(data).__name__}, expected a mapping of config sections "
+            "(name, model, env, rollout, ...)",
+        )
     return data
 
 
@@ -688,10 +806,16 @@ def config_json_schema() -> dict[str, Any]:
             return {"type": "null"}
         if dataclasses.is_dataclass(tp):
             hints = typing.get_type_hints(tp)
-            props = {f.name: schema_of(hints[f.name], f"{path}.{f.name}" if path else f.name)
-                     for f in dataclasses.fields(tp)}
-            return {"type": "object", "additionalProperties": False, "properties": props,
-                    "required": sorted(props)}
+            props = {
+                f.name: schema_of(hints[f.name], f"{path}.{f.name}" if path else f.name)
+                for f in dataclasses.fields(tp)
+            }
+            return {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": props,
+                "required": sorted(props),
+            }
         if path in _CHOICES:
             return {"enum": list(_CHOICES[path])}
         if tp is bool:
@@ -709,6 +833,11 @@ def config_json_schema() -> dict[str, Any]:
         return {}
 
     schema = schema_of(StarPOConfig, "")
-    schema.update({"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "train_config.schema.json",
-                   "title": "ragen-train StarPO config (config.json of a training run)"})
+    schema.update(
+        {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": "train_config.schema.json",
+            "title": "ragen-train StarPO config (config.json of a training run)",
+        }
+    )
     return schema

@@ -66,13 +66,19 @@ def is_model_dir(path: Path) -> bool:
     if (path / "adapter_config.json").is_file():
         return True
     data = _read_json(path / "config.json")
-    return isinstance(data, dict) and not is_training_config(data) and ("model_type" in data or "architectures" in data)
+    return (
+        isinstance(data, dict)
+        and not is_training_config(data)
+        and ("model_type" in data or "architectures" in data)
+    )
 
 
 def model_folders(run_dir: Path) -> list[Path]:
     """The model folders inside a training run folder: ``final_model``, ``sft_model``,
     ``checkpoints/step_N/model`` (newest step first)."""
-    found = [run_dir / name for name in ("final_model", "sft_model") if is_model_dir(run_dir / name)]
+    found = [
+        run_dir / name for name in ("final_model", "sft_model") if is_model_dir(run_dir / name)
+    ]
     steps = sorted((run_dir / "checkpoints").glob("step_*/model"), reverse=True)
     return found + [p for p in steps if is_model_dir(p)]
 
@@ -122,13 +128,23 @@ def saved_protocol(config: dict[str, Any]):
     cfg = from_dict(StarPOConfig, config)
     rollout = agent_protocol(cfg, cfg.trainer.val_temperature)
     if not cfg.env.train:
-        return AgentProtocol(env_id=cfg.env.id, env_config=dict(cfg.env.config), split=cfg.env.test_split,
-                             rollout=rollout, run_name=cfg.name)
+        return AgentProtocol(
+            env_id=cfg.env.id,
+            env_config=dict(cfg.env.config),
+            split=cfg.env.test_split,
+            rollout=rollout,
+            run_name=cfg.name,
+        )
     # A multi-env run (env.train): the trained envs, not env.id, which it did not train on.
     slots = train_envs(cfg)
-    return AgentProtocol(env_id=slots[0].id, env_config=dict(slots[0].config), split=cfg.env.test_split,
-                         rollout=rollout, run_name=cfg.name,
-                         train_envs=tuple({"id": s.id, "tag": s.tag, "config": dict(s.config)} for s in slots))
+    return AgentProtocol(
+        env_id=slots[0].id,
+        env_config=dict(slots[0].config),
+        split=cfg.env.test_split,
+        rollout=rollout,
+        run_name=cfg.name,
+        train_envs=tuple({"id": s.id, "tag": s.tag, "config": dict(s.config)} for s in slots),
+    )
 
 
 @dataclass
@@ -162,15 +178,23 @@ class EvalPlan:
     def describe(self) -> str:
         """One line: where the protocol comes from and its settings."""
         r = self.resolved
-        origin = (f"the training config {self.source}" + (f" (run {self.run_name!r})" if self.run_name else "")
-                  if self.source else "the env's defaults (no training config found)")
-        context = r.context_mode + (f" (window {r.context_window})" if r.context_mode == "last_k" else "")
+        origin = (
+            f"the training config {self.source}"
+            + (f" (run {self.run_name!r})" if self.run_name else "")
+            if self.source
+            else "the env's defaults (no training config found)"
+        )
+        context = r.context_mode + (
+            f" (window {r.context_window})" if r.context_mode == "last_k" else ""
+        )
         env_cfg = f" {json.dumps(self.env_config, sort_keys=True)}" if self.env_config else ""
-        text = (f"protocol from {origin}: env {self.env_id}{env_cfg}, split {self.split}, {self.episodes} episodes; "
-                f"think {'on' if r.enable_think else 'off'}, system prompt {r.system_prompt}, context {context}, "
-                f"{r.max_turns} turn(s) x {r.max_actions_per_turn} action(s), "
-                f"max_new_tokens {r.sampling.max_new_tokens}, temperature {r.sampling.temperature}, "
-                f"format penalty {r.format_penalty}; device {self.device}")
+        text = (
+            f"protocol from {origin}: env {self.env_id}{env_cfg}, split {self.split}, {self.episodes} episodes; "
+            f"think {'on' if r.enable_think else 'off'}, system prompt {r.system_prompt}, context {context}, "
+            f"{r.max_turns} turn(s) x {r.max_actions_per_turn} action(s), "
+            f"max_new_tokens {r.sampling.max_new_tokens}, temperature {r.sampling.temperature}, "
+            f"format penalty {r.format_penalty}; device {self.device}"
+        )
         if self.overridden:
             text += f"; from the command line: {', '.join(self.overridden)}"
         return text
@@ -186,10 +210,18 @@ def _usable_device(device: str) -> bool:
     return True
 
 
-def plan_eval(model_dir: Path, *, env: str | None = None, split: str | None = None, episodes: int = 64,
-              temperature: float | None = None, max_new_tokens: int | None = None,
-              context_mode: str | None = None, think: bool | None = None,
-              device: str | None = None) -> EvalPlan:
+def plan_eval(
+    model_dir: Path,
+    *,
+    env: str | None = None,
+    split: str | None = None,
+    episodes: int = 64,
+    temperature: float | None = None,
+    max_new_tokens: int | None = None,
+    context_mode: str | None = None,
+    think: bool | None = None,
+    device: str | None = None,
+) -> EvalPlan:
     """The evaluation of ``model_dir``: the training protocol overlaid with the options.
 
     Args:
@@ -218,16 +250,24 @@ def plan_eval(model_dir: Path, *, env: str | None = None, split: str | None = No
     if not is_model_dir(model_dir):
         inside = model_folders(model_dir) if model_dir.is_dir() else []
         if inside:
-            raise EvalSetupError("CHECKPOINT", f"{model_dir} is a training run folder, not a model folder; "
-                                               f"evaluate one of: {', '.join(str(p) for p in inside)}")
-        raise EvalSetupError("CHECKPOINT", f"{model_dir} is not a model folder (no Hugging Face config.json or "
-                                           "adapter_config.json); pass e.g. <out_dir>/final_model")
+            raise EvalSetupError(
+                "CHECKPOINT",
+                f"{model_dir} is a training run folder, not a model folder; "
+                f"evaluate one of: {', '.join(str(p) for p in inside)}",
+            )
+        raise EvalSetupError(
+            "CHECKPOINT",
+            f"{model_dir} is not a model folder (no Hugging Face config.json or "
+            "adapter_config.json); pass e.g. <out_dir>/final_model",
+        )
     if episodes < 1:
         raise EvalSetupError("--episodes", f"must be >= 1, got {episodes}")
     if split is not None and split not in SPLITS:
         raise EvalSetupError("--split", f"must be one of {', '.join(SPLITS)}, got {split!r}")
     if context_mode is not None and context_mode not in CONTEXT_MODES:
-        raise EvalSetupError("--context-mode", f"must be one of {', '.join(CONTEXT_MODES)}, got {context_mode!r}")
+        raise EvalSetupError(
+            "--context-mode", f"must be one of {', '.join(CONTEXT_MODES)}, got {context_mode!r}"
+        )
     if temperature is not None and temperature < 0:
         raise EvalSetupError("--temperature", f"must be >= 0 (0 = greedy), got {temperature}")
     if max_new_tokens is not None and max_new_tokens < 1:
@@ -250,26 +290,49 @@ def plan_eval(model_dir: Path, *, env: str | None = None, split: str | None = No
             notes.append(f"ignoring {found[0]}: not readable as a training config ({exc})")
             found = None
 
-    overridden = [name for name, value in (("--env", env), ("--split", split), ("--temperature", temperature),
-                                           ("--max-new-tokens", max_new_tokens), ("--context-mode", context_mode),
-                                           ("--think/--no-think", think), ("--device", device)) if value is not None]
+    overridden = [
+        name
+        for name, value in (
+            ("--env", env),
+            ("--split", split),
+            ("--temperature", temperature),
+            ("--max-new-tokens", max_new_tokens),
+            ("--context-mode", context_mode),
+            ("--think/--no-think", think),
+            ("--device", device),
+        )
+        if value is not None
+    ]
     if cfg is not None:
         # A multi-env run (env.train) trained on its listed envs, not env.id: an evaluation
         # plays one, so --env chooses it (as `ragen-bench run --model DIR`).
         trained = list(dict.fromkeys(e.id for e in cfg.env.train)) or [cfg.env.id]
         if env is None and len(trained) > 1:
-            raise EvalSetupError("--env", f"{model_dir} was trained on {len(trained)} envs ({', '.join(trained)}): "
-                                          "an evaluation plays one, so choose it with --env ID")
+            raise EvalSetupError(
+                "--env",
+                f"{model_dir} was trained on {len(trained)} envs ({', '.join(trained)}): "
+                "an evaluation plays one, so choose it with --env ID",
+            )
         env_id = env or trained[0]
-        configs = {e.id: dict(e.config) for e in reversed(cfg.env.train)} or {cfg.env.id: dict(cfg.env.config)}
+        configs = {e.id: dict(e.config) for e in reversed(cfg.env.train)} or {
+            cfg.env.id: dict(cfg.env.config)
+        }
         env_config = configs.get(env_id, {})
-        rollout = agent_protocol(cfg, cfg.trainer.val_temperature if temperature is None else temperature)
+        rollout = agent_protocol(
+            cfg, cfg.trainer.val_temperature if temperature is None else temperature
+        )
         if env_id not in configs:
             for key in ENV_SPECIFIC:
                 rollout[key] = None
-            what = f"the trained env {trained[0]}" if len(trained) == 1 else f"one of the trained envs ({', '.join(trained)})"
-            notes.append(f"--env {env_id} is not {what}: the training env.config and "
-                         "turn/action limits are not used (the env's defaults are)")
+            what = (
+                f"the trained env {trained[0]}"
+                if len(trained) == 1
+                else f"one of the trained envs ({', '.join(trained)})"
+            )
+            notes.append(
+                f"--env {env_id} is not {what}: the training env.config and "
+                "turn/action limits are not used (the env's defaults are)"
+            )
         split = split or cfg.env.test_split
         if device is None:
             device = cfg.model.device if _usable_device(cfg.model.device) else "cpu"
@@ -277,14 +340,23 @@ def plan_eval(model_dir: Path, *, env: str | None = None, split: str | None = No
     else:
         looked = training_config_candidates(model_dir)
         if env is None:
-            raise EvalSetupError("--env", f"no training config.json found for {model_dir} (looked at "
-                                          f"{', '.join(map(str, looked))}); name the environment with --env")
-        notes.append(f"no training config found for {model_dir} (looked at {', '.join(map(str, looked))}): "
-                     "using the env's default protocol; set --think/--no-think, --context-mode, --max-new-tokens "
-                     "to match how the model was trained")
+            raise EvalSetupError(
+                "--env",
+                f"no training config.json found for {model_dir} (looked at "
+                f"{', '.join(map(str, looked))}); name the environment with --env",
+            )
+        notes.append(
+            f"no training config found for {model_dir} (looked at {', '.join(map(str, looked))}): "
+            "using the env's default protocol; set --think/--no-think, --context-mode, --max-new-tokens "
+            "to match how the model was trained"
+        )
         env_id, env_config = env, {}
-        rollout = {"sampling": {"temperature": DEFAULT_TEMPERATURE if temperature is None else temperature,
-                                "max_new_tokens": DEFAULT_MAX_NEW_TOKENS}}
+        rollout = {
+            "sampling": {
+                "temperature": DEFAULT_TEMPERATURE if temperature is None else temperature,
+                "max_new_tokens": DEFAULT_MAX_NEW_TOKENS,
+            }
+        }
         split = split or "test"
         device = device or "cpu"
         dtype = "float32"
@@ -298,13 +370,27 @@ def plan_eval(model_dir: Path, *, env: str | None = None, split: str | None = No
     try:
         ragen_envs.get_entry(env_id)
     except ragen_envs.UnknownEnvError as exc:
-        option = "--env" if env is not None else f"env.id in {found[0] if found else 'the training config'}"
+        option = (
+            "--env"
+            if env is not None
+            else f"env.id in {found[0] if found else 'the training config'}"
+        )
         raise EvalSetupError(option, str(exc)) from None
     try:
         resolved = rollout_config_from(env_id, rollout)
     except (TypeError, ValueError) as exc:  # a setting of the training config the harness rejects
         raise EvalSetupError("rollout", str(exc)) from None
-    return EvalPlan(env_id=env_id, env_config=env_config, split=split, episodes=episodes, rollout=rollout,
-                    resolved=resolved, device=device, dtype=dtype, source=found[0] if found else None,
-                    run_name=cfg.name if cfg is not None else None, overridden=overridden, notes=notes)
-
+    return EvalPlan(
+        env_id=env_id,
+        env_config=env_config,
+        split=split,
+        episodes=episodes,
+        rollout=rollout,
+        resolved=resolved,
+        device=device,
+        dtype=dtype,
+        source=found[0] if found else None,
+        run_name=cfg.name if cfg is not None else None,
+        overridden=overridden,
+        notes=notes,
+    )

@@ -74,8 +74,14 @@ def _order(scores: np.ndarray, candidates: Sequence[int]) -> list[int]:
 
 
 @register_strategy("top_p")
-def top_p(scores: np.ndarray, candidates: Sequence[int], value: float, *, mode: str = "linear",
-          eps: float = 0.01) -> list[int]:
+def top_p(
+    scores: np.ndarray,
+    candidates: Sequence[int],
+    value: float,
+    *,
+    mode: str = "linear",
+    eps: float = 0.01,
+) -> list[int]:
     """Nucleus-style selection (module docstring)."""
     if value >= 1.0:
         return list(candidates)
@@ -117,7 +123,9 @@ def top_k(scores: np.ndarray, candidates: Sequence[int], value: float, **_: obje
 
 
 @register_strategy("top_k_abs")
-def top_k_abs(scores: np.ndarray, candidates: Sequence[int], value: float, **_: object) -> list[int]:
+def top_k_abs(
+    scores: np.ndarray, candidates: Sequence[int], value: float, **_: object
+) -> list[int]:
     """The best ``max(1, min(floor(value), n))`` candidates."""
     n = len(candidates)
     if n == 0:
@@ -168,11 +176,15 @@ class FilterConfig:
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
-            raise FilterSettingError("strategy", f"must be one of {sorted(STRATEGIES)}, got {self.strategy!r}")
+            raise FilterSettingError(
+                "strategy", f"must be one of {sorted(STRATEGIES)}, got {self.strategy!r}"
+            )
         if self.metric not in METRICS:
             raise FilterSettingError("metric", f"must be one of {METRICS}, got {self.metric!r}")
         if self.loss_scaling not in LOSS_SCALING:
-            raise FilterSettingError("loss_scaling", f"must be one of {LOSS_SCALING}, got {self.loss_scaling!r}")
+            raise FilterSettingError(
+                "loss_scaling", f"must be one of {LOSS_SCALING}, got {self.loss_scaling!r}"
+            )
         if self.value < 0:
             raise FilterSettingError("value", f"must be >= 0, got {self.value}")
         if self.scope not in SCOPES:
@@ -200,8 +212,9 @@ class FilterResult:
     metrics: dict[str, float]
 
 
-def group_values(records: Iterable[Any], metric: str,
-                 alive: Collection[tuple[int, int]] | None = None) -> dict[int, list[float]]:
+def group_values(
+    records: Iterable[Any], metric: str, alive: Collection[tuple[int, int]] | None = None
+) -> dict[int, list[float]]:
     """Per-group values that :func:`group_scores` scores, from episode records.
 
     Args:
@@ -217,7 +230,9 @@ def group_values(records: Iterable[Any], metric: str,
         ValueError: ``metric == "entropy"`` or unknown.
     """
     if metric not in ("reward_std", "reward_mean", "length"):
-        raise ValueError(f"group_values: metric {metric!r} needs per-sample values (use group_scores directly)")
+        raise ValueError(
+            f"group_values: metric {metric!r} needs per-sample values (use group_scores directly)"
+        )
     out: dict[int, list[float]] = {}
     for r in records:
         ret = r.episode_return
@@ -225,7 +240,9 @@ def group_values(records: Iterable[Any], metric: str,
             continue
         if ret is None or not math.isfinite(ret):
             continue
-        out.setdefault(r.group, []).append(float(r.completion_tokens) if metric == "length" else float(ret))
+        out.setdefault(r.group, []).append(
+            float(r.completion_tokens) if metric == "length" else float(ret)
+        )
     return out
 
 

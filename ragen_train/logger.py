@@ -68,8 +68,17 @@ class MetricLogger:
         ImportError: a requested optional logger is not installed.
     """
 
-    def __init__(self, out_dir: str | Path, loggers: list[str], *, enabled: bool = True, run_name: str = "ragen",
-                 config: dict[str, Any] | None = None, wandb_project: str = "ragen", resume_step: int | None = None):
+    def __init__(
+        self,
+        out_dir: str | Path,
+        loggers: list[str],
+        *,
+        enabled: bool = True,
+        run_name: str = "ragen",
+        config: dict[str, Any] | None = None,
+        wandb_project: str = "ragen",
+        resume_step: int | None = None,
+    ):
         unknown = [name for name in loggers if name not in KNOWN_LOGGERS]
         if unknown:
             raise ValueError(f"unknown logger(s) {unknown} (known: {', '.join(KNOWN_LOGGERS)})")
@@ -91,7 +100,9 @@ class MetricLogger:
             try:
                 from torch.utils.tensorboard import SummaryWriter
             except ImportError as exc:
-                raise ImportError("the tensorboard logger needs the tensorboard package: pip install tensorboard") from exc
+                raise ImportError(
+                    "the tensorboard logger needs the tensorboard package: pip install tensorboard"
+                ) from exc
             self._tb = SummaryWriter(log_dir=str(self.out_dir / "tensorboard"))
         if "wandb" in loggers:
             try:
@@ -99,8 +110,13 @@ class MetricLogger:
             except ImportError as exc:
                 raise ImportError("the wandb logger needs wandb: pip install wandb") from exc
             os.environ.setdefault("WANDB_MODE", "offline")
-            self._wandb = wandb.init(project=wandb_project, name=run_name, config=config or {},
-                                     dir=str(self.out_dir), reinit=True)
+            self._wandb = wandb.init(
+                project=wandb_project,
+                name=run_name,
+                config=config or {},
+                dir=str(self.out_dir),
+                reinit=True,
+            )
 
     def log(self, step: int, metrics: dict[str, float], phase: str = "train") -> None:
         """Record ``metrics`` at ``step``."""
@@ -152,7 +168,9 @@ def truncate_metrics(path: str | Path, step: int) -> int:
         try:
             row_step = int(json.loads(line)["step"])
         except (ValueError, KeyError, TypeError):
-            raise ValueError(f"{p}:{n}: not a metrics row (a JSON object with an integer step)") from None
+            raise ValueError(
+                f"{p}:{n}: not a metrics row (a JSON object with an integer step)"
+            ) from None
         if row_step > step:
             dropped += 1
         else:

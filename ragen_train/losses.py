@@ -40,7 +40,6 @@ AGG_MODES: Registry[Callable[[Tensor, Tensor, Denominators], Tensor]] = Registry
 KL_ESTIMATORS: Registry[Callable[[Tensor], Tensor]] = Registry("KL estimator")
 
 
-
 @dataclass(frozen=True)
 class Denominators:
     """Global normalisers of one mini-batch (summed over micro-batches and ranks).
@@ -59,8 +58,11 @@ class Denominators:
     def of(mask: Tensor, norm_len: float | None = None) -> Denominators:
         """Denominators of a full batch ``mask`` (``norm_len`` defaults to ``T``)."""
         m = mask.float()
-        return Denominators(tokens=float(m.sum()), seqs=float((m.sum(-1) > 0).sum()),
-                            norm_len=float(norm_len if norm_len is not None else mask.shape[-1]))
+        return Denominators(
+            tokens=float(m.sum()),
+            seqs=float((m.sum(-1) > 0).sum()),
+            norm_len=float(norm_len if norm_len is not None else mask.shape[-1]),
+        )
 
 
 def aggregate(loss: Tensor, mask: Tensor, mode: str, denom: Denominators | None = None) -> Tensor:
@@ -87,7 +89,9 @@ def token_mean(loss: Tensor, mask: Tensor, denom: Denominators) -> Tensor:
     return (loss * mask.to(loss.dtype)).sum() / max(denom.tokens, 1.0)
 
 
-@AGG_MODES.register("seq-mean-token-mean", trl=("grpo", None), trl_exact=False, verl_scale_factor=False)
+@AGG_MODES.register(
+    "seq-mean-token-mean", trl=("grpo", None), trl_exact=False, verl_scale_factor=False
+)
 def seq_mean_token_mean(loss: Tensor, mask: Tensor, denom: Denominators) -> Tensor:
     """``mean_b ( Σ_t L·m / Σ_t m )`` over the sequences that have tokens."""
     m = mask.to(loss.dtype)
@@ -95,20 +99,32 @@ def seq_mean_token_mean(loss: Tensor, mask: Tensor, denom: Denominators) -> Tens
     return seq_mean.sum() / max(denom.seqs, 1.0)
 
 
-@AGG_MODES.register("seq-mean-token-sum", trl=("dr_grpo", 1.0), trl_exact=False, verl_scale_factor=False)
+@AGG_MODES.register(
+    "seq-mean-token-sum", trl=("dr_grpo", 1.0), trl_exact=False, verl_scale_factor=False
+)
 def seq_mean_token_sum(loss: Tensor, mask: Tensor, denom: Denominators) -> Tensor:
     """``mean_b Σ_t L·m`` (Dr. GRPO, arXiv 2503.20783)."""
     return (loss * mask.to(loss.dtype)).sum() / max(denom.seqs, 1.0)
 
 
-@AGG_MODES.register("seq-mean-token-sum-norm", trl=("dr_grpo", "norm_len"), trl_exact=False, verl_scale_factor=True)
+@AGG_MODES.register(
+    "seq-mean-token-sum-norm", trl=("dr_grpo", "norm_len"), trl_exact=False, verl_scale_factor=True
+)
 def seq_mean_token_sum_norm(loss: Tensor, mask: Tensor, denom: Denominators) -> Tensor:
     """``mean_b Σ_t L·m / T_norm`` with the constant ``T_norm = denom.norm_len``."""
     return seq_mean_token_sum(loss, mask, denom) / denom.norm_len
 
 
-def ppo_policy_loss(logp: Tensor, old_logp: Tensor, advantages: Tensor, mask: Tensor, *, clip_low: float = 0.2,
-                    clip_high: float = 0.28, dual_clip: float | None = 3.0) -> tuple[Tensor, dict[str, Tensor]]:
+def ppo_policy_loss(
+    logp: Tensor,
+    old_logp: Tensor,
+    advantages: Tensor,
+    mask: Tensor,
+    *,
+    clip_low: float = 0.2,
+    clip_high: float = 0.28,
+    dual_clip: float | None = 3.0,
+) -> tuple[Tensor, dict[str, Tensor]]:
     """Per-token PPO clipped surrogate with asymmetric clipping and dual clip.
 
     ``r = exp(clamp(logπ − logπ_old, −20, 20))``;
@@ -191,7 +207,9 @@ def entropy_from_logits(logits: Tensor) -> Tensor:
     return torch.logsumexp(logits, dim=-1) - (p * logits).sum(-1)
 
 
-def value_loss(values: Tensor, old_values: Tensor, returns: Tensor, *, clip: float | None = 0.5) -> tuple[Tensor, dict[str, Tensor]]:
+def value_loss(
+    values: Tensor, old_values: Tensor, returns: Tensor, *, clip: float | None = 0.5
+) -> tuple[Tensor, dict[str, Tensor]]:
     """Per-token clipped value loss ``½ max((V − R)², (V_clip − R)²)`` with
     ``V_clip = V_old + clip(V − V_old, −c, c)`` (PPO2 baselines; verl ``cliprange_value``).
 
@@ -207,7 +225,9 @@ def value_loss(values: Tensor, old_values: Tensor, returns: Tensor, *, clip: flo
     return loss, {"vf_clipfrac": (clipped > unclipped).float().mean().detach()}
 
 
-def tis_weights(old_logp: Tensor, rollout_logp: Tensor, cap: float, mask: Tensor | None = None) -> Tensor:
+def tis_weights(
+    old_logp: Tensor, rollout_logp: Tensor, cap: float, mask: Tensor | None = None
+) -> Tensor:
     """Truncated importance-sampling weights for rollouts sampled by another engine.
 
     ``w_t = min(exp(log π_train(a_t) − log π_rollout(a_t)), C)``, detached: the policy
@@ -234,7 +254,9 @@ def tis_weights(old_logp: Tensor, rollout_logp: Tensor, cap: float, mask: Tensor
     if cap < 1:
         raise ValueError(f"tis cap must be >= 1, got {cap}")
     if old_logp.shape != rollout_logp.shape:
-        raise ValueError(f"shapes differ: old_logp {tuple(old_logp.shape)} vs rollout_logp {tuple(rollout_logp.shape)}")
+        raise ValueError(
+            f"shapes differ: old_logp {tuple(old_logp.shape)} vs rollout_logp {tuple(rollout_logp.shape)}"
+        )
     w = torch.exp((old_logp - rollout_logp).detach().clamp(max=30.0)).clamp(max=cap)
     if mask is not None:
         w = torch.where(mask > 0, w, torch.ones_like(w))

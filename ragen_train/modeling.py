@@ -36,16 +36,28 @@ def check_device(device: str, field: str = "model.device") -> None:
     try:
         dev = torch.device(device)
     except (RuntimeError, TypeError) as exc:
-        raise TrainConfigError(field, f"{device!r} is not a torch device ({exc}); use e.g. cpu, cuda, cuda:1") from None
+        raise TrainConfigError(
+            field, f"{device!r} is not a torch device ({exc}); use e.g. cpu, cuda, cuda:1"
+        ) from None
     if dev.type == "cuda":
         if not torch.cuda.is_available():
-            raise TrainConfigError(field, f"{device!r} requested but CUDA is not available on this machine "
-                                     f"(torch.cuda.is_available() is False); use {use_cpu}")
+            raise TrainConfigError(
+                field,
+                f"{device!r} requested but CUDA is not available on this machine "
+                f"(torch.cuda.is_available() is False); use {use_cpu}",
+            )
         if dev.index is not None and dev.index >= torch.cuda.device_count():
-            raise TrainConfigError(field, f"{device!r} requested but only {torch.cuda.device_count()} CUDA "
-                                     "device(s) are visible")
-    elif dev.type == "mps" and not (hasattr(torch.backends, "mps") and torch.backends.mps.is_available()):
-        raise TrainConfigError(field, f"{device!r} requested but MPS is not available on this machine; use {use_cpu}")
+            raise TrainConfigError(
+                field,
+                f"{device!r} requested but only {torch.cuda.device_count()} CUDA "
+                "device(s) are visible",
+            )
+    elif dev.type == "mps" and not (
+        hasattr(torch.backends, "mps") and torch.backends.mps.is_available()
+    ):
+        raise TrainConfigError(
+            field, f"{device!r} requested but MPS is not available on this machine; use {use_cpu}"
+        )
 
 
 def load_tokenizer(path: str) -> Any:
@@ -65,7 +77,9 @@ def load_tokenizer(path: str) -> Any:
     except ValueError as exc:
         raise TrainConfigError("model.path", str(exc)) from None
     except OSError as exc:
-        first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        first = next(
+            (line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__
+        )
         raise TrainConfigError("model.path", f"cannot load {path!r}: {first}") from None
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
@@ -83,7 +97,9 @@ def load_policy(cfg: ModelConfig, *, trainable: bool = True) -> Any:
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
-    model = AutoModelForCausalLM.from_pretrained(resolve_model_path(cfg.path), dtype=getattr(torch, cfg.dtype))
+    model = AutoModelForCausalLM.from_pretrained(
+        resolve_model_path(cfg.path), dtype=getattr(torch, cfg.dtype)
+    )
     if cfg.gradient_checkpointing and trainable:
         model.gradient_checkpointing_enable()
     if cfg.lora.rank > 0 and trainable:
@@ -110,8 +126,13 @@ def apply_lora(model: Any, cfg: LoraConfig) -> Any:
     target: Any = cfg.target_modules
     if target != "all-linear" and isinstance(target, str):
         target = [t.strip() for t in target.split(",") if t.strip()]
-    pcfg = PeftLoraConfig(r=cfg.rank, lora_alpha=cfg.alpha, lora_dropout=cfg.dropout, target_modules=target,
-                          task_type="CAUSAL_LM")
+    pcfg = PeftLoraConfig(
+        r=cfg.rank,
+        lora_alpha=cfg.alpha,
+        lora_dropout=cfg.dropout,
+        target_modules=target,
+        task_type="CAUSAL_LM",
+    )
     return get_peft_model(model, pcfg)
 
 
@@ -127,18 +148,28 @@ def load_critic(cfg: ModelConfig) -> Any:
 
     hf_logging.disable_progress_bar()
     hf_logging.set_verbosity_error()  # "some weights newly initialised" is expected for the value head
-    critic = AutoModelForTokenClassification.from_pretrained(resolve_model_path(cfg.path), num_labels=1,
-                                                             dtype=torch.float32)
+    critic = AutoModelForTokenClassification.from_pretrained(
+        resolve_model_path(cfg.path), num_labels=1, dtype=torch.float32
+    )
     hf_logging.set_verbosity_warning()
     if critic.config.pad_token_id is None:
-        critic.config.pad_token_id = critic.config.eos_token_id if isinstance(critic.config.eos_token_id, int) else 0
+        critic.config.pad_token_id = (
+            critic.config.eos_token_id if isinstance(critic.config.eos_token_id, int) else 0
+        )
     # The value head keeps transformers' default small random init (std = initializer_range):
     # a zero head would block every gradient below it on the first update.
     return critic.to(cfg.device)
 
 
-def token_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, temperature: float = 1.0,
-                   with_entropy: bool = False, loss_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+def token_logprobs(
+    model: Any,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    *,
+    temperature: float = 1.0,
+    with_entropy: bool = False,
+    loss_mask: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Log-probabilities of the target tokens (and entropies) under ``model``.
 
     Args:
@@ -159,15 +190,23 @@ def token_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.Te
     if loss_mask is not None and loss_mask.numel() and bool(loss_mask.any()):
         cols = torch.nonzero(loss_mask.any(0), as_tuple=False)
         start = int(cols.min())
-    kwargs: dict[str, Any] = {"input_ids": input_ids, "attention_mask": attention_mask, "use_cache": False}
+    kwargs: dict[str, Any] = {
+        "input_ids": input_ids,
+        "attention_mask": attention_mask,
+        "use_cache": False,
+    }
     if start > 0:
         kwargs["logits_to_keep"] = length - start  # logits of positions start .. L-1
     out = model(**kwargs)
-    logits = out.logits[:, :-1, :].float() if start == 0 else out.logits[:, : length - 1 - start, :].float()
+    logits = (
+        out.logits[:, :-1, :].float()
+        if start == 0
+        else out.logits[:, : length - 1 - start, :].float()
+    )
     if temperature != 1.0:
         logits = logits / temperature
     logz = torch.logsumexp(logits, dim=-1)
-    target = input_ids[:, start + 1:].unsqueeze(-1)
+    target = input_ids[:, start + 1 :].unsqueeze(-1)
     part = logits.gather(-1, target).squeeze(-1) - logz
     ent_part = None
     if with_entropy:
@@ -184,7 +223,9 @@ def token_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.Te
     return logp, ent
 
 
-def token_values(critic: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+def token_values(
+    critic: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor
+) -> torch.Tensor:
     """Critic values ``(B, L-1)`` aligned with the target tokens (see module docstring)."""
     out = critic(input_ids=input_ids, attention_mask=attention_mask)
     return out.logits[:, :-1, 0].float()

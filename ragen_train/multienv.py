@@ -137,15 +137,23 @@ def is_multi_env(cfg: Any) -> bool:
 def train_envs(cfg: Any) -> list[EnvSlot]:
     """The training envs of ``cfg`` (``env.train``, else the single ``env.id``)."""
     if not cfg.env.train:
-        return [EnvSlot(default_tag(cfg.env.id), cfg.env.id, cfg.env.config)]  # not a copy: it is cfg's env.config
-    return [EnvSlot(e.tag or default_tag(e.id), e.id, dict(e.config), weight=e.weight) for e in cfg.env.train]
+        return [
+            EnvSlot(default_tag(cfg.env.id), cfg.env.id, cfg.env.config)
+        ]  # not a copy: it is cfg's env.config
+    return [
+        EnvSlot(e.tag or default_tag(e.id), e.id, dict(e.config), weight=e.weight)
+        for e in cfg.env.train
+    ]
 
 
 def val_envs(cfg: Any) -> list[EnvSlot]:
     """The validation envs of ``cfg`` (``env.val``, else every training env)."""
     if not cfg.env.val:
         return [EnvSlot(s.tag, s.id, s.config) for s in train_envs(cfg)]
-    return [EnvSlot(e.tag or default_tag(e.id), e.id, dict(e.config), episodes=e.episodes) for e in cfg.env.val]
+    return [
+        EnvSlot(e.tag or default_tag(e.id), e.id, dict(e.config), episodes=e.episodes)
+        for e in cfg.env.val
+    ]
 
 
 def check_env_lists(cfg: Any) -> list[tuple[str, str, dict[str, Any]]]:
@@ -164,18 +172,29 @@ def check_env_lists(cfg: Any) -> list[tuple[str, str, dict[str, Any]]]:
         for i, e in enumerate(entries):
             where = f"{name}[{i}]"
             if not e.id:
-                raise TrainConfigError(f"{where}.id", "every listed env needs an id (e.g. ragen/Sokoban-v0)")
+                raise TrainConfigError(
+                    f"{where}.id", "every listed env needs an id (e.g. ragen/Sokoban-v0)"
+                )
             tag = e.tag or default_tag(e.id)
             if "/" in tag or not tag.strip():
-                raise TrainConfigError(f"{where}.tag", f"a tag is one metric-key segment without '/', got {tag!r}")
+                raise TrainConfigError(
+                    f"{where}.tag", f"a tag is one metric-key segment without '/', got {tag!r}"
+                )
             if tag in seen:
-                raise TrainConfigError(f"{where}.tag", f"tag {tag!r} is already used by {name}[{seen[tag]}]; give each "
-                                                 "entry its own tag")
+                raise TrainConfigError(
+                    f"{where}.tag",
+                    f"tag {tag!r} is already used by {name}[{seen[tag]}]; give each "
+                    "entry its own tag",
+                )
             seen[tag] = i
             if name == "env.train" and not (math.isfinite(e.weight) and e.weight > 0):
-                raise TrainConfigError(f"{where}.weight", f"must be a positive number, got {e.weight!r}")
+                raise TrainConfigError(
+                    f"{where}.weight", f"must be a positive number, got {e.weight!r}"
+                )
             if name == "env.val" and e.episodes is not None and e.episodes < 1:
-                raise TrainConfigError(f"{where}.episodes", f"must be at least 1, got {e.episodes!r}")
+                raise TrainConfigError(
+                    f"{where}.episodes", f"must be at least 1, got {e.episodes!r}"
+                )
             out.append((f"{where}.config", e.id, dict(e.config)))
     return out
 
@@ -198,7 +217,10 @@ class GroupAllocator:
 
     def _extend(self, n: int) -> None:
         while len(self._seats) < n:
-            e = max(range(len(self.weights)), key=lambda i: (self.weights[i] / (2 * self._counts[i] + 1), -i))
+            e = max(
+                range(len(self.weights)),
+                key=lambda i: (self.weights[i] / (2 * self._counts[i] + 1), -i),
+            )
             self._seats.append(e)
             self._counts[e] += 1
 
@@ -210,7 +232,7 @@ class GroupAllocator:
         before = [0] * len(self.weights)
         for e in self._seats[: step * g]:
             before[e] += 1
-        now = sorted(self._seats[step * g:(step + 1) * g])
+        now = sorted(self._seats[step * g : (step + 1) * g])
         out, offset = [], {e: 0 for e in set(now)}
         for e in now:
             out.append((e, before[e] + offset[e]))
@@ -218,7 +240,9 @@ class GroupAllocator:
         return out
 
 
-def run_by_env(policy: Any, specs_by_env: Sequence[Sequence[Any]], configs: Sequence[Any]) -> list[list[Any]]:
+def run_by_env(
+    policy: Any, specs_by_env: Sequence[Sequence[Any]], configs: Sequence[Any]
+) -> list[list[Any]]:
     """Play each env's episode specs with its own agent-loop config, all envs at once.
 
     One :class:`~ragen_bench.rollout.RolloutEngine` per env (the envs' turn and action limits
@@ -239,15 +263,20 @@ def run_by_env(policy: Any, specs_by_env: Sequence[Sequence[Any]], configs: Sequ
     from ragen_bench.rollout import RolloutEngine
 
     async def play() -> list[list[Any]]:
-        jobs = [RolloutEngine(policy, c).arun(list(specs)) for specs, c in zip(specs_by_env, configs) if specs]
+        jobs = [
+            RolloutEngine(policy, c).arun(list(specs))
+            for specs, c in zip(specs_by_env, configs)
+            if specs
+        ]
         done = iter(await asyncio.gather(*jobs))
         return [next(done) if specs else [] for specs in specs_by_env]
 
     return asyncio.run(play())
 
 
-def select_groups_per_env(values: dict[int, Sequence[float]], env_of_group: dict[int, int],
-                          cfg: Any) -> tuple[set[int], dict[str, float], float]:
+def select_groups_per_env(
+    values: dict[int, Sequence[float]], env_of_group: dict[int, int], cfg: Any
+) -> tuple[set[int], dict[str, float], float]:
     """The filter (``algorithm.filter.scope=per_env``) applied to each env's groups apart.
 
     Args:
@@ -276,16 +305,32 @@ def select_groups_per_env(values: dict[int, Sequence[float]], env_of_group: dict
     return kept, result.metrics, result.scale
 
 
-def per_env_kept(kept_groups: set[int], env_of_group: dict[int, int], slots: Sequence[EnvSlot]) -> dict[str, float]:
+def per_env_kept(
+    kept_groups: set[int], env_of_group: dict[int, int], slots: Sequence[EnvSlot]
+) -> dict[str, float]:
     """``filter/<tag>/kept_ratio`` and ``filter/<tag>/groups`` for every env with groups this step."""
     out: dict[str, float] = {}
     for e, slot in enumerate(slots):
         groups = [g for g, ge in env_of_group.items() if ge == e]
         if groups:
             out[f"filter/{slot.tag}/groups"] = float(len(groups))
-            out[f"filter/{slot.tag}/kept_ratio"] = sum(g in kept_groups for g in groups) / len(groups)
+            out[f"filter/{slot.tag}/kept_ratio"] = sum(g in kept_groups for g in groups) / len(
+                groups
+            )
     return out
 
 
-__all__ = ["EnvSlot", "GroupAllocator", "TrainEnv", "ValEnv", "check_env_lists", "default_tag",
-           "is_multi_env", "per_env_kept", "run_by_env", "select_groups_per_env", "train_envs", "val_envs"]
+__all__ = [
+    "EnvSlot",
+    "GroupAllocator",
+    "TrainEnv",
+    "ValEnv",
+    "check_env_lists",
+    "default_tag",
+    "is_multi_env",
+    "per_env_kept",
+    "run_by_env",
+    "select_groups_per_env",
+    "train_envs",
+    "val_envs",
+]

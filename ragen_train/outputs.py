@@ -16,8 +16,19 @@ from collections.abc import Iterable
 from pathlib import Path
 
 #: Names (glob patterns) inside ``out_dir`` written by a training run and its reports.
-RUN_OUTPUTS = ("metrics.jsonl", "checkpoints", "final_model", "training_curves.png", "summary.json", "report.html",
-               "eval_reports", "tensorboard", "wandb", "trl", "config.resumed_from*.json")
+RUN_OUTPUTS = (
+    "metrics.jsonl",
+    "checkpoints",
+    "final_model",
+    "training_curves.png",
+    "summary.json",
+    "report.html",
+    "eval_reports",
+    "tensorboard",
+    "wandb",
+    "trl",
+    "config.resumed_from*.json",
+)
 
 
 def _inside(path: Path, parent: Path) -> bool:

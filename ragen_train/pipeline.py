@@ -47,12 +47,22 @@ class PipelineResult:
     wall_s: float
 
     def as_dict(self) -> dict[str, Any]:
-        return {"out_dir": str(self.out_dir), "before": self.before, "after": self.after,
-                "plot": str(self.plot) if self.plot else None, "wall_s": round(self.wall_s, 1)}
+        return {
+            "out_dir": str(self.out_dir),
+            "before": self.before,
+            "after": self.after,
+            "plot": str(self.plot) if self.plot else None,
+            "wall_s": round(self.wall_s, 1),
+        }
 
 
-def run_sft_then_starpo(cfg: StarPOConfig, *, eval_episodes: int | None = None, log: Any = print,
-                        sft_model: str | Path | None = None) -> PipelineResult:
+def run_sft_then_starpo(
+    cfg: StarPOConfig,
+    *,
+    eval_episodes: int | None = None,
+    log: Any = print,
+    sft_model: str | Path | None = None,
+) -> PipelineResult:
     """SFT → evaluate → StarPO → evaluate (test split, same seeds) → plot.
 
     Args:
@@ -81,12 +91,18 @@ def run_sft_then_starpo(cfg: StarPOConfig, *, eval_episodes: int | None = None, 
         log(f"[ragen] untrained model: test success {base.get('test/success', 0):.3f}")
     if sft_model is None and (cfg.sft.episodes > 0 or cfg.sft.demo_policy == "jsonl"):
         if cfg.sft.demo_policy != "jsonl":
-            log(f"[ragen] SFT: playing {cfg.sft.episodes} demonstration episodes ({cfg.sft.demo_policy})")
+            log(
+                f"[ragen] SFT: playing {cfg.sft.episodes} demonstration episodes ({cfg.sft.demo_policy})"
+            )
         samples = sft_samples(cfg, tokenizer, trainer._rollout_config(1.0))
         total = sft_total_steps(cfg, len(samples))
-        log(f"[ragen] SFT on {len(samples)} demonstration samples ({cfg.sft.demo_policy}), {total} steps")
+        log(
+            f"[ragen] SFT on {len(samples)} demonstration samples ({cfg.sft.demo_policy}), {total} steps"
+        )
         if trainer.dist.is_main and (out / "sft" / "metrics.jsonl").exists():
-            (out / "sft" / "metrics.jsonl").unlink()  # an earlier quickstart's SFT rows (a recipe overwrites)
+            (
+                out / "sft" / "metrics.jsonl"
+            ).unlink()  # an earlier quickstart's SFT rows (a recipe overwrites)
         sft_log = MetricLogger(out / "sft", ["jsonl"], enabled=trainer.dist.is_main)
         progress = ProgressLines(log, "[ragen] SFT", total)
 
@@ -107,10 +123,19 @@ def run_sft_then_starpo(cfg: StarPOConfig, *, eval_episodes: int | None = None, 
     log(f"[ragen] after StarPO: test success {after.get('test/success', 0):.3f}")
     plot = None
     if trainer.dist.is_main:  # final_model/ was saved by fit()
-        plot = plot_metrics(out / "metrics.jsonl", out / "training_curves.png", title=f"{cfg.name}: {cfg.env.id}")
-        res = {"untrained": base or None, "started_from": str(sft_model) if sft_model else None,
-               "sft_model_dir": str(sft_dir) if sft_dir else None, "final_model_dir": str(out / "final_model"),
-               "before_rl": before, "after_rl": after, "eval_split": test, "eval_episodes": n_eval,
-               "wall_s": round(time.perf_counter() - t0, 1)}
+        plot = plot_metrics(
+            out / "metrics.jsonl", out / "training_curves.png", title=f"{cfg.name}: {cfg.env.id}"
+        )
+        res = {
+            "untrained": base or None,
+            "started_from": str(sft_model) if sft_model else None,
+            "sft_model_dir": str(sft_dir) if sft_dir else None,
+            "final_model_dir": str(out / "final_model"),
+            "before_rl": before,
+            "after_rl": after,
+            "eval_split": test,
+            "eval_episodes": n_eval,
+            "wall_s": round(time.perf_counter() - t0, 1),
+        }
         atomic_write_json(out / "summary.json", res)
     return PipelineResult(out, before, after, plot, time.perf_counter() - t0)

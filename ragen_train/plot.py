@@ -35,7 +35,9 @@ Y_LABELS = {
 }
 
 
-def plot_metrics(metrics_path: str | Path, out_png: str | Path, *, title: str = "StarPO training") -> Path:
+def plot_metrics(
+    metrics_path: str | Path, out_png: str | Path, *, title: str = "StarPO training"
+) -> Path:
     """Plot :data:`PANELS` from a ``metrics.jsonl``: success, return, format-valid rate, entropy,
     kept groups, gradient norms, policy loss, KL, learning rate and critic (value loss, mean value),
     each with labelled axes (:data:`Y_LABELS`; x: training step).  A panel whose metrics were not
@@ -71,8 +73,11 @@ def training_figure(rows: list[dict[str, Any]], *, title: str = "StarPO training
     for ax, (name, keys) in zip(axes.flat, PANELS):
         for key in keys:
             phase = "val" if key.startswith("val/") else "train"
-            pts: list[tuple[int, Any]] = [(r["step"], r[key]) for r in rows
-                                          if r.get("phase") == phase and r.get(key) is not None]
+            pts: list[tuple[int, Any]] = [
+                (r["step"], r[key])
+                for r in rows
+                if r.get("phase") == phase and r.get(key) is not None
+            ]
             if pts:
                 xs, ys = zip(*pts)
                 ax.plot(xs, ys, marker="o" if phase == "val" else None, markersize=3, label=key)
@@ -83,8 +88,16 @@ def training_figure(rows: list[dict[str, Any]], *, title: str = "StarPO training
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7)
         else:
-            ax.text(0.5, 0.5, "not logged in this run", ha="center", va="center", transform=ax.transAxes,
-                    fontsize=8, color="gray")
+            ax.text(
+                0.5,
+                0.5,
+                "not logged in this run",
+                ha="center",
+                va="center",
+                transform=ax.transAxes,
+                fontsize=8,
+                color="gray",
+            )
         if name == "learning rate":
             ax.ticklabel_format(axis="y", style="sci", scilimits=(-2, 3))
     fig.suptitle(title)

@@ -23,9 +23,16 @@ class ProgressLines:
         clock: the time source (seconds; tests pass a fake one).
     """
 
-    def __init__(self, log: Callable[[str], Any], label: str, total: int, *,
-                 keys: tuple[tuple[str, str, str], ...] = (("sft/loss", "loss", "{:.3f}"),), every_s: float = 5.0,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        log: Callable[[str], Any],
+        label: str,
+        total: int,
+        *,
+        keys: tuple[tuple[str, str, str], ...] = (("sft/loss", "loss", "{:.3f}"),),
+        every_s: float = 5.0,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.log, self.label, self.total, self.keys = log, label, int(total), keys
         self.every_s, self.clock = float(every_s), clock
         self.start = clock()
@@ -37,5 +44,7 @@ class ProgressLines:
             return
         self.last = now
         parts = [f"{self.label} step {step}/{self.total}"]
-        parts += [f"{short} {fmt.format(metrics[k])}" for k, short, fmt in self.keys if k in metrics]
+        parts += [
+            f"{short} {fmt.format(metrics[k])}" for k, short, fmt in self.keys if k in metrics
+        ]
         self.log("  ".join(parts) + f"  ({now - self.start:.0f} s)")

@@ -31,7 +31,11 @@ EVAL_DIR = "eval_reports"
 
 
 def _series(rows: list[dict[str, Any]], key: str, phase: str) -> list[tuple[float, float]]:
-    return [(r["step"], r[key]) for r in rows if r.get("phase") == phase and isinstance(r.get(key), (int, float))]
+    return [
+        (r["step"], r[key])
+        for r in rows
+        if r.get("phase") == phase and isinstance(r.get(key), (int, float))
+    ]
 
 
 def _phase_of(key: str) -> str:
@@ -66,13 +70,24 @@ def _eval_row(run: Path, href: str, out_dir: Path) -> dict[str, Any]:
         model = str(Path(model).resolve().relative_to(out_dir.resolve()))
     except (TypeError, ValueError):
         pass
-    return {"run_id": meta.get("run_id", run.name), "href": href, "model": model, "env": meta.get("env_id"),
-            "split": meta.get("split"), "episodes": (summary.get("episodes") or {}).get("scored", "?"),
-            "metrics": summary.get("metrics") or {}}
+    return {
+        "run_id": meta.get("run_id", run.name),
+        "href": href,
+        "model": model,
+        "env": meta.get("env_id"),
+        "split": meta.get("split"),
+        "episodes": (summary.get("episodes") or {}).get("scored", "?"),
+        "metrics": summary.get("metrics") or {},
+    }
 
 
-def write_train_report(out_dir: str | Path, out: str | Path | None = None, *, eval_runs: Sequence[str | Path] = (),
-                       runs_roots: Sequence[str | Path] = ("runs",)) -> list[Path]:
+def write_train_report(
+    out_dir: str | Path,
+    out: str | Path | None = None,
+    *,
+    eval_runs: Sequence[str | Path] = (),
+    runs_roots: Sequence[str | Path] = ("runs",),
+) -> list[Path]:
     """Write the report of training output directory ``out_dir``; return the files written
     (the report first, then one run report per evaluation run).
 
@@ -101,16 +116,38 @@ def write_train_report(out_dir: str | Path, out: str | Path | None = None, *, ev
     charts = []
     shown: set[str] = set()
     for i, (title, keys) in enumerate(PANELS):
-        charts.append(line_chart([(k, _series(rows, k, _phase_of(k))) for k in keys], title=title, chart_id=f"panel{i}"))
+        charts.append(
+            line_chart(
+                [(k, _series(rows, k, _phase_of(k))) for k in keys],
+                title=title,
+                chart_id=f"panel{i}",
+            )
+        )
         shown.update(keys)
     sft_path = base / "sft" / "metrics.jsonl"
     if sft_path.is_file():
         sft_rows = read_metrics(sft_path)
-        charts.append(line_chart([("sft/loss", _series(sft_rows, "sft/loss", "sft"))], title="SFT loss", chart_id="sft"))
-    other = sorted({k for r in rows for k, v in r.items()
-                    if k not in shown and k not in ("step", "time", "phase") and isinstance(v, (int, float))})
-    more = [line_chart([(k, _series(rows, k, _phase_of(k)))], title=k, chart_id=f"m{i}", width=330, height=200)
-            for i, k in enumerate(other)]
+        charts.append(
+            line_chart(
+                [("sft/loss", _series(sft_rows, "sft/loss", "sft"))],
+                title="SFT loss",
+                chart_id="sft",
+            )
+        )
+    other = sorted(
+        {
+            k
+            for r in rows
+            for k, v in r.items()
+            if k not in shown and k not in ("step", "time", "phase") and isinstance(v, (int, float))
+        }
+    )
+    more = [
+        line_chart(
+            [(k, _series(rows, k, _phase_of(k)))], title=k, chart_id=f"m{i}", width=330, height=200
+        )
+        for i, k in enumerate(other)
+    ]
 
     written = [target]
     evals = []
@@ -122,11 +159,22 @@ def write_train_report(out_dir: str | Path, out: str | Path | None = None, *, ev
         nav = [("training report", os.path.relpath(target, page.parent))]
         written.append(write_run_report(run, page, nav=nav))
         evals.append(_eval_row(run, os.path.relpath(page, target.parent), base))
-    write_page(target, render_page(
-        "train.html", title=f"training report · {cfg.get('name', base.name)}", name=cfg.get("name", base.name),
-        out_dir=str(base), n_rows=len(rows), last_step=max((r["step"] for r in rows), default=0),
-        overview=_overview(cfg), pipeline=_pipeline(_read_json(base / "summary.json")),
-        charts=charts, more_charts=more, evals=evals))
+    write_page(
+        target,
+        render_page(
+            "train.html",
+            title=f"training report · {cfg.get('name', base.name)}",
+            name=cfg.get("name", base.name),
+            out_dir=str(base),
+            n_rows=len(rows),
+            last_step=max((r["step"] for r in rows), default=0),
+            overview=_overview(cfg),
+            pipeline=_pipeline(_read_json(base / "summary.json")),
+            charts=charts,
+            more_charts=more,
+            evals=evals,
+        ),
+    )
     return written
 
 
@@ -146,18 +194,39 @@ def _overview(cfg: dict[str, Any]) -> list[tuple[str, Any]]:
     sec = lambda name: cfg.get(name) or {}  # noqa: E731
     alg, roll = sec("algorithm"), sec("rollout")
     filt = alg.get("filter") or {}
-    return [("preset / name", cfg.get("name")), ("environment", sec("env").get("id")), ("model", sec("model").get("path")),
-            ("advantage estimator", alg.get("adv_estimator")),
-            ("rollout filter", ", ".join(f"{k}={v}" for k, v in sorted(filt.items())) if isinstance(filt, dict) else filt),
-            ("groups × group size", f"{roll.get('env_groups', '?')} × {roll.get('group_size', '?')}"),
-            ("learning rate", sec("optim").get("lr")), ("steps", sec("trainer").get("total_steps"))]
+    return [
+        ("preset / name", cfg.get("name")),
+        ("environment", sec("env").get("id")),
+        ("model", sec("model").get("path")),
+        ("advantage estimator", alg.get("adv_estimator")),
+        (
+            "rollout filter",
+            ", ".join(f"{k}={v}" for k, v in sorted(filt.items()))
+            if isinstance(filt, dict)
+            else filt,
+        ),
+        ("groups × group size", f"{roll.get('env_groups', '?')} × {roll.get('group_size', '?')}"),
+        ("learning rate", sec("optim").get("lr")),
+        ("steps", sec("trainer").get("total_steps")),
+    ]
 
 
 def _pipeline(summary: dict[str, Any]) -> dict[str, Any] | None:
-    columns = [(label, summary[key]) for key, label in (("untrained", "untrained"), ("before_rl", "after SFT"),
-                                                        ("after_rl", "after RL")) if isinstance(summary.get(key), dict)]
+    columns = [
+        (label, summary[key])
+        for key, label in (
+            ("untrained", "untrained"),
+            ("before_rl", "after SFT"),
+            ("after_rl", "after RL"),
+        )
+        if isinstance(summary.get(key), dict)
+    ]
     if not columns:
         return None
     keys = sorted({k for _, values in columns for k in values})
-    return {"columns": columns, "metric_keys": keys, "split": summary.get("eval_split", "?"),
-            "episodes": summary.get("eval_episodes", "?")}
+    return {
+        "columns": columns,
+        "metric_keys": keys,
+        "split": summary.get("eval_split", "?"),
+        "episodes": summary.get("eval_episodes", "?"),
+    }

@@ -55,12 +55,18 @@ def resume_target(where: str) -> ResumeTarget:
     if where == "latest":
         return ResumeTarget(None, None, None, "latest")
     d = Path(where)
-    if (d / "trainer_state.json").is_file() and d.parent.name == "trl":  # a TRL back-end checkpoint-N
+    if (
+        d / "trainer_state.json"
+    ).is_file() and d.parent.name == "trl":  # a TRL back-end checkpoint-N
         run = d.parent.parent
-        return ResumeTarget(run / "config.json" if (run / "config.json").is_file() else None, None, run, str(d))
+        return ResumeTarget(
+            run / "config.json" if (run / "config.json").is_file() else None, None, run, str(d)
+        )
     if _is_checkpoint(d):
         run = d.parent.parent if d.parent.name == "checkpoints" else None
-        cfg_file = run / "config.json" if run is not None and (run / "config.json").is_file() else None
+        cfg_file = (
+            run / "config.json" if run is not None and (run / "config.json").is_file() else None
+        )
         state = None
         if cfg_file is None:
             try:
@@ -85,7 +91,11 @@ def _last_step(metrics: Path) -> int | None:
             row = json.loads(line)
         except ValueError:
             continue
-        if isinstance(row, dict) and row.get("phase") == "train" and isinstance(row.get("step"), int):
+        if (
+            isinstance(row, dict)
+            and row.get("phase") == "train"
+            and isinstance(row.get("step"), int)
+        ):
             steps.append(row["step"])
     return max(steps) if steps else None
 
@@ -98,38 +108,54 @@ def missing_checkpoint_message(where: str, out_dir: Path, save_every: int) -> st
         out_dir: the config's ``trainer.out_dir``.
         save_every: the config's ``trainer.save_every``.
     """
-    never = ("checkpoints are written every trainer.save_every steps (0 = never; this config: 0) — set "
-             "trainer.save_every > 0 in the run to be resumed")
+    never = (
+        "checkpoints are written every trainer.save_every steps (0 = never; this config: 0) — set "
+        "trainer.save_every > 0 in the run to be resumed"
+    )
     if where != "latest":
         d = Path(where)
         if not d.exists():
             return f"no checkpoint to resume from at {where!r}: it does not exist"
-        return (f"no checkpoint to resume from at {where!r}: it is neither a checkpoint (<out_dir>/checkpoints/"
-                "step_N, with state.json) nor a run directory (a trainer.out_dir with config.json)")
+        return (
+            f"no checkpoint to resume from at {where!r}: it is neither a checkpoint (<out_dir>/checkpoints/"
+            "step_N, with state.json) nor a run directory (a trainer.out_dir with config.json)"
+        )
     head = f"no checkpoint to resume from in trainer.out_dir {str(out_dir)!r}"
     if not out_dir.is_dir():
-        cause = (f"{head}: the directory does not exist (no run was started there; pass the run's --config, "
-                 "or --resume <its out_dir>)")
-        return cause + ("; and " + never if save_every <= 0 else
-                        f" — this config saves a checkpoint every trainer.save_every={save_every} steps")
+        cause = (
+            f"{head}: the directory does not exist (no run was started there; pass the run's --config, "
+            "or --resume <its out_dir>)"
+        )
+        return cause + (
+            "; and " + never
+            if save_every <= 0
+            else f" — this config saves a checkpoint every trainer.save_every={save_every} steps"
+        )
     run_every = save_every
     try:
         run_every = int(json.loads((out_dir / "config.json").read_text())["trainer"]["save_every"])
     except (OSError, ValueError, KeyError, TypeError):
         pass
     if run_every <= 0:
-        return f"{head}: the run there was configured never to save — " + never.replace("this config", "that run's")
+        return f"{head}: the run there was configured never to save — " + never.replace(
+            "this config", "that run's"
+        )
     last = _last_step(out_dir / "metrics.jsonl")
     if last is None:
-        return (f"{head}: the run there logged no training step, so it wrote no checkpoint (the first is "
-                f"written at step {run_every}, trainer.save_every={run_every})")
-    return (f"{head}: the run there stopped at step {last}, before its first checkpoint at step {run_every} "
-            f"(trainer.save_every={run_every}); start it again, or save more often with a smaller "
-            "trainer.save_every")
+        return (
+            f"{head}: the run there logged no training step, so it wrote no checkpoint (the first is "
+            f"written at step {run_every}, trainer.save_every={run_every})"
+        )
+    return (
+        f"{head}: the run there stopped at step {last}, before its first checkpoint at step {run_every} "
+        f"(trainer.save_every={run_every}); start it again, or save more often with a smaller "
+        "trainer.save_every"
+    )
 
 
-def interrupted_message(out_dir: str | Path, save_every: int, *, command: str = "starpo",
-                        reason: str = "interrupted") -> str:
+def interrupted_message(
+    out_dir: str | Path, save_every: int, *, command: str = "starpo", reason: str = "interrupted"
+) -> str:
     """What to tell a user who pressed Ctrl-C (or whose run got SIGTERM): the command that
     continues the run from its newest intact checkpoint, or why there is nothing to continue yet.
 
@@ -149,14 +175,22 @@ def interrupted_message(out_dir: str | Path, save_every: int, *, command: str = 
     except (ckpt.CheckpointError, FileNotFoundError, OSError):
         found = None
     if found is None:
-        why = ("this run never saves one (trainer.save_every=0)" if save_every <= 0 else
-               f"no checkpoint was written yet (one every trainer.save_every={save_every} steps)")
+        why = (
+            "this run never saves one (trainer.save_every=0)"
+            if save_every <= 0
+            else f"no checkpoint was written yet (one every trainer.save_every={save_every} steps)"
+        )
         again = "run the quickstart again" if command == "quickstart" else "start it again"
         return f"{reason}: nothing to resume in {out} — {why}; {again}"
-    tail = (" (the StarPO phase; the before/after summary needs a complete quickstart)"
-            if command == "quickstart" else "")
-    return (f"{reason}: continue from checkpoint step {found.step} with `ragen-train starpo --resume {out}`"
-            f"{tail}")
+    tail = (
+        " (the StarPO phase; the before/after summary needs a complete quickstart)"
+        if command == "quickstart"
+        else ""
+    )
+    return (
+        f"{reason}: continue from checkpoint step {found.step} with `ragen-train starpo --resume {out}`"
+        f"{tail}"
+    )
 
 
 __all__ = ["ResumeTarget", "interrupted_message", "missing_checkpoint_message", "resume_target"]

@@ -59,11 +59,17 @@ def resolve_engine(engine: str, model_path: str) -> str:
 
 # ------------------------------------------------------------------- weights
 def _is_lora_layer(module: Any) -> bool:
-    return hasattr(module, "base_layer") and hasattr(module, "lora_A") and hasattr(module, "get_delta_weight")
+    return (
+        hasattr(module, "base_layer")
+        and hasattr(module, "lora_A")
+        and hasattr(module, "get_delta_weight")
+    )
 
 
 @torch.no_grad()
-def merged_named_weights(model: Any, dtype: torch.dtype | None = None) -> Iterator[tuple[str, torch.Tensor]]:
+def merged_named_weights(
+    model: Any, dtype: torch.dtype | None = None
+) -> Iterator[tuple[str, torch.Tensor]]:
     """The model's weights under the plain Hugging Face names, LoRA adapters merged.
 
     For a peft model every LoRA-wrapped linear layer yields ``W + ΔW`` with
@@ -140,10 +146,23 @@ class VLLMRolloutEngine:
         ImportError: vLLM is not installed (the message names the extra).
     """
 
-    def __init__(self, model_path: str, *, dtype: str = "auto", max_batch_size: int = 256, device: str = "cpu",
-                 tensor_parallel_size: int = 1, gpu_memory_utilization: float = 0.5, max_model_len: int | None = None,
-                 enforce_eager: bool = True, seed: int = 0, kv_cache_gb: float = 2.0, sleep_mode: bool = True,
-                 distributed: bool = False, **engine_kwargs: Any):
+    def __init__(
+        self,
+        model_path: str,
+        *,
+        dtype: str = "auto",
+        max_batch_size: int = 256,
+        device: str = "cpu",
+        tensor_parallel_size: int = 1,
+        gpu_memory_utilization: float = 0.5,
+        max_model_len: int | None = None,
+        enforce_eager: bool = True,
+        seed: int = 0,
+        kv_cache_gb: float = 2.0,
+        sleep_mode: bool = True,
+        distributed: bool = False,
+        **engine_kwargs: Any,
+    ):
         on_gpu = str(device).startswith("cuda")
         if not on_gpu:
             os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", f"{kv_cache_gb:g}")
@@ -156,9 +175,17 @@ class VLLMRolloutEngine:
             kwargs["enable_sleep_mode"] = True
         if distributed:
             kwargs.setdefault("distributed_executor_backend", "external_launcher")
-        self.policy = VLLMPolicy(model_path, max_batch_size=max_batch_size, tensor_parallel_size=tensor_parallel_size,
-                                 gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
-                                 dtype=dtype, seed=seed, enforce_eager=enforce_eager, **kwargs)
+        self.policy = VLLMPolicy(
+            model_path,
+            max_batch_size=max_batch_size,
+            tensor_parallel_size=tensor_parallel_size,
+            gpu_memory_utilization=gpu_memory_utilization,
+            max_model_len=max_model_len,
+            dtype=dtype,
+            seed=seed,
+            enforce_eager=enforce_eager,
+            **kwargs,
+        )
         self.llm = self.policy.llm
         self.tensor_parallel_size = int(tensor_parallel_size)
         self.asleep = False
@@ -184,13 +211,17 @@ class VLLMRolloutEngine:
         """
         self.wake_up()
         dtype = self._engine_dtype()
-        weights = [(n, t.to("cpu") if t.device.type != "cpu" and self._engine_on_cpu else t)
-                   for n, t in merged_named_weights(model, dtype)]
+        weights = [
+            (n, t.to("cpu") if t.device.type != "cpu" and self._engine_on_cpu else t)
+            for n, t in merged_named_weights(model, dtype)
+        ]
         # The worker's reload path (vllm.model_executor.model_loader.reload): the checkpoint-
         # format names and shapes go through each layer's loader and its post-load processing
         # (CPU weight repacking), which a bare model.load_weights after start-up skips.
-        self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": iter(weights),
-                                                          "is_checkpoint_format": True})
+        self.llm.collective_rpc(
+            "reload_weights",
+            kwargs={"weights_iterator": iter(weights), "is_checkpoint_format": True},
+        )
         self.llm.reset_prefix_cache()
         self.syncs += 1
         out = {"sync/tensors": float(len(weights))}
@@ -236,8 +267,10 @@ class VLLMRolloutEngine:
             return 0.0
         err = float((got - expect).abs().max())
         if err > tol:
-            raise RuntimeError(f"the vLLM engine does not serve the trained weights after the sync: {name} differs "
-                               f"by {err:.3g} (> {tol:g})")
+            raise RuntimeError(
+                f"the vLLM engine does not serve the trained weights after the sync: {name} differs "
+                f"by {err:.3g} (> {tol:g})"
+            )
         return err
 
     def _check_key(self, weights: dict[str, torch.Tensor]) -> str | None:
@@ -263,4 +296,10 @@ class VLLMRolloutEngine:
             self.asleep = False
 
 
-__all__ = ["ENGINES", "VLLMRolloutEngine", "merged_named_weights", "resolve_engine", "vllm_available"]
+__all__ = [
+    "ENGINES",
+    "VLLMRolloutEngine",
+    "merged_named_weights",
+    "resolve_engine",
+    "vllm_available",
+]

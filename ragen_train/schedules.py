@@ -38,27 +38,49 @@ from ragen_bench.registry import Registry
 #: lr_scheduler_kwargs)`` of transformers' ``TrainingArguments`` (raises ``ValueError`` for a
 #: setting transformers cannot express); ``verl``: verl's ``actor.optim.lr_scheduler_type`` of
 #: the same shape (absent: verl has none; its actor schedules are ``constant`` and ``cosine``).
-LR_SCHEDULES: Registry[Callable[[torch.optim.Optimizer, int, float], S.LRScheduler]] = Registry("lr schedule")
+LR_SCHEDULES: Registry[Callable[[torch.optim.Optimizer, int, float], S.LRScheduler]] = Registry(
+    "lr schedule"
+)
 
 
 def _linear_hf(min_lr_ratio: float) -> tuple[str, dict[str, Any]]:
     if min_lr_ratio > 0:
-        raise ValueError("transformers' linear schedule decays to 0; optim.min_lr_ratio > 0 needs "
-                         "lr_schedule=cosine on the trl back-end")
+        raise ValueError(
+            "transformers' linear schedule decays to 0; optim.min_lr_ratio > 0 needs "
+            "lr_schedule=cosine on the trl back-end"
+        )
     return "linear", {}
 
 
-LR_SCHEDULES.add("constant", lambda opt, steps, m: S.ConstantLR(opt, factor=1.0, total_iters=0),
-                 hf=lambda m: ("constant_with_warmup", {}), verl="constant")
-LR_SCHEDULES.add("linear", lambda opt, steps, m: S.LinearLR(opt, start_factor=1.0, end_factor=m, total_iters=steps),
-                 hf=_linear_hf)
-LR_SCHEDULES.add("cosine",
-                 lambda opt, steps, m: S.CosineAnnealingLR(opt, T_max=steps, eta_min=m * opt.param_groups[0]["lr"]),
-                 hf=lambda m: ("cosine_with_min_lr", {"min_lr_rate": m}) if m > 0 else ("cosine", {}), verl="cosine")
+LR_SCHEDULES.add(
+    "constant",
+    lambda opt, steps, m: S.ConstantLR(opt, factor=1.0, total_iters=0),
+    hf=lambda m: ("constant_with_warmup", {}),
+    verl="constant",
+)
+LR_SCHEDULES.add(
+    "linear",
+    lambda opt, steps, m: S.LinearLR(opt, start_factor=1.0, end_factor=m, total_iters=steps),
+    hf=_linear_hf,
+)
+LR_SCHEDULES.add(
+    "cosine",
+    lambda opt, steps, m: S.CosineAnnealingLR(
+        opt, T_max=steps, eta_min=m * opt.param_groups[0]["lr"]
+    ),
+    hf=lambda m: ("cosine_with_min_lr", {"min_lr_rate": m}) if m > 0 else ("cosine", {}),
+    verl="cosine",
+)
 
 
-def build_lr_scheduler(optimizer: torch.optim.Optimizer, schedule: str, *, warmup_steps: int, total_steps: int,
-                       min_lr_ratio: float = 0.0) -> torch.optim.lr_scheduler.LRScheduler:
+def build_lr_scheduler(
+    optimizer: torch.optim.Optimizer,
+    schedule: str,
+    *,
+    warmup_steps: int,
+    total_steps: int,
+    min_lr_ratio: float = 0.0,
+) -> torch.optim.lr_scheduler.LRScheduler:
     """The scheduler of ``optim.lr_schedule`` (module docstring).
 
     Args:
@@ -82,7 +104,9 @@ def build_lr_scheduler(optimizer: torch.optim.Optimizer, schedule: str, *, warmu
     main = decay(optimizer, max(1, int(total_steps) - warm), min_lr_ratio)
     if warm == 0:
         return main
-    ramp = S.LinearLR(optimizer, start_factor=1.0 / warm, end_factor=1.0, total_iters=max(1, warm - 1))
+    ramp = S.LinearLR(
+        optimizer, start_factor=1.0 / warm, end_factor=1.0, total_iters=max(1, warm - 1)
+    )
     return S.SequentialLR(optimizer, [ramp, main], milestones=[warm])
 
 

@@ -56,7 +56,9 @@ class MixedPolicy(Policy):
         self.oracle = OraclePolicy(think=think)
         self.random = RandomPolicy(seed=seed + 1, think=think)
 
-    async def generate(self, requests: list[PolicyRequest], params: SamplingParams) -> list[Generation]:
+    async def generate(
+        self, requests: list[PolicyRequest], params: SamplingParams
+    ) -> list[Generation]:
         out = []
         for r in requests:
             coin = np.random.default_rng([self.seed, r.episode_index, r.turn]).random()
@@ -84,12 +86,18 @@ class TokenizingPolicy(Policy):
     def tokenizer(self) -> Any:
         return self._tok
 
-    async def generate(self, requests: list[PolicyRequest], params: SamplingParams) -> list[Generation]:
+    async def generate(
+        self, requests: list[PolicyRequest], params: SamplingParams
+    ) -> list[Generation]:
         gens = await self.inner.generate(requests, params)
         for r, g in zip(requests, gens):
-            ids = list(self._tok(g.text, add_special_tokens=False)["input_ids"]) + [self._tok.eos_token_id]
+            ids = list(self._tok(g.text, add_special_tokens=False)["input_ids"]) + [
+                self._tok.eos_token_id
+            ]
             g.completion_token_ids = ids
-            g.prompt_token_ids = list(r.prompt_token_ids) if r.prompt_token_ids is not None else None
+            g.prompt_token_ids = (
+                list(r.prompt_token_ids) if r.prompt_token_ids is not None else None
+            )
             g.completion_tokens = len(ids)
             g.prompt_tokens = len(r.prompt_token_ids or [])
         return gens
@@ -102,15 +110,28 @@ def collect_demos(cfg: StarPOConfig, tokenizer: Any, rollout: RolloutConfig) -> 
     first (both come from the train split; validation and test stay unseen).
     """
     s = cfg.sft
-    inner: Policy = (OraclePolicy(think=DEMO_THINK) if s.demo_policy == "oracle"
-                     else MixedPolicy(s.oracle_fraction, cfg.trainer.seed))
+    inner: Policy = (
+        OraclePolicy(think=DEMO_THINK)
+        if s.demo_policy == "oracle"
+        else MixedPolicy(s.oracle_fraction, cfg.trainer.seed)
+    )
     policy = TokenizingPolicy(inner, tokenizer)
-    specs = [EpisodeSpec(index=i, env_id=cfg.env.id, seed=s.seed_offset + i, group=i,
-                         env_config={**cfg.env.config, "split": cfg.env.train_split}) for i in range(s.episodes)]
+    specs = [
+        EpisodeSpec(
+            index=i,
+            env_id=cfg.env.id,
+            seed=s.seed_offset + i,
+            group=i,
+            env_config={**cfg.env.config, "split": cfg.env.train_split},
+        )
+        for i in range(s.episodes)
+    ]
     return RolloutEngine(policy, rollout).run(specs)
 
 
-def demos_from_jsonl(path: str | Path, tokenizer: Any, *, only_success: bool = True) -> list[Sample]:
+def demos_from_jsonl(
+    path: str | Path, tokenizer: Any, *, only_success: bool = True
+) -> list[Sample]:
     """Samples from an ``episodes.jsonl``: each transcript re-tokenised with the chat template.
 
     Token ids of the assistant turns are the canonical tokenisation of the recorded text
@@ -135,7 +156,9 @@ def demos_from_jsonl(path: str | Path, tokenizer: Any, *, only_success: bool = T
             for i in range(2, len(msgs)):
                 m = msgs[i]
                 if m["role"] == "assistant":
-                    comp = list(tokenizer(m["content"], add_special_tokens=False)["input_ids"]) + [tokenizer.eos_token_id]
+                    comp = list(tokenizer(m["content"], add_special_tokens=False)["input_ids"]) + [
+                        tokenizer.eos_token_id
+                    ]
                     ids += comp
                     mask += [1] * len(comp)
                     turn_ids += [k] * len(comp)
@@ -146,9 +169,18 @@ def demos_from_jsonl(path: str | Path, tokenizer: Any, *, only_success: bool = T
                         mask += [0] * len(delta)
                         turn_ids += [-1] * len(delta)
             if sum(mask):
-                samples.append(Sample(input_ids=ids, loss_mask=mask, turn_ids=turn_ids, rewards=[0.0] * len(ids),
-                                      rollout_logprobs=None, score=float(ep.get("return", 0.0)), group=len(samples),
-                                      episode=int(ep.get("episode_index", len(samples)))))
+                samples.append(
+                    Sample(
+                        input_ids=ids,
+                        loss_mask=mask,
+                        turn_ids=turn_ids,
+                        rewards=[0.0] * len(ids),
+                        rollout_logprobs=None,
+                        score=float(ep.get("return", 0.0)),
+                        group=len(samples),
+                        episode=int(ep.get("episode_index", len(samples))),
+                    )
+                )
     return samples
 
 
@@ -170,8 +202,15 @@ def sft_total_steps(cfg: StarPOConfig, n_samples: int) -> int:
     return cfg.sft.steps or max(1, n_samples // cfg.sft.batch_size) * cfg.sft.epochs
 
 
-def sft_train(model: Any, tokenizer: Any, samples: Sequence[Sample], cfg: StarPOConfig, *,
-              device: str = "cpu", log: Any = None) -> list[dict[str, float]]:
+def sft_train(
+    model: Any,
+    tokenizer: Any,
+    samples: Sequence[Sample],
+    cfg: StarPOConfig,
+    *,
+    device: str = "cpu",
+    log: Any = None,
+) -> list[dict[str, float]]:
     """Minimise the token-mean NLL of the demonstrations' masked tokens.
 
     Returns one metrics dict per optimizer step: ``sft/loss``, ``sft/confident_frac``
@@ -196,13 +235,13 @@ def sft_train(model: Any, tokenizer: Any, samples: Sequence[Sample], cfg: StarPO
         for b in range(steps_per_epoch):
             if step >= total:
                 break
-            idx = order[b * s.batch_size:(b + 1) * s.batch_size]
+            idx = order[b * s.batch_size : (b + 1) * s.batch_size]
             batch_samples = [samples[i] for i in idx]
             n_tok = float(sum(x.response_tokens for x in batch_samples))
             opt.zero_grad(set_to_none=True)
             loss_sum, correct = 0.0, 0.0
             for mb in range(0, len(batch_samples), s.micro_batch_size):
-                tb = collate(batch_samples[mb:mb + s.micro_batch_size], tokenizer.pad_token_id)
+                tb = collate(batch_samples[mb : mb + s.micro_batch_size], tokenizer.pad_token_id)
                 ids, att = tb.input_ids.to(device), tb.attention_mask.to(device)
                 mask = tb.loss_mask.to(device)
                 logp, _ = token_logprobs(model, ids, att)
@@ -213,8 +252,11 @@ def sft_train(model: Any, tokenizer: Any, samples: Sequence[Sample], cfg: StarPO
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             opt.step()
             step += 1
-            row = {"sft/loss": loss_sum, "sft/confident_frac": correct / max(n_tok, 1.0),
-                   "sft/lr": float(opt.param_groups[0]["lr"])}
+            row = {
+                "sft/loss": loss_sum,
+                "sft/confident_frac": correct / max(n_tok, 1.0),
+                "sft/lr": float(opt.param_groups[0]["lr"]),
+            }
             history.append(row)
             if log is not None:
                 log(step, row)

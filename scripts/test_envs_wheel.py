@@ -53,8 +53,16 @@ EXTRAS = ("search", "webshop", "math", "pettingzoo", "lean")
 #: Test-only packages (no project code).
 TEST_PACKAGES = ("pytest", "pytest-timeout", "hypothesis", "pyyaml")
 #: What the tests read besides the installed package (relative to the repository).
-COPIED = ("tests/__init__.py", "tests/envs", "tests/data", "scripts/update_golden.py", "scripts/build_bundled.py",
-          "pyproject.toml", "packaging/ragen-envs/pyproject.toml", "docs/envs")
+COPIED = (
+    "tests/__init__.py",
+    "tests/envs",
+    "tests/data",
+    "scripts/update_golden.py",
+    "scripts/build_bundled.py",
+    "pyproject.toml",
+    "packaging/ragen-envs/pyproject.toml",
+    "docs/envs",
+)
 
 _CHECK_IMPORT = """
 import importlib.util, json, sys
@@ -86,14 +94,26 @@ def _clean_env() -> dict[str, str]:
 def _run(cmd: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False, **kw)  # type: ignore[call-overload]
     if proc.returncode != 0:
-        raise StepError(f"{' '.join(map(str, cmd))} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n"
-                        f"{proc.stderr[-3000:]}")
+        raise StepError(
+            f"{' '.join(map(str, cmd))} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n"
+            f"{proc.stderr[-3000:]}"
+        )
     return proc
 
 
 def build_wheel(out: Path) -> Path:
     """Build the ``ragen-envs`` wheel into ``out``; return its path."""
-    cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(REPO / "packaging/ragen-envs")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "--no-deps",
+        "-q",
+        "-w",
+        str(out),
+        str(REPO / "packaging/ragen-envs"),
+    ]
     if importlib.util.find_spec("hatchling") is not None:
         cmd.insert(4, "--no-build-isolation")
     _run(cmd, env=_clean_env())
@@ -107,8 +127,21 @@ def make_venv(root: Path, wheel: Path) -> Path:
     if "include-system-site-packages = false" not in (root / "pyvenv.cfg").read_text():
         raise StepError(f"{root} sees the system site packages")
     py = root / "bin" / "python"
-    _run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-          f"{wheel}[{','.join(EXTRAS)}]", *TEST_PACKAGES], env=_clean_env(), cwd=str(root), timeout=1200)
+    _run(
+        [
+            str(py),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            f"{wheel}[{','.join(EXTRAS)}]",
+            *TEST_PACKAGES,
+        ],
+        env=_clean_env(),
+        cwd=str(root),
+        timeout=1200,
+    )
     return py
 
 
@@ -124,20 +157,35 @@ def copy_tests(dest: Path) -> Path:
             shutil.copy2(src, target)
     for name in ("ragen_envs", "ragen_bench", "ragen_train"):
         if (dest / name).exists():
-            raise StepError(f"{dest / name} must not exist: the tests would import the source, not the wheel")
+            raise StepError(
+                f"{dest / name} must not exist: the tests would import the source, not the wheel"
+            )
     return dest
 
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     epilog="Arguments after -- are passed to pytest.")
-    parser.add_argument("--seeds", type=int, default=None,
-                        help="RAGEN_TEST_SEEDS for the generic sweeps (default: the tests' own, 200)")
-    parser.add_argument("--keep", type=Path, default=None,
-                        help="build in this folder and keep it (default: a scratch folder under /var/tmp, removed)")
-    parser.add_argument("--tests", nargs="+", default=["tests/envs"],
-                        help="test files or folders under tests/envs/ to run (default: tests/envs)")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], epilog="Arguments after -- are passed to pytest."
+    )
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        default=None,
+        help="RAGEN_TEST_SEEDS for the generic sweeps (default: the tests' own, 200)",
+    )
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        default=None,
+        help="build in this folder and keep it (default: a scratch folder under /var/tmp, removed)",
+    )
+    parser.add_argument(
+        "--tests",
+        nargs="+",
+        default=["tests/envs"],
+        help="test files or folders under tests/envs/ to run (default: tests/envs)",
+    )
     parser.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     args = parser.parse_args(argv)
     outside = [t for t in args.tests if not Path(t).as_posix().startswith("tests/envs")]
@@ -155,10 +203,17 @@ def main(argv: list[str] | None = None) -> int:
         py = make_venv(root / "venv", wheel)
         times["install"] = round(time.perf_counter() - t, 1)
         work = copy_tests(root / "work")
-        where = json.loads(_run([str(py), "-c", _CHECK_IMPORT], env=_clean_env(), cwd=str(work)).stdout)
-        summary.update(wheel=wheel.name, imported_from=where["ragen_envs"],
-                       others_importable={k: where[k] for k in ("ragen_bench", "ragen_train", "torch")})
-        if "site-packages" not in Path(where["ragen_envs"]).parts or any(summary["others_importable"].values()):  # type: ignore[union-attr]
+        where = json.loads(
+            _run([str(py), "-c", _CHECK_IMPORT], env=_clean_env(), cwd=str(work)).stdout
+        )
+        summary.update(
+            wheel=wheel.name,
+            imported_from=where["ragen_envs"],
+            others_importable={k: where[k] for k in ("ragen_bench", "ragen_train", "torch")},
+        )
+        if "site-packages" not in Path(where["ragen_envs"]).parts or any(
+            summary["others_importable"].values()
+        ):  # type: ignore[union-attr]
             raise StepError(f"the venv does not hold the wheel alone: {where}")
     except (StepError, subprocess.TimeoutExpired) as exc:
         print(exc, file=sys.stderr)
@@ -174,8 +229,13 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout.write(proc.stdout[-6000:])
     sys.stderr.write(proc.stderr[-3000:])
     lines = [line for line in proc.stdout.splitlines() if line.strip()]
-    summary.update(returncode=proc.returncode, pytest_summary=lines[-1] if lines else "", seeds=args.seeds,
-                   tests=args.tests, pytest_args=args.pytest_args)
+    summary.update(
+        returncode=proc.returncode,
+        pytest_summary=lines[-1] if lines else "",
+        seeds=args.seeds,
+        tests=args.tests,
+        pytest_args=args.pytest_args,
+    )
     if args.keep is None:
         shutil.rmtree(root, ignore_errors=True)
     print(json.dumps(summary))

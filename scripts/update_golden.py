@@ -60,7 +60,9 @@ def load_golden(path: Path = GOLDEN_PATH) -> dict[str, Any]:
 
 def _git_commit() -> str:
     def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
+        return subprocess.run(
+            ["git", *args], cwd=REPO, capture_output=True, text=True, check=True
+        ).stdout.strip()
 
     try:
         commit = git("rev-parse", "--short=12", "HEAD")
@@ -93,11 +95,23 @@ def build_entry(env_id: str, commit: str) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true", help="do not write; exit 1 if the file is out of date")
-    parser.add_argument("--force", action="append", default=[], metavar="ID",
-                        help="re-pin this existing id even though its hashes changed ('all' for every id)")
-    parser.add_argument("--only", action="append", default=[], metavar="ID",
-                        help="handle only this id (repeatable); other entries are kept as they are")
+    parser.add_argument(
+        "--check", action="store_true", help="do not write; exit 1 if the file is out of date"
+    )
+    parser.add_argument(
+        "--force",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="re-pin this existing id even though its hashes changed ('all' for every id)",
+    )
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="handle only this id (repeatable); other entries are kept as they are",
+    )
     parser.add_argument("--path", type=Path, default=GOLDEN_PATH, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
@@ -123,9 +137,12 @@ def main(argv: list[str] | None = None) -> int:
             changed.append(env_id)
             new[env_id] = fresh
         else:
-            print(f"error: the first observations of {env_id} changed. A change to what a seed produces "
-                  f"needs a new version of the id; if this change is intended and documented, rerun with "
-                  f"--force {env_id}.", file=sys.stderr)
+            print(
+                f"error: the first observations of {env_id} changed. A change to what a seed produces "
+                f"needs a new version of the id; if this change is intended and documented, rerun with "
+                f"--force {env_id}.",
+                file=sys.stderr,
+            )
             return 1
     removed = [] if args.only else sorted(set(old) - set(ids))
 
@@ -143,7 +160,9 @@ def main(argv: list[str] | None = None) -> int:
     with open(args.path, "w", encoding="utf-8") as fh:
         json.dump(new, fh, indent=2, sort_keys=True)
         fh.write("\n")
-    print(f"wrote {len(new)} ids to {args.path.relative_to(REPO) if args.path.is_relative_to(REPO) else args.path}")
+    print(
+        f"wrote {len(new)} ids to {args.path.relative_to(REPO) if args.path.is_relative_to(REPO) else args.path}"
+    )
     return 0
 
 

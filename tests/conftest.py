@@ -34,8 +34,12 @@ def _uses_module_fixture(item: pytest.Item) -> bool:
     info = getattr(item, "_fixtureinfo", None)
     if info is None:  # not a plain test function: keep it with its module
         return True
-    return any(d.scope in ("module", "package", "session") and d.baseid  # a fixture of ours, not a plugin's
-               for defs in info.name2fixturedefs.values() for d in defs)
+    return any(
+        d.scope in ("module", "package", "session")
+        and d.baseid  # a fixture of ours, not a plugin's
+        for defs in info.name2fixturedefs.values()
+        for d in defs
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -19,10 +19,28 @@ def _mkdocs(config: Path, site_dir: Path) -> subprocess.CompletedProcess:
         import mkdocs  # noqa: F401
         import mkdocstrings  # noqa: F401
     except ImportError as exc:
-        pytest.skip(f"the docs tools are not installed ({exc.name}); pip install -e '.[docs]' (part of dev)")
+        pytest.skip(
+            f"the docs tools are not installed ({exc.name}); pip install -e '.[docs]' (part of dev)"
+        )
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "-d", str(site_dir)],
-                          capture_output=True, text=True, timeout=300, cwd=config.parent, env=env)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "-f",
+            str(config),
+            "-d",
+            str(site_dir),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=config.parent,
+        env=env,
+    )
 
 
 @pytest.mark.slow
@@ -35,7 +53,15 @@ def test_docs_site_builds_with_strict_checking(tmp_path):
     assert 'src="img/site_board.png"' in home  # the screenshots
     api = (tmp_path / "site" / "api" / "bench" / "index.html").read_text(encoding="utf-8")
     assert "render_run_report" in api and "Raises" in api  # mkdocstrings read the docstrings
-    for page in ("envs/sokoban", "training", "backends", "endpoints", "diagnostics", "results", "envs/data"):
+    for page in (
+        "envs/sokoban",
+        "training",
+        "backends",
+        "endpoints",
+        "diagnostics",
+        "results",
+        "envs/data",
+    ):
         assert (tmp_path / "site" / page / "index.html").is_file(), page
 
 
@@ -64,9 +90,12 @@ def test_readme_links_rewritten_for_the_site():
         from mkdocs_hooks import readme_for_site
     finally:
         sys.path.remove(str(ROOT / "scripts"))
-    text = ("[a](docs/envs/bandit.md) [b](leaderboards/) [c](examples/README.md) [d](https://x.org/y) "
-            "[e](#env) ![f](docs/img/site_board.png)")
+    text = (
+        "[a](docs/envs/bandit.md) [b](leaderboards/) [c](examples/README.md) [d](https://x.org/y) "
+        "[e](#env) ![f](docs/img/site_board.png)"
+    )
     assert readme_for_site(text, "https://github.com/o/r") == (
         "[a](envs/bandit.md) [b](https://github.com/o/r/tree/main/leaderboards/) "
         "[c](https://github.com/o/r/blob/main/examples/README.md) [d](https://x.org/y) [e](#env) "
-        "![f](img/site_board.png)")
+        "![f](img/site_board.png)"
+    )

@@ -34,8 +34,18 @@ def test_env_tests_pass_against_the_ragen_envs_wheel_alone() -> None:
     # The script's own scratch folder (under /var/tmp: a venv under /tmp would be hidden from
     # the sandbox tests by the sandbox's private /tmp), removed when it is done.
     files = [f"tests/envs/{name}.py" for name in FILES]
-    cmd = [sys.executable, str(REPO / "scripts" / "test_envs_wheel.py"), "--seeds", "2", "--tests", *files,
-           "--", "-m", "not slow", "-x"]
+    cmd = [
+        sys.executable,
+        str(REPO / "scripts" / "test_envs_wheel.py"),
+        "--seeds",
+        "2",
+        "--tests",
+        *files,
+        "--",
+        "-m",
+        "not slow",
+        "-x",
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1500, check=False)
     lines = proc.stdout.strip().splitlines()
     assert lines, proc.stderr[-3000:]
@@ -43,9 +53,15 @@ def test_env_tests_pass_against_the_ragen_envs_wheel_alone() -> None:
     assert proc.returncode == 0, f"{summary}\n{proc.stdout[-4000:]}\n{proc.stderr[-3000:]}"
     # The tests imported the installed wheel, and nothing else of the project was there.
     installed = Path(summary["imported_from"])
-    assert "site-packages" in installed.parts and installed.is_relative_to(Path(summary["root"]) / "venv")
+    assert "site-packages" in installed.parts and installed.is_relative_to(
+        Path(summary["root"]) / "venv"
+    )
     assert not Path(summary["root"]).exists()  # cleaned up
-    assert summary["others_importable"] == {"ragen_bench": False, "ragen_train": False, "torch": False}
+    assert summary["others_importable"] == {
+        "ragen_bench": False,
+        "ragen_train": False,
+        "torch": False,
+    }
     assert summary["wheel"].startswith("ragen_envs-")
     result = summary["pytest_summary"]
     assert " passed" in result and "failed" not in result and "error" not in result, result

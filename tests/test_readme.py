@@ -12,14 +12,17 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_env_table_matches_registry() -> None:
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "env_table.py"), "--check"], capture_output=True,
-                          text=True)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "env_table.py"), "--check"],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_ci_runs_the_readme_test_command() -> None:
     readme = (ROOT / "README.md").read_text()
-    block = readme[readme.index("**Install and run the tests**"):]
+    block = readme[readme.index("**Install and run the tests**") :]
     cmd = re.search(r"```bash\n(.+?)\n```", block, re.S).group(1).strip()
     ci = (ROOT / ".ci" / "run").read_text()
     for part in [p.strip() for p in cmd.split("&&")]:
@@ -29,4 +32,6 @@ def test_ci_runs_the_readme_test_command() -> None:
 def test_relative_links_exist() -> None:
     for doc in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
         for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", doc.read_text()):
-            assert (doc.parent / target).exists(), f"{doc.relative_to(ROOT)} links to missing {target}"
+            assert (doc.parent / target).exists(), (
+                f"{doc.relative_to(ROOT)} links to missing {target}"
+            )

@@ -38,15 +38,23 @@ pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]
 # The wheels copy schemas/ (ragen-envs: schemas/envs/ and schemas/data/, what the env
 # package validates against) file for file; each env's own schemas travel in its package.
-_ENV_SCHEMAS = sorted(p.relative_to(REPO / "schemas").as_posix() for folder in ("envs", "data")
-                      for p in (REPO / "schemas" / folder).iterdir() if p.is_file())
+_ENV_SCHEMAS = sorted(
+    p.relative_to(REPO / "schemas").as_posix()
+    for folder in ("envs", "data")
+    for p in (REPO / "schemas" / folder).iterdir()
+    if p.is_file()
+)
 _ENV_KEYS = sorted({e.env_key for e in ragen_envs.list_envs()})
-_ALL_SCHEMAS = sorted(p.relative_to(REPO / "schemas").as_posix() for p in (REPO / "schemas").rglob("*") if p.is_file())
+_ALL_SCHEMAS = sorted(
+    p.relative_to(REPO / "schemas").as_posix() for p in (REPO / "schemas").rglob("*") if p.is_file()
+)
 
 
 def _run(cmd: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False, **kw)  # type: ignore[call-overload]
-    assert proc.returncode == 0, f"{' '.join(map(str, cmd))} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 0, (
+        f"{' '.join(map(str, cmd))} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    )
     return proc
 
 
@@ -64,7 +72,9 @@ def src(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copy of the parts of the tree the wheels are built from, with bytecode caches in it."""
     root = tmp_path_factory.mktemp("src")
     for name in ("ragen_envs", "ragen_bench", "ragen_train", "schemas"):
-        shutil.copytree(REPO / name, root / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        shutil.copytree(
+            REPO / name, root / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+        )
     for name in ("pyproject.toml", "README.md", "LICENSE"):
         if (REPO / name).exists():
             shutil.copy2(REPO / name, root / name)
@@ -114,29 +124,46 @@ def test_ragen_envs_wheel_holds_only_ragen_envs_and_env_schemas(envs_wheel: Path
     tops = {n.split("/")[0] for n in names}
     assert tops == {"ragen_envs", _dist_info(envs_wheel)}
     _assert_no_bytecode(names)
-    assert not [n for n in names if n.startswith(("ragen_bench", "ragen_train", "tests", "benchmarks", "scripts"))]
-    packaged = sorted(n.removeprefix("ragen_envs/schemas/") for n in names if n.startswith("ragen_envs/schemas/"))
+    assert not [
+        n
+        for n in names
+        if n.startswith(("ragen_bench", "ragen_train", "tests", "benchmarks", "scripts"))
+    ]
+    packaged = sorted(
+        n.removeprefix("ragen_envs/schemas/") for n in names if n.startswith("ragen_envs/schemas/")
+    )
     assert packaged == _ENV_SCHEMAS  # nothing else of schemas/ (no trainer or leaderboard schemas)
     # Every file of the source package is in the wheel: modules, each env package's config
     # and info schemas (ragen_envs/envs/<key>/*.schema.json) and bundled data.
-    sources = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "ragen_envs").rglob("*")
-                     if p.is_file() and "__pycache__" not in p.parts)
+    sources = sorted(
+        p.relative_to(REPO).as_posix()
+        for p in (REPO / "ragen_envs").rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    )
     assert set(sources) <= set(names)
-    assert {f"ragen_envs/envs/{key}/{kind}.schema.json" for key in _ENV_KEYS for kind in ("config", "info")} <= set(names)
+    assert {
+        f"ragen_envs/envs/{key}/{kind}.schema.json"
+        for key in _ENV_KEYS
+        for kind in ("config", "info")
+    } <= set(names)
 
 
 def test_ragen_envs_wheel_requires_only_gymnasium_numpy_jsonschema(envs_wheel: Path) -> None:
     meta = _metadata(envs_wheel)
     assert meta["Name"] == "ragen-envs"  # type: ignore[index]
     reqs = meta.get_all("Requires-Dist")  # type: ignore[attr-defined]
-    plain = sorted(r.split(">")[0].split("=")[0].split("<")[0].strip() for r in reqs if ";" not in r)
+    plain = sorted(
+        r.split(">")[0].split("=")[0].split("<")[0].strip() for r in reqs if ";" not in r
+    )
     extra = sorted(r for r in reqs if ";" in r)
     assert plain == ["gymnasium", "jsonschema", "numpy"]
     extras = {r.split(";")[1].split("==")[1].strip().strip("'\"") for r in extra}
     assert extras == {"pettingzoo", "search", "webshop", "math", "lean"}
     assert [r for r in extra if "extra == 'pettingzoo'" in r][0].startswith("pettingzoo")
     assert all(r.startswith("bm25s") for r in extra if "'search'" in r or "'webshop'" in r)
-    assert all(r.startswith("httpx") for r in extra if "'lean'" in r)  # the Kimina Lean Server client
+    assert all(
+        r.startswith("httpx") for r in extra if "'lean'" in r
+    )  # the Kimina Lean Server client
 
 
 _VENV_SCRIPT = r"""
@@ -183,13 +210,27 @@ def venv(tmp_path_factory: pytest.TempPathFactory, envs_wheel: Path) -> Iterator
     cfg = (root / "v" / "pyvenv.cfg").read_text()
     assert "include-system-site-packages = false" in cfg
     # The search/webshop extra adds only bm25s (which needs numpy and scipy), still no torch.
-    _run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", f"{envs_wheel}[search,webshop]"],
-         env=_clean_env(), cwd=str(root), timeout=900)
+    _run(
+        [
+            str(py),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            f"{envs_wheel}[search,webshop]",
+        ],
+        env=_clean_env(),
+        cwd=str(root),
+        timeout=900,
+    )
     yield py
 
 
 def _in_venv(py: Path, script: str) -> dict[str, object]:
-    proc = _run([str(py), "-I", "-c", script], env=_clean_env(), cwd=str(py.parents[2]), timeout=600)
+    proc = _run(
+        [str(py), "-I", "-c", script], env=_clean_env(), cwd=str(py.parents[2]), timeout=600
+    )
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -212,7 +253,9 @@ def test_root_wheel_holds_three_packages_and_schemas(root_wheel: Path) -> None:
     tops = {n.split("/")[0] for n in names}
     assert tops == {"ragen_envs", "ragen_bench", "ragen_train", _dist_info(root_wheel)}
     _assert_no_bytecode(names)
-    packaged = sorted(n.removeprefix("ragen_envs/schemas/") for n in names if n.startswith("ragen_envs/schemas/"))
+    packaged = sorted(
+        n.removeprefix("ragen_envs/schemas/") for n in names if n.startswith("ragen_envs/schemas/")
+    )
     assert packaged == _ALL_SCHEMAS
     assert not [n for n in names if n.startswith("schemas/")]
 
@@ -220,8 +263,19 @@ def test_root_wheel_holds_three_packages_and_schemas(root_wheel: Path) -> None:
 def test_root_wheel_installed_finds_its_schemas(venv: Path, root_wheel: Path) -> None:
     """Non-editable install of the root wheel (no deps: the venv already has the env deps)."""
     _run([str(venv), "-m", "pip", "uninstall", "-y", "-q", "ragen-envs"], env=_clean_env())
-    _run([str(venv), "-m", "pip", "install", "-q", "--no-deps", "--disable-pip-version-check", str(root_wheel)],
-         env=_clean_env())
+    _run(
+        [
+            str(venv),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--disable-pip-version-check",
+            str(root_wheel),
+        ],
+        env=_clean_env(),
+    )
     out = _in_venv(venv, _VENV_SCRIPT)
     assert sorted(out["ids"]) == sorted(ALL_IDS)  # type: ignore[arg-type]
     assert out["bench_importable"] is True

@@ -44,13 +44,34 @@ REPO = Path(__file__).resolve().parents[2]
 #: Qwen2.5 shapes (hidden, layers, heads, kv heads, intermediate), vocabulary 151936, tied
 #: embeddings as the published 0.5B/1.5B configs.
 SIZES: dict[str, dict[str, Any]] = {
-    "0.5b": dict(hidden_size=896, num_hidden_layers=24, num_attention_heads=14, num_key_value_heads=2,
-                 intermediate_size=4864, vocab_size=151936, tie_word_embeddings=True),
-    "1.5b": dict(hidden_size=1536, num_hidden_layers=28, num_attention_heads=12, num_key_value_heads=2,
-                 intermediate_size=8960, vocab_size=151936, tie_word_embeddings=True),
+    "0.5b": dict(
+        hidden_size=896,
+        num_hidden_layers=24,
+        num_attention_heads=14,
+        num_key_value_heads=2,
+        intermediate_size=4864,
+        vocab_size=151936,
+        tie_word_embeddings=True,
+    ),
+    "1.5b": dict(
+        hidden_size=1536,
+        num_hidden_layers=28,
+        num_attention_heads=12,
+        num_key_value_heads=2,
+        intermediate_size=8960,
+        vocab_size=151936,
+        tie_word_embeddings=True,
+    ),
     # The CPU test's stand-in: the same code path in seconds.
-    "tiny": dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                 intermediate_size=128, vocab_size=1024, tie_word_embeddings=True),
+    "tiny": dict(
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        intermediate_size=128,
+        vocab_size=1024,
+        tie_word_embeddings=True,
+    ),
 }
 PEAK_TFLOPS = {"H100": 989.0, "H200": 989.0, "A100": 312.0}
 
@@ -92,18 +113,32 @@ def update_speed(model: Any, device: str, batch: int, seq_len: int, iters: int) 
     n_params = sum(p.numel() for p in model.parameters())
     tps = batch * seq_len * iters / dt
     del opt
-    return {"params": float(n_params), "update_tokens_per_s": tps, "update_flops_per_s": 6.0 * n_params * tps}
+    return {
+        "params": float(n_params),
+        "update_tokens_per_s": tps,
+        "update_flops_per_s": 6.0 * n_params * tps,
+    }
 
 
-def rollout_speed(model: Any, device: str, batch: int, prompt_len: int, new_tokens: int) -> dict[str, float]:
+def rollout_speed(
+    model: Any, device: str, batch: int, prompt_len: int, new_tokens: int
+) -> dict[str, float]:
     import torch
 
     model.eval()
     ids = torch.randint(0, model.config.vocab_size, (batch, prompt_len), device=device)
-    kw = dict(max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=True, temperature=1.0, top_k=0,
-              pad_token_id=0)
+    kw = dict(
+        max_new_tokens=new_tokens,
+        min_new_tokens=new_tokens,
+        do_sample=True,
+        temperature=1.0,
+        top_k=0,
+        pad_token_id=0,
+    )
     with torch.no_grad():
-        model.generate(input_ids=ids[:, :8], max_new_tokens=2, do_sample=False, pad_token_id=0)  # warm-up
+        model.generate(
+            input_ids=ids[:, :8], max_new_tokens=2, do_sample=False, pad_token_id=0
+        )  # warm-up
         _sync(device)
         t0 = time.perf_counter()
         out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), **kw)
@@ -147,17 +182,37 @@ def size_report(size: str, a: argparse.Namespace) -> dict[str, Any]:
 
 
 def _starpo_overrides(device: str, out_dir: str, distributed: str = "ddp") -> list[str]:
-    return [f"model.device={device}", "trainer.total_steps=3", "trainer.val_every=0", "trainer.save_every=0",
-            "trainer.collapse_every=0", f"trainer.out_dir={out_dir}", "trainer.loggers=[\"jsonl\"]",
-            f"trainer.distributed={distributed}", "rollout.engine=hf", "rollout.env_groups=4",
-            "rollout.group_size=4"]
+    return [
+        f"model.device={device}",
+        "trainer.total_steps=3",
+        "trainer.val_every=0",
+        "trainer.save_every=0",
+        "trainer.collapse_every=0",
+        f"trainer.out_dir={out_dir}",
+        'trainer.loggers=["jsonl"]',
+        f"trainer.distributed={distributed}",
+        "rollout.engine=hf",
+        "rollout.env_groups=4",
+        "rollout.group_size=4",
+    ]
 
 
 def _read_steps(out_dir: str) -> list[dict[str, Any]]:
     path = Path(out_dir) / "metrics.jsonl"
-    rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.is_file() else []
-    return [{k: r[k] for k in ("step", "time/step_s", "time/rollout_s", "time/update_s", "train/success") if k in r}
-            for r in rows if "time/step_s" in r]
+    rows = (
+        [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+        if path.is_file()
+        else []
+    )
+    return [
+        {
+            k: r[k]
+            for k in ("step", "time/step_s", "time/rollout_s", "time/update_s", "train/success")
+            if k in r
+        }
+        for r in rows
+        if "time/step_s" in r
+    ]
 
 
 def starpo_single(device: str, work: str) -> dict[str, Any]:
@@ -167,34 +222,64 @@ def starpo_single(device: str, work: str) -> dict[str, Any]:
     out = str(Path(work) / "single")
     t0 = time.perf_counter()
     try:
-        StarPOTrainer(apply_overrides(load_config("tiny-bandit-grpo"), _starpo_overrides(device, out))).fit()
+        StarPOTrainer(
+            apply_overrides(load_config("tiny-bandit-grpo"), _starpo_overrides(device, out))
+        ).fit()
     except Exception as exc:
-        return {"ok": False, "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=5)}
+        return {
+            "ok": False,
+            "error": f"{type(exc).__name__}: {exc}",
+            "traceback": traceback.format_exc(limit=5),
+        }
     return {"ok": True, "wall_s": time.perf_counter() - t0, "steps": _read_steps(out)}
 
 
 def starpo_fsdp2(device: str, work: str, timeout: float) -> dict[str, Any]:
     out = str(Path(work) / "fsdp2")
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "1",
-           "-m", "ragen_train.cli", "starpo", "--config", "tiny-bandit-grpo",
-           *_starpo_overrides(device, out, "fsdp2")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "1",
+        "-m",
+        "ragen_train.cli",
+        "starpo",
+        "--config",
+        "tiny-bandit-grpo",
+        *_starpo_overrides(device, out, "fsdp2"),
+    ]
     t0 = time.perf_counter()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+    }
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=REPO, env=env)
+        proc = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=timeout, cwd=REPO, env=env
+        )
     except subprocess.TimeoutExpired:
         return {"ok": False, "error": f"timed out after {timeout:g}s"}
-    res: dict[str, Any] = {"ok": proc.returncode == 0, "wall_s": time.perf_counter() - t0, "steps": _read_steps(out)}
+    res: dict[str, Any] = {
+        "ok": proc.returncode == 0,
+        "wall_s": time.perf_counter() - t0,
+        "steps": _read_steps(out),
+    }
     if proc.returncode != 0:
         res["error"] = (proc.stderr or proc.stdout)[-2000:]
     return res
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    ap = argparse.ArgumentParser(description="GPU check: update / rollout throughput, MFU, memory, StarPO steps.")
+    ap = argparse.ArgumentParser(
+        description="GPU check: update / rollout throughput, MFU, memory, StarPO steps."
+    )
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--sizes", default="0.5b,1.5b", help=f"comma-separated, from {sorted(SIZES)}")
-    ap.add_argument("--tiny", action="store_true", help="CPU test form: --sizes tiny and small shapes")
+    ap.add_argument(
+        "--tiny", action="store_true", help="CPU test form: --sizes tiny and small shapes"
+    )
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--seq-len", type=int, default=1024)
     ap.add_argument("--iters", type=int, default=5)
@@ -207,27 +292,56 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--out", type=Path, default=Path("gpu_check.json"))
     a = ap.parse_args(argv)
     if a.tiny:
-        a.sizes, a.batch, a.seq_len, a.iters, a.gen_batch, a.prompt_len, a.gen_tokens = "tiny", 2, 32, 2, 2, 8, 4
+        a.sizes, a.batch, a.seq_len, a.iters, a.gen_batch, a.prompt_len, a.gen_tokens = (
+            "tiny",
+            2,
+            32,
+            2,
+            2,
+            8,
+            4,
+        )
     import torch
     import transformers
 
     t0 = time.perf_counter()
     report: dict[str, Any] = {
-        "device": a.device, "device_name": torch.cuda.get_device_name(0) if a.device.startswith("cuda") else "cpu",
-        "torch": torch.__version__, "cuda": torch.version.cuda, "transformers": transformers.__version__,
+        "device": a.device,
+        "device_name": torch.cuda.get_device_name(0) if a.device.startswith("cuda") else "cpu",
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "transformers": transformers.__version__,
         "settings": {k: v for k, v in vars(a).items() if k != "out"} | {"out": str(a.out)},
         "sizes": [size_report(s.strip(), a) for s in a.sizes.split(",") if s.strip()],
     }
     if not a.no_starpo:
         with tempfile.TemporaryDirectory(prefix="ragen-gpu-check-") as work:
             report["starpo_single_process"] = starpo_single(a.device, work)
-            report["starpo_fsdp2_world1"] = (starpo_fsdp2(a.device, work, a.fsdp2_timeout)
-                                             if a.device.startswith("cuda") else {"ok": None, "skipped": "GPU only"})
+            report["starpo_fsdp2_world1"] = (
+                starpo_fsdp2(a.device, work, a.fsdp2_timeout)
+                if a.device.startswith("cuda")
+                else {"ok": None, "skipped": "GPU only"}
+            )
     report["wall_s"] = time.perf_counter() - t0
     a.out.write_text(json.dumps(report, indent=2, default=str) + "\n")
-    print(json.dumps({k: report[k] for k in ("device_name", "wall_s")} |
-                     {s["size"]: {k: s.get(k) for k in ("update_tokens_per_s", "mfu", "rollout_tokens_per_s",
-                                                         "peak_memory_gib", "error")} for s in report["sizes"]}))
+    print(
+        json.dumps(
+            {k: report[k] for k in ("device_name", "wall_s")}
+            | {
+                s["size"]: {
+                    k: s.get(k)
+                    for k in (
+                        "update_tokens_per_s",
+                        "mfu",
+                        "rollout_tokens_per_s",
+                        "peak_memory_gib",
+                        "error",
+                    )
+                }
+                for s in report["sizes"]
+            }
+        )
+    )
     return report
 
 

@@ -121,8 +121,14 @@ class CollapseTracker:
         thresholds: regime thresholds (for the absolute entropy floor and the MI basis).
     """
 
-    def __init__(self, *, ema_decay: float = DEFAULT_EMA_DECAY, mi_drop: float = 0.2, entropy_keep: float = 0.8,
-                 thresholds: RegimeThresholds | None = None):
+    def __init__(
+        self,
+        *,
+        ema_decay: float = DEFAULT_EMA_DECAY,
+        mi_drop: float = 0.2,
+        entropy_keep: float = 0.8,
+        thresholds: RegimeThresholds | None = None,
+    ):
         if not 0 <= ema_decay < 1:
             raise ValueError("ema_decay must be in [0, 1)")
         self.ema_decay = ema_decay
@@ -142,20 +148,27 @@ class CollapseTracker:
         """The EMA named ``key`` without updating it."""
         return self._ema.get(key)
 
-    def observe(self, sampler: str, *, mi_fraction: float, entropy_per_token: float,
-                step: int | None = None) -> str | None:
+    def observe(
+        self, sampler: str, *, mi_fraction: float, entropy_per_token: float, step: int | None = None
+    ) -> str | None:
         """Record one measurement; return (and warn with) a message on a fall of MI at
         steady entropy, else ``None``."""
         prev_m = self.peek(f"{sampler}/mi_fraction")
         prev_h = self.peek(f"{sampler}/entropy")
         msg = None
-        if (prev_m is not None and prev_h is not None and prev_m - mi_fraction >= self.mi_drop
-                and entropy_per_token >= self.entropy_keep * prev_h
-                and entropy_per_token >= self.thresholds.entropy_per_token):
+        if (
+            prev_m is not None
+            and prev_h is not None
+            and prev_m - mi_fraction >= self.mi_drop
+            and entropy_per_token >= self.entropy_keep * prev_h
+            and entropy_per_token >= self.thresholds.entropy_per_token
+        ):
             where = f" at step {step}" if step is not None else ""
-            msg = (f"possible template collapse{where} ({sampler} sampler): MI/log M fell to {mi_fraction:.3f} "
-                   f"from an average of {prev_m:.3f} while H(Z|X) stayed at {entropy_per_token:.3f} nats/token "
-                   f"(average {prev_h:.3f}); reasoning is losing its dependence on the input")
+            msg = (
+                f"possible template collapse{where} ({sampler} sampler): MI/log M fell to {mi_fraction:.3f} "
+                f"from an average of {prev_m:.3f} while H(Z|X) stayed at {entropy_per_token:.3f} nats/token "
+                f"(average {prev_h:.3f}); reasoning is losing its dependence on the input"
+            )
             warnings.warn(msg, TemplateCollapseWarning, stacklevel=3)
         self.ema(f"{sampler}/mi_fraction", mi_fraction)
         self.ema(f"{sampler}/entropy", entropy_per_token)
@@ -194,18 +207,28 @@ def _global_metrics(samples: Sequence[ReasoningSample]) -> dict[str, float]:
     return m
 
 
-def _estimate_metrics(p: str, seq: MIEstimate, tok: MIEstimate, ret: dict[int, Retrieval]) -> dict[str, float]:
+def _estimate_metrics(
+    p: str, seq: MIEstimate, tok: MIEstimate, ret: dict[int, Retrieval]
+) -> dict[str, float]:
     ub = tok.upper_bound
     m = {
-        f"{p}mi_estimate": tok.mi, f"{p}mi_seq_estimate": seq.mi, f"{p}mi_upper_bound": ub,
-        f"{p}mi_normalized": tok.mi / ub, f"{p}mi_seq_normalized": seq.mi / ub,
+        f"{p}mi_estimate": tok.mi,
+        f"{p}mi_seq_estimate": seq.mi,
+        f"{p}mi_upper_bound": ub,
+        f"{p}mi_normalized": tok.mi / ub,
+        f"{p}mi_seq_normalized": seq.mi / ub,
         f"{p}conditional_entropy_est": tok.conditional_entropy,
         f"{p}conditional_entropy_seq_est": seq.conditional_entropy,
-        f"{p}reasoning_entropy_est": tok.marginal_entropy, f"{p}reasoning_entropy_seq_est": seq.marginal_entropy,
-        f"{p}matched_log_prob_mean": -tok.conditional_entropy, f"{p}matched_log_prob_mean_seq": -seq.conditional_entropy,
-        f"{p}marginal_log_prob_mean": -tok.marginal_entropy, f"{p}marginal_log_prob_mean_seq": -seq.marginal_entropy,
-        f"{p}marginal_std": tok.marginal_std, f"{p}marginal_std_seq": seq.marginal_std,
-        f"{p}mi_zscore": tok.zscore, f"{p}mi_zscore_seq": seq.zscore,
+        f"{p}reasoning_entropy_est": tok.marginal_entropy,
+        f"{p}reasoning_entropy_seq_est": seq.marginal_entropy,
+        f"{p}matched_log_prob_mean": -tok.conditional_entropy,
+        f"{p}matched_log_prob_mean_seq": -seq.conditional_entropy,
+        f"{p}marginal_log_prob_mean": -tok.marginal_entropy,
+        f"{p}marginal_log_prob_mean_seq": -seq.marginal_entropy,
+        f"{p}marginal_std": tok.marginal_std,
+        f"{p}marginal_std_seq": seq.marginal_std,
+        f"{p}mi_zscore": tok.zscore,
+        f"{p}mi_zscore_seq": seq.zscore,
     }
     for k, r in ret.items():
         suffix = "" if k == 1 else f"@{k}"
@@ -215,10 +238,21 @@ def _estimate_metrics(p: str, seq: MIEstimate, tok: MIEstimate, ret: dict[int, R
     return m
 
 
-def _run_sampler(name: str, samples: Sequence[ReasoningSample], scorer: Scorer, *, num_samples: int | None,
-                 seed: int, thresholds: RegimeThresholds, tracker: CollapseTracker | None, ks: Sequence[int],
-                 std_floor: float, step: int | None, metrics: dict[str, float],
-                 warned: list[str]) -> SamplerResult:
+def _run_sampler(
+    name: str,
+    samples: Sequence[ReasoningSample],
+    scorer: Scorer,
+    *,
+    num_samples: int | None,
+    seed: int,
+    thresholds: RegimeThresholds,
+    tracker: CollapseTracker | None,
+    ks: Sequence[int],
+    std_floor: float,
+    step: int | None,
+    metrics: dict[str, float],
+    warned: list[str],
+) -> SamplerResult:
     p = f"collapse/{name}/"
     rng = np.random.default_rng([int(seed), SAMPLERS.index(name)])
     problem = make_problem(name, samples, num_samples, rng)
@@ -242,11 +276,18 @@ def _run_sampler(name: str, samples: Sequence[ReasoningSample], scorer: Scorer, 
     metrics.update(_estimate_metrics(p, seq, tok, ret))
     metrics[f"{p}reasoning_tokens_mean"] = float(np.mean(scores.lengths))
     if scores.own_entropy is not None:
-        metrics[f"{p}token_entropy_full"] = float(np.sum(scores.own_entropy * scores.lengths) / np.sum(scores.lengths))
+        metrics[f"{p}token_entropy_full"] = float(
+            np.sum(scores.own_entropy * scores.lengths) / np.sum(scores.lengths)
+        )
     basis = seq if thresholds.mi_basis == "seq" else tok
-    regime = classify_regime(mi=basis.mi, upper_bound=basis.upper_bound,
-                             conditional_entropy_per_token=tok.conditional_entropy,
-                             n_rows=problem.n_rows, n_columns=problem.n_columns, thresholds=thresholds)
+    regime = classify_regime(
+        mi=basis.mi,
+        upper_bound=basis.upper_bound,
+        conditional_entropy_per_token=tok.conditional_entropy,
+        n_rows=problem.n_rows,
+        n_columns=problem.n_columns,
+        thresholds=thresholds,
+    )
     metrics[f"{p}regime_code"] = regime.code
     if tracker is not None:
         std_tok = tracker.ema(f"{name}/marginal_std", tok.marginal_std)
@@ -256,7 +297,9 @@ def _run_sampler(name: str, samples: Sequence[ReasoningSample], scorer: Scorer, 
         metrics[f"{p}mi_zscore_ema"] = zscore(tok.matched, tok.marginal, std_tok, std_floor)
         metrics[f"{p}mi_zscore_ema_seq"] = zscore(seq.matched, seq.marginal, std_seq, std_floor)
         frac = basis.mi / basis.upper_bound
-        msg = tracker.observe(name, mi_fraction=frac, entropy_per_token=tok.conditional_entropy, step=step)
+        msg = tracker.observe(
+            name, mi_fraction=frac, entropy_per_token=tok.conditional_entropy, step=step
+        )
         metrics[f"{p}mi_normalized_ema"] = tracker.peek(f"{name}/mi_fraction") or 0.0
         metrics[f"{p}template_collapse_warning"] = 1.0 if msg else 0.0
         if msg:
@@ -264,11 +307,20 @@ def _run_sampler(name: str, samples: Sequence[ReasoningSample], scorer: Scorer, 
     return SamplerResult(name, problem, regime, scores, ell_seq, ell_tok, seq, tok, ret)
 
 
-def collapse_report(data: Iterable[Any], scorer: Scorer, *, num_samples: int | None = DEFAULT_NUM_SAMPLES,
-                    sampler: str | Sequence[str] = "first_turn", seed: int = 0,
-                    thresholds: RegimeThresholds | None = None, tracker: CollapseTracker | None = None,
-                    use_token_ids: bool = False, ks: Sequence[int] = DEFAULT_KS,
-                    std_floor: float = DEFAULT_STD_FLOOR, step: int | None = None) -> CollapseReport:
+def collapse_report(
+    data: Iterable[Any],
+    scorer: Scorer,
+    *,
+    num_samples: int | None = DEFAULT_NUM_SAMPLES,
+    sampler: str | Sequence[str] = "first_turn",
+    seed: int = 0,
+    thresholds: RegimeThresholds | None = None,
+    tracker: CollapseTracker | None = None,
+    use_token_ids: bool = False,
+    ks: Sequence[int] = DEFAULT_KS,
+    std_floor: float = DEFAULT_STD_FLOOR,
+    step: int | None = None,
+) -> CollapseReport:
     """Collapse diagnostics of one batch.
 
     Args:
@@ -307,15 +359,28 @@ def collapse_report(data: Iterable[Any], scorer: Scorer, *, num_samples: int | N
     results: dict[str, SamplerResult] = {}
     warned: list[str] = []
     for name in dict.fromkeys(names):
-        results[name] = _run_sampler(name, samples, scorer, num_samples=num_samples, seed=seed,
-                                     thresholds=thresholds, tracker=tracker, ks=ks, std_floor=std_floor,
-                                     step=step, metrics=metrics, warned=warned)
+        results[name] = _run_sampler(
+            name,
+            samples,
+            scorer,
+            num_samples=num_samples,
+            seed=seed,
+            thresholds=thresholds,
+            tracker=tracker,
+            ks=ks,
+            std_floor=std_floor,
+            step=step,
+            metrics=metrics,
+            warned=warned,
+        )
     seconds = time.perf_counter() - t0
     metrics["collapse/timing_s"] = seconds
     bad = [k for k, v in metrics.items() if not math.isfinite(v)]
     for k in bad:  # never emit NaN/inf (JSON); an infinite value means an undefined metric
         del metrics[k]
-    return CollapseReport(metrics, {k: r.regime for k, r in results.items()}, results, warned, seconds)
+    return CollapseReport(
+        metrics, {k: r.regime for k, r in results.items()}, results, warned, seconds
+    )
 
 
 def collapse_metrics(data: Iterable[Any], scorer: Scorer, **kwargs: Any) -> dict[str, float]:

@@ -110,7 +110,9 @@ class MIEstimate:
     zscore: float
 
 
-def zscore(matched: np.ndarray, marginal: np.ndarray, std: float, std_floor: float = DEFAULT_STD_FLOOR) -> float:
+def zscore(
+    matched: np.ndarray, marginal: np.ndarray, std: float, std_floor: float = DEFAULT_STD_FLOOR
+) -> float:
     """mean((matched − marginal) / max(std, std_floor)).
 
     RAGEN's code divides by ``std + 1e-3``; we use a floor instead, which
@@ -119,11 +121,20 @@ def zscore(matched: np.ndarray, marginal: np.ndarray, std: float, std_floor: flo
     """
     if std_floor <= 0:
         raise ValueError("std_floor must be > 0")
-    return float(np.mean((np.asarray(matched, np.float64) - np.asarray(marginal, np.float64)) / max(std, std_floor)))
+    return float(
+        np.mean(
+            (np.asarray(matched, np.float64) - np.asarray(marginal, np.float64))
+            / max(std, std_floor)
+        )
+    )
 
 
-def mi_estimate(ell: np.ndarray | Sequence[Sequence[float]], own: Sequence[int] | np.ndarray | None = None, *,
-                std_floor: float = DEFAULT_STD_FLOOR) -> MIEstimate:
+def mi_estimate(
+    ell: np.ndarray | Sequence[Sequence[float]],
+    own: Sequence[int] | np.ndarray | None = None,
+    *,
+    std_floor: float = DEFAULT_STD_FLOOR,
+) -> MIEstimate:
     """The MI / entropy estimators of the module docstring on one matrix.
 
     Args:
@@ -141,9 +152,14 @@ def mi_estimate(ell: np.ndarray | Sequence[Sequence[float]], own: Sequence[int] 
     gap = matched - marginal
     std = float(np.std(marginal))  # population std (ddof=0), as RAGEN
     return MIEstimate(
-        matched=matched, marginal=marginal, mi=float(np.mean(gap)),
-        conditional_entropy=float(-np.mean(matched)), marginal_entropy=float(-np.mean(marginal)),
-        upper_bound=math.log(a.shape[1]), marginal_std=std, zscore=zscore(matched, marginal, std, std_floor),
+        matched=matched,
+        marginal=marginal,
+        mi=float(np.mean(gap)),
+        conditional_entropy=float(-np.mean(matched)),
+        marginal_entropy=float(-np.mean(marginal)),
+        upper_bound=math.log(a.shape[1]),
+        marginal_std=std,
+        zscore=zscore(matched, marginal, std, std_floor),
     )
 
 
@@ -190,8 +206,13 @@ class Retrieval:
         return self.accuracy - self.chance
 
 
-def retrieval(ell: np.ndarray | Sequence[Sequence[float]], own: Sequence[int] | np.ndarray | None = None, *,
-              signatures: Sequence[Hashable] | None = None, ks: Sequence[int] = DEFAULT_KS) -> dict[int, Retrieval]:
+def retrieval(
+    ell: np.ndarray | Sequence[Sequence[float]],
+    own: Sequence[int] | np.ndarray | None = None,
+    *,
+    signatures: Sequence[Hashable] | None = None,
+    ks: Sequence[int] = DEFAULT_KS,
+) -> dict[int, Retrieval]:
     """Retrieval accuracy @k with a chance level that accounts for identical prompts.
 
     Row ``i`` counts as retrieved at ``k`` when one of the ``k`` columns with the highest

@@ -41,12 +41,20 @@ def parse_scorer_spec(spec: str) -> tuple[str, dict[str, str]]:
     m = _OPENAI_SPEC.match(spec)
     if m:
         return "openai", {"base_url": m.group(1), "model": m.group(2)}
-    raise ValueError(f"bad scorer {spec!r}: use hf:<model> or openai:<base_url>:<model> "
-                     "(e.g. openai:http://127.0.0.1:8000/v1:my-model)")
+    raise ValueError(
+        f"bad scorer {spec!r}: use hf:<model> or openai:<base_url>:<model> "
+        "(e.g. openai:http://127.0.0.1:8000/v1:my-model)"
+    )
 
 
-def make_scorer(spec: str, *, device: str = "cpu", dtype: str = "float32", tokenizer: str | None = None,
-                api_key_env: str | None = None) -> Scorer:
+def make_scorer(
+    spec: str,
+    *,
+    device: str = "cpu",
+    dtype: str = "float32",
+    tokenizer: str | None = None,
+    api_key_env: str | None = None,
+) -> Scorer:
     """Build a scorer from a spec (see :func:`parse_scorer_spec`).
 
     Args:
@@ -63,7 +71,9 @@ def make_scorer(spec: str, *, device: str = "cpu", dtype: str = "float32", token
     from .openai_scorer import OpenAICompletionsScorer
 
     key = os.environ.get(api_key_env, "") if api_key_env else "EMPTY"
-    return OpenAICompletionsScorer(args["base_url"], args["model"], api_key=key or "EMPTY", tokenizer=tokenizer)
+    return OpenAICompletionsScorer(
+        args["base_url"], args["model"], api_key=key or "EMPTY", tokenizer=tokenizer
+    )
 
 
 def parse_samplers(text: str | Sequence[str]) -> list[str]:
@@ -77,24 +87,43 @@ def parse_samplers(text: str | Sequence[str]) -> list[str]:
         names = list(SAMPLERS)
     for n in names:
         if n not in SAMPLERS:
-            raise ValueError(f"unknown sampler {n!r}; choose from {', '.join(SAMPLERS)} (comma-separated) or both")
+            raise ValueError(
+                f"unknown sampler {n!r}; choose from {', '.join(SAMPLERS)} (comma-separated) or both"
+            )
     return list(dict.fromkeys(names))
 
 
-def diagnostics_block(episodes: Sequence[dict[str, Any]], scorer: Scorer, *,
-                      num_samples: int | None = DEFAULT_NUM_SAMPLES, samplers: Sequence[str] = SAMPLERS,
-                      seed: int = 0, thresholds: RegimeThresholds | None = None) -> dict[str, Any]:
+def diagnostics_block(
+    episodes: Sequence[dict[str, Any]],
+    scorer: Scorer,
+    *,
+    num_samples: int | None = DEFAULT_NUM_SAMPLES,
+    samplers: Sequence[str] = SAMPLERS,
+    seed: int = 0,
+    thresholds: RegimeThresholds | None = None,
+) -> dict[str, Any]:
     """The ``diagnostics`` object of ``summary.json`` for scored episodes (dicts)."""
     thresholds = thresholds or RegimeThresholds()
     t0 = time.perf_counter()
-    report = collapse_report(episodes, scorer, num_samples=num_samples, sampler=list(samplers), seed=seed,
-                             thresholds=thresholds)
+    report = collapse_report(
+        episodes,
+        scorer,
+        num_samples=num_samples,
+        sampler=list(samplers),
+        seed=seed,
+        thresholds=thresholds,
+    )
     return {
         "schema_version": BLOCK_VERSION,
         "created": now_iso(),
         "scorer": scorer.describe(),
-        "settings": {"num_samples": num_samples, "samplers": list(samplers), "seed": seed,
-                     "thresholds": thresholds.as_dict(), "use_token_ids": False},
+        "settings": {
+            "num_samples": num_samples,
+            "samplers": list(samplers),
+            "seed": seed,
+            "thresholds": thresholds.as_dict(),
+            "use_token_ids": False,
+        },
         "metrics": report.metrics,
         "regimes": {k: v.value for k, v in report.regimes.items()},
         "timing_s": round(time.perf_counter() - t0, 6),
@@ -116,7 +145,9 @@ def diagnose_run(run_dir: str | Path, scorer: Scorer, **kwargs: Any) -> dict[str
     rd = RunDir(run_dir)
     if not (rd.path / "summary.json").is_file():
         raise FileNotFoundError(f"{rd.path} has no summary.json; finish the run first")
-    episodes = [e for _, e in sorted(rd.read_episodes().items()) if e["status"] not in RETRY_STATUSES]
+    episodes = [
+        e for _, e in sorted(rd.read_episodes().items()) if e["status"] not in RETRY_STATUSES
+    ]
     block = diagnostics_block(episodes, scorer, **kwargs)
     summary = rd.read_summary()
     summary["diagnostics"] = block

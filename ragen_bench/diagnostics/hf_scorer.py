@@ -60,9 +60,18 @@ class HFScorer:
 
     kind = "hf"
 
-    def __init__(self, model: Any, tokenizer: Any = None, *, device: str = "cpu", dtype: str = "float32",
-                 micro_batch_size: int = 64, max_logits_elements: int = 2 ** 27, prefix_cache: bool | str = "auto",
-                 trust_remote_code: bool = False):
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any = None,
+        *,
+        device: str = "cpu",
+        dtype: str = "float32",
+        micro_batch_size: int = 64,
+        max_logits_elements: int = 2**27,
+        prefix_cache: bool | str = "auto",
+        trust_remote_code: bool = False,
+    ):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -71,14 +80,19 @@ class HFScorer:
 
             path = resolve_model_path(str(model))
             self.model_name = "tiny" if str(model) == "tiny" else Path(path).name
-            tokenizer = tokenizer or AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
-            model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype),
-                                                         trust_remote_code=trust_remote_code).to(device)
+            tokenizer = tokenizer or AutoTokenizer.from_pretrained(
+                path, trust_remote_code=trust_remote_code
+            )
+            model = AutoModelForCausalLM.from_pretrained(
+                path, dtype=getattr(torch, dtype), trust_remote_code=trust_remote_code
+            ).to(device)
             model.eval()
         else:
             if tokenizer is None:
                 raise ValueError("pass the tokenizer together with a loaded model")
-            self.model_name = getattr(getattr(model, "config", None), "_name_or_path", "") or type(model).__name__
+            self.model_name = (
+                getattr(getattr(model, "config", None), "_name_or_path", "") or type(model).__name__
+            )
         self.model = model
         self.tokenizer = tokenizer
         self.text_tokenizer = HFTextTokenizer(tokenizer)
@@ -90,7 +104,11 @@ class HFScorer:
         params = inspect.signature(model.forward).parameters
         self._cache_kw = "cache" if "cache" in params else "past_key_values"
         self._logits_to_keep = "logits_to_keep" in params
-        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (tokenizer.eos_token_id or 0)
+        self.pad_id = (
+            tokenizer.pad_token_id
+            if tokenizer.pad_token_id is not None
+            else (tokenizer.eos_token_id or 0)
+        )
 
     @classmethod
     def from_policy(cls, policy: Any, **kwargs: Any) -> HFScorer:
@@ -104,12 +122,21 @@ class HFScorer:
         return next(self.model.parameters()).device
 
     def describe(self) -> dict[str, Any]:
-        return {"kind": self.kind, "model": self.model_name, "device": str(self.device),
-                "dtype": str(next(self.model.parameters()).dtype).replace("torch.", "")}
+        return {
+            "kind": self.kind,
+            "model": self.model_name,
+            "device": str(self.device),
+            "dtype": str(next(self.model.parameters()).dtype).replace("torch.", ""),
+        }
 
     # ------------------------------------------------------------------ API
-    def score(self, xs: Sequence[Sequence[int]], zs: Sequence[Sequence[int]], *,
-              own: Sequence[int] | None = None) -> CrossScores:
+    def score(
+        self,
+        xs: Sequence[Sequence[int]],
+        zs: Sequence[Sequence[int]],
+        *,
+        own: Sequence[int] | None = None,
+    ) -> CrossScores:
         """See :meth:`ragen_bench.diagnostics.scorer.Scorer.score`; ``own_entropy`` is filled
         (full-distribution entropy at the own input) when ``own`` is given."""
         import torch
@@ -122,17 +149,33 @@ class HFScorer:
         ent = None if own is None else np.zeros(n, dtype=np.float64)
         order = sorted(range(n), key=lambda i: -len(zs[i]))
         with _inference(self.model), torch.inference_mode():
-            columns = self._prefixes(xs) if self.prefix_cache is not False else ((j, None) for j in range(m))
+            columns = (
+                self._prefixes(xs)
+                if self.prefix_cache is not False
+                else ((j, None) for j in range(m))
+            )
             for j, prefix in columns:  # prefixes are computed a batch at a time and freed after use
                 x = xs[j]
                 if prefix is None and self.prefix_cache is True:
-                    raise RuntimeError("this model's cache cannot be shared across a batch; use prefix_cache=False")
-                for chunk in self._chunks(order, lengths, extra=0 if prefix is not None else len(x)):
-                    want_ent = [] if own_arr is None else [k for k, i in enumerate(chunk) if own_arr[i] == j]
+                    raise RuntimeError(
+                        "this model's cache cannot be shared across a batch; use prefix_cache=False"
+                    )
+                for chunk in self._chunks(
+                    order, lengths, extra=0 if prefix is not None else len(x)
+                ):
+                    want_ent = (
+                        []
+                        if own_arr is None
+                        else [k for k, i in enumerate(chunk) if own_arr[i] == j]
+                    )
                     if prefix is not None:
-                        tok_lp, tok_ent = self._score_cached(prefix, [zs[i] for i in chunk], want_ent)
+                        tok_lp, tok_ent = self._score_cached(
+                            prefix, [zs[i] for i in chunk], want_ent
+                        )
                     else:
-                        tok_lp, tok_ent = self._score_plain(list(x), [zs[i] for i in chunk], want_ent)
+                        tok_lp, tok_ent = self._score_plain(
+                            list(x), [zs[i] for i in chunk], want_ent
+                        )
                     lens = torch.tensor([len(zs[i]) for i in chunk])
                     mask = torch.arange(tok_lp.shape[1])[None, :] < lens[:, None]
                     sums = (tok_lp.double().cpu() * mask).sum(dim=1).numpy()
@@ -152,7 +195,7 @@ class HFScorer:
         check_pairs([x], [z], None)
         with _inference(self.model), torch.inference_mode():
             tok_lp, _ = self._score_plain(list(x), [z], [])
-        return tok_lp[0, :len(z)].double().cpu().numpy()
+        return tok_lp[0, : len(z)].double().cpu().numpy()
 
     # ------------------------------------------------------------- internals
     def _chunks(self, order: list[int], lengths: np.ndarray, *, extra: int) -> Iterator[list[int]]:
@@ -168,7 +211,7 @@ class HFScorer:
             longest = int(lengths[order[i]])  # rows are sorted longest first
             per_row = (longest + 1 + kept_extra) * v
             b = max(1, min(self.micro_batch_size, self.max_logits_elements // max(1, per_row)))
-            yield order[i:i + b]
+            yield order[i : i + b]
             i += b
 
     def _prefixes(self, xs: Sequence[Sequence[int]]) -> Iterator[tuple[int, Any]]:
@@ -188,15 +231,25 @@ class HFScorer:
         while i < len(order):
             longest = len(xs[order[i]])
             if self._logits_to_keep:  # logits only at the rows' last positions: <= b × b × V
-                b = max(1, min(self.micro_batch_size, math.isqrt(self.max_logits_elements // v),
-                               _PREFIX_TOKENS // max(1, longest)))
+                b = max(
+                    1,
+                    min(
+                        self.micro_batch_size,
+                        math.isqrt(self.max_logits_elements // v),
+                        _PREFIX_TOKENS // max(1, longest),
+                    ),
+                )
             else:
                 b = 1
             start, i = i, i + b
             chunk = order[start:i]
             ids = self._pad([xs[j] for j in chunk], longest)
             last = sorted({len(xs[j]) - 1 for j in chunk})
-            kwargs = {"logits_to_keep": torch.tensor(last, device=ids.device)} if self._logits_to_keep else {}
+            kwargs = (
+                {"logits_to_keep": torch.tensor(last, device=ids.device)}
+                if self._logits_to_keep
+                else {}
+            )
             res = self.model(input_ids=ids, use_cache=True, **kwargs)
             cache = res["cache"] if "cache" in res else res.get("past_key_values")
             kv = _cache_tensors(cache)
@@ -210,7 +263,9 @@ class HFScorer:
                 n = len(xs[j])
                 col = pos[n - 1] if pos is not None else n - 1
                 first = torch.log_softmax(res.logits[r, col].float(), dim=-1)
-                group.append((j, (first, [(k[r:r + 1, :, :n], val[r:r + 1, :, :n]) for k, val in kv])))
+                group.append(
+                    (j, (first, [(k[r : r + 1, :, :n], val[r : r + 1, :, :n]) for k, val in kv]))
+                )
             del res, cache, kv
             yield from group
 
@@ -230,19 +285,27 @@ class HFScorer:
 
         ids = torch.full((len(seqs), width), self.pad_id, dtype=torch.long)
         for r, s in enumerate(seqs):
-            ids[r, :len(s)] = torch.tensor(list(s), dtype=torch.long)
+            ids[r, : len(s)] = torch.tensor(list(s), dtype=torch.long)
         return ids.to(self.device)
 
-    def _score_cached(self, prefix: tuple[Any, list[tuple[Any, Any]]], zs: list[Sequence[int]],
-                      want_ent: list[int]) -> tuple[Any, Any]:
+    def _score_cached(
+        self,
+        prefix: tuple[Any, list[tuple[Any, Any]]],
+        zs: list[Sequence[int]],
+        want_ent: list[int],
+    ) -> tuple[Any, Any]:
         import torch
 
         first, kv = prefix
         width = max(len(z) for z in zs)
         ids = self._pad(zs, width)
-        logits = self.model(input_ids=ids, use_cache=True, **{self._cache_kw: self._new_cache(kv, len(zs))}).logits
+        logits = self.model(
+            input_ids=ids, use_cache=True, **{self._cache_kw: self._new_cache(kv, len(zs))}
+        ).logits
         lp_rest = torch.log_softmax(logits[:, :-1].float(), dim=-1)  # predicts ids[:, 1:]
-        tok_lp = torch.cat([first[ids[:, 0]][:, None], lp_rest.gather(2, ids[:, 1:, None]).squeeze(2)], dim=1)
+        tok_lp = torch.cat(
+            [first[ids[:, 0]][:, None], lp_rest.gather(2, ids[:, 1:, None]).squeeze(2)], dim=1
+        )
         tok_ent = None
         if want_ent:
             sel = torch.tensor(want_ent, device=logits.device)
@@ -251,16 +314,20 @@ class HFScorer:
             tok_ent = torch.cat([h0, -(lp_sel.exp() * lp_sel).sum(dim=-1)], dim=1)
         return tok_lp, tok_ent
 
-    def _score_plain(self, x: list[int], zs: list[Sequence[int]], want_ent: list[int]) -> tuple[Any, Any]:
+    def _score_plain(
+        self, x: list[int], zs: list[Sequence[int]], want_ent: list[int]
+    ) -> tuple[Any, Any]:
         import torch
 
         width = max(len(z) for z in zs)
         ids = self._pad([x + list(z) for z in zs], len(x) + width)
         kwargs = {"logits_to_keep": width + 1} if self._logits_to_keep else {}
         logits = self.model(input_ids=ids, use_cache=False, **kwargs).logits
-        logits = logits[:, -(width + 1):-1]  # positions |x|-1 .. |x|+width-2 predict z[0..width-1]
+        logits = logits[
+            :, -(width + 1) : -1
+        ]  # positions |x|-1 .. |x|+width-2 predict z[0..width-1]
         lp = torch.log_softmax(logits.float(), dim=-1)
-        tok_lp = lp.gather(2, ids[:, len(x):, None]).squeeze(2)
+        tok_lp = lp.gather(2, ids[:, len(x) :, None]).squeeze(2)
         tok_ent = None
         if want_ent:
             lp_sel = lp[torch.tensor(want_ent, device=lp.device)]

@@ -33,8 +33,10 @@ _UNSUPPORTED_STATUS = frozenset({400, 404, 405, 415, 422, 501})
 
 
 def _not_supported(what: str, detail: str) -> ScoringNotSupported:
-    return ScoringNotSupported(f"{what} is not supported by this endpoint ({detail}); "
-                               "cross-scoring needs /v1/completions with echo=True and logprobs, as vLLM serves")
+    return ScoringNotSupported(
+        f"{what} is not supported by this endpoint ({detail}); "
+        "cross-scoring needs /v1/completions with echo=True and logprobs, as vLLM serves"
+    )
 
 
 class RemoteTokenizer:
@@ -60,15 +62,21 @@ class RemoteTokenizer:
     def _post(self, body: dict[str, Any]) -> list[int]:
         r = self.http.post(self.url, json={"model": self.model, **body})
         if r.status_code in _UNSUPPORTED_STATUS:
-            raise _not_supported("POST /tokenize", f"HTTP {r.status_code}; pass a local tokenizer instead")
+            raise _not_supported(
+                "POST /tokenize", f"HTTP {r.status_code}; pass a local tokenizer instead"
+            )
         r.raise_for_status()
         tokens = r.json().get("tokens")
         if not isinstance(tokens, list):
-            raise _not_supported("POST /tokenize", "no 'tokens' in the answer; pass a local tokenizer instead")
+            raise _not_supported(
+                "POST /tokenize", "no 'tokens' in the answer; pass a local tokenizer instead"
+            )
         return [int(t) for t in tokens]
 
     def prompt_ids(self, messages: Sequence[Message]) -> list[int]:
-        return self._post({"messages": list(messages), "add_generation_prompt": True, "add_special_tokens": False})
+        return self._post(
+            {"messages": list(messages), "add_generation_prompt": True, "add_special_tokens": False}
+        )
 
     def encode(self, text: str) -> list[int]:
         return self._post({"prompt": text, "add_special_tokens": False})
@@ -91,14 +99,26 @@ class OpenAICompletionsScorer:
 
     kind = "openai"
 
-    def __init__(self, base_url: str, model: str, *, api_key: str = "EMPTY", tokenizer: Any = None,
-                 pairs_per_request: int = 16, max_concurrency: int = 4, client: Any = None,
-                 timeout: float = 300.0, max_retries: int = 2):
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str = "EMPTY",
+        tokenizer: Any = None,
+        pairs_per_request: int = 16,
+        max_concurrency: int = 4,
+        client: Any = None,
+        timeout: float = 300.0,
+        max_retries: int = 2,
+    ):
         from openai import OpenAI
 
         self.base_url = base_url
         self.model = model
-        self.client = client or OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries)
+        self.client = client or OpenAI(
+            base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries
+        )
         if tokenizer is None:
             self.text_tokenizer: TextTokenizer = RemoteTokenizer(base_url, model, timeout=timeout)
         else:
@@ -113,8 +133,13 @@ class OpenAICompletionsScorer:
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, "model": self.model, "base_url": self.base_url}
 
-    def score(self, xs: Sequence[Sequence[int]], zs: Sequence[Sequence[int]], *,
-              own: Sequence[int] | None = None) -> CrossScores:
+    def score(
+        self,
+        xs: Sequence[Sequence[int]],
+        zs: Sequence[Sequence[int]],
+        *,
+        own: Sequence[int] | None = None,
+    ) -> CrossScores:
         """See :meth:`ragen_bench.diagnostics.scorer.Scorer.score` (``own_entropy`` is ``None``).
 
         Raises:
@@ -123,11 +148,17 @@ class OpenAICompletionsScorer:
         check_pairs(xs, zs, own)
         n, m = len(zs), len(xs)
         pairs = [(i, j) for j in range(m) for i in range(n)]
-        batches = [pairs[k:k + self.pairs_per_request] for k in range(0, len(pairs), self.pairs_per_request)]
+        batches = [
+            pairs[k : k + self.pairs_per_request]
+            for k in range(0, len(pairs), self.pairs_per_request)
+        ]
         seq = np.zeros((n, m), dtype=np.float64)
 
         def run(batch: list[tuple[int, int]]) -> list[tuple[int, int, float]]:
-            return [(i, j, s) for (i, j), s in zip(batch, self._request([(xs[j], zs[i]) for i, j in batch]))]
+            return [
+                (i, j, s)
+                for (i, j), s in zip(batch, self._request([(xs[j], zs[i]) for i, j in batch]))
+            ]
 
         if self.max_concurrency == 1 or len(batches) == 1:
             results = [run(b) for b in batches]
@@ -137,30 +168,50 @@ class OpenAICompletionsScorer:
         for part in results:
             for i, j, s in part:
                 seq[i, j] = s
-        return CrossScores(seq=seq, lengths=np.array([len(z) for z in zs], dtype=np.int64), own_entropy=None)
+        return CrossScores(
+            seq=seq, lengths=np.array([len(z) for z in zs], dtype=np.int64), own_entropy=None
+        )
 
     def _request(self, pairs: list[tuple[Sequence[int], Sequence[int]]]) -> list[float]:
         import openai
 
         prompts = [list(map(int, x)) + list(map(int, z)) for x, z in pairs]
         try:
-            r = self.client.completions.create(model=self.model, prompt=prompts, max_tokens=0, echo=True,
-                                               logprobs=0, temperature=0.0)
+            r = self.client.completions.create(
+                model=self.model,
+                prompt=prompts,
+                max_tokens=0,
+                echo=True,
+                logprobs=0,
+                temperature=0.0,
+            )
         except openai.APIStatusError as exc:
             if exc.status_code in _UNSUPPORTED_STATUS:
-                raise _not_supported("echo with logprobs", f"HTTP {exc.status_code}: {_message(exc)}") from None
+                raise _not_supported(
+                    "echo with logprobs", f"HTTP {exc.status_code}: {_message(exc)}"
+                ) from None
             raise
         choices = sorted(r.choices or [], key=lambda c: c.index)
         if len(choices) != len(prompts):
-            raise _not_supported("echo with logprobs", f"{len(choices)} choices for {len(prompts)} prompts")
+            raise _not_supported(
+                "echo with logprobs", f"{len(choices)} choices for {len(prompts)} prompts"
+            )
         out = []
         for (x, z), choice in zip(pairs, choices):
-            lp = getattr(choice.logprobs, "token_logprobs", None) if choice.logprobs is not None else None
+            lp = (
+                getattr(choice.logprobs, "token_logprobs", None)
+                if choice.logprobs is not None
+                else None
+            )
             if not lp or len(lp) < len(x) + len(z):
-                raise _not_supported("echo with logprobs", "the answer carries no prompt log-probabilities")
-            part = lp[len(x):len(x) + len(z)]
+                raise _not_supported(
+                    "echo with logprobs", "the answer carries no prompt log-probabilities"
+                )
+            part = lp[len(x) : len(x) + len(z)]
             if any(v is None for v in part):
-                raise _not_supported("echo with logprobs", "a prompt token came back without a log-probability")
+                raise _not_supported(
+                    "echo with logprobs", "a prompt token came back without a log-probability"
+                )
             out.append(float(np.sum(np.asarray(part, dtype=np.float64))))
         return out
 

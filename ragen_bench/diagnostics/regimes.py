@@ -53,8 +53,13 @@ class Regime(str, Enum):
         return _CODES[self]
 
 
-_CODES = {Regime.DIVERSE: 0.0, Regime.TEMPLATE_COLLAPSE: 1.0, Regime.COMPRESSED: 2.0,
-          Regime.LOW_ENTROPY_COLLAPSE: 3.0, Regime.INSUFFICIENT_DATA: -1.0}
+_CODES = {
+    Regime.DIVERSE: 0.0,
+    Regime.TEMPLATE_COLLAPSE: 1.0,
+    Regime.COMPRESSED: 2.0,
+    Regime.LOW_ENTROPY_COLLAPSE: 3.0,
+    Regime.INSUFFICIENT_DATA: -1.0,
+}
 
 
 @dataclass(frozen=True)
@@ -89,8 +94,15 @@ class RegimeThresholds:
         return asdict(self)
 
 
-def classify_regime(*, mi: float, upper_bound: float, conditional_entropy_per_token: float,
-                    n_rows: int, n_columns: int, thresholds: RegimeThresholds | None = None) -> Regime:
+def classify_regime(
+    *,
+    mi: float,
+    upper_bound: float,
+    conditional_entropy_per_token: float,
+    n_rows: int,
+    n_columns: int,
+    thresholds: RegimeThresholds | None = None,
+) -> Regime:
     """Place one measurement in a regime.
 
     Args:

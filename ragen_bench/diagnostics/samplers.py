@@ -67,8 +67,9 @@ def _index_inputs(rows: Sequence[ReasoningSample]) -> tuple[list[tuple[int, ...]
     return list(index), of_row  # dicts keep insertion order, which is index order
 
 
-def first_turn_problem(samples: Sequence[ReasoningSample], num_samples: int | None,
-                       rng: np.random.Generator) -> ScoringProblem:
+def first_turn_problem(
+    samples: Sequence[ReasoningSample], num_samples: int | None, rng: np.random.Generator
+) -> ScoringProblem:
     """RAGEN's first-turn sampler (module docstring).  ``num_samples=None`` keeps all."""
     pool = [s for s in samples if s.turn == 1 and s.valid]
     if num_samples is not None and num_samples < len(pool):
@@ -78,8 +79,9 @@ def first_turn_problem(samples: Sequence[ReasoningSample], num_samples: int | No
     return ScoringProblem("first_turn", pool, xs, np.arange(len(xs), dtype=np.int64), of_row)
 
 
-def trajectory_problem(samples: Sequence[ReasoningSample], num_samples: int | None,
-                       rng: np.random.Generator) -> ScoringProblem:
+def trajectory_problem(
+    samples: Sequence[ReasoningSample], num_samples: int | None, rng: np.random.Generator
+) -> ScoringProblem:
     """RAGEN's trajectory-uniform sampler (module docstring).  ``num_samples=None``
     draws as many times as there are valid samples."""
     by_episode: dict[int, list[ReasoningSample]] = {}
@@ -97,8 +99,12 @@ def trajectory_problem(samples: Sequence[ReasoningSample], num_samples: int | No
     return ScoringProblem("trajectory", rows, xs, of_row, np.arange(len(rows), dtype=np.int64))
 
 
-def make_problem(sampler: str, samples: Sequence[ReasoningSample], num_samples: int | None,
-                 rng: np.random.Generator) -> ScoringProblem:
+def make_problem(
+    sampler: str,
+    samples: Sequence[ReasoningSample],
+    num_samples: int | None,
+    rng: np.random.Generator,
+) -> ScoringProblem:
     """Dispatch on the sampler name.
 
     Raises:

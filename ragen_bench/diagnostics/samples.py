@@ -114,7 +114,7 @@ def _find(seq: Sequence[int], sub: Sequence[int], start: int = 0) -> int:
         return -1
     first = sub[0]
     for i in range(start, len(seq) - n + 1):
-        if seq[i] == first and list(seq[i:i + n]) == list(sub):
+        if seq[i] == first and list(seq[i : i + n]) == list(sub):
             return i
     return -1
 
@@ -125,8 +125,9 @@ def _field(turn: Any, name: str, default: Any = None) -> Any:
     return getattr(turn, name, default)
 
 
-def sample_from_turn(turn: Any, tokenizer: TextTokenizer, *, episode: int, group: int,
-                     use_token_ids: bool = False) -> ReasoningSample:
+def sample_from_turn(
+    turn: Any, tokenizer: TextTokenizer, *, episode: int, group: int, use_token_ids: bool = False
+) -> ReasoningSample:
     """Extract the (X, Z) sample of one turn (a :class:`~ragen_bench.records.TurnRecord`
     or a turn object of ``episodes.jsonl``).
 
@@ -136,8 +137,14 @@ def sample_from_turn(turn: Any, tokenizer: TextTokenizer, *, episode: int, group
     response = _field(turn, "response") or ""
     parsed = _field(turn, "parsed") or {}
     lps = _field(turn, "completion_logprobs")
-    common = dict(episode=episode, group=group, turn=int(_field(turn, "turn", 0)), response=response,
-                  answer=parsed.get("answer"), logprobs=tuple(lps) if lps else None)
+    common = dict(
+        episode=episode,
+        group=group,
+        turn=int(_field(turn, "turn", 0)),
+        response=response,
+        answer=parsed.get("answer"),
+        logprobs=tuple(lps) if lps else None,
+    )
     span = reasoning_span(response)
     if span is None or span[0] == span[1]:
         return ReasoningSample(x=(), z=(), **common)
@@ -150,19 +157,22 @@ def sample_from_turn(turn: Any, tokenizer: TextTokenizer, *, episode: int, group
             o = _find(comp, open_ids)
             c = _find(comp, close_ids, o + len(open_ids)) if o >= 0 else -1
             if o >= 0 and c >= 0:
-                z = tuple(int(t) for t in comp[o + len(open_ids):c])
+                z = tuple(int(t) for t in comp[o + len(open_ids) : c])
                 x = tuple(int(t) for t in prompt_ids) + tuple(open_ids)
                 return ReasoningSample(x=x if z else (), z=z, **common)
     messages = _field(turn, "prompt_messages")
     if not messages:
-        raise ValueError("turn has no prompt_messages: cannot rebuild its prompt (write episodes with prompt messages)")
-    z = tuple(tokenizer.encode(response[span[0]:span[1]]))
+        raise ValueError(
+            "turn has no prompt_messages: cannot rebuild its prompt (write episodes with prompt messages)"
+        )
+    z = tuple(tokenizer.encode(response[span[0] : span[1]]))
     x = tuple(tokenizer.prompt_ids(messages)) + tuple(open_ids)
     return ReasoningSample(x=x if z else (), z=z, **common)
 
 
-def samples_from_records(records: Iterable[Any], tokenizer: TextTokenizer, *,
-                         use_token_ids: bool = False) -> list[ReasoningSample]:
+def samples_from_records(
+    records: Iterable[Any], tokenizer: TextTokenizer, *, use_token_ids: bool = False
+) -> list[ReasoningSample]:
     """One :class:`ReasoningSample` per turn of every episode, in order.
 
     Args:
@@ -177,5 +187,9 @@ def samples_from_records(records: Iterable[Any], tokenizer: TextTokenizer, *,
         ep = int(_field(rec, "episode_index", n))
         group = int(_field(rec, "group", 0))
         for turn in _field(rec, "turns", []) or []:
-            out.append(sample_from_turn(turn, tokenizer, episode=ep, group=group, use_token_ids=use_token_ids))
+            out.append(
+                sample_from_turn(
+                    turn, tokenizer, episode=ep, group=group, use_token_ids=use_token_ids
+                )
+            )
     return out

@@ -67,8 +67,13 @@ class Scorer(Protocol):
 
     text_tokenizer: TextTokenizer
 
-    def score(self, xs: Sequence[Sequence[int]], zs: Sequence[Sequence[int]], *,
-              own: Sequence[int] | None = None) -> CrossScores:
+    def score(
+        self,
+        xs: Sequence[Sequence[int]],
+        zs: Sequence[Sequence[int]],
+        *,
+        own: Sequence[int] | None = None,
+    ) -> CrossScores:
         """Score every ``zs[i]`` after every ``xs[j]``.
 
         Args:
@@ -91,7 +96,9 @@ class Scorer(Protocol):
         ...
 
 
-def check_pairs(xs: Sequence[Sequence[int]], zs: Sequence[Sequence[int]], own: Sequence[int] | None) -> None:
+def check_pairs(
+    xs: Sequence[Sequence[int]], zs: Sequence[Sequence[int]], own: Sequence[int] | None
+) -> None:
     """Validate scorer inputs (shared by the back-ends).
 
     Raises:
@@ -102,7 +109,9 @@ def check_pairs(xs: Sequence[Sequence[int]], zs: Sequence[Sequence[int]], own: S
     if any(len(x) == 0 for x in xs):
         raise ValueError("every input x must have at least one token")
     if any(len(z) == 0 for z in zs):
-        raise ValueError("every reasoning z must have at least one token (empty reasonings are dropped earlier)")
+        raise ValueError(
+            "every reasoning z must have at least one token (empty reasonings are dropped earlier)"
+        )
     if own is not None:
         if len(own) != len(zs):
             raise ValueError(f"own has {len(own)} entries for {len(zs)} reasonings")

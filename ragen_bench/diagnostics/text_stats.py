@@ -104,12 +104,18 @@ class DegenerateWatch:
             self.first_step = step
         if not self.warned:
             self.warned = True
-            warnings.warn(f"step {step}: {rate:.0%} of the responses are degenerate (one character makes up more "
-                          f"than {DEGENERATE_SHARE:.0%} of the text, or empty), above trainer.degenerate_warn_rate="
-                          f"{self.threshold:g}; training stops after "
-                          + (f"{self.stop_steps} such steps in a row (trainer.degenerate_stop_steps)"
-                             if self.stop_steps else "no number of such steps (trainer.degenerate_stop_steps=0)"),
-                          DegenerateOutputWarning, stacklevel=2)
+            warnings.warn(
+                f"step {step}: {rate:.0%} of the responses are degenerate (one character makes up more "
+                f"than {DEGENERATE_SHARE:.0%} of the text, or empty), above trainer.degenerate_warn_rate="
+                f"{self.threshold:g}; training stops after "
+                + (
+                    f"{self.stop_steps} such steps in a row (trainer.degenerate_stop_steps)"
+                    if self.stop_steps
+                    else "no number of such steps (trainer.degenerate_stop_steps=0)"
+                ),
+                DegenerateOutputWarning,
+                stacklevel=2,
+            )
         return bool(self.stop_steps) and self.streak >= self.stop_steps
 
     def state_dict(self) -> dict[str, Any]:

@@ -31,21 +31,44 @@ from .privileged import OraclePolicy, RandomPolicy
 POLICIES: Registry[Callable[..., Policy]] = Registry("back-end")
 
 _BATCH = CliOption("batch_size", int, 32, "hf: largest generation batch.", key="max_batch_size")
-_CONCURRENCY = CliOption("concurrency", Optional[int], None,
-                            "openai / vllm-server: requests in flight at once (default 16).")
+_CONCURRENCY = CliOption(
+    "concurrency",
+    Optional[int],
+    None,
+    "openai / vllm-server: requests in flight at once (default 16).",
+)
 
 
-def register_policy(name: str, *, model: str, check_model: str | None = None, endpoint: bool = False,
-                    server: bool = False, options: tuple[CliOption, ...] = ()) -> Callable[[Callable[..., Policy]], Callable[..., Policy]]:
+def register_policy(
+    name: str,
+    *,
+    model: str,
+    check_model: str | None = None,
+    endpoint: bool = False,
+    server: bool = False,
+    options: tuple[CliOption, ...] = (),
+) -> Callable[[Callable[..., Policy]], Callable[..., Policy]]:
     """Decorator registering a factory ``fn(model, **options) -> Policy`` in :data:`POLICIES`.
 
     Raises:
         ValueError: a bad ``model`` / ``check_model`` value, or the name is taken.
     """
-    if model not in ("required", "optional", "ignored") or check_model not in (None, "config", "path"):
-        raise ValueError(f"bad policy metadata for {name!r}: model={model!r}, check_model={check_model!r}")
-    return POLICIES.register(name, model=model, check_model=check_model, endpoint=endpoint, server=server,
-                             options=options)
+    if model not in ("required", "optional", "ignored") or check_model not in (
+        None,
+        "config",
+        "path",
+    ):
+        raise ValueError(
+            f"bad policy metadata for {name!r}: model={model!r}, check_model={check_model!r}"
+        )
+    return POLICIES.register(
+        name,
+        model=model,
+        check_model=check_model,
+        endpoint=endpoint,
+        server=server,
+        options=options,
+    )
 
 
 def make_policy(backend: str, model: str | None = None, **options: Any) -> Policy:
@@ -72,8 +95,9 @@ def make_policy(backend: str, model: str | None = None, **options: Any) -> Polic
     except TypeError as exc:  # an unknown --policy-option: name it instead of a traceback
         if "unexpected keyword argument" not in str(exc):
             raise
-        raise ValueError(f"the {backend} back-end does not take that option ({exc}); "
-                         "check --policy-option") from None
+        raise ValueError(
+            f"the {backend} back-end does not take that option ({exc}); check --policy-option"
+        ) from None
 
 
 def policy_options(*, endpoint: bool | None = None) -> list[CliOption]:
@@ -93,10 +117,16 @@ def declared_options(backend: str, values: dict[str, Any]) -> dict[str, Any]:
     return {opt.keyword: values[opt.name] for opt in entry.meta["options"] if opt.name in values}
 
 
-@register_policy("hf", model="required", check_model="config", options=(
-    CliOption("device", str, "cpu", "hf: torch device."),
-    CliOption("dtype", str, "float32", "hf: float32 | bfloat16 | float16."),
-    _BATCH))
+@register_policy(
+    "hf",
+    model="required",
+    check_model="config",
+    options=(
+        CliOption("device", str, "cpu", "hf: torch device."),
+        CliOption("dtype", str, "float32", "hf: float32 | bfloat16 | float16."),
+        _BATCH,
+    ),
+)
 def _hf(model: str | None, **options: Any) -> Policy:
     if not model:
         raise ValueError("the hf back-end needs --model (a directory, a hub id or 'tiny')")
@@ -105,8 +135,11 @@ def _hf(model: str | None, **options: Any) -> Policy:
     return HFPolicy(model, **options)
 
 
-@register_policy("random", model="ignored", options=(
-    CliOption("policy_seed", int, 0, "random: seed of the random baseline.", key="seed"),))
+@register_policy(
+    "random",
+    model="ignored",
+    options=(CliOption("policy_seed", int, 0, "random: seed of the random baseline.", key="seed"),),
+)
 def _random(model: str | None, **options: Any) -> Policy:
     return RandomPolicy(seed=int(options.get("seed", 0)))
 
@@ -116,26 +149,72 @@ def _oracle(model: str | None, **options: Any) -> Policy:
     return OraclePolicy()
 
 
-@register_policy("openai", model="optional", endpoint=True, options=(
-    CliOption("base_url", Optional[list[str]], None, "openai: endpoint base URL, e.g. http://127.0.0.1:8000/v1; "
-                 "repeat to load-balance over several servers.", flags=("--base-url",)),
-    CliOption("api_key_env", Optional[str], None, "openai: NAME of the environment variable holding the API key "
-                 "(the key is never recorded)."),
-    _CONCURRENCY,
-    CliOption("stream", Optional[bool], None, "openai: stream answers (server-sent events; enables --idle-timeout). "
-                 "Default: no stream.", flags=("--stream/--no-stream",)),
-    CliOption("logprobs", Optional[bool], None, "openai: request per-token log-probabilities.",
-                 flags=("--logprobs/--no-logprobs",)),
-    CliOption("connect_timeout", Optional[float], None, "openai: seconds to connect (default 10)."),
-    CliOption("read_timeout", Optional[float], None, "openai: seconds to wait for the answer, or for the first "
-                 "stream chunk (default 300)."),
-    CliOption("idle_timeout", Optional[float], None, "openai: longest gap between stream chunks in seconds "
-                 "(default 60)."),
-    CliOption("total_timeout", Optional[float], None, "openai: wall-clock limit of one attempt in seconds "
-                 "(default 900)."),
-    CliOption("max_retries", Optional[int], None, "openai: retries of a 429 / 5xx / dropped / timed-out request "
-                 "before the episode is recorded as endpoint_error (default 5)."),
-))
+@register_policy(
+    "openai",
+    model="optional",
+    endpoint=True,
+    options=(
+        CliOption(
+            "base_url",
+            Optional[list[str]],
+            None,
+            "openai: endpoint base URL, e.g. http://127.0.0.1:8000/v1; "
+            "repeat to load-balance over several servers.",
+            flags=("--base-url",),
+        ),
+        CliOption(
+            "api_key_env",
+            Optional[str],
+            None,
+            "openai: NAME of the environment variable holding the API key "
+            "(the key is never recorded).",
+        ),
+        _CONCURRENCY,
+        CliOption(
+            "stream",
+            Optional[bool],
+            None,
+            "openai: stream answers (server-sent events; enables --idle-timeout). "
+            "Default: no stream.",
+            flags=("--stream/--no-stream",),
+        ),
+        CliOption(
+            "logprobs",
+            Optional[bool],
+            None,
+            "openai: request per-token log-probabilities.",
+            flags=("--logprobs/--no-logprobs",),
+        ),
+        CliOption(
+            "connect_timeout", Optional[float], None, "openai: seconds to connect (default 10)."
+        ),
+        CliOption(
+            "read_timeout",
+            Optional[float],
+            None,
+            "openai: seconds to wait for the answer, or for the first stream chunk (default 300).",
+        ),
+        CliOption(
+            "idle_timeout",
+            Optional[float],
+            None,
+            "openai: longest gap between stream chunks in seconds (default 60).",
+        ),
+        CliOption(
+            "total_timeout",
+            Optional[float],
+            None,
+            "openai: wall-clock limit of one attempt in seconds (default 900).",
+        ),
+        CliOption(
+            "max_retries",
+            Optional[int],
+            None,
+            "openai: retries of a 429 / 5xx / dropped / timed-out request "
+            "before the episode is recorded as endpoint_error (default 5).",
+        ),
+    ),
+)
 def _openai(model: str | None, **options: Any) -> Policy:
     from .openai_api import OpenAIPolicy
 
@@ -151,11 +230,24 @@ def _vllm(model: str | None, **options: Any) -> Policy:
     return VLLMPolicy(model, **options)
 
 
-@register_policy("vllm-server", model="required", check_model="path", endpoint=True, server=True, options=(
-    _CONCURRENCY,
-    CliOption("vllm_python", Optional[str], None, "vllm-server: Python interpreter that has vLLM "
-                 "(default $RAGEN_VLLM_PYTHON or this one).", key="python"),
-))
+@register_policy(
+    "vllm-server",
+    model="required",
+    check_model="path",
+    endpoint=True,
+    server=True,
+    options=(
+        _CONCURRENCY,
+        CliOption(
+            "vllm_python",
+            Optional[str],
+            None,
+            "vllm-server: Python interpreter that has vLLM "
+            "(default $RAGEN_VLLM_PYTHON or this one).",
+            key="python",
+        ),
+    ),
+)
 def _vllm_server(model: str | None, **options: Any) -> Policy:
     if not model:
         raise ValueError("the vllm-server back-end needs --model (a directory or a hub id)")
@@ -164,5 +256,13 @@ def _vllm_server(model: str | None, **options: Any) -> Policy:
     return VLLMServerPolicy(model, **options)
 
 
-__all__ = ["POLICIES", "OraclePolicy", "Policy", "RandomPolicy", "declared_options", "make_policy",
-           "policy_options", "register_policy"]
+__all__ = [
+    "POLICIES",
+    "OraclePolicy",
+    "Policy",
+    "RandomPolicy",
+    "declared_options",
+    "make_policy",
+    "policy_options",
+    "register_policy",
+]

@@ -45,7 +45,9 @@ class Policy(abc.ABC):
         return {"backend": self.name, "model": self.model_name}
 
     @abc.abstractmethod
-    async def generate(self, requests: list[PolicyRequest], params: SamplingParams) -> list[Generation]:
+    async def generate(
+        self, requests: list[PolicyRequest], params: SamplingParams
+    ) -> list[Generation]:
         """Generate one completion per request, in order.
 
         Args:

@@ -56,16 +56,22 @@ def check_model_ref(model: str, *, need_config: bool = True) -> None:
             raise ValueError(f"model {model!r} is not a model directory (no config.json in it)")
         return
     if not _HUB_ID.fullmatch(model) or ".." in model or model.startswith((".", "-")):
-        raise ValueError(f"model path {model!r} does not exist (and it is not a hub id like owner/name)")
+        raise ValueError(
+            f"model path {model!r} does not exist (and it is not a hub id like owner/name)"
+        )
 
 
 def _load_error(model: str, exc: OSError) -> ValueError:
     """One clear line for a model ``from_pretrained`` could not load."""
-    said = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+    said = next(
+        (line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__
+    )
     if Path(model).expanduser().exists():
         return ValueError(f"cannot load the model directory {model!r}: {said}")
-    return ValueError(f"cannot load model {model!r}: it is not a local directory, and as a hub id it is not in the "
-                      f"local cache and could not be downloaded (offline, unknown or gated repo); transformers: {said}")
+    return ValueError(
+        f"cannot load model {model!r}: it is not a local directory, and as a hub id it is not in the "
+        f"local cache and could not be downloaded (offline, unknown or gated repo); transformers: {said}"
+    )
 
 
 class _LogprobRecorder:
@@ -119,13 +125,23 @@ class HFPolicy(Policy):
     name = "hf"
     max_concurrency = 1
 
-    def __init__(self, model: Any, tokenizer: Any = None, *, device: str = "cpu", dtype: str = "float32",
-                 max_batch_size: int = 32, trust_remote_code: bool = False):
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any = None,
+        *,
+        device: str = "cpu",
+        dtype: str = "float32",
+        max_batch_size: int = 32,
+        trust_remote_code: bool = False,
+    ):
         try:
             import torch
             from transformers import AutoModelForCausalLM, AutoTokenizer
         except ImportError as exc:  # pragma: no cover - depends on the install
-            raise ImportError("the hf back-end needs torch and transformers: pip install 'ragen[hf]'") from exc
+            raise ImportError(
+                "the hf back-end needs torch and transformers: pip install 'ragen[hf]'"
+            ) from exc
         self.max_batch_size = int(max_batch_size)
         if self.max_batch_size < 1:
             raise ValueError(f"max_batch_size must be >= 1, got {max_batch_size}")
@@ -140,16 +156,21 @@ class HFPolicy(Policy):
             path = resolve_model_path(str(model))
             self._model_name = Path(path).name if str(model) != "tiny" else "tiny"
             try:
-                self._tokenizer = tokenizer or AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
-                self.model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype,
-                                                                  trust_remote_code=trust_remote_code)
+                self._tokenizer = tokenizer or AutoTokenizer.from_pretrained(
+                    path, trust_remote_code=trust_remote_code
+                )
+                self.model = AutoModelForCausalLM.from_pretrained(
+                    path, dtype=torch_dtype, trust_remote_code=trust_remote_code
+                )
             except OSError as exc:
                 raise _load_error(str(model), exc) from exc
         else:
             if tokenizer is None:
                 raise ValueError("pass the tokenizer together with a loaded model")
             self.model, self._tokenizer = model, tokenizer
-            self._model_name = getattr(getattr(model, "config", None), "_name_or_path", "") or type(model).__name__
+            self._model_name = (
+                getattr(getattr(model, "config", None), "_name_or_path", "") or type(model).__name__
+            )
         self.model.to(device)
         self.model.eval()
         self.device = device
@@ -169,26 +190,38 @@ class HFPolicy(Policy):
         return self._model_name
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": self.name, "model": self.model_name, "device": self.device,
-                "dtype": str(next(self.model.parameters()).dtype).replace("torch.", "")}
+        return {
+            "backend": self.name,
+            "model": self.model_name,
+            "device": self.device,
+            "dtype": str(next(self.model.parameters()).dtype).replace("torch.", ""),
+        }
 
-    async def generate(self, requests: list[PolicyRequest], params: SamplingParams) -> list[Generation]:
+    async def generate(
+        self, requests: list[PolicyRequest], params: SamplingParams
+    ) -> list[Generation]:
         return await asyncio.to_thread(self.generate_sync, requests, params)
 
-    def generate_sync(self, requests: list[PolicyRequest], params: SamplingParams) -> list[Generation]:
+    def generate_sync(
+        self, requests: list[PolicyRequest], params: SamplingParams
+    ) -> list[Generation]:
         """Blocking batched generation (see :meth:`Policy.generate`)."""
         import torch
 
-        prompts = [r.prompt_token_ids if r.prompt_token_ids is not None else self.chat.prompt_ids(r.messages)
-                   for r in requests]
+        prompts = [
+            r.prompt_token_ids
+            if r.prompt_token_ids is not None
+            else self.chat.prompt_ids(r.messages)
+            for r in requests
+        ]
         pad = self._tokenizer.pad_token_id
         width = max(len(p) for p in prompts)
         input_ids = torch.full((len(prompts), width), pad, dtype=torch.long)
         attention = torch.zeros((len(prompts), width), dtype=torch.long)
         for i, p in enumerate(prompts):
             if p:
-                input_ids[i, width - len(p):] = torch.tensor(p, dtype=torch.long)
-                attention[i, width - len(p):] = 1
+                input_ids[i, width - len(p) :] = torch.tensor(p, dtype=torch.long)
+                attention[i, width - len(p) :] = 1
         eos = self._eos_ids()
         recorder = _LogprobRecorder()
         kwargs: dict[str, Any] = dict(
@@ -206,7 +239,11 @@ class HFPolicy(Policy):
         with self._lock, torch.no_grad():
             if params.seed is not None:
                 torch.manual_seed(params.seed)
-            out = self.model.generate(input_ids=input_ids.to(self.device), attention_mask=attention.to(self.device), **kwargs)
+            out = self.model.generate(
+                input_ids=input_ids.to(self.device),
+                attention_mask=attention.to(self.device),
+                **kwargs,
+            )
         seqs = out.sequences[:, width:].cpu()
         logprobs = recorder.finish(out.sequences[:, -1])
         results = []
@@ -216,15 +253,17 @@ class HFPolicy(Policy):
             n, finish = self._cut(ids, eos, params)
             completion = ids[:n]
             text = self._tokenizer.decode(completion, skip_special_tokens=True)
-            results.append(Generation(
-                text=text,
-                finish_reason=finish,
-                prompt_tokens=len(prompt),
-                completion_tokens=len(completion),
-                prompt_token_ids=list(prompt),
-                completion_token_ids=completion,
-                completion_logprobs=[float(x) for x in lp[:n]],
-            ))
+            results.append(
+                Generation(
+                    text=text,
+                    finish_reason=finish,
+                    prompt_tokens=len(prompt),
+                    completion_tokens=len(completion),
+                    prompt_token_ids=list(prompt),
+                    completion_token_ids=completion,
+                    completion_logprobs=[float(x) for x in lp[:n]],
+                )
+            )
         return results
 
     def _eos_ids(self) -> list[int]:

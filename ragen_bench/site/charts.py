@@ -63,15 +63,20 @@ def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
 
 def _open_svg(kind: str, title: str, width: int, height: int, left: int) -> list[str]:
     """The opening ``<svg>`` tag and the title of a chart of class ``chart KIND``."""
-    return [f'<svg class="chart {kind}" role="img" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
-            f'xmlns="http://www.w3.org/2000/svg">', f'<text class="title" x="{left}" y="16">{escape(title)}</text>']
+    return [
+        f'<svg class="chart {kind}" role="img" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
+        f'xmlns="http://www.w3.org/2000/svg">',
+        f'<text class="title" x="{left}" y="16">{escape(title)}</text>',
+    ]
 
 
 def _y_grid(ticks: list[float], to_y, left: int, plot_width: int) -> list[str]:
     """Horizontal grid lines with labels at the y ``ticks`` (``to_y`` maps a value to pixels)."""
-    return [f'<line class="grid" x1="{left}" x2="{left + plot_width}" y1="{_r(to_y(t))}" y2="{_r(to_y(t))}"/>'
-            f'<text x="{left - 6}" y="{_r(to_y(t) + 4)}" text-anchor="end">{text}</text>'
-            for t, text in zip(ticks, _tick_labels(ticks))]
+    return [
+        f'<line class="grid" x1="{left}" x2="{left + plot_width}" y1="{_r(to_y(t))}" y2="{_r(to_y(t))}"/>'
+        f'<text x="{left - 6}" y="{_r(to_y(t) + 4)}" text-anchor="end">{text}</text>'
+        for t, text in zip(ticks, _tick_labels(ticks))
+    ]
 
 
 def histogram_bins(values: Sequence[float], max_bins: int = 20) -> list[tuple[float, float, int]]:
@@ -95,8 +100,15 @@ def histogram_bins(values: Sequence[float], max_bins: int = 20) -> list[tuple[fl
     return [(lo + i * width, lo + (i + 1) * width, c) for i, c in enumerate(bins)]
 
 
-def histogram(values: Sequence[float], *, title: str, xlabel: str, unit: str = "episodes",
-              width: int = 520, height: int = 220) -> Markup:
+def histogram(
+    values: Sequence[float],
+    *,
+    title: str,
+    xlabel: str,
+    unit: str = "episodes",
+    width: int = 520,
+    height: int = 220,
+) -> Markup:
     """An SVG bar chart of ``values`` (see :func:`histogram_bins`); each bar's tooltip gives
     its range and count."""
     bins = histogram_bins(list(values))
@@ -115,18 +127,31 @@ def histogram(values: Sequence[float], *, title: str, xlabel: str, unit: str = "
         bar = min(slot * 0.8, 56.0)
         x = left + i * slot + (slot - bar) / 2
         what = f"{a:.6g}" if a == b else f"[{a:.6g}, {b:.6g}{']' if i == n - 1 else ')'}"
-        parts.append(f'<rect class="bar" x="{_r(x)}" y="{_r(top + ph - h)}" width="{_r(bar)}" height="{_r(h)}">'
-                     f'<title>{escape(xlabel)} {escape(what)}: {c} {escape(unit)}</title></rect>')
+        parts.append(
+            f'<rect class="bar" x="{_r(x)}" y="{_r(top + ph - h)}" width="{_r(bar)}" height="{_r(h)}">'
+            f"<title>{escape(xlabel)} {escape(what)}: {c} {escape(unit)}</title></rect>"
+        )
         if n <= 12 or i in (0, n - 1):
-            parts.append(f'<text x="{_r(x + bar / 2)}" y="{top + ph + 14}" text-anchor="middle">'
-                         f'{escape(_label(a) if a == b else _label(a))}</text>')
-    parts.append(f'<line class="axis" x1="{left}" x2="{left + pw}" y1="{top + ph}" y2="{top + ph}"/>'
-                 f'<text x="{left + pw / 2:.0f}" y="{height - 4}" text-anchor="middle">{escape(xlabel)}</text></svg>')
+            parts.append(
+                f'<text x="{_r(x + bar / 2)}" y="{top + ph + 14}" text-anchor="middle">'
+                f"{escape(_label(a) if a == b else _label(a))}</text>"
+            )
+    parts.append(
+        f'<line class="axis" x1="{left}" x2="{left + pw}" y1="{top + ph}" y2="{top + ph}"/>'
+        f'<text x="{left + pw / 2:.0f}" y="{height - 4}" text-anchor="middle">{escape(xlabel)}</text></svg>'
+    )
     return Markup("".join(parts))
 
 
-def line_chart(series: Sequence[tuple[str, Sequence[tuple[float, float]]]], *, title: str, chart_id: str,
-               xlabel: str = "step", width: int = 430, height: int = 250) -> Markup:
+def line_chart(
+    series: Sequence[tuple[str, Sequence[tuple[float, float]]]],
+    *,
+    title: str,
+    chart_id: str,
+    xlabel: str = "step",
+    width: int = 430,
+    height: int = 250,
+) -> Markup:
     """An SVG line chart, one polyline (and hoverable points) per ``(label, [(x, y), ...])``,
     with a legend of checkboxes that show and hide each series.
 
@@ -135,8 +160,10 @@ def line_chart(series: Sequence[tuple[str, Sequence[tuple[float, float]]]], *, t
         title: the chart title.
         chart_id: a page-unique id prefix (``[A-Za-z0-9_-]``) for the series groups.
     """
-    clean = [(label, [(float(x), float(y)) for x, y in pts if y is not None and math.isfinite(float(y))])
-             for label, pts in series]
+    clean = [
+        (label, [(float(x), float(y)) for x, y in pts if y is not None and math.isfinite(float(y))])
+        for label, pts in series
+    ]
     clean = [(label, pts) for label, pts in clean if pts]
     left, right, top, bottom = 48, 12, 26, 34
     pw, ph = width - left - right, height - top - bottom
@@ -163,23 +190,33 @@ def line_chart(series: Sequence[tuple[str, Sequence[tuple[float, float]]]], *, t
     parts += _y_grid(_ticks(y0, y1, 4), py, left, pw)
     xt = _ticks(x0, x1, 5)
     for t, text in zip(xt, _tick_labels(xt)):
-        parts.append(f'<text x="{_r(px(t))}" y="{top + ph + 14}" text-anchor="middle">{text}</text>')
-    parts.append(f'<line class="axis" x1="{left}" x2="{left + pw}" y1="{top + ph}" y2="{top + ph}"/>'
-                 f'<line class="axis" x1="{left}" x2="{left}" y1="{top}" y2="{top + ph}"/>'
-                 f'<text x="{left + pw / 2:.0f}" y="{height - 4}" text-anchor="middle">{escape(xlabel)}</text>')
+        parts.append(
+            f'<text x="{_r(px(t))}" y="{top + ph + 14}" text-anchor="middle">{text}</text>'
+        )
+    parts.append(
+        f'<line class="axis" x1="{left}" x2="{left + pw}" y1="{top + ph}" y2="{top + ph}"/>'
+        f'<line class="axis" x1="{left}" x2="{left}" y1="{top}" y2="{top + ph}"/>'
+        f'<text x="{left + pw / 2:.0f}" y="{height - 4}" text-anchor="middle">{escape(xlabel)}</text>'
+    )
     legend = []
     for i, (label, pts) in enumerate(clean):
         colour = PALETTE[i % len(PALETTE)]
         gid = f"{chart_id}-s{i}"
         path = " ".join(f"{_r(px(x))},{_r(py(y))}" for x, y in pts)
-        parts.append(f'<g id="{gid}" data-series="{escape(label)}"><polyline fill="none" stroke="{colour}" '
-                     f'stroke-width="1.8" points="{path}"/>')
+        parts.append(
+            f'<g id="{gid}" data-series="{escape(label)}"><polyline fill="none" stroke="{colour}" '
+            f'stroke-width="1.8" points="{path}"/>'
+        )
         radius = 2.6 if len(pts) <= 60 else 1.6
         for x, y in pts:
-            parts.append(f'<circle cx="{_r(px(x))}" cy="{_r(py(y))}" r="{radius}" fill="{colour}">'
-                         f'<title>{escape(label)} at {escape(xlabel)} {_label(x)}: {y:.4g}</title></circle>')
+            parts.append(
+                f'<circle cx="{_r(px(x))}" cy="{_r(py(y))}" r="{radius}" fill="{colour}">'
+                f"<title>{escape(label)} at {escape(xlabel)} {_label(x)}: {y:.4g}</title></circle>"
+            )
         parts.append("</g>")
-        legend.append(f'<label><input type="checkbox" checked data-series-toggle="{gid}">'
-                      f'<span class="swatch" style="background:{colour}"></span>{escape(label)}</label>')
+        legend.append(
+            f'<label><input type="checkbox" checked data-series-toggle="{gid}">'
+            f'<span class="swatch" style="background:{colour}"></span>{escape(label)}</label>'
+        )
     parts.append(f'</svg><figcaption class="legend">{"".join(legend)}</figcaption></figure>')
     return Markup("".join(parts))

@@ -25,8 +25,16 @@ from pathlib import Path
 from typing import Any
 
 #: Statuses in the order pages list them (``schemas/episode.schema.json``); others follow, sorted.
-STATUS_ORDER = ("success", "failure", "invalid_format_limit", "turn_limit", "context_limit", "env_error",
-                "endpoint_error", "running")
+STATUS_ORDER = (
+    "success",
+    "failure",
+    "invalid_format_limit",
+    "turn_limit",
+    "context_limit",
+    "env_error",
+    "endpoint_error",
+    "running",
+)
 
 #: Metrics shown as percentages.
 PERCENT_METRICS = frozenset({"success", "valid_action_rate", "format_valid_rate"})
@@ -41,7 +49,12 @@ def _jinja():
 
 
 def _static(name: str) -> str:
-    return resources.files("ragen_bench.site").joinpath("static").joinpath(name).read_text(encoding="utf-8")
+    return (
+        resources.files("ragen_bench.site")
+        .joinpath("static")
+        .joinpath(name)
+        .read_text(encoding="utf-8")
+    )
 
 
 @functools.lru_cache(maxsize=1)
@@ -56,12 +69,21 @@ def environment():
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.filters.update(est=fmt_estimate, ci=fmt_ci, num=fmt_num, pct=fmt_pct, sortval=sort_value,
-                       status_key=status_key, tojson_sorted=lambda v: json.dumps(v, sort_keys=True, indent=1))
+    env.filters.update(
+        est=fmt_estimate,
+        ci=fmt_ci,
+        num=fmt_num,
+        pct=fmt_pct,
+        sortval=sort_value,
+        status_key=status_key,
+        tojson_sorted=lambda v: json.dumps(v, sort_keys=True, indent=1),
+    )
     return env
 
 
-def render_page(template: str, *, title: str, nav: list[tuple[str, str]] | None = None, **context: Any) -> str:
+def render_page(
+    template: str, *, title: str, nav: list[tuple[str, str]] | None = None, **context: Any
+) -> str:
     """Render ``templates/<template>`` inside the common layout; return the whole HTML document.
 
     Args:
@@ -80,8 +102,18 @@ def render_page(template: str, *, title: str, nav: list[tuple[str, str]] | None 
     script = _static("page.js")
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
     csp = f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 'sha256-{digest}'"
-    return environment().get_template(template).render(
-        title=title, nav=nav or [], csp=csp, style=Markup(_static("page.css")), script=Markup(script), **context)
+    return (
+        environment()
+        .get_template(template)
+        .render(
+            title=title,
+            nav=nav or [],
+            csp=csp,
+            style=Markup(_static("page.css")),
+            script=Markup(script),
+            **context,
+        )
+    )
 
 
 def write_page(path: str | Path, html: str) -> Path:

@@ -54,8 +54,11 @@ class AttemptTracker:
         from ..config import ConfigError
 
         if config["max_steps"] < config["max_attempts"]:
-            raise ConfigError(env_key, "max_steps",
-                              f"must be >= max_attempts ({config['max_attempts']}), got {config['max_steps']}")
+            raise ConfigError(
+                env_key,
+                "max_steps",
+                f"must be >= max_attempts ({config['max_attempts']}), got {config['max_steps']}",
+            )
         return cls(int(config["max_attempts"]), float(config["attempt_decay"]))
 
     def reset(self) -> None:

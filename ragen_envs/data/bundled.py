@@ -25,8 +25,16 @@ from typing import Any
 
 from .loaders import read_records
 
-__all__ = ["BUNDLED_GLOB", "PERMISSIVE_LICENSES", "BundledDataset", "bundled_dir", "bundled_dirs", "bundled_info",
-           "list_bundled", "load_bundled"]
+__all__ = [
+    "BUNDLED_GLOB",
+    "PERMISSIVE_LICENSES",
+    "BundledDataset",
+    "bundled_dir",
+    "bundled_dirs",
+    "bundled_info",
+    "list_bundled",
+    "load_bundled",
+]
 
 _ENVS_DIR = Path(__file__).resolve().parents[1] / "envs"
 
@@ -34,7 +42,9 @@ _ENVS_DIR = Path(__file__).resolve().parents[1] / "envs"
 BUNDLED_GLOB = "*/bundled"
 
 #: Licences a bundled file may carry (SPDX ids).
-PERMISSIVE_LICENSES = frozenset({"MIT", "Apache-2.0", "BSD-2-Clause", "BSD-3-Clause", "CC0-1.0", "CC-BY-4.0"})
+PERMISSIVE_LICENSES = frozenset(
+    {"MIT", "Apache-2.0", "BSD-2-Clause", "BSD-3-Clause", "CC0-1.0", "CC-BY-4.0"}
+)
 
 
 @dataclass(frozen=True)
@@ -107,7 +117,9 @@ def list_bundled() -> dict[str, BundledDataset]:
             fields = {k: meta.get(k) for k in BundledDataset.__dataclass_fields__ if k != "folder"}
             ds = BundledDataset(**fields, folder=folder)  # type: ignore[arg-type]
             if ds.name in out:
-                raise ValueError(f"bundled data set {ds.name!r} is in both {out[ds.name].folder} and {folder}")
+                raise ValueError(
+                    f"bundled data set {ds.name!r} is in both {out[ds.name].folder} and {folder}"
+                )
             out[ds.name] = ds
     return out
 

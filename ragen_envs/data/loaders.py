@@ -46,8 +46,16 @@ __all__ = [
 #: Key under which a record carries the split its source assigned it (if any).
 SOURCE_SPLIT_KEY = "_source_split"
 
-_SPLIT_ALIASES = {"train": "train", "training": "train", "validation": "validation", "valid": "validation",
-                  "val": "validation", "dev": "validation", "test": "test", "testing": "test"}
+_SPLIT_ALIASES = {
+    "train": "train",
+    "training": "train",
+    "validation": "validation",
+    "valid": "validation",
+    "val": "validation",
+    "dev": "validation",
+    "test": "test",
+    "testing": "test",
+}
 _SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".json", ".json.gz", ".parquet")
 
 
@@ -75,8 +83,10 @@ class MissingExtraError(ImportError):
         self.package = package
         self.extra = extra
         if extra in ENVS_EXTRAS:
-            how = (f"pip install 'ragen-envs[{extra}]' (or 'ragen[{extra}]' for the full project, "
-                   f"or just pip install {package})")
+            how = (
+                f"pip install 'ragen-envs[{extra}]' (or 'ragen[{extra}]' for the full project, "
+                f"or just pip install {package})"
+            )
         else:
             how = f"pip install 'ragen[{extra}]' (or just pip install {package})"
         super().__init__(f"{purpose} needs the optional package {package!r}; install it with {how}")
@@ -106,7 +116,9 @@ def _suffix(path: Path) -> str:
     return path.suffix.lower()
 
 
-def read_records(path: str | os.PathLike[str], *, format: str | None = None) -> list[dict[str, Any]]:
+def read_records(
+    path: str | os.PathLike[str], *, format: str | None = None
+) -> list[dict[str, Any]]:
     """Read every record of one local file.
 
     Args:
@@ -130,8 +142,14 @@ def read_records(path: str | os.PathLike[str], *, format: str | None = None) -> 
     if not p.is_file():
         raise DataSourceError(f"no such data file: {p}")
     suffix = _suffix(p)
-    fmt = format or {".jsonl": "jsonl", ".ndjson": "jsonl", ".jsonl.gz": "jsonl", ".json": "json",
-                     ".json.gz": "json", ".parquet": "parquet"}.get(suffix)
+    fmt = format or {
+        ".jsonl": "jsonl",
+        ".ndjson": "jsonl",
+        ".jsonl.gz": "jsonl",
+        ".json": "json",
+        ".json.gz": "json",
+        ".parquet": "parquet",
+    }.get(suffix)
     if fmt == "parquet":
         return _read_parquet(p)
     opener = gzip.open if p.name.lower().endswith(".gz") else open
@@ -146,7 +164,9 @@ def read_records(path: str | os.PathLike[str], *, format: str | None = None) -> 
                 except ValueError as exc:
                     raise DataSourceError(f"{p}:{lineno}: invalid JSON ({exc})") from None
                 if not isinstance(rec, dict):
-                    raise DataSourceError(f"{p}:{lineno}: expected a JSON object, got {type(rec).__name__}")
+                    raise DataSourceError(
+                        f"{p}:{lineno}: expected a JSON object, got {type(rec).__name__}"
+                    )
                 records.append(rec)
         return records
     if fmt == "json":
@@ -174,11 +194,19 @@ def _read_parquet(path: Path) -> list[dict[str, Any]]:
     try:
         return pq.read_table(path).to_pylist()
     except Exception as exc:  # noqa: BLE001 - pyarrow raises many types
-        raise DataSourceError(f"{path}: cannot read parquet ({type(exc).__name__}: {exc})") from None
+        raise DataSourceError(
+            f"{path}: cannot read parquet ({type(exc).__name__}: {exc})"
+        ) from None
 
 
-def load_hub(name: str, *, config: str | None = None, split: str | None = None,
-             cache_dir: str | None = None, revision: str | None = None) -> list[dict[str, Any]]:
+def load_hub(
+    name: str,
+    *,
+    config: str | None = None,
+    split: str | None = None,
+    cache_dir: str | None = None,
+    revision: str | None = None,
+) -> list[dict[str, Any]]:
     """Load a data set from the Hugging Face hub with ``datasets.load_dataset``.
 
     Args:
@@ -200,9 +228,13 @@ def load_hub(name: str, *, config: str | None = None, split: str | None = None,
     try:
         import datasets
     except ImportError:
-        raise MissingExtraError("datasets", "datasets", f"loading {name!r} from the Hugging Face hub") from None
+        raise MissingExtraError(
+            "datasets", "datasets", f"loading {name!r} from the Hugging Face hub"
+        ) from None
     try:
-        loaded = datasets.load_dataset(name, config, split=split, cache_dir=cache_dir, revision=revision)
+        loaded = datasets.load_dataset(
+            name, config, split=split, cache_dir=cache_dir, revision=revision
+        )
     except Exception as exc:  # noqa: BLE001 - network, auth and format errors alike
         raise DataSourceError(
             f"could not load {name!r} (config {config!r}) from the Hugging Face hub: "
@@ -241,12 +273,12 @@ def _load_source_cached(spec: str) -> tuple[dict[str, Any], ...]:
     if spec.startswith("bundled:"):
         from .bundled import load_bundled
 
-        return tuple(load_bundled(spec[len("bundled:"):]))
+        return tuple(load_bundled(spec[len("bundled:") :]))
     if spec.startswith("hub:"):
-        rest = spec[len("hub:"):]
+        rest = spec[len("hub:") :]
         name, _, config = rest.partition(":")
         return tuple(load_hub(name, config=config or None))
-    path = spec[len("file:"):] if spec.startswith("file:") else spec
+    path = spec[len("file:") :] if spec.startswith("file:") else spec
     return tuple(_load_path(Path(path).expanduser()))
 
 

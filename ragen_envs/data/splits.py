@@ -100,9 +100,14 @@ class SplitTable(Generic[T]):
         return self.splits[split]
 
 
-def partition(items: Iterable[T], key: Callable[[T], str], *, mode: str = "hash",
-              source_split: Callable[[T], str | None] | None = None,
-              group: Callable[[T], str] | None = None) -> SplitTable[T]:
+def partition(
+    items: Iterable[T],
+    key: Callable[[T], str],
+    *,
+    mode: str = "hash",
+    source_split: Callable[[T], str | None] | None = None,
+    group: Callable[[T], str] | None = None,
+) -> SplitTable[T]:
     """Assign items to train / validation / test (see the module docstring).
 
     Args:
@@ -125,6 +130,7 @@ def partition(items: Iterable[T], key: Callable[[T], str], *, mode: str = "hash"
     if mode not in ("hash", "source"):
         raise ValueError(f"split mode must be 'hash' or 'source', got {mode!r}")
     if source_split is None:
+
         def source_split(item: T) -> str | None:  # noqa: F811 - documented default
             return item.get(SOURCE_SPLIT_KEY) if isinstance(item, Mapping) else None
 
@@ -137,11 +143,15 @@ def partition(items: Iterable[T], key: Callable[[T], str], *, mode: str = "hash"
             split = normalise_split_name(source_split(item)) or split
         buckets[split].append((k, item))
     if mode == "source":
-        has_validation = any(normalise_split_name(source_split(it)) == "validation"
-                             for _, it in buckets["validation"])
+        has_validation = any(
+            normalise_split_name(source_split(it)) == "validation"
+            for _, it in buckets["validation"]
+        )
         if not has_validation:
             moved = [(k, it) for k, it in buckets["train"] if hash_split[k] == "validation"]
-            buckets["train"] = [(k, it) for k, it in buckets["train"] if hash_split[k] != "validation"]
+            buckets["train"] = [
+                (k, it) for k, it in buckets["train"] if hash_split[k] != "validation"
+            ]
             buckets["validation"].extend(moved)
     leaks = 0
     if mode == "source":
@@ -166,8 +176,14 @@ def partition(items: Iterable[T], key: Callable[[T], str], *, mode: str = "hash"
         unique.sort(key=lambda pair: (order_key(pair[0]), pair[0]))
         splits[split] = tuple(it for _, it in unique)
         keys[split] = tuple(k for k, _ in unique)
-    table = SplitTable(splits=splits, keys=keys, duplicates_dropped=dups, leaks_dropped=leaks, mode=mode,
-                       sizes={s: len(v) for s, v in splits.items()})
+    table = SplitTable(
+        splits=splits,
+        keys=keys,
+        duplicates_dropped=dups,
+        leaks_dropped=leaks,
+        mode=mode,
+        sizes={s: len(v) for s, v in splits.items()},
+    )
     assert_disjoint(keys)
     return table
 

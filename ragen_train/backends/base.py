@@ -64,7 +64,9 @@ class TrainerBackend(Protocol):
 
     name: str
 
-    def train(self, cfg: StarPOConfig, *, model: Any = None, tokenizer: Any = None) -> BackendResult:
+    def train(
+        self, cfg: StarPOConfig, *, model: Any = None, tokenizer: Any = None
+    ) -> BackendResult:
         """Train with ``cfg`` (an already loaded ``model`` / ``tokenizer`` may be passed, e.g. after SFT).
 
         Raises:

@@ -42,7 +42,9 @@ def env_config(cfg: StarPOConfig, split: str) -> dict[str, Any]:
     return {**cfg.env.config, "split": split}
 
 
-def train_specs(cfg: StarPOConfig, step: int, groups: Sequence[int] | None = None) -> list[EpisodeSpec]:
+def train_specs(
+    cfg: StarPOConfig, step: int, groups: Sequence[int] | None = None
+) -> list[EpisodeSpec]:
     """Episodes of training step ``step`` (0-based), as the native trainer plays them.
 
     Group ``g`` uses env seed ``step · env_groups + g`` on ``env.train_split``; its
@@ -55,16 +57,31 @@ def train_specs(cfg: StarPOConfig, step: int, groups: Sequence[int] | None = Non
     base = step * r.env_groups
     groups = range(r.env_groups) if groups is None else groups
     conf = env_config(cfg, cfg.env.train_split)
-    return [EpisodeSpec(index=g * r.group_size + m, env_id=cfg.env.id, seed=base + g, group=g, member=m,
-                        env_config=dict(conf)) for g in groups for m in range(r.group_size)]
+    return [
+        EpisodeSpec(
+            index=g * r.group_size + m,
+            env_id=cfg.env.id,
+            seed=base + g,
+            group=g,
+            member=m,
+            env_config=dict(conf),
+        )
+        for g in groups
+        for m in range(r.group_size)
+    ]
 
 
-def val_specs(cfg: StarPOConfig, split: str | None = None, episodes: int | None = None) -> list[EpisodeSpec]:
+def val_specs(
+    cfg: StarPOConfig, split: str | None = None, episodes: int | None = None
+) -> list[EpisodeSpec]:
     """Validation episodes: fixed seeds ``0..N-1`` of ``split`` (default ``env.val_split``)."""
     split = split or cfg.env.val_split
     n = episodes or cfg.trainer.val_episodes
     conf = env_config(cfg, split)
-    return [EpisodeSpec(index=i, env_id=cfg.env.id, seed=i, group=i, env_config=dict(conf)) for i in range(n)]
+    return [
+        EpisodeSpec(index=i, env_id=cfg.env.id, seed=i, group=i, env_config=dict(conf))
+        for i in range(n)
+    ]
 
 
 def layout_of(rollout: RolloutConfig) -> str:
@@ -81,18 +98,24 @@ def require_one_row_per_episode(cfg: StarPOConfig, rollout: RolloutConfig, backe
             several envs (``env.train`` / ``env.val``; :mod:`ragen_train.multienv`).
     """
     if cfg.env.train or cfg.env.val:
-        raise TrainConfigError("env.train" if cfg.env.train else "env.val",
-                               f"the {backend} back-end trains and validates on the one env env.id; several envs "
-                               "(env.train / env.val) need the native back-end (--backend native)")
+        raise TrainConfigError(
+            "env.train" if cfg.env.train else "env.val",
+            f"the {backend} back-end trains and validates on the one env env.id; several envs "
+            "(env.train / env.val) need the native back-end (--backend native)",
+        )
     if layout_of(rollout) == "turn" and rollout.max_turns > 1:
-        raise TrainConfigError("rollout.context_mode",
-                          f"the {backend} back-end trains one sequence per episode; context_mode "
-                          f"{rollout.context_mode!r} with max_turns={rollout.max_turns} gives one sample per turn "
-                          "(use context_mode=full, or an env with one turn)")
+        raise TrainConfigError(
+            "rollout.context_mode",
+            f"the {backend} back-end trains one sequence per episode; context_mode "
+            f"{rollout.context_mode!r} with max_turns={rollout.max_turns} gives one sample per turn "
+            "(use context_mode=full, or an env with one turn)",
+        )
     if cfg.rollout.reward_placement == "turn_end" and rollout.max_turns > 1:
-        raise TrainConfigError("rollout.reward_placement",
-                          f"the {backend} back-end takes one scalar reward per sequence (placed on its last token); "
-                          "turn_end placement over several turns cannot be expressed")
+        raise TrainConfigError(
+            "rollout.reward_placement",
+            f"the {backend} back-end takes one scalar reward per sequence (placed on its last token); "
+            "turn_end placement over several turns cannot be expressed",
+        )
 
 
 # -------------------------------------------------------------- settings map
@@ -141,15 +164,31 @@ class EpisodeRow:
 def row_from_sample(sample: Sample, record: EpisodeRecord) -> EpisodeRow:
     """Cut a native trajectory (or single-turn) sample at its first sampled token."""
     start = sample.loss_mask.index(1)
-    lps = sample.rollout_logprobs[start:] if sample.rollout_logprobs is not None else [0.0] * (len(sample.input_ids) - start)
-    return EpisodeRow(prompt_ids=list(sample.input_ids[:start]), completion_ids=list(sample.input_ids[start:]),
-                      completion_mask=list(sample.loss_mask[start:]), completion_logprobs=[float(x) for x in lps],
-                      reward=float(sample.score), episode=record.episode_index, group=record.group,
-                      member=record.member, seed=record.seed)
+    lps = (
+        sample.rollout_logprobs[start:]
+        if sample.rollout_logprobs is not None
+        else [0.0] * (len(sample.input_ids) - start)
+    )
+    return EpisodeRow(
+        prompt_ids=list(sample.input_ids[:start]),
+        completion_ids=list(sample.input_ids[start:]),
+        completion_mask=list(sample.loss_mask[start:]),
+        completion_logprobs=[float(x) for x in lps],
+        reward=float(sample.score),
+        episode=record.episode_index,
+        group=record.group,
+        member=record.member,
+        seed=record.seed,
+    )
 
 
-def episode_rows(records: Sequence[EpisodeRecord], *, layout: str, reward_placement: str = "last_token",
-                 pad_id: int = 0) -> tuple[list[EpisodeRow], BuildStats]:
+def episode_rows(
+    records: Sequence[EpisodeRecord],
+    *,
+    layout: str,
+    reward_placement: str = "last_token",
+    pad_id: int = 0,
+) -> tuple[list[EpisodeRow], BuildStats]:
     """One row per record, in record order (module docstring).
 
     An episode the native builder drops (no token ids, prompts that do not extend each
@@ -164,8 +203,10 @@ def episode_rows(records: Sequence[EpisodeRecord], *, layout: str, reward_placem
     by_episode: dict[int, Sample] = {}
     for s in samples:
         if s.episode in by_episode:
-            raise ValueError(f"episode {s.episode} gives several samples (layout {layout!r}); one row per episode "
-                             "needs the full-history context mode or one-turn episodes")
+            raise ValueError(
+                f"episode {s.episode} gives several samples (layout {layout!r}); one row per episode "
+                "needs the full-history context mode or one-turn episodes"
+            )
         by_episode[s.episode] = s
     rows = []
     for rec in records:
@@ -174,11 +215,30 @@ def episode_rows(records: Sequence[EpisodeRecord], *, layout: str, reward_placem
             rows.append(row_from_sample(s, rec))
             continue
         first = rec.turns[0] if rec.turns else None
-        prompt = list(first.prompt_token_ids) if first is not None and first.prompt_token_ids else [pad_id]
-        comp = list(first.completion_token_ids) if first is not None and first.completion_token_ids else [pad_id]
-        rows.append(EpisodeRow(prompt_ids=prompt, completion_ids=comp, completion_mask=[0] * len(comp),
-                               completion_logprobs=[0.0] * len(comp), reward=float("nan"), episode=rec.episode_index,
-                               group=rec.group, member=rec.member, seed=rec.seed, dropped="dropped"))
+        prompt = (
+            list(first.prompt_token_ids)
+            if first is not None and first.prompt_token_ids
+            else [pad_id]
+        )
+        comp = (
+            list(first.completion_token_ids)
+            if first is not None and first.completion_token_ids
+            else [pad_id]
+        )
+        rows.append(
+            EpisodeRow(
+                prompt_ids=prompt,
+                completion_ids=comp,
+                completion_mask=[0] * len(comp),
+                completion_logprobs=[0.0] * len(comp),
+                reward=float("nan"),
+                episode=rec.episode_index,
+                group=rec.group,
+                member=rec.member,
+                seed=rec.seed,
+                dropped="dropped",
+            )
+        )
     return rows, stats
 
 
@@ -188,9 +248,11 @@ def filter_config(cfg: StarPOConfig) -> FilterConfig:
     return FilterConfig.from_section(cfg.algorithm.filter)
 
 
-def filter_groups(records: Sequence[EpisodeRecord], fcfg: FilterConfig,
-                  gather: Callable[[dict[int, list[float]]], list[dict[int, list[float]]]] | None = None
-                  ) -> tuple[set[int], dict[str, float], float]:
+def filter_groups(
+    records: Sequence[EpisodeRecord],
+    fcfg: FilterConfig,
+    gather: Callable[[dict[int, list[float]]], list[dict[int, list[float]]]] | None = None,
+) -> tuple[set[int], dict[str, float], float]:
     """The native rollout filter over the groups of ``records``.
 
     Args:
@@ -207,7 +269,7 @@ def filter_groups(records: Sequence[EpisodeRecord], fcfg: FilterConfig,
         raise ValueError("the entropy filter metric needs the trainer's own forward pass")
     per_group = group_values(records, fcfg.metric)  # NaN-reward episodes (dropped) score nothing
     merged: dict[int, list[float]] = {}
-    for part in (gather(dict(per_group)) if gather else [dict(per_group)]):
+    for part in gather(dict(per_group)) if gather else [dict(per_group)]:
         merged.update(part)
     groups = sorted(merged)
     scores = group_scores(merged, fcfg.metric) if groups else np.zeros(0)
@@ -216,9 +278,16 @@ def filter_groups(records: Sequence[EpisodeRecord], fcfg: FilterConfig,
 
 
 # ----------------------------------------------------------------- validation
-def evaluate_policy(model: Any, tokenizer: Any, cfg: StarPOConfig, *, split: str | None = None,
-                    episodes: int | None = None, temperature: float | None = None,
-                    device: str | None = None) -> dict[str, float]:
+def evaluate_policy(
+    model: Any,
+    tokenizer: Any,
+    cfg: StarPOConfig,
+    *,
+    split: str | None = None,
+    episodes: int | None = None,
+    temperature: float | None = None,
+    device: str | None = None,
+) -> dict[str, float]:
     """Success and return on the fixed validation seeds, as ``StarPOTrainer.evaluate`` (one process).
 
     Sampling uses torch seed 12345 inside a forked RNG, so equal weights give equal
@@ -243,4 +312,3 @@ def evaluate_policy(model: Any, tokenizer: Any, cfg: StarPOConfig, *, split: str
     finally:
         model.train(was_training)
     return episode_metrics(records, "val")
-

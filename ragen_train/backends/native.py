@@ -14,8 +14,14 @@ class NativeBackend:
 
     name = "native"
 
-    def train(self, cfg: StarPOConfig, *, model: Any = None, tokenizer: Any = None,
-              resume: str | None = None) -> BackendResult:
+    def train(
+        self,
+        cfg: StarPOConfig,
+        *,
+        model: Any = None,
+        tokenizer: Any = None,
+        resume: str | None = None,
+    ) -> BackendResult:
         """Fit; :meth:`StarPOTrainer.fit` saves the final policy to ``<out_dir>/final_model``."""
         from ..trainer import StarPOTrainer
 
@@ -23,5 +29,11 @@ class NativeBackend:
         last = trainer.fit()
         out = Path(cfg.trainer.out_dir)
         final = out / "final_model"
-        return BackendResult(backend=self.name, out_dir=out, metrics_path=out / "metrics.jsonl",
-                             checkpoint_dir=final, last_val=last, extra={"steps": trainer.step})
+        return BackendResult(
+            backend=self.name,
+            out_dir=out,
+            metrics_path=out / "metrics.jsonl",
+            checkpoint_dir=final,
+            last_val=last,
+            extra={"steps": trainer.step},
+        )

@@ -73,7 +73,9 @@ def _require_trl() -> Any:
     try:
         import trl
     except ImportError as exc:  # pragma: no cover - depends on the install
-        raise ImportError("the trl back-end needs TRL (huggingface/trl): pip install 'ragen[trl]'") from exc
+        raise ImportError(
+            "the trl back-end needs TRL (huggingface/trl): pip install 'ragen[trl]'"
+        ) from exc
     return trl
 
 
@@ -92,7 +94,9 @@ def _divisor_at_most(n: int, cap: int) -> int:
     return max(d for d in range(1, min(n, max(cap, 1)) + 1) if n % d == 0)
 
 
-def trl_settings(cfg: StarPOConfig, *, output_dir: str | Path | None = None, world_size: int = 1) -> TRLSettings:
+def trl_settings(
+    cfg: StarPOConfig, *, output_dir: str | Path | None = None, world_size: int = 1
+) -> TRLSettings:
     """Map ``cfg`` onto TRL's ``GRPOConfig`` (no TRL import; see ``docs/backends.md``).
 
     Batch shape: one TRL row per episode, ``N = env_groups · group_size`` rows per
@@ -112,8 +116,10 @@ def trl_settings(cfg: StarPOConfig, *, output_dir: str | Path | None = None, wor
     n_rows = r.env_groups * r.group_size
     problems = []
     if n_rows % (world_size * opt.mini_batches):
-        problems.append(f"env_groups*group_size={n_rows} must divide by world_size*mini_batches="
-                        f"{world_size * opt.mini_batches}")
+        problems.append(
+            f"env_groups*group_size={n_rows} must divide by world_size*mini_batches="
+            f"{world_size * opt.mini_batches}"
+        )
     per_proc_mb = max(1, n_rows // (world_size * opt.mini_batches))
     micro = _divisor_at_most(per_proc_mb, opt.micro_batch_size)
     grad_acc = per_proc_mb // micro
@@ -125,98 +131,196 @@ def trl_settings(cfg: StarPOConfig, *, output_dir: str | Path | None = None, wor
         scale = trl_adv["scale_rewards"]
         add("algorithm.adv_estimator", "mapped", f"{alg.adv_estimator} -> scale_rewards={scale!r}")
     else:
-        add("algorithm.adv_estimator", "unsupported", f"{alg.adv_estimator}: {estimator.meta['trl_why']}")
+        add(
+            "algorithm.adv_estimator",
+            "unsupported",
+            f"{alg.adv_estimator}: {estimator.meta['trl_why']}",
+        )
         scale = "group"
-    add("algorithm.grpo_eps", "approximate",
+    add(
+        "algorithm.grpo_eps",
+        "approximate",
         f"TRL divides by (std + 1e-4) (its advantage is ours times (std+1e-6)/(std+1e-4): 13x smaller at std 7e-6) and computes std over the group with NaN rows removed; ours uses "
-        f"{alg.grpo_eps:g} and sets constant groups (population std <= 1e-6) to exactly 0")
-    norm_len = float(alg.norm_len or r.max_new_tokens * rollout_config_for(cfg).max_turns)  # as the native trainer
+        f"{alg.grpo_eps:g} and sets constant groups (population std <= 1e-6) to exactly 0",
+    )
+    norm_len = float(
+        alg.norm_len or r.max_new_tokens * rollout_config_for(cfg).max_turns
+    )  # as the native trainer
     loss_type, length = AGG_MODES.meta(alg.loss_agg_mode, "trl")
     norm = norm_len if length == "norm_len" else length
     exact_agg = AGG_MODES.meta(alg.loss_agg_mode, "trl_exact")
-    add("algorithm.loss_agg_mode", "mapped" if exact_agg else "approximate",
-        f"{alg.loss_agg_mode} -> loss_type={loss_type!r}" + (f", max_completion_length={norm:g}" if norm else "")
-        + ("" if exact_agg else
-           "; TRL's sequence means count every row of a micro-batch, including rows whose mask is all 0"))
+    add(
+        "algorithm.loss_agg_mode",
+        "mapped" if exact_agg else "approximate",
+        f"{alg.loss_agg_mode} -> loss_type={loss_type!r}"
+        + (f", max_completion_length={norm:g}" if norm else "")
+        + (
+            ""
+            if exact_agg
+            else "; TRL's sequence means count every row of a micro-batch, including rows whose mask is all 0"
+        ),
+    )
     add("algorithm.clip_low", "mapped", f"epsilon={alg.clip_low}")
     add("algorithm.clip_high", "mapped", f"epsilon_high={alg.clip_high}")
     exact = alg.dual_clip is None or alg.dual_clip >= 1 + alg.clip_high
-    add("algorithm.dual_clip", "mapped" if exact else "approximate",
+    add(
+        "algorithm.dual_clip",
+        "mapped" if exact else "approximate",
         f"delta={alg.dual_clip} (TRL's two-sided clip caps the ratio at delta: for A<0 the loss is capped at "
         "delta*|A|, as dual-clip PPO; for A>0 the min with the clipped term already binds"
-        + (")" if exact else "; equal only when dual_clip >= 1 + clip_high)"))
+        + (")" if exact else "; equal only when dual_clip >= 1 + clip_high)"),
+    )
     ent_exact = exact_agg or alg.entropy_coef == 0
-    add("algorithm.entropy_coef", "mapped" if ent_exact else "approximate",
-        f"entropy_coef={alg.entropy_coef} (TRL: token-mean entropy per micro-batch)")
+    add(
+        "algorithm.entropy_coef",
+        "mapped" if ent_exact else "approximate",
+        f"entropy_coef={alg.entropy_coef} (TRL: token-mean entropy per micro-batch)",
+    )
     if alg.kl_coef > 0 and (alg.kl_in_reward or not KL_ESTIMATORS.meta(alg.kl_estimator, "trl")):
-        add("algorithm.kl_estimator", "unsupported",
+        add(
+            "algorithm.kl_estimator",
+            "unsupported",
             f"TRL's KL term is the k3 estimator in the loss; kl_estimator={alg.kl_estimator}, "
-            f"kl_in_reward={alg.kl_in_reward} have no counterpart")
+            f"kl_in_reward={alg.kl_in_reward} have no counterpart",
+        )
     else:
         add("algorithm.kl_coef", "mapped", f"beta={alg.kl_coef} (k3 estimator, in the loss)")
     for f in ("gamma", "lam", "turn_gamma", "value_clip", "vf_coef"):
-        add(f"algorithm.{f}", "mapped" if trl_adv is not None else "unsupported",
-            "unused by outcome-level group advantages" if trl_adv is not None else "needs a critic")
+        add(
+            f"algorithm.{f}",
+            "mapped" if trl_adv is not None else "unsupported",
+            "unused by outcome-level group advantages" if trl_adv is not None else "needs a critic",
+        )
     f = alg.filter
     keep_all = f.strategy == "top_p" and f.value >= 1.0 and f.include_zero
-    add("algorithm.filter", "mapped",
-        "all groups kept" if keep_all else
-        "applied in rollout_func: rows of dropped groups get env_mask 0 (no loss, not in the token count)")
+    add(
+        "algorithm.filter",
+        "mapped",
+        "all groups kept"
+        if keep_all
+        else "applied in rollout_func: rows of dropped groups get env_mask 0 (no loss, not in the token count)",
+    )
     if f.metric == "entropy":
-        add("algorithm.filter.metric", "unsupported", "the entropy score needs a forward pass TRL does not expose")
+        add(
+            "algorithm.filter.metric",
+            "unsupported",
+            "the entropy score needs a forward pass TRL does not expose",
+        )
     if f.loss_scaling != "none":
         add("algorithm.filter.loss_scaling", "unsupported", "TRL has no hook to rescale the loss")
-    add("algorithm.filter.empty", "approximate",
+    add(
+        "algorithm.filter.empty",
+        "approximate",
         "an all-filtered step still takes an optimizer step with a zero policy gradient (AdamW momentum and weight "
-        "decay still move the weights); the run stops after empty_stop_steps such steps")
-    add("optim.lr/weight_decay/beta1/beta2/adam_eps/grad_clip", "mapped",
-        "learning_rate, weight_decay, adam_beta1, adam_beta2, adam_epsilon, max_grad_norm (AdamW)")
+        "decay still move the weights); the run stops after empty_stop_steps such steps",
+    )
+    add(
+        "optim.lr/weight_decay/beta1/beta2/adam_eps/grad_clip",
+        "mapped",
+        "learning_rate, weight_decay, adam_beta1, adam_beta2, adam_epsilon, max_grad_norm (AdamW)",
+    )
     try:
         sched_type, sched_kwargs = hf_scheduler_type(opt.lr_schedule, opt.min_lr_ratio)
     except ValueError as exc:
         add("optim.min_lr_ratio", "unsupported", str(exc))
         sched_type, sched_kwargs = "constant_with_warmup", {}
-    add("optim.warmup_steps / lr_schedule", "approximate" if opt.warmup_steps or opt.lr_schedule != "constant"
-        else "mapped",
+    add(
+        "optim.warmup_steps / lr_schedule",
+        "approximate" if opt.warmup_steps or opt.lr_schedule != "constant" else "mapped",
         f"lr_scheduler_type={sched_type}{f', lr_scheduler_kwargs={sched_kwargs}' if sched_kwargs else ''}, "
         f"warmup_steps={opt.warmup_steps * opt.mini_batches * opt.ppo_epochs} (HF's ramp is step/warmup, ours "
-        "(step+1)/warmup; HF schedules per optimizer step, ours per rollout step)")
+        "(step+1)/warmup; HF schedules per optimizer step, ours per rollout step)",
+    )
     add("optim.ppo_epochs", "mapped", f"num_iterations={opt.ppo_epochs}")
-    add("optim.mini_batches", "mapped" if opt.mini_batches == 1 or not exact_agg else "approximate",
+    add(
+        "optim.mini_batches",
+        "mapped" if opt.mini_batches == 1 or not exact_agg else "approximate",
         f"steps_per_generation={spg}, gradient_accumulation_steps={grad_acc}"
-        + ("" if opt.mini_batches == 1 else "; TRL's dapo normaliser is the mean token count per mini-batch, ours "
-           "each mini-batch's own count"))
+        + (
+            ""
+            if opt.mini_batches == 1
+            else "; TRL's dapo normaliser is the mean token count per mini-batch, ours "
+            "each mini-batch's own count"
+        ),
+    )
     add("optim.micro_batch_size", "mapped", f"per_device_train_batch_size={micro}")
-    add("rollout.*", "mapped", "played by our rollout engine (prompts, parser, penalty, budgets, seeds)")
-    add("rollout.temperature", "mapped", f"temperature={r.temperature} (also divides the logits in TRL's loss)")
-    add("trainer.collapse_every", "approximate", "collapse diagnostics are not computed by this back-end")
-    add("trainer.distributed", "approximate", "TRL runs under accelerate (DDP/FSDP/DeepSpeed via accelerate config)")
-    add("model.critic / optim.critic_lr", "mapped" if trl_adv is not None else "unsupported",
-        "no critic")
+    add(
+        "rollout.*",
+        "mapped",
+        "played by our rollout engine (prompts, parser, penalty, budgets, seeds)",
+    )
+    add(
+        "rollout.temperature",
+        "mapped",
+        f"temperature={r.temperature} (also divides the logits in TRL's loss)",
+    )
+    add(
+        "trainer.collapse_every",
+        "approximate",
+        "collapse diagnostics are not computed by this back-end",
+    )
+    add(
+        "trainer.distributed",
+        "approximate",
+        "TRL runs under accelerate (DDP/FSDP/DeepSpeed via accelerate config)",
+    )
+    add(
+        "model.critic / optim.critic_lr",
+        "mapped" if trl_adv is not None else "unsupported",
+        "no critic",
+    )
     bad = [n for n in notes if n.status == "unsupported"]
     problems += [f"{n.field}: {n.detail}" for n in bad]
     if problems:
-        raise TrainConfigError(bad[0].field if bad else "rollout.env_groups", "cannot run on TRL: " + "; ".join(problems))
+        raise TrainConfigError(
+            bad[0].field if bad else "rollout.env_groups",
+            "cannot run on TRL: " + "; ".join(problems),
+        )
 
     device = cfg.model.device
     args: dict[str, Any] = dict(
         output_dir=str(output_dir or Path(t.out_dir) / "trl"),
-        per_device_train_batch_size=micro, gradient_accumulation_steps=grad_acc, steps_per_generation=spg,
-        num_generations=r.group_size, num_iterations=opt.ppo_epochs,
+        per_device_train_batch_size=micro,
+        gradient_accumulation_steps=grad_acc,
+        steps_per_generation=spg,
+        num_generations=r.group_size,
+        num_iterations=opt.ppo_epochs,
         max_steps=t.total_steps * opt.mini_batches * opt.ppo_epochs,
-        learning_rate=opt.lr, weight_decay=opt.weight_decay, adam_beta1=opt.beta1, adam_beta2=opt.beta2,
-        adam_epsilon=opt.adam_eps, max_grad_norm=opt.grad_clip if opt.grad_clip > 0 else 0.0,
-        optim="adamw_torch", lr_scheduler_type=sched_type, lr_scheduler_kwargs=sched_kwargs,
+        learning_rate=opt.lr,
+        weight_decay=opt.weight_decay,
+        adam_beta1=opt.beta1,
+        adam_beta2=opt.beta2,
+        adam_epsilon=opt.adam_eps,
+        max_grad_norm=opt.grad_clip if opt.grad_clip > 0 else 0.0,
+        optim="adamw_torch",
+        lr_scheduler_type=sched_type,
+        lr_scheduler_kwargs=sched_kwargs,
         warmup_steps=opt.warmup_steps * opt.mini_batches * opt.ppo_epochs,
-        temperature=r.temperature, top_p=r.top_p,
-        loss_type=loss_type, scale_rewards=scale, epsilon=alg.clip_low, epsilon_high=alg.clip_high,
-        delta=alg.dual_clip, beta=alg.kl_coef, entropy_coef=alg.entropy_coef, importance_sampling_level="token",
-        mask_truncated_completions=False, multi_objective_aggregation="sum_then_normalize",
-        use_vllm=False, bf16=cfg.model.dtype == "bfloat16" and device != "cpu",
-        fp16=cfg.model.dtype == "float16" and device != "cpu", use_cpu=device == "cpu",
-        seed=t.seed, data_seed=t.seed,
-        shuffle_dataset=False, remove_unused_columns=False, dataloader_num_workers=0,
-        logging_steps=1, report_to="none", log_completions=False, disable_tqdm=True,
+        temperature=r.temperature,
+        top_p=r.top_p,
+        loss_type=loss_type,
+        scale_rewards=scale,
+        epsilon=alg.clip_low,
+        epsilon_high=alg.clip_high,
+        delta=alg.dual_clip,
+        beta=alg.kl_coef,
+        entropy_coef=alg.entropy_coef,
+        importance_sampling_level="token",
+        mask_truncated_completions=False,
+        multi_objective_aggregation="sum_then_normalize",
+        use_vllm=False,
+        bf16=cfg.model.dtype == "bfloat16" and device != "cpu",
+        fp16=cfg.model.dtype == "float16" and device != "cpu",
+        use_cpu=device == "cpu",
+        seed=t.seed,
+        data_seed=t.seed,
+        shuffle_dataset=False,
+        remove_unused_columns=False,
+        dataloader_num_workers=0,
+        logging_steps=1,
+        report_to="none",
+        log_completions=False,
+        disable_tqdm=True,
         # Full Trainer checkpoints (weights, optimizer, scheduler, RNG, trainer state) in <out_dir>/trl,
         # every save_every rollout steps, so `--resume` continues the run (resume_checkpoint).
         save_strategy="steps" if t.save_every > 0 else "no",
@@ -228,8 +332,12 @@ def trl_settings(cfg: StarPOConfig, *, output_dir: str | Path | None = None, wor
     args[_checkpointing_arg()] = bool(cfg.model.gradient_checkpointing)
     if norm is not None:
         args["max_completion_length"] = int(norm) if float(norm).is_integer() else norm
-    return TRLSettings(args=args, notes=notes, rows_per_step=n_rows,
-                       optimizer_steps_per_rollout=opt.mini_batches * opt.ppo_epochs)
+    return TRLSettings(
+        args=args,
+        notes=notes,
+        rows_per_step=n_rows,
+        optimizer_steps_per_rollout=opt.mini_batches * opt.ppo_epochs,
+    )
 
 
 def _checkpointing_arg() -> str:
@@ -240,12 +348,20 @@ def _checkpointing_arg() -> str:
     from transformers import TrainingArguments
 
     names = {f.name for f in dataclasses.fields(TrainingArguments)}
-    return "activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing"
+    return (
+        "activation_checkpointing"
+        if "activation_checkpointing" in names
+        else "gradient_checkpointing"
+    )
 
 
 # ------------------------------------------------------------------- rewards
-def ragen_env_return(prompts: Sequence[Any], completions: Sequence[Any], ragen_reward: Sequence[float] | None = None,
-                     **_: Any) -> list[float | None]:
+def ragen_env_return(
+    prompts: Sequence[Any],
+    completions: Sequence[Any],
+    ragen_reward: Sequence[float] | None = None,
+    **_: Any,
+) -> list[float | None]:
     """TRL reward function: the episode return computed by our agent loop (env rewards + format penalties).
 
     ``None`` (TRL: not scorable, advantage 0) for an episode the native trainer drops.
@@ -272,8 +388,10 @@ def groups_from_prompts(prompts: Sequence[Any], group_size: int) -> list[int]:
     if len(groups) % group_size:
         raise ValueError(f"{len(groups)} rows is not a multiple of group_size={group_size}")
     for i in range(0, len(groups), group_size):
-        if len(set(groups[i:i + group_size])) != 1:
-            raise ValueError(f"rows {i}..{i + group_size - 1} mix groups {groups[i:i + group_size]}")
+        if len(set(groups[i : i + group_size])) != 1:
+            raise ValueError(
+                f"rows {i}..{i + group_size - 1} mix groups {groups[i : i + group_size]}"
+            )
     return groups[::group_size]
 
 
@@ -295,8 +413,14 @@ class RagenRolloutFunc:
         step: the next step; last: ``dict`` with the last step's records, rows, metrics.
     """
 
-    def __init__(self, cfg: StarPOConfig, tokenizer: Any, *, policy: Policy | None = None,
-                 records_fn: Callable[[int, list[EpisodeSpec]], list[EpisodeRecord]] | None = None):
+    def __init__(
+        self,
+        cfg: StarPOConfig,
+        tokenizer: Any,
+        *,
+        policy: Policy | None = None,
+        records_fn: Callable[[int, list[EpisodeSpec]], list[EpisodeRecord]] | None = None,
+    ):
         self.cfg = cfg
         self.tokenizer = tokenizer
         self.policy = policy
@@ -314,8 +438,12 @@ class RagenRolloutFunc:
         from ragen_bench.policies.hf import HFPolicy
 
         model = trainer.accelerator.unwrap_model(trainer.model)
-        return HFPolicy(model, self.tokenizer, device=str(trainer.accelerator.device),
-                        max_batch_size=self.cfg.rollout.batch_size)
+        return HFPolicy(
+            model,
+            self.tokenizer,
+            device=str(trainer.accelerator.device),
+            max_batch_size=self.cfg.rollout.batch_size,
+        )
 
     def __call__(self, prompts: Sequence[Any], trainer: Any) -> dict[str, list[Any]]:
         t0 = time.perf_counter()
@@ -331,11 +459,14 @@ class RagenRolloutFunc:
                 records = RolloutEngine(self._policy(trainer), self.rollout_cfg).run(specs)
         finally:
             if model is not None:
-                model.train(was_training)  # HFPolicy switches to eval for generation; TRL reads .training
+                model.train(
+                    was_training
+                )  # HFPolicy switches to eval for generation; TRL reads .training
         t_roll = time.perf_counter() - t0
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
-        rows, stats = episode_rows(records, layout=self.layout, reward_placement=cfg.rollout.reward_placement,
-                                   pad_id=pad)
+        rows, stats = episode_rows(
+            records, layout=self.layout, reward_placement=cfg.rollout.reward_placement, pad_id=pad
+        )
         gather = _gatherer(trainer)
         kept, fmetrics, _scale = filter_groups(records, self.fcfg, gather)
         metrics = episode_metrics(records, "train", cfg.rollout.group_size)
@@ -343,16 +474,31 @@ class RagenRolloutFunc:
             metrics = _mean_over_processes(metrics, len(records), gather)
         metrics.update(stats.metrics())
         metrics.update(fmetrics)
-        masks = [row.completion_mask if row.group in kept else [0] * len(row.completion_mask) for row in rows]
+        masks = [
+            row.completion_mask if row.group in kept else [0] * len(row.completion_mask)
+            for row in rows
+        ]
         metrics["batch/response_tokens"] = float(sum(sum(m) for m in masks))
-        metrics["batch/total_tokens"] = float(sum(len(r.prompt_ids) + len(r.completion_ids) for r in rows))
+        metrics["batch/total_tokens"] = float(
+            sum(len(r.prompt_ids) + len(r.completion_ids) for r in rows)
+        )
         metrics["time/rollout_s"] = t_roll
-        self.last = {"step": self.step, "records": records, "rows": rows, "masks": masks, "metrics": metrics,
-                     "kept_groups": kept}
+        self.last = {
+            "step": self.step,
+            "records": records,
+            "rows": rows,
+            "masks": masks,
+            "metrics": metrics,
+            "kept_groups": kept,
+        }
         self.step += 1
-        return {"prompt_ids": [r.prompt_ids for r in rows], "completion_ids": [r.completion_ids for r in rows],
-                "logprobs": [r.completion_logprobs for r in rows], "env_mask": masks,
-                "ragen_reward": [r.reward for r in rows]}
+        return {
+            "prompt_ids": [r.prompt_ids for r in rows],
+            "completion_ids": [r.completion_ids for r in rows],
+            "logprobs": [r.completion_logprobs for r in rows],
+            "env_mask": masks,
+            "ragen_reward": [r.reward for r in rows],
+        }
 
 
 def _gatherer(trainer: Any) -> Callable[[Any], list[Any]] | None:
@@ -364,7 +510,9 @@ def _gatherer(trainer: Any) -> Callable[[Any], list[Any]] | None:
     return lambda obj: gather_object([obj])
 
 
-def _mean_over_processes(metrics: dict[str, float], n: int, gather: Callable[[Any], list[Any]]) -> dict[str, float]:
+def _mean_over_processes(
+    metrics: dict[str, float], n: int, gather: Callable[[Any], list[Any]]
+) -> dict[str, float]:
     parts = gather((metrics, n))
     total = sum(w for _, w in parts) or 1
     keys = sorted(set().union(*[m.keys() for m, _ in parts]))
@@ -373,9 +521,14 @@ def _mean_over_processes(metrics: dict[str, float], n: int, gather: Callable[[An
 
 # ------------------------------------------------------------------- metrics
 #: TRL log keys with a native counterpart.
-TRL_TO_NATIVE = {"grad_norm": "actor/grad_norm", "learning_rate": "actor/lr", "entropy": "actor/entropy",
-                 "kl": "actor/kl_loss", "clip_ratio/region_mean": "actor/clipfrac",
-                 "clip_ratio/low_mean": "actor/clipfrac_lower"}
+TRL_TO_NATIVE = {
+    "grad_norm": "actor/grad_norm",
+    "learning_rate": "actor/lr",
+    "entropy": "actor/entropy",
+    "kl": "actor/kl_loss",
+    "clip_ratio/region_mean": "actor/clipfrac",
+    "clip_ratio/low_mean": "actor/clipfrac_lower",
+}
 
 
 def map_trl_logs(logs: dict[str, float]) -> dict[str, float]:
@@ -389,8 +542,9 @@ def map_trl_logs(logs: dict[str, float]) -> dict[str, float]:
     return out
 
 
-def _make_callback(cfg: StarPOConfig, rollout: RagenRolloutFunc, tokenizer: Any, logger: Any,
-                   opt_per_rollout: int) -> Any:
+def _make_callback(
+    cfg: StarPOConfig, rollout: RagenRolloutFunc, tokenizer: Any, logger: Any, opt_per_rollout: int
+) -> Any:
     from transformers import TrainerCallback
 
     from ..checkpoint import save_model
@@ -411,13 +565,16 @@ def _make_callback(cfg: StarPOConfig, rollout: RagenRolloutFunc, tokenizer: Any,
         def _validate(self, step: int, state: Any) -> None:
             if not state.is_world_process_zero:
                 return
-            self.last_val = evaluate_policy(self._model(), tokenizer, cfg,
-                                            device=str(self.trainer.accelerator.device))
+            self.last_val = evaluate_policy(
+                self._model(), tokenizer, cfg, device=str(self.trainer.accelerator.device)
+            )
             logger.log(step, self.last_val, phase="val")
 
         def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
             t = cfg.trainer
-            rollout.step = state.global_step // opt_per_rollout  # > 0 after a resume: the seeds continue
+            rollout.step = (
+                state.global_step // opt_per_rollout
+            )  # > 0 after a resume: the seeds continue
             if t.val_before_train and t.val_every > 0 and state.global_step == 0:
                 self._validate(0, state)
 
@@ -425,7 +582,14 @@ def _make_callback(cfg: StarPOConfig, rollout: RagenRolloutFunc, tokenizer: Any,
             if state.global_step % opt_per_rollout == 0:
                 self.t_step = time.perf_counter()
 
-        def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, float] | None = None, **kw: Any) -> None:
+        def on_log(
+            self,
+            args: Any,
+            state: Any,
+            control: Any,
+            logs: dict[str, float] | None = None,
+            **kw: Any,
+        ) -> None:
             if not logs or "loss" not in logs:
                 return
             for k, v in map_trl_logs(logs).items():
@@ -435,7 +599,12 @@ def _make_callback(cfg: StarPOConfig, rollout: RagenRolloutFunc, tokenizer: Any,
             t = cfg.trainer
             k = state.global_step // opt_per_rollout
             row = dict(rollout.last.get("metrics", {}))
-            row.update({key: float(np.nanmean(vals)) if vals else float("nan") for key, vals in self.pending.items()})
+            row.update(
+                {
+                    key: float(np.nanmean(vals)) if vals else float("nan")
+                    for key, vals in self.pending.items()
+                }
+            )
             self.pending.clear()
             row["time/step_s"] = time.perf_counter() - self.t_step
             row["time/update_s"] = row["time/step_s"] - row.get("time/rollout_s", 0.0)
@@ -448,12 +617,23 @@ def _make_callback(cfg: StarPOConfig, rollout: RagenRolloutFunc, tokenizer: Any,
                 logger.log(k, row, phase="train")
             if t.val_every > 0 and (k % t.val_every == 0 or k == t.total_steps):
                 self._validate(k, state)
-            if t.save_every > 0 and (k % t.save_every == 0 or k == t.total_steps) and state.is_world_process_zero:
-                save_model(self._model(), tokenizer, Path(t.out_dir) / "checkpoints" / f"step_{k:06d}" / "model",
-                           merge_lora=cfg.model.lora.save == "merged", config=cfg.to_dict())
+            if (
+                t.save_every > 0
+                and (k % t.save_every == 0 or k == t.total_steps)
+                and state.is_world_process_zero
+            ):
+                save_model(
+                    self._model(),
+                    tokenizer,
+                    Path(t.out_dir) / "checkpoints" / f"step_{k:06d}" / "model",
+                    merge_lora=cfg.model.lora.save == "merged",
+                    config=cfg.to_dict(),
+                )
             if self.empty_streak >= cfg.algorithm.filter.empty_stop_steps:
-                warnings.warn(f"stopping: {self.empty_streak} consecutive steps had no group left after filtering",
-                              RuntimeWarning)
+                warnings.warn(
+                    f"stopping: {self.empty_streak} consecutive steps had no group left after filtering",
+                    RuntimeWarning,
+                )
                 control.should_training_stop = True
             self.t_step = time.perf_counter()
 
@@ -461,8 +641,15 @@ def _make_callback(cfg: StarPOConfig, rollout: RagenRolloutFunc, tokenizer: Any,
 
 
 # ------------------------------------------------------------------ trainer
-def build_trl_trainer(cfg: StarPOConfig, model: Any, tokenizer: Any, *, rollout_func: RagenRolloutFunc | None = None,
-                      logger: Any = None, settings: TRLSettings | None = None) -> tuple[Any, RagenRolloutFunc, Any]:
+def build_trl_trainer(
+    cfg: StarPOConfig,
+    model: Any,
+    tokenizer: Any,
+    *,
+    rollout_func: RagenRolloutFunc | None = None,
+    logger: Any = None,
+    settings: TRLSettings | None = None,
+) -> tuple[Any, RagenRolloutFunc, Any]:
     """A ``GRPOTrainer`` on ``model`` fed by :class:`RagenRolloutFunc`.
 
     Returns:
@@ -477,20 +664,34 @@ def build_trl_trainer(cfg: StarPOConfig, model: Any, tokenizer: Any, *, rollout_
 
     settings = settings or trl_settings(cfg, world_size=int(os.environ.get("WORLD_SIZE", "1")))
     rollout_func = rollout_func or RagenRolloutFunc(cfg, tokenizer)
-    dataset = Dataset.from_dict({"prompt": [[{"role": "user", "content": PROMPT_TAG.format(env_id=cfg.env.id, group=g)}]
-                                            for g in range(cfg.rollout.env_groups)]})
+    dataset = Dataset.from_dict(
+        {
+            "prompt": [
+                [{"role": "user", "content": PROMPT_TAG.format(env_id=cfg.env.id, group=g)}]
+                for g in range(cfg.rollout.env_groups)
+            ]
+        }
+    )
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*rollout_func.*experimental.*")
         args = GRPOConfig(**settings.args)
-        trainer = GRPOTrainer(model=model, reward_funcs=[ragen_env_return], args=args, train_dataset=dataset,
-                              processing_class=tokenizer, rollout_func=rollout_func)
+        trainer = GRPOTrainer(
+            model=model,
+            reward_funcs=[ragen_env_return],
+            args=args,
+            train_dataset=dataset,
+            processing_class=tokenizer,
+            rollout_func=rollout_func,
+        )
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
     for cb in (PrinterCallback, ProgressCallback):  # our MetricLogger prints the console line
         trainer.remove_callback(cb)
     callback = None
     if logger is not None:
-        callback = _make_callback(cfg, rollout_func, tokenizer, logger, settings.optimizer_steps_per_rollout)
+        callback = _make_callback(
+            cfg, rollout_func, tokenizer, logger, settings.optimizer_steps_per_rollout
+        )
         callback.trainer = trainer
         trainer.add_callback(callback)
     return trainer, rollout_func, callback
@@ -514,15 +715,20 @@ def resume_checkpoint(cfg: StarPOConfig, where: str, settings: TRLSettings) -> t
     if where == "latest":
         last = get_last_checkpoint(str(root)) if root.is_dir() else None
         if last is None:
-            why = ("this config writes none (trainer.save_every=0)" if cfg.trainer.save_every <= 0 else
-                   f"none was written yet (one every trainer.save_every={cfg.trainer.save_every} steps)")
+            why = (
+                "this config writes none (trainer.save_every=0)"
+                if cfg.trainer.save_every <= 0
+                else f"none was written yet (one every trainer.save_every={cfg.trainer.save_every} steps)"
+            )
             raise FileNotFoundError(f"no TRL checkpoint to resume from in {root}: {why}")
         path = Path(last)
     else:
         path = Path(where)
         if not (path / "trainer_state.json").is_file():
-            raise FileNotFoundError(f"{path} is not a TRL checkpoint (no trainer_state.json); the TRL back-end "
-                                    f"saves checkpoint-N directories in {root}")
+            raise FileNotFoundError(
+                f"{path} is not a TRL checkpoint (no trainer_state.json); the TRL back-end "
+                f"saves checkpoint-N directories in {root}"
+            )
     import json  # transformers writes trainer_state.json with the standard library (NaN allowed)
 
     state = json.loads((path / "trainer_state.json").read_text())
@@ -534,8 +740,14 @@ class TRLBackend:
 
     name = "trl"
 
-    def train(self, cfg: StarPOConfig, *, model: Any = None, tokenizer: Any = None,
-              resume: str | None = None) -> BackendResult:
+    def train(
+        self,
+        cfg: StarPOConfig,
+        *,
+        model: Any = None,
+        tokenizer: Any = None,
+        resume: str | None = None,
+    ) -> BackendResult:
         """Train ``cfg.trainer.total_steps`` rollout steps; metrics, checkpoints and ``final_model`` in ``out_dir``.
 
         Args:
@@ -553,7 +765,9 @@ class TRLBackend:
         from ..modeling import load_policy, load_tokenizer
         from ..trainer import seed_everything
 
-        settings = trl_settings(cfg, world_size=int(os.environ.get("WORLD_SIZE", "1")))  # set by accelerate launch
+        settings = trl_settings(
+            cfg, world_size=int(os.environ.get("WORLD_SIZE", "1"))
+        )  # set by accelerate launch
         seed_everything(cfg.trainer.seed)
         out = Path(cfg.trainer.out_dir)
         found = resume_checkpoint(cfg, resume, settings) if resume else None
@@ -562,19 +776,39 @@ class TRLBackend:
         tokenizer = tokenizer or load_tokenizer(cfg.model.path)
         model = model if model is not None else load_policy(cfg.model)
         is_main = int(os.environ.get("RANK", "0")) == 0
-        logger = MetricLogger(out, cfg.trainer.loggers, run_name=cfg.name, config=cfg.to_dict(), enabled=is_main,
-                              wandb_project=cfg.trainer.wandb_project,
-                              resume_step=found[1] if found is not None else None)
+        logger = MetricLogger(
+            out,
+            cfg.trainer.loggers,
+            run_name=cfg.name,
+            config=cfg.to_dict(),
+            enabled=is_main,
+            wandb_project=cfg.trainer.wandb_project,
+            resume_step=found[1] if found is not None else None,
+        )
         try:
-            trainer, _, callback = build_trl_trainer(cfg, model, tokenizer, logger=logger, settings=settings)
+            trainer, _, callback = build_trl_trainer(
+                cfg, model, tokenizer, logger=logger, settings=settings
+            )
             trainer.train(resume_from_checkpoint=str(found[0]) if found is not None else None)
         finally:
             logger.close()
         final = out / "final_model"
         if trainer.accelerator.is_main_process:
-            save_model(trainer.accelerator.unwrap_model(trainer.model), tokenizer, final,
-                       merge_lora=cfg.model.lora.save == "merged", config=cfg.to_dict())
-        return BackendResult(backend=self.name, out_dir=out, metrics_path=out / "metrics.jsonl", checkpoint_dir=final,
-                             last_val=callback.last_val if callback is not None else {},
-                             extra={"trl_args": settings.args,
-                                    "notes": [n.__dict__ for n in settings.notes if n.status != "mapped"]})
+            save_model(
+                trainer.accelerator.unwrap_model(trainer.model),
+                tokenizer,
+                final,
+                merge_lora=cfg.model.lora.save == "merged",
+                config=cfg.to_dict(),
+            )
+        return BackendResult(
+            backend=self.name,
+            out_dir=out,
+            metrics_path=out / "metrics.jsonl",
+            checkpoint_dir=final,
+            last_val=callback.last_val if callback is not None else {},
+            extra={
+                "trl_args": settings.args,
+                "notes": [n.__dict__ for n in settings.notes if n.status != "mapped"],
+            },
+        )

@@ -70,8 +70,15 @@ class VerlServerPolicy(Policy):
     max_batch_size = 1
     max_concurrency = 1 << 16
 
-    def __init__(self, server: Any, tokenizer: Any, sampling_params: dict[str, Any] | None = None, *,
-                 request_id: str | None = None, eos_token_ids: list[int] | None = None):
+    def __init__(
+        self,
+        server: Any,
+        tokenizer: Any,
+        sampling_params: dict[str, Any] | None = None,
+        *,
+        request_id: str | None = None,
+        eos_token_ids: list[int] | None = None,
+    ):
         self.server = server
         self._tok = tokenizer
         self.sampling = dict(sampling_params or {})
@@ -86,27 +93,50 @@ class VerlServerPolicy(Policy):
     def tokenizer(self) -> Any:
         return self._tok
 
-    async def generate(self, requests: list[PolicyRequest], params: SamplingParams) -> list[Generation]:
+    async def generate(
+        self, requests: list[PolicyRequest], params: SamplingParams
+    ) -> list[Generation]:
         out = []
         for r in requests:
-            prompt = list(r.prompt_token_ids) if r.prompt_token_ids is not None else self.chat.prompt_ids(r.messages)
+            prompt = (
+                list(r.prompt_token_ids)
+                if r.prompt_token_ids is not None
+                else self.chat.prompt_ids(r.messages)
+            )
             sp = dict(self.sampling)
             sp.setdefault("temperature", params.temperature)
             sp.setdefault("top_p", params.top_p)
             sp["max_tokens"] = params.max_new_tokens
-            res = await self.server.generate(request_id=self.request_id, prompt_ids=prompt, sampling_params=sp)
+            res = await self.server.generate(
+                request_id=self.request_id, prompt_ids=prompt, sampling_params=sp
+            )
             if getattr(res, "stop_reason", None) == "aborted":
-                out.append(Generation(text="", finish_reason="error", extra={"error": "verl request aborted"}))
+                out.append(
+                    Generation(
+                        text="", finish_reason="error", extra={"error": "verl request aborted"}
+                    )
+                )
                 continue
             ids = list(res.token_ids)
             lps = list(res.log_probs) if getattr(res, "log_probs", None) else None
             n = next((j + 1 for j, t in enumerate(ids) if t in self.eos), None)
-            finish = "stop" if n is not None else ("length" if len(ids) >= params.max_new_tokens else "stop")
+            finish = (
+                "stop"
+                if n is not None
+                else ("length" if len(ids) >= params.max_new_tokens else "stop")
+            )
             ids = ids[:n] if n is not None else ids
-            out.append(Generation(
-                text=self._tok.decode(ids, skip_special_tokens=True), finish_reason=finish,
-                prompt_tokens=len(prompt), completion_tokens=len(ids), prompt_token_ids=prompt,
-                completion_token_ids=ids, completion_logprobs=[float(x) for x in lps[:len(ids)]] if lps else None))
+            out.append(
+                Generation(
+                    text=self._tok.decode(ids, skip_special_tokens=True),
+                    finish_reason=finish,
+                    prompt_tokens=len(prompt),
+                    completion_tokens=len(ids),
+                    prompt_token_ids=prompt,
+                    completion_token_ids=ids,
+                    completion_logprobs=[float(x) for x in lps[: len(ids)]] if lps else None,
+                )
+            )
         return out
 
 
@@ -133,8 +163,13 @@ class RagenLoopSettings:
     def from_config(cls, cfg: Any, episode_log: str | None = None) -> RagenLoopSettings:
         from ..trainer import rollout_config_for
 
-        return cls(env_id=cfg.env.id, env_config=dict(cfg.env.config), rollout=rollout_config_for(cfg).as_dict(),
-                   reward_placement=cfg.rollout.reward_placement, episode_log=episode_log)
+        return cls(
+            env_id=cfg.env.id,
+            env_config=dict(cfg.env.config),
+            rollout=rollout_config_for(cfg).as_dict(),
+            reward_placement=cfg.rollout.reward_placement,
+            episode_log=episode_log,
+        )
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -181,33 +216,68 @@ def row_fields(kwargs: dict[str, Any]) -> dict[str, Any]:
     info = dict(kwargs.get("extra_info") or {})
     info.update({k: v for k, v in kwargs.items() if k.startswith("ragen_")})
     if "ragen_seed" not in info:
-        raise KeyError("the verl dataset row has no ragen_seed (write the data with ragen_train.backends.verl_backend)")
+        raise KeyError(
+            "the verl dataset row has no ragen_seed (write the data with ragen_train.backends.verl_backend)"
+        )
     return info
 
 
-async def run_ragen_episode(server: Any, tokenizer: Any, settings: RagenLoopSettings, *, seed: int, split: str,
-                            sampling_params: dict[str, Any] | None = None, request_id: str | None = None,
-                            group: int = 0, member: int = 0, episode_index: int = 0, step: int | None = None,
-                            phase: str = "train") -> EpisodeOutput:
+async def run_ragen_episode(
+    server: Any,
+    tokenizer: Any,
+    settings: RagenLoopSettings,
+    *,
+    seed: int,
+    split: str,
+    sampling_params: dict[str, Any] | None = None,
+    request_id: str | None = None,
+    group: int = 0,
+    member: int = 0,
+    episode_index: int = 0,
+    step: int | None = None,
+    phase: str = "train",
+) -> EpisodeOutput:
     """Play one episode through ``server`` with our rollout engine (module docstring)."""
     rcfg = settings.rollout_config()
     policy = VerlServerPolicy(server, tokenizer, sampling_params, request_id=request_id)
-    spec = EpisodeSpec(index=episode_index, env_id=settings.env_id, seed=int(seed), group=int(group),
-                       member=int(member), env_config={**settings.env_config, "split": split})
+    spec = EpisodeSpec(
+        index=episode_index,
+        env_id=settings.env_id,
+        seed=int(seed),
+        group=int(group),
+        member=int(member),
+        env_config={**settings.env_config, "split": split},
+    )
     t0 = time.perf_counter()
     (record,) = await RolloutEngine(policy, rcfg, max_parallel=1).arun([spec])
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    (row,), _stats = episode_rows([record], layout=layout_of(rcfg), reward_placement=settings.reward_placement,
-                                  pad_id=pad)
+    (row,), _stats = episode_rows(
+        [record], layout=layout_of(rcfg), reward_placement=settings.reward_placement, pad_id=pad
+    )
     dropped = row.dropped is not None
-    summary = {"phase": phase, "step": step, "seed": record.seed, "group": record.group, "member": record.member,
-               "status": record.status, "success": record.success, "return": record.episode_return,
-               "metrics": record.metrics(), "dropped": dropped, "wall_s": time.perf_counter() - t0}
+    summary = {
+        "phase": phase,
+        "step": step,
+        "seed": record.seed,
+        "group": record.group,
+        "member": record.member,
+        "status": record.status,
+        "success": record.success,
+        "return": record.episode_return,
+        "metrics": record.metrics(),
+        "dropped": dropped,
+        "wall_s": time.perf_counter() - t0,
+    }
     _append_log(settings.episode_log, summary)
-    return EpisodeOutput(prompt_ids=row.prompt_ids, response_ids=row.completion_ids, response_mask=row.completion_mask,
-                         response_logprobs=row.completion_logprobs if not dropped else None,
-                         reward_score=0.0 if dropped else float(row.reward),
-                         num_turns=2 * len(record.turns), summary=summary)
+    return EpisodeOutput(
+        prompt_ids=row.prompt_ids,
+        response_ids=row.completion_ids,
+        response_mask=row.completion_mask,
+        response_logprobs=row.completion_logprobs if not dropped else None,
+        reward_score=0.0 if dropped else float(row.reward),
+        num_turns=2 * len(record.turns),
+        summary=summary,
+    )
 
 
 def _append_log(directory: str | None, summary: dict[str, Any]) -> None:
@@ -215,7 +285,9 @@ def _append_log(directory: str | None, summary: dict[str, Any]) -> None:
         return
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
-    with open(d / f"episodes_{socket.gethostname()}_{os.getpid()}.jsonl", "a", encoding="utf-8") as fh:
+    with open(
+        d / f"episodes_{socket.gethostname()}_{os.getpid()}.jsonl", "a", encoding="utf-8"
+    ) as fh:
         fh.write(jsonutil.dumps(summary) + "\n")
 
 
@@ -232,7 +304,9 @@ def _build_verl_class() -> type:
         ``ragen_settings`` (a :class:`RagenLoopSettings` JSON string).
         """
 
-        def __init__(self, *args: Any, ragen_settings: str | dict[str, Any] | None = None, **kwargs: Any):
+        def __init__(
+            self, *args: Any, ragen_settings: str | dict[str, Any] | None = None, **kwargs: Any
+        ):
             super().__init__(*args, **kwargs)
             self.ragen = RagenLoopSettings.from_json(ragen_settings) if ragen_settings else None
             self.prompt_length = int(self.rollout_config.prompt_length)
@@ -243,22 +317,41 @@ def _build_verl_class() -> type:
             settings = self.ragen or RagenLoopSettings.from_json(info["ragen_settings"])
             t0 = time.perf_counter()
             ep = await run_ragen_episode(
-                self.server_manager, self.tokenizer, settings, seed=int(info["ragen_seed"]),
-                split=str(info.get("ragen_split", "train")), sampling_params=sampling_params,
-                request_id=uuid.uuid4().hex, group=int(info.get("ragen_group", 0)), member=0,
-                episode_index=int(info.get("index", 0)), step=info.get("ragen_step"),
-                phase=str(info.get("ragen_phase", "train")))
+                self.server_manager,
+                self.tokenizer,
+                settings,
+                seed=int(info["ragen_seed"]),
+                split=str(info.get("ragen_split", "train")),
+                sampling_params=sampling_params,
+                request_id=uuid.uuid4().hex,
+                group=int(info.get("ragen_group", 0)),
+                member=0,
+                episode_index=int(info.get("index", 0)),
+                step=info.get("ragen_step"),
+                phase=str(info.get("ragen_phase", "train")),
+            )
             if len(ep.prompt_ids) > self.prompt_length:
-                raise ValueError(f"ragen prompt of {len(ep.prompt_ids)} tokens exceeds rollout.prompt_length="
-                                 f"{self.prompt_length}; raise data.max_prompt_length")
-            extra = {"ragen_success": float(ep.summary["success"]), "ragen_return": ep.summary["return"],
-                     "ragen_status": ep.summary["status"], "ragen_truncated": len(ep.response_ids) > self.response_length}
+                raise ValueError(
+                    f"ragen prompt of {len(ep.prompt_ids)} tokens exceeds rollout.prompt_length="
+                    f"{self.prompt_length}; raise data.max_prompt_length"
+                )
+            extra = {
+                "ragen_success": float(ep.summary["success"]),
+                "ragen_return": ep.summary["return"],
+                "ragen_status": ep.summary["status"],
+                "ragen_truncated": len(ep.response_ids) > self.response_length,
+            }
             n = self.response_length
             return AgentLoopOutput(
-                prompt_ids=ep.prompt_ids, response_ids=ep.response_ids[:n], response_mask=ep.response_mask[:n],
+                prompt_ids=ep.prompt_ids,
+                response_ids=ep.response_ids[:n],
+                response_mask=ep.response_mask[:n],
                 response_logprobs=ep.response_logprobs[:n] if ep.response_logprobs else None,
-                reward_score=ep.reward_score, num_turns=ep.num_turns,
-                metrics={"generate_sequences": time.perf_counter() - t0}, extra_fields=extra)
+                reward_score=ep.reward_score,
+                num_turns=ep.num_turns,
+                metrics={"generate_sequences": time.perf_counter() - t0},
+                extra_fields=extra,
+            )
 
     return RagenAgentLoop
 
@@ -272,6 +365,8 @@ except ImportError as _exc:  # verl (or one of its GPU-stack imports) is not ins
 
 def __getattr__(name: str) -> Any:
     if name == "RagenAgentLoop":
-        raise ImportError("RagenAgentLoop needs verl (verl-project/verl, `pip install verl` on a GPU machine with "
-                          f"ray and vLLM/SGLang); importing verl's agent loop failed: {VERL_IMPORT_ERROR}")
+        raise ImportError(
+            "RagenAgentLoop needs verl (verl-project/verl, `pip install verl` on a GPU machine with "
+            f"ray and vLLM/SGLang); importing verl's agent loop failed: {VERL_IMPORT_ERROR}"
+        )
     raise AttributeError(name)

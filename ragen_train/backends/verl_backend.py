@@ -42,8 +42,11 @@ from .common import MappingNote, require_one_row_per_episode
 from .verl_agent_loop import AGENT_NAME, RagenLoopSettings
 
 #: Overrides that ``launch.sh`` reads from environment variables (the cluster shape).
-LAUNCH_ENV = {"trainer.n_gpus_per_node": "RAGEN_VERL_GPUS_PER_NODE", "trainer.nnodes": "RAGEN_VERL_NNODES",
-              "actor_rollout_ref.rollout.tensor_model_parallel_size": "RAGEN_VERL_TP"}
+LAUNCH_ENV = {
+    "trainer.n_gpus_per_node": "RAGEN_VERL_GPUS_PER_NODE",
+    "trainer.nnodes": "RAGEN_VERL_NNODES",
+    "actor_rollout_ref.rollout.tensor_model_parallel_size": "RAGEN_VERL_TP",
+}
 
 
 @dataclass
@@ -67,10 +70,20 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def verl_settings(cfg: StarPOConfig, *, train_files: str, val_files: str, agent_loop_config: str,
-                  n_gpus_per_node: int = 8, nnodes: int = 1, rollout_name: str = "vllm",
-                  tensor_parallel_size: int = 1, max_prompt_length: int = 1024,
-                  max_response_length: int | None = None, checkpoint_dir: str | None = None) -> VerlSettings:
+def verl_settings(
+    cfg: StarPOConfig,
+    *,
+    train_files: str,
+    val_files: str,
+    agent_loop_config: str,
+    n_gpus_per_node: int = 8,
+    nnodes: int = 1,
+    rollout_name: str = "vllm",
+    tensor_parallel_size: int = 1,
+    max_prompt_length: int = 1024,
+    max_response_length: int | None = None,
+    checkpoint_dir: str | None = None,
+) -> VerlSettings:
     """Map ``cfg`` onto verl's PPO trainer config (verl's key names as of verl-project/verl main, 2026).
 
     ``max_response_length`` must hold a whole multi-turn response (every turn's
@@ -95,43 +108,82 @@ def verl_settings(cfg: StarPOConfig, *, train_files: str, val_files: str, agent_
     verl_est = est.meta["verl"]  # verl's overrides selecting the same estimator, or None
     if verl_est is not None:
         o.update(verl_est)
-        add("algorithm.adv_estimator", "mapped", f"{est.name} -> " + ", ".join(
-            f"{k.split('.')[-1]}={v}"
-            for k, v in verl_est.items()) + (" (critic enabled)" if critic else ""))
+        add(
+            "algorithm.adv_estimator",
+            "mapped",
+            f"{est.name} -> "
+            + ", ".join(f"{k.split('.')[-1]}={v}" for k, v in verl_est.items())
+            + (" (critic enabled)" if critic else ""),
+        )
     else:
         add("algorithm.adv_estimator", "unsupported", est.meta["verl_why"])
     o["algorithm.gamma"], o["algorithm.lam"] = alg.gamma, alg.lam
     add("algorithm.gamma/lam", "mapped", "algorithm.gamma, algorithm.lam")
-    add("algorithm.grpo_eps", "mapped" if alg.grpo_eps == 1e-6 else "approximate", "verl's GRPO uses epsilon 1e-6")
-    add("algorithm.whiten_advantages", "mapped" if alg.whiten_advantages or not critic else "approximate",
-        "verl's GAE always whitens the advantages")
+    add(
+        "algorithm.grpo_eps",
+        "mapped" if alg.grpo_eps == 1e-6 else "approximate",
+        "verl's GRPO uses epsilon 1e-6",
+    )
+    add(
+        "algorithm.whiten_advantages",
+        "mapped" if alg.whiten_advantages or not critic else "approximate",
+        "verl's GAE always whitens the advantages",
+    )
     o[a + "loss_agg_mode"] = alg.loss_agg_mode
     norm = float(alg.norm_len or r.max_new_tokens * max(1, rcfg.max_turns))
     scale_factor = AGG_MODES.meta(alg.loss_agg_mode, "verl_scale_factor")
     if scale_factor:
         o[a + "loss_scale_factor"] = norm
-    add("algorithm.loss_agg_mode", "mapped", f"actor.loss_agg_mode={alg.loss_agg_mode} (same names)"
-        + (f", loss_scale_factor={norm:g}" if scale_factor else ""))
+    add(
+        "algorithm.loss_agg_mode",
+        "mapped",
+        f"actor.loss_agg_mode={alg.loss_agg_mode} (same names)"
+        + (f", loss_scale_factor={norm:g}" if scale_factor else ""),
+    )
     o[a + "clip_ratio_low"], o[a + "clip_ratio_high"] = alg.clip_low, alg.clip_high
     o[a + "clip_ratio_c"] = alg.dual_clip if alg.dual_clip is not None else 1e9
-    add("algorithm.clip_low/clip_high/dual_clip", "mapped", "actor.clip_ratio_low/high, clip_ratio_c (1e9 = off)")
+    add(
+        "algorithm.clip_low/clip_high/dual_clip",
+        "mapped",
+        "actor.clip_ratio_low/high, clip_ratio_c (1e9 = off)",
+    )
     o[a + "entropy_coeff"] = alg.entropy_coef
     add("algorithm.entropy_coef", "mapped", "actor.entropy_coeff")
     kl_on = alg.kl_coef > 0
     o[a + "use_kl_loss"] = kl_on and not alg.kl_in_reward
     o["algorithm.use_kl_in_reward"] = kl_on and alg.kl_in_reward
     if kl_on and not alg.kl_in_reward:
-        o[a + "kl_loss_coef"], o[a + "kl_loss_type"] = alg.kl_coef, KL_ESTIMATORS.meta(alg.kl_estimator, "verl")
+        o[a + "kl_loss_coef"], o[a + "kl_loss_type"] = (
+            alg.kl_coef,
+            KL_ESTIMATORS.meta(alg.kl_estimator, "verl"),
+        )
     elif kl_on:
-        o["algorithm.kl_ctrl.kl_coef"], o["algorithm.kl_penalty"] = alg.kl_coef, KL_ESTIMATORS.meta(alg.kl_estimator, "verl")
-    add("algorithm.kl_*", "mapped", "actor.use_kl_loss/kl_loss_coef/kl_loss_type or algorithm.use_kl_in_reward/"
-        "kl_ctrl.kl_coef/kl_penalty (" + ", ".join(f"{n}={KL_ESTIMATORS.meta(n, 'verl')}" for n in KL_ESTIMATORS) + ")")
+        o["algorithm.kl_ctrl.kl_coef"], o["algorithm.kl_penalty"] = (
+            alg.kl_coef,
+            KL_ESTIMATORS.meta(alg.kl_estimator, "verl"),
+        )
+    add(
+        "algorithm.kl_*",
+        "mapped",
+        "actor.use_kl_loss/kl_loss_coef/kl_loss_type or algorithm.use_kl_in_reward/"
+        "kl_ctrl.kl_coef/kl_penalty ("
+        + ", ".join(f"{n}={KL_ESTIMATORS.meta(n, 'verl')}" for n in KL_ESTIMATORS)
+        + ")",
+    )
     if critic:
         if alg.value_clip is not None:
             o[cr + "cliprange_value"] = alg.value_clip
         o[cr + "optim.lr"] = opt.critic_lr
-        add("algorithm.value_clip / optim.critic_lr", "mapped", "critic.cliprange_value, critic.optim.lr")
-        add("algorithm.vf_coef", "approximate", "verl's critic has its own optimizer; the value-loss weight is 1")
+        add(
+            "algorithm.value_clip / optim.critic_lr",
+            "mapped",
+            "critic.cliprange_value, critic.optim.lr",
+        )
+        add(
+            "algorithm.vf_coef",
+            "approximate",
+            "verl's critic has its own optimizer; the value-loss weight is 1",
+        )
     f = alg.filter
     keep_all = f.strategy == "top_p" and f.value >= 1.0
     if keep_all and f.include_zero:
@@ -139,13 +191,25 @@ def verl_settings(cfg: StarPOConfig, *, train_files: str, val_files: str, agent_
     elif keep_all:
         o["algorithm.filter_groups.enable"] = True
         o["algorithm.filter_groups.metric"] = "seq_final_reward"
-        add("algorithm.filter", "approximate", "include_zero=false -> algorithm.filter_groups (DAPO dynamic sampling): "
-            "zero-variance groups are dropped and the batch is refilled by generating more, ours shrinks the batch")
+        add(
+            "algorithm.filter",
+            "approximate",
+            "include_zero=false -> algorithm.filter_groups (DAPO dynamic sampling): "
+            "zero-variance groups are dropped and the batch is refilled by generating more, ours shrinks the batch",
+        )
     else:
-        add("algorithm.filter", "unsupported", f"{f.strategy} {f.value} filtering has no verl counterpart "
-            "(only DAPO's zero-variance group filter)")
+        add(
+            "algorithm.filter",
+            "unsupported",
+            f"{f.strategy} {f.value} filtering has no verl counterpart "
+            "(only DAPO's zero-variance group filter)",
+        )
     if f.loss_scaling != "none":
-        add("algorithm.filter.loss_scaling", "unsupported", "no loss rescaling by the kept fraction in verl")
+        add(
+            "algorithm.filter.loss_scaling",
+            "unsupported",
+            "no loss rescaling by the kept fraction in verl",
+        )
     o[a + "optim.lr"], o[a + "optim.weight_decay"] = opt.lr, opt.weight_decay
     o[a + "optim.betas"] = [opt.beta1, opt.beta2]
     o[a + "optim.lr_warmup_steps"] = opt.warmup_steps if opt.warmup_steps else -1
@@ -154,12 +218,24 @@ def verl_settings(cfg: StarPOConfig, *, train_files: str, val_files: str, agent_
     if verl_schedule == "cosine":
         o[a + "optim.min_lr_ratio"] = opt.min_lr_ratio
     elif verl_schedule is None:
-        add("optim.lr_schedule", "unsupported", f"{opt.lr_schedule}: verl's actor schedules are constant and cosine")
+        add(
+            "optim.lr_schedule",
+            "unsupported",
+            f"{opt.lr_schedule}: verl's actor schedules are constant and cosine",
+        )
     o[a + "grad_clip"] = opt.grad_clip if opt.grad_clip > 0 else 1e9
     add("optim.*", "mapped", "actor.optim.lr/weight_decay/betas/lr_warmup_steps, actor.grad_clip")
-    add("optim.adam_eps", "mapped" if opt.adam_eps == 1e-8 else "approximate", "torch AdamW default eps 1e-8")
+    add(
+        "optim.adam_eps",
+        "mapped" if opt.adam_eps == 1e-8 else "approximate",
+        "torch AdamW default eps 1e-8",
+    )
     if r.env_groups % opt.mini_batches:
-        add("optim.mini_batches", "unsupported", f"env_groups={r.env_groups} must divide by mini_batches")
+        add(
+            "optim.mini_batches",
+            "unsupported",
+            f"env_groups={r.env_groups} must divide by mini_batches",
+        )
     o[a + "ppo_epochs"] = opt.ppo_epochs
     o[a + "ppo_mini_batch_size"] = max(1, r.env_groups // opt.mini_batches)
     o[a + "ppo_micro_batch_size_per_gpu"] = opt.micro_batch_size
@@ -167,8 +243,11 @@ def verl_settings(cfg: StarPOConfig, *, train_files: str, val_files: str, agent_
     o["actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu"] = opt.micro_batch_size
     if critic:
         o[cr + "ppo_micro_batch_size_per_gpu"] = opt.micro_batch_size
-    add("optim.ppo_epochs/mini_batches/micro_batch_size", "mapped",
-        "actor.ppo_epochs, ppo_mini_batch_size (groups per optimizer step), ppo_micro_batch_size_per_gpu")
+    add(
+        "optim.ppo_epochs/mini_batches/micro_batch_size",
+        "mapped",
+        "actor.ppo_epochs, ppo_mini_batch_size (groups per optimizer step), ppo_micro_batch_size_per_gpu",
+    )
     o[a + "strategy"] = "fsdp2" if t.distributed == "fsdp2" else "fsdp"
     add("trainer.distributed", "mapped", "actor.strategy=fsdp|fsdp2")
 
@@ -191,16 +270,27 @@ def verl_settings(cfg: StarPOConfig, *, train_files: str, val_files: str, agent_
     o[ro + "val_kwargs.temperature"] = t.val_temperature
     o[ro + "val_kwargs.do_sample"] = t.val_temperature > 0
     o[ro + "val_kwargs.top_p"], o[ro + "val_kwargs.n"] = r.top_p, 1
-    add("rollout.*", "mapped", "played by RagenAgentLoop with our rollout engine; rollout.n=group_size, "
-        "data.train_batch_size=env_groups, temperature/top_p, val_kwargs from trainer.val_temperature")
+    add(
+        "rollout.*",
+        "mapped",
+        "played by RagenAgentLoop with our rollout engine; rollout.n=group_size, "
+        "data.train_batch_size=env_groups, temperature/top_p, val_kwargs from trainer.val_temperature",
+    )
     from ragen_bench.policies.hf import resolve_model_path
 
     o["actor_rollout_ref.model.path"] = resolve_model_path(m.path)
     o["actor_rollout_ref.model.enable_gradient_checkpointing"] = m.gradient_checkpointing
     if m.lora.rank > 0:
-        o["actor_rollout_ref.model.lora_rank"], o["actor_rollout_ref.model.lora_alpha"] = m.lora.rank, m.lora.alpha
+        o["actor_rollout_ref.model.lora_rank"], o["actor_rollout_ref.model.lora_alpha"] = (
+            m.lora.rank,
+            m.lora.alpha,
+        )
         o["actor_rollout_ref.model.target_modules"] = m.lora.target_modules
-    add("model.*", "mapped", "actor_rollout_ref.model.path / lora_rank / lora_alpha / target_modules")
+    add(
+        "model.*",
+        "mapped",
+        "actor_rollout_ref.model.path / lora_rank / lora_alpha / target_modules",
+    )
     if critic:
         o["critic.model.path"] = o["actor_rollout_ref.model.path"]
     o[a + "data_loader_seed"], o[ro + "seed"] = t.seed, t.seed
@@ -216,13 +306,27 @@ def verl_settings(cfg: StarPOConfig, *, train_files: str, val_files: str, agent_
     o["trainer.logger"] = loggers
     o["trainer.project_name"], o["trainer.experiment_name"] = t.wandb_project, cfg.name
     o["trainer.n_gpus_per_node"], o["trainer.nnodes"] = n_gpus_per_node, nnodes
-    add("trainer.*", "mapped", "total_training_steps, test_freq, save_freq, val_before_train, logger, checkpoints")
-    add("trainer.collapse_every", "approximate", "collapse diagnostics are not computed by this back-end")
-    add("rollout.reward_placement", "mapped", "reward_score goes on the last response token (last_token)")
+    add(
+        "trainer.*",
+        "mapped",
+        "total_training_steps, test_freq, save_freq, val_before_train, logger, checkpoints",
+    )
+    add(
+        "trainer.collapse_every",
+        "approximate",
+        "collapse diagnostics are not computed by this back-end",
+    )
+    add(
+        "rollout.reward_placement",
+        "mapped",
+        "reward_score goes on the last response token (last_token)",
+    )
 
     bad = [n for n in notes if n.status == "unsupported"]
     if bad:
-        raise TrainConfigError(bad[0].field, "cannot run on verl: " + "; ".join(f"{n.field}: {n.detail}" for n in bad))
+        raise TrainConfigError(
+            bad[0].field, "cannot run on verl: " + "; ".join(f"{n.field}: {n.detail}" for n in bad)
+        )
     return VerlSettings(overrides=[f"{k}={_fmt(v)}" for k, v in o.items()], notes=notes)
 
 
@@ -231,16 +335,30 @@ def dataset_rows(cfg: StarPOConfig) -> tuple[list[dict[str, Any]], list[dict[str
     """verl dataset rows (module docstring): ``(train rows, validation rows)``."""
     r, t = cfg.rollout, cfg.trainer
 
-    def row(index: int, seed: int, split: str, group: int, step: int | None, phase: str) -> dict[str, Any]:
-        return {"data_source": cfg.env.id,
-                "prompt": [{"role": "user", "content": f"ragen:{cfg.env.id}:{split}:seed={seed}"}],
-                "agent_name": AGENT_NAME, "ability": "agent",
-                "reward_model": {"style": "rule", "ground_truth": ""},
-                "extra_info": {"index": index, "ragen_seed": seed, "ragen_split": split, "ragen_group": group,
-                               "ragen_step": -1 if step is None else step, "ragen_phase": phase}}
+    def row(
+        index: int, seed: int, split: str, group: int, step: int | None, phase: str
+    ) -> dict[str, Any]:
+        return {
+            "data_source": cfg.env.id,
+            "prompt": [{"role": "user", "content": f"ragen:{cfg.env.id}:{split}:seed={seed}"}],
+            "agent_name": AGENT_NAME,
+            "ability": "agent",
+            "reward_model": {"style": "rule", "ground_truth": ""},
+            "extra_info": {
+                "index": index,
+                "ragen_seed": seed,
+                "ragen_split": split,
+                "ragen_group": group,
+                "ragen_step": -1 if step is None else step,
+                "ragen_phase": phase,
+            },
+        }
 
-    train = [row(k * r.env_groups + g, k * r.env_groups + g, cfg.env.train_split, g, k, "train")
-             for k in range(t.total_steps) for g in range(r.env_groups)]
+    train = [
+        row(k * r.env_groups + g, k * r.env_groups + g, cfg.env.train_split, g, k, "train")
+        for k in range(t.total_steps)
+        for g in range(r.env_groups)
+    ]
     val = [row(i, i, cfg.env.val_split, i, None, "val") for i in range(t.val_episodes)]
     return train, val
 
@@ -255,7 +373,9 @@ class VerlLaunch:
     files: dict[str, Path] = field(default_factory=dict)
 
 
-def write_verl_inputs(cfg: StarPOConfig, directory: str | Path | None = None, **launch: Any) -> VerlLaunch:
+def write_verl_inputs(
+    cfg: StarPOConfig, directory: str | Path | None = None, **launch: Any
+) -> VerlLaunch:
     """Write the datasets, the agent-loop YAML, the overrides and ``launch.sh``.
 
     Args:
@@ -271,31 +391,52 @@ def write_verl_inputs(cfg: StarPOConfig, directory: str | Path | None = None, **
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError as exc:  # pragma: no cover - depends on the install
-        raise ImportError("writing verl's parquet datasets needs pyarrow: pip install pyarrow") from exc
+        raise ImportError(
+            "writing verl's parquet datasets needs pyarrow: pip install pyarrow"
+        ) from exc
     d = Path(directory or Path(cfg.trainer.out_dir) / "verl").resolve()
     d.mkdir(parents=True, exist_ok=True)
-    files = {"train": d / "train.parquet", "val": d / "val.parquet", "agent_loop": d / "agent_loop.yaml",
-             "overrides": d / "overrides.txt", "launch": d / "launch.sh", "config": d / "config.json"}
-    settings = verl_settings(cfg, train_files=str(files["train"]), val_files=str(files["val"]),
-                             agent_loop_config=str(files["agent_loop"]), **launch)
+    files = {
+        "train": d / "train.parquet",
+        "val": d / "val.parquet",
+        "agent_loop": d / "agent_loop.yaml",
+        "overrides": d / "overrides.txt",
+        "launch": d / "launch.sh",
+        "config": d / "config.json",
+    }
+    settings = verl_settings(
+        cfg,
+        train_files=str(files["train"]),
+        val_files=str(files["val"]),
+        agent_loop_config=str(files["agent_loop"]),
+        **launch,
+    )
     train, val = dataset_rows(cfg)
     pq.write_table(pa.Table.from_pylist(train), files["train"])
     pq.write_table(pa.Table.from_pylist(val), files["val"])
     loop = RagenLoopSettings.from_config(cfg, episode_log=str(d / "episode_log"))
     files["agent_loop"].write_text(
         f"- name: {AGENT_NAME}\n  _target_: ragen_train.backends.verl_agent_loop.RagenAgentLoop\n"
-        f"  ragen_settings: {json.dumps(loop.to_json())}\n", encoding="utf-8")
+        f"  ragen_settings: {json.dumps(loop.to_json())}\n",
+        encoding="utf-8",
+    )
     files["overrides"].write_text("\n".join(settings.overrides) + "\n", encoding="utf-8")
     files["config"].write_text(jsonutil.dumps(cfg.to_dict(), indent=2) + "\n", encoding="utf-8")
-    command = "python3 -m verl.trainer.main_ppo " + " ".join(shlex.quote(x) for x in settings.overrides)
+    command = "python3 -m verl.trainer.main_ppo " + " ".join(
+        shlex.quote(x) for x in settings.overrides
+    )
     quoted = []  # in launch.sh the cluster shape can be changed with environment variables
     for x in settings.overrides:
         key, value = x.split("=", 1)
         var = LAUNCH_ENV.get(key)
         quoted.append(f'{key}="${{{var}:-{value}}}"' if var else shlex.quote(x))
-    files["launch"].write_text("#!/usr/bin/env bash\n# ragen -> verl (generated by ragen_train.backends.verl_backend)\n"
-                               "set -euo pipefail\npython3 -m verl.trainer.main_ppo \\\n  "
-                               + " \\\n  ".join(quoted) + ' \\\n  "$@"\n', encoding="utf-8")
+    files["launch"].write_text(
+        "#!/usr/bin/env bash\n# ragen -> verl (generated by ragen_train.backends.verl_backend)\n"
+        "set -euo pipefail\npython3 -m verl.trainer.main_ppo \\\n  "
+        + " \\\n  ".join(quoted)
+        + ' \\\n  "$@"\n',
+        encoding="utf-8",
+    )
     files["launch"].chmod(0o755)
     return VerlLaunch(directory=d, settings=settings, command=command, files=files)
 
@@ -315,7 +456,9 @@ class _Episode:
         return self.values
 
 
-def metrics_from_episode_log(lines: Iterable[dict[str, Any]], cfg: StarPOConfig) -> list[tuple[int, str, dict[str, float]]]:
+def metrics_from_episode_log(
+    lines: Iterable[dict[str, Any]], cfg: StarPOConfig
+) -> list[tuple[int, str, dict[str, float]]]:
     """``(step, phase, metrics)`` rows from the agent loop's episode log.
 
     Training lines are grouped by their dataset step (``step + 1`` in the native
@@ -330,8 +473,13 @@ def metrics_from_episode_log(lines: Iterable[dict[str, Any]], cfg: StarPOConfig)
     val: dict[int, list[_Episode]] = defaultdict(list)
     seen: dict[int, int] = defaultdict(int)
     for ln in lines:
-        ep = _Episode(int(ln["group"]), str(ln["status"]), bool(ln["success"]), float(ln["return"]),
-                      {k: float(v) for k, v in ln["metrics"].items()})
+        ep = _Episode(
+            int(ln["group"]),
+            str(ln["status"]),
+            bool(ln["success"]),
+            float(ln["return"]),
+            {k: float(v) for k, v in ln["metrics"].items()},
+        )
         if ln.get("phase") == "val":
             rnd = seen[int(ln["seed"])]
             seen[int(ln["seed"])] += 1
@@ -353,7 +501,9 @@ class VerlBackend:
 
     name = "verl"
 
-    def train(self, cfg: StarPOConfig, *, model: Any = None, tokenizer: Any = None, **launch: Any) -> BackendResult:
+    def train(
+        self, cfg: StarPOConfig, *, model: Any = None, tokenizer: Any = None, **launch: Any
+    ) -> BackendResult:
         """Write the launch files to ``<out_dir>/verl``, run ``launch.sh``, convert the episode log.
 
         Raises:
@@ -363,15 +513,24 @@ class VerlBackend:
         import subprocess
 
         if model is not None:
-            raise ValueError("the verl back-end loads the model itself from model.path (save a warm-started model first)")
+            raise ValueError(
+                "the verl back-end loads the model itself from model.path (save a warm-started model first)"
+            )
         prepared = write_verl_inputs(cfg, **launch)
         try:
             import verl  # noqa: F401
         except ImportError as exc:
-            raise ImportError(f"the verl back-end needs verl (verl-project/verl) with ray and vLLM/SGLang on GPU "
-                              f"machines; the launch files are ready in {prepared.directory} "
-                              f"(run {prepared.files['launch']} where verl is installed)") from exc
-        subprocess.run(["bash", str(prepared.files["launch"])], check=True, stdout=sys.stdout, stderr=sys.stderr)
+            raise ImportError(
+                f"the verl back-end needs verl (verl-project/verl) with ray and vLLM/SGLang on GPU "
+                f"machines; the launch files are ready in {prepared.directory} "
+                f"(run {prepared.files['launch']} where verl is installed)"
+            ) from exc
+        subprocess.run(
+            ["bash", str(prepared.files["launch"])],
+            check=True,
+            stdout=sys.stdout,
+            stderr=sys.stderr,
+        )
         from ..logger import MetricLogger
 
         out = Path(cfg.trainer.out_dir)
@@ -385,8 +544,15 @@ class VerlBackend:
             if phase == "val":
                 last_val = metrics
         logger.close()
-        return BackendResult(backend=self.name, out_dir=out, metrics_path=out / "metrics.jsonl", checkpoint_dir=None,
-                             last_val=last_val,
-                             extra={"launch": prepared.command,
-                                    "to_hf": "python -m verl.model_merger merge --backend fsdp --local_dir "
-                                             f"{out / 'verl_checkpoints'}/global_step_<N>/actor --target_dir <HF dir>"})
+        return BackendResult(
+            backend=self.name,
+            out_dir=out,
+            metrics_path=out / "metrics.jsonl",
+            checkpoint_dir=None,
+            last_val=last_val,
+            extra={
+                "launch": prepared.command,
+                "to_hf": "python -m verl.model_merger merge --backend fsdp --local_dir "
+                f"{out / 'verl_checkpoints'}/global_step_<N>/actor --target_dir <HF dir>",
+            },
+        )

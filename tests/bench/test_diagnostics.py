@@ -62,8 +62,15 @@ def test_diagonal_minus10_offdiagonal_minus1000_float32_gives_ln4() -> None:
     np.testing.assert_allclose(est.marginal, -10.0 - LN4, rtol=0, atol=1e-12)
     assert est.conditional_entropy == 10.0
     assert est.marginal_entropy == pytest.approx(10.0 + LN4)
-    values = [est.mi, est.conditional_entropy, est.marginal_entropy, est.marginal_std, est.zscore,
-              *est.matched, *est.marginal]
+    values = [
+        est.mi,
+        est.conditional_entropy,
+        est.marginal_entropy,
+        est.marginal_std,
+        est.zscore,
+        *est.matched,
+        *est.marginal,
+    ]
     assert all(math.isfinite(v) for v in values)
     # every row has the same gap ln 4 and the marginals are equal -> std 0 -> floor 1e-3
     assert est.marginal_std == 0.0 and est.zscore == pytest.approx(LN4 / 1e-3)
@@ -95,12 +102,24 @@ def test_log_mean_exp_matches_direct_formula_where_it_is_safe() -> None:
 def test_retrieval_with_duplicated_prompts_matches_hand_count() -> None:
     # Columns 0 and 1 hold the same prompt "A"; column 2 is "B", column 3 is "C".
     sig = ["A", "A", "B", "C"]
-    ell = np.array([
-        [-5.0, -1.0, -3.0, -4.0],   # row 0, own col 0 (A): best col 1 is also A -> hit
-        [-3.0, -2.0, -1.0, -4.0],   # row 1, own col 1 (A): best col 2 (B) -> miss; top-2 {2,1} -> hit
-        [-4.0, -3.0, -1.0, -2.0],   # row 2, own col 2 (B): best col 2 -> hit
-        [-1.0, -1.0, -2.0, -3.0],   # row 3, own col 3 (C): best cols 0,1 tied (A) -> miss; top-2 {0,1} -> miss
-    ])
+    ell = np.array(
+        [
+            [-5.0, -1.0, -3.0, -4.0],  # row 0, own col 0 (A): best col 1 is also A -> hit
+            [
+                -3.0,
+                -2.0,
+                -1.0,
+                -4.0,
+            ],  # row 1, own col 1 (A): best col 2 (B) -> miss; top-2 {2,1} -> hit
+            [-4.0, -3.0, -1.0, -2.0],  # row 2, own col 2 (B): best col 2 -> hit
+            [
+                -1.0,
+                -1.0,
+                -2.0,
+                -3.0,
+            ],  # row 3, own col 3 (C): best cols 0,1 tied (A) -> miss; top-2 {0,1} -> miss
+        ]
+    )
     r = retrieval(ell, signatures=sig, ks=(1, 2, 3))
     # Hand count @1: rows 0 and 2 hit -> 2/4.
     assert r[1].accuracy == 0.5
@@ -134,14 +153,19 @@ def test_per_token_and_per_sequence_estimates_differ_as_computed_by_hand() -> No
     np.testing.assert_array_equal(tok, [[-1.0, -3.0], [-2.0, -1.0]])
     ln2 = math.log(2)
     # per sequence: gaps  -1 - log((e^-1 + e^-3)/2)  and  -4 - log((e^-8 + e^-4)/2)
-    gap_s = [-1 - math.log((math.exp(-1) + math.exp(-3)) / 2), -4 - math.log((math.exp(-8) + math.exp(-4)) / 2)]
+    gap_s = [
+        -1 - math.log((math.exp(-1) + math.exp(-3)) / 2),
+        -4 - math.log((math.exp(-8) + math.exp(-4)) / 2),
+    ]
     # per token:    gaps  -1 - log((e^-1 + e^-3)/2)  and  -1 - log((e^-2 + e^-1)/2)
     gap_t = [gap_s[0], -1 - math.log((math.exp(-2) + math.exp(-1)) / 2)]
     s, t = mi_estimate(seq), mi_estimate(tok)
-    assert s.mi == pytest.approx(sum(gap_s) / 2, abs=1e-12)   # 0.5662...
-    assert t.mi == pytest.approx(sum(gap_t) / 2, abs=1e-12)   # 0.4805...
+    assert s.mi == pytest.approx(sum(gap_s) / 2, abs=1e-12)  # 0.5662...
+    assert t.mi == pytest.approx(sum(gap_t) / 2, abs=1e-12)  # 0.4805...
     assert s.mi != pytest.approx(t.mi, abs=1e-3)
-    assert s.conditional_entropy == pytest.approx((1 + 4) / 2) and t.conditional_entropy == pytest.approx(1.0)
+    assert s.conditional_entropy == pytest.approx(
+        (1 + 4) / 2
+    ) and t.conditional_entropy == pytest.approx(1.0)
     assert max(s.mi, t.mi) <= ln2 + 1e-15
 
 
@@ -156,8 +180,16 @@ def test_zscore_uses_population_std_and_floor() -> None:
     assert mi_estimate(ell, std_floor=10.0).zscore == pytest.approx(np.mean(-marg) / 10.0)
 
 
-@pytest.mark.parametrize("bad", [[[0.0, float("nan")], [0.0, 0.0]], [[0.0, float("inf")], [0.0, 0.0]],
-                                 [[0.0, -float("inf")], [0.0, 0.0]], [[0.0, 1.0]], []])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        [[0.0, float("nan")], [0.0, 0.0]],
+        [[0.0, float("inf")], [0.0, 0.0]],
+        [[0.0, -float("inf")], [0.0, 0.0]],
+        [[0.0, 1.0]],
+        [],
+    ],
+)
 def test_non_finite_or_misshapen_matrices_are_rejected(bad: Any) -> None:
     with pytest.raises(ValueError):
         mi_estimate(bad)
@@ -174,10 +206,10 @@ def test_mi_never_exceeds_log_m_on_random_matrices() -> None:
 
 # ---------------------------------------------------------------- text stats
 def test_degenerate_outputs() -> None:
-    assert not is_degenerate("a" * 9 + "b")        # 90% is not "over 90%"
-    assert is_degenerate("a" * 11 + "b")           # 11/12 = 91.7%
-    assert is_degenerate("          x")            # whitespace counts
-    assert is_degenerate("")                       # nothing produced
+    assert not is_degenerate("a" * 9 + "b")  # 90% is not "over 90%"
+    assert is_degenerate("a" * 11 + "b")  # 11/12 = 91.7%
+    assert is_degenerate("          x")  # whitespace counts
+    assert is_degenerate("")  # nothing produced
     assert not is_degenerate("<think>go</think><answer>Up</answer>")
     assert degenerate_rate(["aaaaaaaaaaaa", "hello world", "", "ok"]) == 0.5
     assert degenerate_rate([]) is None
@@ -195,22 +227,44 @@ def test_answer_diversity_and_sampled_entropy() -> None:
 
 
 # -------------------------------------------------------------------- regimes
-@pytest.mark.parametrize("mi, h, regime", [
-    (0.9, 1.0, Regime.DIVERSE), (0.1, 1.0, Regime.TEMPLATE_COLLAPSE),
-    (0.9, 0.01, Regime.COMPRESSED), (0.1, 0.01, Regime.LOW_ENTROPY_COLLAPSE),
-    (0.5, 0.1, Regime.DIVERSE),  # both cut points are inclusive
-])
+@pytest.mark.parametrize(
+    "mi, h, regime",
+    [
+        (0.9, 1.0, Regime.DIVERSE),
+        (0.1, 1.0, Regime.TEMPLATE_COLLAPSE),
+        (0.9, 0.01, Regime.COMPRESSED),
+        (0.1, 0.01, Regime.LOW_ENTROPY_COLLAPSE),
+        (0.5, 0.1, Regime.DIVERSE),  # both cut points are inclusive
+    ],
+)
 def test_regime_corners(mi: float, h: float, regime: Regime) -> None:
-    assert classify_regime(mi=mi * LN4, upper_bound=LN4, conditional_entropy_per_token=h,
-                           n_rows=8, n_columns=4) is regime
+    assert (
+        classify_regime(
+            mi=mi * LN4, upper_bound=LN4, conditional_entropy_per_token=h, n_rows=8, n_columns=4
+        )
+        is regime
+    )
 
 
 def test_regime_thresholds_are_configurable_and_checked() -> None:
     t = RegimeThresholds(mi_fraction=0.95, entropy_per_token=2.0)
-    assert classify_regime(mi=0.9 * LN4, upper_bound=LN4, conditional_entropy_per_token=1.0,
-                           n_rows=8, n_columns=4, thresholds=t) is Regime.LOW_ENTROPY_COLLAPSE
-    assert classify_regime(mi=1.0, upper_bound=0.0, conditional_entropy_per_token=1.0,
-                           n_rows=8, n_columns=1) is Regime.INSUFFICIENT_DATA
+    assert (
+        classify_regime(
+            mi=0.9 * LN4,
+            upper_bound=LN4,
+            conditional_entropy_per_token=1.0,
+            n_rows=8,
+            n_columns=4,
+            thresholds=t,
+        )
+        is Regime.LOW_ENTROPY_COLLAPSE
+    )
+    assert (
+        classify_regime(
+            mi=1.0, upper_bound=0.0, conditional_entropy_per_token=1.0, n_rows=8, n_columns=1
+        )
+        is Regime.INSUFFICIENT_DATA
+    )
     with pytest.raises(ValueError):
         RegimeThresholds(mi_basis="bits")
     assert Regime.TEMPLATE_COLLAPSE.code == 1.0 and Regime.INSUFFICIENT_DATA.code == -1.0
@@ -222,7 +276,9 @@ def test_tracker_ema_and_template_collapse_warning() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert tr.observe("first_turn", mi_fraction=0.9, entropy_per_token=1.0) is None
-        assert tr.observe("first_turn", mi_fraction=0.85, entropy_per_token=1.0) is None  # a small dip
+        assert (
+            tr.observe("first_turn", mi_fraction=0.85, entropy_per_token=1.0) is None
+        )  # a small dip
     with pytest.warns(TemplateCollapseWarning, match="template collapse"):
         msg = tr.observe("first_turn", mi_fraction=0.3, entropy_per_token=0.95, step=40)
     assert msg is not None and "step 40" in msg
@@ -240,12 +296,26 @@ def test_tracker_ema_and_template_collapse_warning() -> None:
 
 # -------------------------------------------------------------------- samplers
 def _s(x: int, z: int, episode: int, turn: int = 1, answer: str | None = "a") -> ReasoningSample:
-    return ReasoningSample(x=(x,), z=(z,) if z else (), episode=episode, group=x, turn=turn,
-                           response="r", answer=answer)
+    return ReasoningSample(
+        x=(x,),
+        z=(z,) if z else (),
+        episode=episode,
+        group=x,
+        turn=turn,
+        response="r",
+        answer=answer,
+    )
 
 
 def test_first_turn_sampler_columns_are_distinct_inputs() -> None:
-    samples = [_s(10, 1, 0), _s(10, 2, 1), _s(11, 3, 2), _s(12, 0, 3), _s(11, 4, 4), _s(13, 5, 5, turn=2)]
+    samples = [
+        _s(10, 1, 0),
+        _s(10, 2, 1),
+        _s(11, 3, 2),
+        _s(12, 0, 3),
+        _s(11, 4, 4),
+        _s(13, 5, 5, turn=2),
+    ]
     p = first_turn_problem(samples, None, np.random.default_rng(0))
     # turn 2 and the empty reasoning are out; inputs 10, 11 are shared by two rows each
     assert [r.z for r in p.rows] == [(1,), (2,), (3,), (4,)]
@@ -296,12 +366,27 @@ def test_collapse_report_keys_per_sampler_and_distinct_scoring() -> None:
     samples = []
     for ep in range(8):
         x = 100 + ep % 4
-        samples.append(ReasoningSample(x=(x,), z=(x,) + (7,) * (ep % 3), episode=ep, group=ep % 4, turn=1,
-                                       response=f"<think>{x}</think><answer>A{ep % 2}</answer>", answer=f"A{ep % 2}",
-                                       logprobs=(-0.5, -1.5)))
+        samples.append(
+            ReasoningSample(
+                x=(x,),
+                z=(x,) + (7,) * (ep % 3),
+                episode=ep,
+                group=ep % 4,
+                turn=1,
+                response=f"<think>{x}</think><answer>A{ep % 2}</answer>",
+                answer=f"A{ep % 2}",
+                logprobs=(-0.5, -1.5),
+            )
+        )
     sc = _TableScorer(lambda x, z: (-1.0 if z[0] == x else -5.0) * len(z))
-    rep = collapse_report(samples, sc, sampler=("first_turn", "trajectory"), num_samples=None, seed=0,
-                          tracker=CollapseTracker())
+    rep = collapse_report(
+        samples,
+        sc,
+        sampler=("first_turn", "trajectory"),
+        num_samples=None,
+        seed=0,
+        tracker=CollapseTracker(),
+    )
     m = rep.metrics
     assert sc.calls[0] == (8, 4)  # first turn: 8 rows x 4 distinct inputs scored once each
     assert m["collapse/first_turn/num_rows"] == 8 and m["collapse/first_turn/num_columns"] == 4
@@ -335,11 +420,18 @@ class _CharTok:
 
 def test_sample_extraction_text_and_token_paths() -> None:
     tok = _CharTok()
-    turn = {"turn": 1, "response": "<think> ab</think><answer>Up</answer>", "parsed": {"answer": "Up"},
-            "prompt_messages": [{"role": "system", "content": "sys"}, {"role": "user", "content": "hello"}],
-            "completion_logprobs": [-0.1]}
+    turn = {
+        "turn": 1,
+        "response": "<think> ab</think><answer>Up</answer>",
+        "parsed": {"answer": "Up"},
+        "prompt_messages": [
+            {"role": "system", "content": "sys"},
+            {"role": "user", "content": "hello"},
+        ],
+        "completion_logprobs": [-0.1],
+    }
     s = sample_from_turn(turn, tok, episode=3, group=1)
-    assert s.x == (1003, 1005, 999, 900)          # prompt + generation prompt + <think>
+    assert s.x == (1003, 1005, 999, 900)  # prompt + generation prompt + <think>
     assert s.z == (ord(" "), ord("a"), ord("b"))  # between the tags, unstripped, tags excluded
     assert s.answer == "Up" and s.valid
     # token path: sampled ids between the tag ids, recorded prompt ids
@@ -350,7 +442,9 @@ def test_sample_extraction_text_and_token_paths() -> None:
     for resp in ("<think>abc", "<think></think><answer>Up</answer>", "<answer>Up</answer>"):
         assert not sample_from_turn(dict(turn, response=resp), tok, episode=0, group=0).valid
     # a truncated answer after a closed think block still has a reasoning
-    assert sample_from_turn(dict(turn, response="<think>x</think><answer>U"), tok, episode=0, group=0).z == (ord("x"),)
+    assert sample_from_turn(
+        dict(turn, response="<think>x</think><answer>U"), tok, episode=0, group=0
+    ).z == (ord("x"),)
     with pytest.raises(ValueError, match="prompt_messages"):
         sample_from_turn(dict(turn, prompt_messages=None), tok, episode=0, group=0)
 
@@ -358,9 +452,13 @@ def test_sample_extraction_text_and_token_paths() -> None:
 def test_scorer_specs_and_sampler_lists() -> None:
     assert parse_scorer_spec("hf:tiny") == ("hf", {"model": "tiny"})
     assert parse_scorer_spec("openai:http://127.0.0.1:8000/v1:qwen:7b") == (
-        "openai", {"base_url": "http://127.0.0.1:8000/v1", "model": "qwen:7b"})
+        "openai",
+        {"base_url": "http://127.0.0.1:8000/v1", "model": "qwen:7b"},
+    )
     assert parse_scorer_spec("openai:https://api.example.com/v1:m") == (
-        "openai", {"base_url": "https://api.example.com/v1", "model": "m"})
+        "openai",
+        {"base_url": "https://api.example.com/v1", "model": "m"},
+    )
     for bad in ("tiny", "hf:", "openai:localhost:m", "vllm:x"):
         with pytest.raises(ValueError):
             parse_scorer_spec(bad)
@@ -410,15 +508,34 @@ class _Server:
             text = body.get("prompt") or "".join(m["content"] for m in body["messages"]) + "|gen"
             return 200, {"tokens": [ord(c) for c in text], "count": len(text)}
         if self.mode == "reject":
-            return 400, {"error": {"message": "echo is not supported with logprobs", "type": "invalid_request_error"}}
+            return 400, {
+                "error": {
+                    "message": "echo is not supported with logprobs",
+                    "type": "invalid_request_error",
+                }
+            }
         choices = []
         for k, prompt in enumerate(body["prompt"]):
-            lp = None if self.mode == "no_logprobs" else {
-                "tokens": [str(t) for t in prompt], "text_offset": list(range(len(prompt))), "top_logprobs": None,
-                "token_logprobs": [None] + [_fake_lp(p, t) for p, t in enumerate(prompt) if p > 0]}
+            lp = (
+                None
+                if self.mode == "no_logprobs"
+                else {
+                    "tokens": [str(t) for t in prompt],
+                    "text_offset": list(range(len(prompt))),
+                    "top_logprobs": None,
+                    "token_logprobs": [None]
+                    + [_fake_lp(p, t) for p, t in enumerate(prompt) if p > 0],
+                }
+            )
             choices.append({"index": k, "text": "", "finish_reason": "length", "logprobs": lp})
         choices.reverse()  # the client must order choices by index, not by position
-        return 200, {"id": "c", "object": "text_completion", "created": 0, "model": body["model"], "choices": choices}
+        return 200, {
+            "id": "c",
+            "object": "text_completion",
+            "created": 0,
+            "model": body["model"],
+            "choices": choices,
+        }
 
     def __enter__(self) -> _Server:
         self.thread.start()
@@ -435,10 +552,14 @@ def test_openai_scorer_sums_prompt_logprobs_of_z_positions() -> None:
     xs = [[5, 6, 7], [8, 9]]
     zs = [[1, 2], [3], [4, 5, 6]]
     with _Server("ok") as srv:
-        sc = OpenAICompletionsScorer(srv.url, "m", pairs_per_request=4, max_concurrency=2, max_retries=0)
+        sc = OpenAICompletionsScorer(
+            srv.url, "m", pairs_per_request=4, max_concurrency=2, max_retries=0
+        )
         out = sc.score(xs, zs)
         assert sc.text_tokenizer.encode("ab") == [97, 98]
-        assert sc.text_tokenizer.prompt_ids([{"role": "user", "content": "hi"}]) == [ord(c) for c in "hi|gen"]
+        assert sc.text_tokenizer.prompt_ids([{"role": "user", "content": "hi"}]) == [
+            ord(c) for c in "hi|gen"
+        ]
     # hand formula: ℓ_ij = Σ_t f(|x_j| + t, z_i[t])
     for i, z in enumerate(zs):
         for j, x in enumerate(xs):
@@ -449,10 +570,13 @@ def test_openai_scorer_sums_prompt_logprobs_of_z_positions() -> None:
     assert len(comp) == 2  # 6 pairs, 4 per request
     assert all(b["echo"] is True and b["logprobs"] == 0 and b["max_tokens"] == 0 for b in comp)
     assert sorted(map(tuple, (p for b in comp for p in b["prompt"]))) == sorted(
-        tuple(x + z) for x in xs for z in zs)
+        tuple(x + z) for x in xs for z in zs
+    )
 
 
-@pytest.mark.parametrize("mode, detail", [("reject", "HTTP 400"), ("no_logprobs", "no prompt log-probabilities")])
+@pytest.mark.parametrize(
+    "mode, detail", [("reject", "HTTP 400"), ("no_logprobs", "no prompt log-probabilities")]
+)
 def test_openai_scorer_reports_unsupported_endpoints(mode: str, detail: str) -> None:
     from ragen_bench.diagnostics.openai_scorer import OpenAICompletionsScorer
 
@@ -501,14 +625,16 @@ def taught_tiny() -> Any:
         for _ in range(200):
             batch = []
             for k in range(16):
-                msgs, z = _synthetic(("copy", "free", "mix", "same")[k % 4], str(rng.choice(list(CODES))), rng)
+                msgs, z = _synthetic(
+                    ("copy", "free", "mix", "same")[k % 4], str(rng.choice(list(CODES))), rng
+                )
                 batch.append((tt.prompt_ids(msgs) + tt.encode(OPEN_TAG), tt.encode(z)))
             width = max(len(x) + len(z) for x, z in batch)
             ids = torch.full((len(batch), width), scorer.pad_id)
             labels = torch.full((len(batch), width), -100)
             for r, (x, z) in enumerate(batch):
-                ids[r, :len(x) + len(z)] = torch.tensor(x + z)
-                labels[r, len(x):len(x) + len(z)] = torch.tensor(z)
+                ids[r, : len(x) + len(z)] = torch.tensor(x + z)
+                labels[r, len(x) : len(x) + len(z)] = torch.tensor(z)
             loss = model(input_ids=ids, labels=labels).loss
             opt.zero_grad()
             loss.backward()
@@ -518,7 +644,9 @@ def taught_tiny() -> Any:
     return scorer
 
 
-def _policy_samples(scorer: Any, mode: str, per_input: int = 2, seed: int = 1) -> list[ReasoningSample]:
+def _policy_samples(
+    scorer: Any, mode: str, per_input: int = 2, seed: int = 1
+) -> list[ReasoningSample]:
     from ragen_bench.diagnostics.samples import OPEN_TAG
 
     rng = np.random.default_rng(seed)
@@ -527,8 +655,16 @@ def _policy_samples(scorer: Any, mode: str, per_input: int = 2, seed: int = 1) -
     for k in range(per_input):
         for g, code in enumerate(CODES):
             msgs, z = _synthetic(mode, code, rng)
-            out.append(ReasoningSample(x=tuple(tt.prompt_ids(msgs) + tt.encode(OPEN_TAG)), z=tuple(tt.encode(z)),
-                                       episode=k * len(CODES) + g, group=g, turn=1, response=f"<think>{z}</think>"))
+            out.append(
+                ReasoningSample(
+                    x=tuple(tt.prompt_ids(msgs) + tt.encode(OPEN_TAG)),
+                    z=tuple(tt.encode(z)),
+                    episode=k * len(CODES) + g,
+                    group=g,
+                    turn=1,
+                    response=f"<think>{z}</think>",
+                )
+            )
     return out
 
 
@@ -538,7 +674,9 @@ def test_template_policy_has_mi_near_zero_at_high_entropy(taught_tiny: Any) -> N
     log_n = math.log(len(CODES))
     assert m["collapse/first_turn/num_rows"] == 16 and m["collapse/first_turn/num_columns"] == 8
     assert m["collapse/first_turn/mi_upper_bound"] == pytest.approx(log_n)
-    assert abs(m["collapse/first_turn/mi_seq_estimate"]) < 0.1 * log_n      # input-independent reasoning
+    assert (
+        abs(m["collapse/first_turn/mi_seq_estimate"]) < 0.1 * log_n
+    )  # input-independent reasoning
     assert abs(m["collapse/first_turn/mi_estimate"]) < 0.1 * log_n
     # entropy stays high: six uniform digits carry 6 ln 10 = 13.8 nats over about a dozen tokens (~1.3/token)
     assert m["collapse/first_turn/conditional_entropy_est"] > 0.8
@@ -555,7 +693,7 @@ def test_copy_policy_has_mi_near_log_n(taught_tiny: Any) -> None:
     assert m["collapse/first_turn/mi_seq_estimate"] <= log_n + 1e-9
     assert m["collapse/first_turn/retrieval_accuracy"] == 1.0
     assert m["collapse/first_turn/retrieval_chance_level"] == pytest.approx(1 / 8)
-    assert m["collapse/first_turn/conditional_entropy_est"] < 0.1   # deterministic given the input
+    assert m["collapse/first_turn/conditional_entropy_est"] < 0.1  # deterministic given the input
     assert rep.regimes["first_turn"] is Regime.COMPRESSED
 
 
@@ -593,7 +731,9 @@ def test_unshareable_cache_falls_back_to_the_plain_path(monkeypatch: pytest.Monk
     sc = hf_scorer.HFScorer("tiny")
     xs, zs = [[5, 6, 7], [8, 9, 10, 11]], [[12, 13], [14]]
     want = sc.score(xs, zs).seq
-    monkeypatch.setattr(hf_scorer, "_cache_tensors", lambda cache: None)  # e.g. a sliding-window cache
+    monkeypatch.setattr(
+        hf_scorer, "_cache_tensors", lambda cache: None
+    )  # e.g. a sliding-window cache
     np.testing.assert_allclose(sc.score(xs, zs).seq, want, rtol=0, atol=1e-4)
     sc.prefix_cache = True
     with pytest.raises(RuntimeError, match="prefix_cache=False"):
@@ -608,8 +748,10 @@ def test_teacher_forced_scores_equal_the_log_probs_recorded_while_sampling() -> 
 
     policy = HFPolicy("tiny", max_batch_size=4)
     msgs = [[{"role": "user", "content": f"state {k}"}] for k in range(3)]
-    gens = policy.generate_sync([PolicyRequest(messages=m) for m in msgs],
-                                SamplingParams(temperature=1.0, max_new_tokens=12, seed=3))
+    gens = policy.generate_sync(
+        [PolicyRequest(messages=m) for m in msgs],
+        SamplingParams(temperature=1.0, max_new_tokens=12, seed=3),
+    )
     sc = HFScorer.from_policy(policy)
     for g in gens:
         got = sc.token_logprobs(g.prompt_token_ids, g.completion_token_ids)
@@ -631,21 +773,35 @@ def test_diagnose_command_adds_a_schema_valid_block(tmp_path: Path) -> None:
     from ragen_bench.validate import validate_file
     from tests.helpers.scripted import ScriptedPolicy
 
-    req = RunRequest(env_id="ragen/Bandit-v0", backend="scripted", model="scripted", episodes=8, group_size=2,
-                     out=str(tmp_path / "runs"), run_id="scr")
+    req = RunRequest(
+        env_id="ragen/Bandit-v0",
+        backend="scripted",
+        model="scripted",
+        episodes=8,
+        group_size=2,
+        out=str(tmp_path / "runs"),
+        run_id="scr",
+    )
     run = start_run(req, policy=ScriptedPolicy(_think_script))
-    res = CliRunner().invoke(app, ["diagnose", str(run), "--scorer", "hf:tiny", "--num-samples", "64", "--json"])
+    res = CliRunner().invoke(
+        app, ["diagnose", str(run), "--scorer", "hf:tiny", "--num-samples", "64", "--json"]
+    )
     assert res.exit_code == 0, res.output
     assert validate_file(run / "summary.json") == ("summary", 1)
     block = json.loads((run / "summary.json").read_text())["diagnostics"]
     m = block["metrics"]
-    assert block["scorer"]["kind"] == "hf" and block["settings"]["samplers"] == ["first_turn", "trajectory"]
+    assert block["scorer"]["kind"] == "hf" and block["settings"]["samplers"] == [
+        "first_turn",
+        "trajectory",
+    ]
     assert m["collapse/valid_thinking_rate"] == 1.0 and m["collapse/first_turn_num_valid"] == 8
     # columns are the distinct first-turn prompts (4 seeds, but two Bandit seeds may share a prompt)
     eps = [json.loads(line) for line in (run / "episodes.jsonl").read_text().splitlines()]
     distinct = len({json.dumps(e["turns"][0]["prompt_messages"]) for e in eps})
     assert 2 <= distinct <= 4
-    assert m["collapse/first_turn/num_rows"] == 8 and m["collapse/first_turn/num_columns"] == distinct
+    assert (
+        m["collapse/first_turn/num_rows"] == 8 and m["collapse/first_turn/num_columns"] == distinct
+    )
     assert m["collapse/first_turn/mi_upper_bound"] == pytest.approx(math.log(distinct))
     assert m["collapse/first_turn/mi_seq_estimate"] <= math.log(distinct) + 1e-9
     assert m["collapse/trajectory/num_rows"] == 8 and m["collapse/trajectory/num_columns"] == 8
@@ -663,10 +819,32 @@ def test_run_with_diagnostics_on_the_tiny_model(tmp_path: Path) -> None:
     from ragen_bench.cli import app
     from ragen_bench.validate import validate_file
 
-    res = CliRunner().invoke(app, ["run", "--backend", "hf", "--model", "tiny", "--env", "ragen/Bandit-v0",
-                                   "--episodes", "4", "--group-size", "2", "--max-new-tokens", "24",
-                                   "--temperature", "1.0", "--out", str(tmp_path / "runs"), "--run-id", "d",
-                                   "--no-progress", "--diagnostics"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "run",
+            "--backend",
+            "hf",
+            "--model",
+            "tiny",
+            "--env",
+            "ragen/Bandit-v0",
+            "--episodes",
+            "4",
+            "--group-size",
+            "2",
+            "--max-new-tokens",
+            "24",
+            "--temperature",
+            "1.0",
+            "--out",
+            str(tmp_path / "runs"),
+            "--run-id",
+            "d",
+            "--no-progress",
+            "--diagnostics",
+        ],
+    )
     assert res.exit_code == 0, res.output
     summary_path = tmp_path / "runs" / "d" / "summary.json"
     assert validate_file(summary_path) == ("summary", 1)
@@ -675,6 +853,20 @@ def test_run_with_diagnostics_on_the_tiny_model(tmp_path: Path) -> None:
     # the untrained model rarely closes a think block; whatever it did is counted
     assert block["metrics"]["collapse/first_turn_num_total"] == 4
     assert set(block["regimes"]) == {"first_turn", "trajectory"}
-    res = CliRunner().invoke(app, ["run", "--backend", "random", "--env", "ragen/Bandit-v0", "--episodes", "2",
-                                   "--out", str(tmp_path / "runs"), "--no-progress", "--diagnostics"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "run",
+            "--backend",
+            "random",
+            "--env",
+            "ragen/Bandit-v0",
+            "--episodes",
+            "2",
+            "--out",
+            str(tmp_path / "runs"),
+            "--no-progress",
+            "--diagnostics",
+        ],
+    )
     assert res.exit_code == 2 and "--scorer" in res.output

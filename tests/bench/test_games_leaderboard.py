@@ -24,7 +24,9 @@ def rows() -> dict[tuple[str, str], dict]:
     return {(e["env_id"], e["model"]): e for e in board["entries"]}
 
 
-@pytest.mark.parametrize("env_id", ["ragen/2048-Target64-v0", "ragen/2048-v0", "ragen/2048-Target256-v0"])
+@pytest.mark.parametrize(
+    "env_id", ["ragen/2048-Target64-v0", "ragen/2048-v0", "ragen/2048-Target256-v0"]
+)
 def test_issue15_item4_2048_rows_random_and_expectimax(rows: dict, env_id: str) -> None:
     best, rand = rows[(env_id, "expectimax")], rows[(env_id, "random")]
     assert best["backend"] == "oracle" and (env_id, "oracle") not in rows
@@ -32,8 +34,9 @@ def test_issue15_item4_2048_rows_random_and_expectimax(rows: dict, env_id: str) 
     assert best["metrics"]["success"]["mean"] > rand["metrics"]["success"]["mean"]
 
 
-@pytest.mark.parametrize("env_id", ["ragen/RubiksCube-v0", "ragen/RubiksCube-Depth5-v0",
-                                    "ragen/RubiksCube-Scrambled-v0"])
+@pytest.mark.parametrize(
+    "env_id", ["ragen/RubiksCube-v0", "ragen/RubiksCube-Depth5-v0", "ragen/RubiksCube-Scrambled-v0"]
+)
 def test_issue15_item4_cube_rows_oracle_solves_everything(rows: dict, env_id: str) -> None:
     best, rand = rows[(env_id, "oracle")], rows[(env_id, "random")]
     assert best["metrics"]["success"]["mean"] == 1.0 and best["metrics"]["return"]["mean"] == 1.0

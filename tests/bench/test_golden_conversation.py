@@ -42,7 +42,9 @@ class ScriptThenOracle(Policy):
     privileged = True
     max_batch_size = 1
 
-    async def generate(self, requests: list[PolicyRequest], params: SamplingParams) -> list[Generation]:
+    async def generate(
+        self, requests: list[PolicyRequest], params: SamplingParams
+    ) -> list[Generation]:
         out = []
         for req in requests:
             env = req.env.unwrapped
@@ -70,9 +72,17 @@ def _play(env_id: str, seed: int) -> dict:
         "success": rec.success,
         "messages": rec.messages,
         "turns": [
-            {"prompt_messages": t.prompt_messages, "response": t.response, "parsed": t.parsed,
-             "actions": t.actions, "step_rewards": t.step_rewards, "format_penalty": t.format_penalty,
-             "reward": t.reward, "terminated": t.terminated, "truncated": t.truncated}
+            {
+                "prompt_messages": t.prompt_messages,
+                "response": t.response,
+                "parsed": t.parsed,
+                "actions": t.actions,
+                "step_rewards": t.step_rewards,
+                "format_penalty": t.format_penalty,
+                "reward": t.reward,
+                "terminated": t.terminated,
+                "truncated": t.truncated,
+            }
             for t in rec.turns
         ],
     }

@@ -11,10 +11,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _bench(*args: str, columns: int = 80, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def _bench(
+    *args: str, columns: int = 80, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": str(columns)}
-    return subprocess.run([sys.executable, "-m", "ragen_bench", *args], env=env, capture_output=True, text=True,
-                          timeout=300, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "ragen_bench", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+    )
 
 
 def test_item9_version() -> None:
@@ -36,17 +44,43 @@ def test_item9_no_option_name_is_cut_at_80_columns() -> None:
             command = command.commands[name]
         proc = _bench(*path, "--help")
         assert proc.returncode == 0, proc.stderr
-        assert not re.search(r"-[\w-]*…", proc.stdout), f"{' '.join(path)} --help cuts an option name at 80 columns"
+        assert not re.search(r"-[\w-]*…", proc.stdout), (
+            f"{' '.join(path)} --help cuts an option name at 80 columns"
+        )
         assert max(len(line) for line in proc.stdout.splitlines()) <= 80
         for param in command.params:
             for opt in [*param.opts, *param.secondary_opts]:
                 if opt.startswith("--"):
-                    assert opt in proc.stdout, f"{opt} missing from `{' '.join(path)} --help` at 80 columns"
+                    assert opt in proc.stdout, (
+                        f"{opt} missing from `{' '.join(path)} --help` at 80 columns"
+                    )
 
 
 def test_item9_hf_run_console_has_no_library_noise(tmp_path: Path) -> None:
-    proc = _bench("run", "--backend", "hf", "--model", "tiny", "--env", "ragen/Bandit-v0", "--episodes", "2",
-                  "--max-new-tokens", "8", "--out", "runs", columns=200, cwd=tmp_path)
+    proc = _bench(
+        "run",
+        "--backend",
+        "hf",
+        "--model",
+        "tiny",
+        "--env",
+        "ragen/Bandit-v0",
+        "--episodes",
+        "2",
+        "--max-new-tokens",
+        "8",
+        "--out",
+        "runs",
+        columns=200,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
-    for noise in ("Loading weights", "it/s]", "Warning:", "UserWarning", "FutureWarning", "generation flags"):
+    for noise in (
+        "Loading weights",
+        "it/s]",
+        "Warning:",
+        "UserWarning",
+        "FutureWarning",
+        "generation flags",
+    ):
         assert noise not in proc.stderr, f"{noise!r} on the console:\n{proc.stderr}"

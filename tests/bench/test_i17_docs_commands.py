@@ -37,10 +37,16 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SLOW = os.environ.get("RAGEN_DOCS_SLOW") == "1"
 #: Sizes appended to training commands in the default (fast) mode.
-TINY = ("sft.episodes=32 sft.steps=2 trainer.total_steps=2 trainer.val_episodes=4 trainer.val_every=0 "
-        "trainer.save_every=1 rollout.env_groups=2 rollout.group_size=2")
-INSTALL = re.compile(r"^(python3? -m venv\b|\. \.venv/bin/activate$|source \.venv/bin/activate$|pip install\b)")
-TRAINING = re.compile(r"^(ragen-train (quickstart|sft|starpo)|torchrun .*ragen_train\.cli starpo)\b")
+TINY = (
+    "sft.episodes=32 sft.steps=2 trainer.total_steps=2 trainer.val_episodes=4 trainer.val_every=0 "
+    "trainer.save_every=1 rollout.env_groups=2 rollout.group_size=2"
+)
+INSTALL = re.compile(
+    r"^(python3? -m venv\b|\. \.venv/bin/activate$|source \.venv/bin/activate$|pip install\b)"
+)
+TRAINING = re.compile(
+    r"^(ragen-train (quickstart|sft|starpo)|torchrun .*ragen_train\.cli starpo)\b"
+)
 MARKER = re.compile(r"<!--\s*(runnable(?::\s*slow)?|not-runnable:[^>]*?)\s*-->\s*$")
 
 
@@ -58,7 +64,11 @@ class Block:
 
 
 def doc_files() -> list[Path]:
-    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), ROOT / "examples" / "README.md"]
+    return [
+        ROOT / "README.md",
+        *sorted((ROOT / "docs").rglob("*.md")),
+        ROOT / "examples" / "README.md",
+    ]
 
 
 def blocks() -> list[Block]:
@@ -75,8 +85,15 @@ def blocks() -> list[Block]:
                     j += 1
                 above = lines[i - 1] if i else ""
                 marker = MARKER.search(above)
-                found.append(Block(doc, i + 1, m.group(1), marker.group(1) if marker else None,
-                                   "\n".join(lines[i + 1:j])))
+                found.append(
+                    Block(
+                        doc,
+                        i + 1,
+                        m.group(1),
+                        marker.group(1) if marker else None,
+                        "\n".join(lines[i + 1 : j]),
+                    )
+                )
                 i = j
             i += 1
     return found
@@ -106,8 +123,24 @@ def commands(block: Block) -> list[str]:
 
 def fresh_copy(dest: Path) -> Path:
     """The checkout's files as a fresh clone has them (tracked + untracked, not ignored)."""
-    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                            capture_output=True, check=True).stdout.decode().split("\0")
+    listed = (
+        subprocess.run(
+            [
+                "git",
+                "-C",
+                str(ROOT),
+                "ls-files",
+                "-z",
+                "--cached",
+                "--others",
+                "--exclude-standard",
+            ],
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     for rel in filter(None, listed):
         src = ROOT / rel
         if src.is_file():
@@ -117,18 +150,26 @@ def fresh_copy(dest: Path) -> Path:
 
 
 def test_item2_every_fence_is_marked() -> None:
-    unmarked = [b.where for b in blocks() if b.lang in ("bash", "sh", "console") and b.marker is None]
+    unmarked = [
+        b.where for b in blocks() if b.lang in ("bash", "sh", "console") and b.marker is None
+    ]
     assert not unmarked, f"bash fences without a runnable / not-runnable marker: {unmarked}"
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(shutil.which("git") is None or not (ROOT / ".git").exists(), reason="needs a git checkout")
+@pytest.mark.skipif(
+    shutil.which("git") is None or not (ROOT / ".git").exists(), reason="needs a git checkout"
+)
 def test_item2_readme_and_docs_commands_run_in_order(tmp_path: Path) -> None:
     work = fresh_copy(tmp_path / "clone")
     bin_dir = Path(sys.executable).parent
-    env = {**os.environ, "PYTHONPATH": str(work), "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
-           "COLUMNS": "120", "RAGEN_CACHE_DIR": os.environ.get("RAGEN_CACHE_DIR",
-                                                             str(Path.home() / ".cache" / "ragen"))}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(work),
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+        "COLUMNS": "120",
+        "RAGEN_CACHE_DIR": os.environ.get("RAGEN_CACHE_DIR", str(Path.home() / ".cache" / "ragen")),
+    }
     ran, skipped = 0, []
     for block in blocks():
         if block.marker is None or block.marker.startswith("not-runnable"):
@@ -140,11 +181,19 @@ def test_item2_readme_and_docs_commands_run_in_order(tmp_path: Path) -> None:
             continue
         for cmd in commands(block):
             t0 = time.perf_counter()
-            proc = subprocess.run(["bash", "-c", f"set -eo pipefail; {cmd}"], cwd=work, env=env,
-                                  capture_output=True, text=True, timeout=900)
+            proc = subprocess.run(
+                ["bash", "-c", f"set -eo pipefail; {cmd}"],
+                cwd=work,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=900,
+            )
             print(f"{block.where}: {time.perf_counter() - t0:6.1f} s  {cmd[:110]}")
-            assert proc.returncode == 0, (f"{block.where}: `{cmd}` exited {proc.returncode}\n"
-                                          f"{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
+            assert proc.returncode == 0, (
+                f"{block.where}: `{cmd}` exited {proc.returncode}\n"
+                f"{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+            )
             ran += 1
     print("not run:\n  " + "\n  ".join(skipped))
     assert ran >= 20

@@ -12,13 +12,23 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), *sorted((ROOT / "examples").glob("*.md"))]
+DOCS = [
+    ROOT / "README.md",
+    *sorted((ROOT / "docs").rglob("*.md")),
+    *sorted((ROOT / "examples").glob("*.md")),
+]
 
 
 def test_item5_docs_cite_public_sources_not_a_private_reference_file() -> None:
     sources = [*DOCS, *sorted((ROOT / "ragen_bench").rglob("*.py"))]
-    bad = [f"{p.relative_to(ROOT)}:{n}" for p in sources for n, line in enumerate(p.read_text().splitlines(), 1)
-           if re.search(r"reference §|reference section \d|shared/reference|ragen-reference\.md", line, re.I)]
+    bad = [
+        f"{p.relative_to(ROOT)}:{n}"
+        for p in sources
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if re.search(
+            r"reference §|reference section \d|shared/reference|ragen-reference\.md", line, re.I
+        )
+    ]
     assert not bad, f"citations of a file that is not in the repository: {bad}"
 
 
@@ -28,11 +38,17 @@ def test_item5_learning_demo_table_is_its_committed_results() -> None:
     readme = " ".join((ROOT / "README.md").read_text().split())
     for run in results:
         before, after = f"{run['before']:.3f}", f"{run['after']:.3f}"
-        row = next(line for line in text.splitlines()
-                   if line.startswith("|") and run["algorithm"].upper() in line.replace("PPO (GAE)", "PPO")
-                   and ("Bandit" in line) == (run["env"] == "bandit"))
+        row = next(
+            line
+            for line in text.splitlines()
+            if line.startswith("|")
+            and run["algorithm"].upper() in line.replace("PPO (GAE)", "PPO")
+            and ("Bandit" in line) == (run["env"] == "bandit")
+        )
         assert before in row and f"**{after}**" in row, (row, before, after)
-        assert after in readme, f"README does not state {run['env']}/{run['algorithm']} after = {after}"
+        assert after in readme, (
+            f"README does not state {run['env']}/{run['algorithm']} after = {after}"
+        )
 
 
 def test_item5_stated_times_are_the_measured_ones() -> None:

@@ -25,8 +25,12 @@ HIDE_BM25S = "import sys; sys.modules['bm25s'] = None; from ragen_bench.cli impo
 
 def _run(*args: str, cwd: Path, hide_bm25s: bool = False) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
-    cmd = [sys.executable, "-c", HIDE_BM25S] if hide_bm25s else [sys.executable, "-m", "ragen_bench"]
-    return subprocess.run([*cmd, "run", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    cmd = (
+        [sys.executable, "-c", HIDE_BM25S] if hide_bm25s else [sys.executable, "-m", "ragen_bench"]
+    )
+    return subprocess.run(
+        [*cmd, "run", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
 
 
 def _free_port() -> int:
@@ -36,9 +40,22 @@ def _free_port() -> int:
 
 
 @pytest.mark.parametrize("env_id", ["ragen/SearchQA-v0", "ragen/WebShop-v0"])
-def test_item7_missing_bm25s_exits_2_with_the_install_hint_and_no_run_dir(env_id: str, tmp_path: Path) -> None:
-    proc = _run("--backend", "random", "--env", env_id, "--episodes", "2", "--out", "runs", "--no-progress",
-                cwd=tmp_path, hide_bm25s=True)
+def test_item7_missing_bm25s_exits_2_with_the_install_hint_and_no_run_dir(
+    env_id: str, tmp_path: Path
+) -> None:
+    proc = _run(
+        "--backend",
+        "random",
+        "--env",
+        env_id,
+        "--episodes",
+        "2",
+        "--out",
+        "runs",
+        "--no-progress",
+        cwd=tmp_path,
+        hide_bm25s=True,
+    )
     assert proc.returncode == 2, proc.stdout + proc.stderr
     err = " ".join(proc.stderr.split())
     assert "needs the optional package 'bm25s'" in err and "pip install" in err
@@ -47,19 +64,53 @@ def test_item7_missing_bm25s_exits_2_with_the_install_hint_and_no_run_dir(env_id
 
 def test_item7_unreachable_endpoint_exits_2_and_leaves_no_run_dir(tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{_free_port()}/v1"
-    proc = _run("--backend", "openai", "--base-url", url, "--model", "m", "--env", "ragen/Bandit-v0",
-                "--episodes", "2", "--out", "runs", "--no-progress", cwd=tmp_path)
+    proc = _run(
+        "--backend",
+        "openai",
+        "--base-url",
+        url,
+        "--model",
+        "m",
+        "--env",
+        "ragen/Bandit-v0",
+        "--episodes",
+        "2",
+        "--out",
+        "runs",
+        "--no-progress",
+        cwd=tmp_path,
+    )
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert f"endpoint {url} is unreachable" in " ".join(proc.stderr.split())
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
     # --no-preflight plays (and fails) the episodes; a --resume while it is still down is refused up front
-    down = _run("--backend", "openai", "--base-url", url, "--model", "m", "--env", "ragen/Bandit-v0", "--episodes",
-                "2", "--max-retries", "0", "--out", "runs", "--run-id", "down", "--no-progress", "--no-preflight",
-                cwd=tmp_path)
+    down = _run(
+        "--backend",
+        "openai",
+        "--base-url",
+        url,
+        "--model",
+        "m",
+        "--env",
+        "ragen/Bandit-v0",
+        "--episodes",
+        "2",
+        "--max-retries",
+        "0",
+        "--out",
+        "runs",
+        "--run-id",
+        "down",
+        "--no-progress",
+        "--no-preflight",
+        cwd=tmp_path,
+    )
     assert down.returncode == 1
     before = (tmp_path / "runs" / "down" / "episodes.jsonl").read_bytes()
     resumed = _run("--resume", "runs/down", "--no-progress", cwd=tmp_path)
-    assert resumed.returncode == 2 and f"endpoint {url} is unreachable" in " ".join(resumed.stderr.split())
+    assert resumed.returncode == 2 and f"endpoint {url} is unreachable" in " ".join(
+        resumed.stderr.split()
+    )
     assert (tmp_path / "runs" / "down" / "episodes.jsonl").read_bytes() == before
 
 
@@ -81,7 +132,9 @@ def test_item7_an_answering_server_is_reachable_whatever_its_status(tmp_path: Pa
     try:
         check_endpoint(f"http://127.0.0.1:{server.server_port}/v1")  # 404 on /models: it answered
         with pytest.raises(PreflightError, match="unreachable"):
-            check_endpoint([f"http://127.0.0.1:{server.server_port}/v1", f"http://127.0.0.1:{_free_port()}/v1"])
+            check_endpoint(
+                [f"http://127.0.0.1:{server.server_port}/v1", f"http://127.0.0.1:{_free_port()}/v1"]
+            )
     finally:
         server.shutdown()
         server.server_close()

@@ -33,9 +33,19 @@ def test_item3_progress_moves_every_turn_before_any_episode_finishes(tmp_path: P
     buf = io.StringIO()
     console = Console(file=buf, force_terminal=True, width=200)
     bar = Recording(console, episodes=4, max_turns=3)
-    req = RunRequest(env_id="ragen/Sokoban-v0", backend="hf", model="tiny", episodes=4, out=str(tmp_path),
-                     run_id="r", rollout={"max_turns": 3, "enable_think": False,
-                                          "sampling": {"max_new_tokens": 8, "temperature": 1.0}})
+    req = RunRequest(
+        env_id="ragen/Sokoban-v0",
+        backend="hf",
+        model="tiny",
+        episodes=4,
+        out=str(tmp_path),
+        run_id="r",
+        rollout={
+            "max_turns": 3,
+            "enable_think": False,
+            "sampling": {"max_new_tokens": 8, "temperature": 1.0},
+        },
+    )
     path = start_run(req, progress=bar.on_episode, on_start=bar.on_start, on_turn=bar.on_turn)
     bar.stop()
     episodes = [json.loads(line) for line in (path / "episodes.jsonl").read_text().splitlines()]
@@ -44,7 +54,9 @@ def test_item3_progress_moves_every_turn_before_any_episode_finishes(tmp_path: P
     assert len(bar.timeline) == turns > 4  # one event per turn
     before_first_end = [frac for finished, frac, _ in bar.timeline if finished == 0]
     assert len(before_first_end) >= 4 and before_first_end == sorted(before_first_end)
-    assert 0 < before_first_end[0] < before_first_end[-1] <= 1  # it moved while no episode had ended
+    assert (
+        0 < before_first_end[0] < before_first_end[-1] <= 1
+    )  # it moved while no episode had ended
     assert len(set(before_first_end)) >= 4
     assert bar.timeline[-1][2] == tokens > 0
     assert bar.completed_fraction == 1.0

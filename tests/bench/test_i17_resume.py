@@ -22,14 +22,27 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _bench(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
-    return subprocess.run([sys.executable, "-m", "ragen_bench", "run", *args], env=env, capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "ragen_bench", "run", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 @pytest.fixture()
 def finished(tmp_path: Path) -> Path:
-    return start_run(RunRequest(env_id="ragen/FrozenLake-v0", backend="oracle", episodes=8, group_size=2,
-                                out=str(tmp_path), run_id="lake"))
+    return start_run(
+        RunRequest(
+            env_id="ragen/FrozenLake-v0",
+            backend="oracle",
+            episodes=8,
+            group_size=2,
+            out=str(tmp_path),
+            run_id="lake",
+        )
+    )
 
 
 def test_item6_resume_of_a_finished_run_records_no_empty_session(finished: Path) -> None:
@@ -37,17 +50,25 @@ def test_item6_resume_of_a_finished_run_records_no_empty_session(finished: Path)
     summary_before = (finished / "summary.json").read_bytes()
     proc = _bench("--resume", str(finished), "--no-progress")
     assert proc.returncode == 0, proc.stderr
-    assert "is complete: all 8 episodes are recorded, nothing was played" in " ".join(proc.stderr.split())
+    assert "is complete: all 8 episodes are recorded, nothing was played" in " ".join(
+        proc.stderr.split()
+    )
     assert (finished / "run.json").read_bytes() == run_before
     assert (finished / "summary.json").read_bytes() == summary_before
 
 
 def test_item6_resume_with_more_episodes_extends_the_run(finished: Path) -> None:
     first = {i: e for i, e in RunDir(finished).read_episodes().items()}
-    proc = _bench("--resume", str(finished), "--episodes", "12", "--no-progress", "--temperature", "0.9")
+    proc = _bench(
+        "--resume", str(finished), "--episodes", "12", "--no-progress", "--temperature", "0.9"
+    )
     assert proc.returncode == 0, proc.stderr
     err = " ".join(proc.stderr.split())
-    assert "extended from 8 to 12 episodes" in err and "ignored with --resume" in err and "--temperature" in err
+    assert (
+        "extended from 8 to 12 episodes" in err
+        and "ignored with --resume" in err
+        and "--temperature" in err
+    )
     run = json.loads((finished / "run.json").read_text())
     assert run["episodes"] == 12 and run["sessions"][-1]["extended_from"] == 8
     assert run["sessions"][-1]["episodes_before"] == 8 and run["sessions"][-1]["to_play"] == 4

@@ -57,8 +57,14 @@ from tests.helpers.fault_server import (
 
 REPO = Path(__file__).resolve().parents[2]
 ARMS = re.compile(r"in front of you: (.+?) and (.+?)\. Which")
-FAST = dict(backoff_base=0.01, backoff_max=0.05, connect_timeout=2.0, read_timeout=5.0, idle_timeout=5.0,
-            total_timeout=20.0)
+FAST = dict(
+    backoff_base=0.01,
+    backoff_max=0.05,
+    connect_timeout=2.0,
+    read_timeout=5.0,
+    idle_timeout=5.0,
+    total_timeout=20.0,
+)
 
 
 def bandit_answer(req) -> str:
@@ -127,7 +133,11 @@ STREAM = pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 # --------------------------------------------------------------- content: null
 @STREAM
 def test_content_null_is_an_invalid_answer(server, stream: bool) -> None:
-    srv = server(lambda r: Reply(content=None, reasoning_content="The safe arm. <answer>Government Bond</answer>"))
+    srv = server(
+        lambda r: Reply(
+            content=None, reasoning_content="The safe arm. <answer>Government Bond</answer>"
+        )
+    )
     [ep] = play(policy_for(srv, stream=stream))
     turn = ep.turns[0]
     assert ep.status != "endpoint_error" and ep.error is None
@@ -144,10 +154,18 @@ def test_answer_from_reasoning_is_parsed_and_counted(server, tmp_path: Path, str
         return Reply(content=None, reasoning_content=f"I will pull {arm}. <answer>{arm}</answer>")
 
     srv = server(script)
-    run = start_run(RunRequest(env_id="ragen/Bandit-v0", backend="openai", model="test-model", episodes=6,
-                               out=str(tmp_path), run_id="r",
-                               rollout={"answer_from_reasoning": True, "enable_think": False},
-                               policy_options={"base_url": srv.base_url, "stream": stream, **FAST}))
+    run = start_run(
+        RunRequest(
+            env_id="ragen/Bandit-v0",
+            backend="openai",
+            model="test-model",
+            episodes=6,
+            out=str(tmp_path),
+            run_id="r",
+            rollout={"answer_from_reasoning": True, "enable_think": False},
+            policy_options={"base_url": srv.base_url, "stream": stream, **FAST},
+        )
+    )
     eps = RunDir(run).read_episodes()
     assert len(eps) == 6
     for e in eps.values():
@@ -165,8 +183,11 @@ def test_answer_from_reasoning_is_parsed_and_counted(server, tmp_path: Path, str
 # ------------------------------------------------------------- finish: length
 @STREAM
 def test_finish_length_is_truncated_and_not_retried(server, stream: bool) -> None:
-    srv = server(lambda r: Reply(content="<think>I am still thinking about", finish_reason="length",
-                                 completion_tokens=32))
+    srv = server(
+        lambda r: Reply(
+            content="<think>I am still thinking about", finish_reason="length", completion_tokens=32
+        )
+    )
     [ep] = play(policy_for(srv, stream=stream, max_retries=5))
     assert srv.count() == 1, "a length-truncated answer must not be retried"
     [turn] = ep.turns
@@ -178,20 +199,40 @@ def test_finish_length_is_truncated_and_not_retried(server, stream: bool) -> Non
 # ------------------------------------------------------ 400 context too long
 @pytest.mark.parametrize("shape", ["vllm", "vllm-legacy", "openai"])
 @STREAM
-def test_context_too_long_ends_episode_with_rewards_so_far(server, tmp_path: Path, shape: str, stream: bool) -> None:
+def test_context_too_long_ends_episode_with_rewards_so_far(
+    server, tmp_path: Path, shape: str, stream: bool
+) -> None:
     def script(req):
-        return context_too_long(shape) if turn_of(req) == 3 else Reply(content="<think>go</think><answer>Up</answer>")
+        return (
+            context_too_long(shape)
+            if turn_of(req) == 3
+            else Reply(content="<think>go</think><answer>Up</answer>")
+        )
 
     srv = server(script)
     policy = policy_for(srv, stream=stream, max_retries=4)
-    run = start_run(RunRequest(env_id="ragen/Sokoban-v0", backend="openai", model="test-model", episodes=1,
-                               out=str(tmp_path), run_id="ctx", rollout={"max_turns": 5}), policy=policy)
+    run = start_run(
+        RunRequest(
+            env_id="ragen/Sokoban-v0",
+            backend="openai",
+            model="test-model",
+            episodes=1,
+            out=str(tmp_path),
+            run_id="ctx",
+            rollout={"max_turns": 5},
+        ),
+        policy=policy,
+    )
     [ep] = RunDir(run).read_episodes().values()
     assert srv.count() == 3, "the identical too-long request must not be retried"
     assert ep["status"] == "context_limit" and ep["error"] is None
     assert len(ep["turns"]) == 2
     rewards = [r for t in ep["turns"] for r in t["step_rewards"]]
-    assert len(rewards) == 2 and ep["env_return"] == pytest.approx(sum(rewards)) and ep["env_return"] != 0
+    assert (
+        len(rewards) == 2
+        and ep["env_return"] == pytest.approx(sum(rewards))
+        and ep["env_return"] != 0
+    )
     summary = json.loads((run / "summary.json").read_text())
     assert summary["episodes"]["scored"] == 1 and summary["counts"] == {"context_limit": 1}
     assert summary["policy"]["requests"]["failed"] == {"context_length": 1}
@@ -205,17 +246,27 @@ def test_context_length_detection_shapes() -> None:
         VLLM_LEGACY_CONTEXT_ERROR,
     )
 
-    for body in (VLLM_CONTEXT_ERROR["error"], VLLM_LEGACY_CONTEXT_ERROR, OPENAI_CONTEXT_ERROR["error"]):
+    for body in (
+        VLLM_CONTEXT_ERROR["error"],
+        VLLM_LEGACY_CONTEXT_ERROR,
+        OPENAI_CONTEXT_ERROR["error"],
+    ):
         assert is_context_length_error(400, "Error code: 400", body)
-    assert is_context_length_error(400, "Input length (3000) exceeds model's maximum context length (2048).")
-    assert not is_context_length_error(400, "Error code: 400 - temperature must be >= 0", {"message": "bad"})
+    assert is_context_length_error(
+        400, "Input length (3000) exceeds model's maximum context length (2048)."
+    )
+    assert not is_context_length_error(
+        400, "Error code: 400 - temperature must be >= 0", {"message": "bad"}
+    )
     assert not is_context_length_error(500, "maximum context length", None)
 
 
 # ---------------------------------------------------------- streaming usage
 def test_usage_only_last_chunk_keeps_text_and_usage(server) -> None:
     text = "<think>a fairly long answer</think><answer>Left</answer>"
-    srv = server(lambda r: Reply(content=text, prompt_tokens=123, completion_tokens=17, chunk_chars=3))
+    srv = server(
+        lambda r: Reply(content=text, prompt_tokens=123, completion_tokens=17, chunk_chars=3)
+    )
     gen = one(policy_for(srv, stream=True))
     assert gen.text == text and gen.finish_reason == "stop"
     assert (gen.prompt_tokens, gen.completion_tokens) == (123, 17)
@@ -229,15 +280,23 @@ def test_usage_only_last_chunk_keeps_text_and_usage(server) -> None:
 
 # ------------------------------------------------------------ stalled streams
 def test_stalled_stream_is_aborted_and_retried_boundedly(server) -> None:
-    srv = server(lambda r: Reply(content="<think>x</think><answer>Left</answer>", stall_after_chunks=2, stall_s=30))
+    srv = server(
+        lambda r: Reply(
+            content="<think>x</think><answer>Left</answer>", stall_after_chunks=2, stall_s=30
+        )
+    )
     gen = one(policy_for(srv, stream=True, idle_timeout=0.3, max_retries=2))
     assert srv.count() == 3, "first attempt + 2 retries, then stop"
     assert gen.finish_reason == "error" and gen.extra["error_kind"] == "stream_idle"
     assert gen.extra["retries"] == 2 and "after 2 retries" in gen.extra["error"]
     assert all(o == "client_gone" or o.startswith("stall") for o in srv.outcomes.values())
     # A stall that happens once: the retry succeeds and is counted.
-    srv2 = server(lambda r: Reply(content="<think>x</think><answer>Left</answer>",
-                                  stall_after_chunks=1 if r.n == 0 else None))
+    srv2 = server(
+        lambda r: Reply(
+            content="<think>x</think><answer>Left</answer>",
+            stall_after_chunks=1 if r.n == 0 else None,
+        )
+    )
     gen2 = one(policy_for(srv2, stream=True, idle_timeout=0.3, max_retries=2))
     assert gen2.text == "<think>x</think><answer>Left</answer>"
     assert gen2.extra["retries"] == 1 and gen2.extra["faults"] == ["stream_idle"]
@@ -250,15 +309,21 @@ def test_stall_before_any_byte_times_out_and_is_retried(server) -> None:
 
 
 # ------------------------------------------------- 429 / 500 / connection reset
-FAULTS = {"429": (lambda: rate_limited(0), "rate_limit"), "500": (lambda: server_error(500), "server_error"),
-          "503": (lambda: server_error(503), "server_error"), "reset": (reset, "connection")}
+FAULTS = {
+    "429": (lambda: rate_limited(0), "rate_limit"),
+    "500": (lambda: server_error(500), "server_error"),
+    "503": (lambda: server_error(503), "server_error"),
+    "reset": (reset, "connection"),
+}
 
 
 @pytest.mark.parametrize("fault", sorted(FAULTS))
 @STREAM
 def test_transient_faults_are_retried(server, fault: str, stream: bool) -> None:
     make, kind = FAULTS[fault]
-    srv = server(lambda r: make() if r.n < 2 else Reply(content="<think>x</think><answer>Left</answer>"))
+    srv = server(
+        lambda r: make() if r.n < 2 else Reply(content="<think>x</think><answer>Left</answer>")
+    )
     policy = policy_for(srv, stream=stream, max_retries=3)
     gen = one(policy)
     assert gen.finish_reason == "stop" and gen.text.endswith("<answer>Left</answer>")
@@ -277,11 +342,18 @@ def test_persistent_faults_are_recorded_after_bounded_retries(server, fault: str
 
 
 def test_mid_stream_reset_and_bad_json_are_retried(server) -> None:
-    srv = server(lambda r: Reply(content="<answer>Left</answer>", reset_after_chunks=2) if r.n == 0
-                 else Reply(content="<answer>Left</answer>"))
+    srv = server(
+        lambda r: (
+            Reply(content="<answer>Left</answer>", reset_after_chunks=2)
+            if r.n == 0
+            else Reply(content="<answer>Left</answer>")
+        )
+    )
     gen = one(policy_for(srv, stream=True, max_retries=1))
     assert gen.text == "<answer>Left</answer>" and gen.extra["faults"] == ["connection"]
-    srv2 = server(lambda r: http_error(200, body="this is not json") if r.n == 0 else Reply(content="fine"))
+    srv2 = server(
+        lambda r: http_error(200, body="this is not json") if r.n == 0 else Reply(content="fine")
+    )
     gen2 = one(policy_for(srv2, max_retries=1))
     assert gen2.text == "fine" and gen2.extra["faults"] == ["invalid_response"]
 
@@ -291,7 +363,9 @@ def test_retry_after_is_honoured(server) -> None:
     t0 = time.monotonic()
     gen = one(policy_for(srv, max_retries=1, backoff_base=0.001))
     assert gen.text == "ok" and gen.extra["retries"] == 1
-    assert time.monotonic() - t0 >= 0.6  # a lower bound: the client must not come back before Retry-After
+    assert (
+        time.monotonic() - t0 >= 0.6
+    )  # a lower bound: the client must not come back before Retry-After
 
 
 def test_backoff_and_retry_after_rules() -> None:
@@ -314,7 +388,9 @@ def test_client_errors_are_not_retried(server) -> None:
     for status, kind in [(401, "auth"), (404, "not_found"), (400, "bad_request")]:
         srv = server(lambda r, s=status: http_error(s, "nope"))
         gen = one(policy_for(srv, max_retries=3))
-        assert srv.count() == 1 and gen.extra["error_kind"] == kind and gen.extra["status"] == status
+        assert (
+            srv.count() == 1 and gen.extra["error_kind"] == kind and gen.extra["status"] == status
+        )
 
 
 # ------------------------------------------------------------- concurrency
@@ -322,7 +398,9 @@ def test_concurrency_bound_is_respected(server) -> None:
     srv = server(bandit_answer, latency=0.05)
     eps = play(policy_for(srv, concurrency=4), episodes=24)
     assert all(e.status != "endpoint_error" for e in eps)
-    assert srv.max_in_flight == 4, "at most --concurrency requests in flight, and the bound is reached"
+    assert srv.max_in_flight == 4, (
+        "at most --concurrency requests in flight, and the bound is reached"
+    )
     srv_many = server(bandit_answer, latency=0.05)
     play(policy_for(srv_many, concurrency=16), episodes=48)
     assert srv_many.max_in_flight == 16
@@ -343,7 +421,9 @@ def test_several_base_urls_are_load_balanced_and_fail_over(server) -> None:
 # ----------------------------------------------------------------- log-probs
 @STREAM
 def test_logprobs_are_requested_and_returned(server, stream: bool) -> None:
-    srv = server(lambda r: Reply(content="<answer>Left</answer>", chunk_chars=7, logprobs=[-0.5, -1e-9, 0.0]))
+    srv = server(
+        lambda r: Reply(content="<answer>Left</answer>", chunk_chars=7, logprobs=[-0.5, -1e-9, 0.0])
+    )
     gen = one(policy_for(srv, stream=stream, logprobs=True))
     assert srv.requests[0].body["logprobs"] is True
     assert gen.completion_logprobs == [-0.5, -1e-9, 0.0]
@@ -354,11 +434,19 @@ def test_logprobs_are_requested_and_returned(server, stream: bool) -> None:
 
 def test_request_carries_sampling_parameters(server) -> None:
     srv = server(lambda r: Reply(content="x"))
-    one(policy_for(srv, extra_body={"top_k": 20}), params=SamplingParams(temperature=0.3, top_p=0.9,
-                                                                         max_new_tokens=77, stop=("</answer>",),
-                                                                         seed=5))
+    one(
+        policy_for(srv, extra_body={"top_k": 20}),
+        params=SamplingParams(
+            temperature=0.3, top_p=0.9, max_new_tokens=77, stop=("</answer>",), seed=5
+        ),
+    )
     body = srv.requests[0].body
-    assert (body["temperature"], body["top_p"], body["max_tokens"], body["stop"]) == (0.3, 0.9, 77, ["</answer>"])
+    assert (body["temperature"], body["top_p"], body["max_tokens"], body["stop"]) == (
+        0.3,
+        0.9,
+        77,
+        ["</answer>"],
+    )
     assert body["top_k"] == 20 and isinstance(body["seed"], int) and body["model"] == "test-model"
 
 
@@ -373,16 +461,35 @@ def test_nothing_lost_under_20_percent_faults_then_resume_completes(server, tmp_
         return bandit_answer(req)
 
     srv = server(script)
-    opts = {"base_url": srv.base_url, "concurrency": 32, "max_retries": 0, **FAST, "read_timeout": 0.5}
-    run = start_run(RunRequest(env_id="ragen/Bandit-v0", backend="openai", model="test-model", episodes=200,
-                               out=str(tmp_path), run_id="faulty", policy_options=opts))
+    opts = {
+        "base_url": srv.base_url,
+        "concurrency": 32,
+        "max_retries": 0,
+        **FAST,
+        "read_timeout": 0.5,
+    }
+    run = start_run(
+        RunRequest(
+            env_id="ragen/Bandit-v0",
+            backend="openai",
+            model="test-model",
+            episodes=200,
+            out=str(tmp_path),
+            run_id="faulty",
+            policy_options=opts,
+        )
+    )
     first = RunDir(run).read_episodes()
     assert sorted(first) == list(range(200)), "every episode is recorded"
     errors = [e for e in first.values() if e["status"] == "endpoint_error"]
     assert len(errors) == 40 and srv.count() == 200
     kinds_seen = sorted(e["error"].split(":")[0] for e in errors)
     assert kinds_seen == sorted(expected_kind * 10)
-    assert all(e["status"] == "success" or e["status"] == "failure" for e in first.values() if e not in errors)
+    assert all(
+        e["status"] == "success" or e["status"] == "failure"
+        for e in first.values()
+        if e not in errors
+    )
     summary = json.loads((run / "summary.json").read_text())
     assert summary["episodes"] == {"requested": 200, "recorded": 200, "scored": 160, "missing": 40}
     assert summary["counts"]["endpoint_error"] == 40
@@ -391,7 +498,9 @@ def test_nothing_lost_under_20_percent_faults_then_resume_completes(server, tmp_
             break
         resume_run(run)
     final = RunDir(run).read_episodes()
-    assert sorted(final) == list(range(200)) and all(e["status"] != "endpoint_error" for e in final.values())
+    assert sorted(final) == list(range(200)) and all(
+        e["status"] != "endpoint_error" for e in final.values()
+    )
     for i, e in first.items():  # finished episodes were never replayed
         if e["status"] != "endpoint_error":
             assert final[i] == e
@@ -416,8 +525,17 @@ def test_random_faults_with_retries_lose_nothing(server, tmp_path: Path) -> None
 
     srv = server(script)
     opts = {"base_url": srv.base_url, "concurrency": 32, "max_retries": 1, **FAST}
-    run = start_run(RunRequest(env_id="ragen/Bandit-v0", backend="openai", model="test-model", episodes=200,
-                               out=str(tmp_path), run_id="r", policy_options=opts))
+    run = start_run(
+        RunRequest(
+            env_id="ragen/Bandit-v0",
+            backend="openai",
+            model="test-model",
+            episodes=200,
+            out=str(tmp_path),
+            run_id="r",
+            policy_options=opts,
+        )
+    )
     eps = RunDir(run).read_episodes()
     assert sorted(eps) == list(range(200))
     assert all(e["status"] in ("success", "failure", "endpoint_error") for e in eps.values())
@@ -444,9 +562,31 @@ def test_api_key_appears_in_no_file_or_output(server, tmp_path: Path) -> None:
 
     srv = server(script)
     env = {**os.environ, "RAGEN_TEST_KEY": secret}
-    args = [sys.executable, "-m", "ragen_bench", "run", "--backend", "openai", "--base-url", srv.base_url,
-            "--model", "test-model", "--env", "ragen/Bandit-v0", "--episodes", "6", "--api-key-env",
-            "RAGEN_TEST_KEY", "--max-retries", "1", "--no-progress", "--out", str(tmp_path), "--run-id", "k"]
+    args = [
+        sys.executable,
+        "-m",
+        "ragen_bench",
+        "run",
+        "--backend",
+        "openai",
+        "--base-url",
+        srv.base_url,
+        "--model",
+        "test-model",
+        "--env",
+        "ragen/Bandit-v0",
+        "--episodes",
+        "6",
+        "--api-key-env",
+        "RAGEN_TEST_KEY",
+        "--max-retries",
+        "1",
+        "--no-progress",
+        "--out",
+        str(tmp_path),
+        "--run-id",
+        "k",
+    ]
     proc = subprocess.run(args, capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert srv.requests[0].headers["authorization"] == f"Bearer {secret}"  # the key was used...
@@ -456,7 +596,9 @@ def test_api_key_appears_in_no_file_or_output(server, tmp_path: Path) -> None:
         assert secret not in p.read_text(errors="replace"), p
     assert secret not in proc.stdout + proc.stderr
     eps = RunDir(tmp_path / "k").read_episodes()
-    assert any("***" in (e["error"] or "") for e in eps.values()), "echoed keys are scrubbed, not dropped"
+    assert any("***" in (e["error"] or "") for e in eps.values()), (
+        "echoed keys are scrubbed, not dropped"
+    )
     meta = json.loads((tmp_path / "k" / "run.json").read_text())
     assert meta["policy_options"]["api_key_env"] == "RAGEN_TEST_KEY"
 
@@ -484,9 +626,27 @@ max_new_tokens = 40
 """)
     aliases = load_endpoints(cfg)
     assert aliases["local"].model == "served-name" and aliases["local"].options["concurrency"] == 3
-    args = [sys.executable, "-m", "ragen_bench", "run", "--endpoints", str(cfg), "--model", "local",
-            "--env", "ragen/Bandit-v0", "--episodes", "2", "--no-progress", "--out", str(tmp_path),
-            "--run-id", "a", "--max-new-tokens", "50"]
+    args = [
+        sys.executable,
+        "-m",
+        "ragen_bench",
+        "run",
+        "--endpoints",
+        str(cfg),
+        "--model",
+        "local",
+        "--env",
+        "ragen/Bandit-v0",
+        "--episodes",
+        "2",
+        "--no-progress",
+        "--out",
+        str(tmp_path),
+        "--run-id",
+        "a",
+        "--max-new-tokens",
+        "50",
+    ]
     proc = subprocess.run(args, capture_output=True, text=True, cwd=REPO, timeout=120)
     assert proc.returncode == 0, proc.stderr
     meta = json.loads((tmp_path / "a" / "run.json").read_text())
@@ -494,7 +654,9 @@ max_new_tokens = 40
     assert meta["policy"]["concurrency"] == 3
     assert meta["rollout"]["sampling"]["temperature"] == 0.0  # alias default
     assert meta["rollout"]["sampling"]["max_new_tokens"] == 50  # the flag wins
-    assert srv.requests[0].body["model"] == "served-name" and srv.requests[0].body["max_tokens"] == 50
+    assert (
+        srv.requests[0].body["model"] == "served-name" and srv.requests[0].body["max_tokens"] == 50
+    )
     bad = tmp_path / "bad.toml"
     bad.write_text('[endpoints.x]\nbase_url = "http://h/v1"\nmodle = "typo"\n')
     with pytest.raises(EndpointsError, match="modle"):
@@ -523,12 +685,34 @@ def test_vllm_server_backend_starts_evaluates_and_stops(tmp_path: Path) -> None:
     """The process management of ``vllm-server``, with the test server standing in for vLLM."""
     model_dir = tmp_path / "my-model"
     model_dir.mkdir()
-    opts = {"python": sys.executable, "module": "tests.helpers.fault_server",
-            "server_args": ["--latency", "0.01", "--answer", "<think>t</think><answer>Up</answer>",
-                            "--startup-delay", "0.5"],
-            "server_env": {"PYTHONPATH": str(REPO)}, "startup_timeout": 60, "concurrency": 2, **FAST}
-    run = start_run(RunRequest(env_id="ragen/Sokoban-v0", backend="vllm-server", model=str(model_dir), episodes=2,
-                               out=str(tmp_path), run_id="vs", rollout={"max_turns": 2}, policy_options=opts))
+    opts = {
+        "python": sys.executable,
+        "module": "tests.helpers.fault_server",
+        "server_args": [
+            "--latency",
+            "0.01",
+            "--answer",
+            "<think>t</think><answer>Up</answer>",
+            "--startup-delay",
+            "0.5",
+        ],
+        "server_env": {"PYTHONPATH": str(REPO)},
+        "startup_timeout": 60,
+        "concurrency": 2,
+        **FAST,
+    }
+    run = start_run(
+        RunRequest(
+            env_id="ragen/Sokoban-v0",
+            backend="vllm-server",
+            model=str(model_dir),
+            episodes=2,
+            out=str(tmp_path),
+            run_id="vs",
+            rollout={"max_turns": 2},
+            policy_options=opts,
+        )
+    )
     meta = json.loads((run / "run.json").read_text())
     eps = RunDir(run).read_episodes()
     assert all(e["status"] != "endpoint_error" for e in eps.values())
@@ -548,8 +732,13 @@ def test_vllm_server_backend_starts_evaluates_and_stops(tmp_path: Path) -> None:
 def test_vllm_server_stops_its_process_group(tmp_path: Path) -> None:
     from ragen_bench.policies.vllm_backend import ManagedServer
 
-    srv = ManagedServer(str(tmp_path), python=sys.executable, module="tests.helpers.fault_server",
-                        env={"PYTHONPATH": str(REPO)}, startup_timeout=60)
+    srv = ManagedServer(
+        str(tmp_path),
+        python=sys.executable,
+        module="tests.helpers.fault_server",
+        env={"PYTHONPATH": str(REPO)},
+        startup_timeout=60,
+    )
     srv.start()
     pid = srv.proc.pid
     assert os.getpgid(pid) == pid, "the server leads its own process group"
@@ -561,25 +750,40 @@ def test_vllm_server_stops_its_process_group(tmp_path: Path) -> None:
 
 # ------------------------------------- issue 20 item 12: wrong-shaped and oversized answers
 def _valid_choice(content: str = "<think>x</think><answer>Left</answer>") -> dict:
-    return {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+    return {
+        "index": 0,
+        "message": {"role": "assistant", "content": content},
+        "finish_reason": "stop",
+    }
 
 
 WRONG_SHAPES = {
     "choices-string": {"choices": "nope"},  # used to be an AttributeError: not retried, not counted
     "choice-string": {"choices": ["nope"]},
     "message-string": {"choices": [{"index": 0, "message": "hi", "finish_reason": "stop"}]},
-    "content-number": {"choices": [{**_valid_choice(), "message": {"role": "assistant", "content": 123}}]},
-    "usage-text": {"choices": [_valid_choice()], "usage": {"prompt_tokens": "many", "completion_tokens": 1}},
+    "content-number": {
+        "choices": [{**_valid_choice(), "message": {"role": "assistant", "content": 123}}]
+    },
+    "usage-text": {
+        "choices": [_valid_choice()],
+        "usage": {"prompt_tokens": "many", "completion_tokens": 1},
+    },
     "not-an-object": [1, 2, 3],
 }
 
 
 @pytest.mark.parametrize("shape", sorted(WRONG_SHAPES))
-def test_issue20_item12_wrong_shaped_answer_is_a_typed_retried_counted_error(server, shape: str) -> None:
+def test_issue20_item12_wrong_shaped_answer_is_a_typed_retried_counted_error(
+    server, shape: str
+) -> None:
     from tests.helpers.fault_server import answer_body
 
     body = WRONG_SHAPES[shape]
-    srv = server(lambda r: answer_body(body) if r.n < 2 else Reply(content="<think>x</think><answer>Left</answer>"))
+    srv = server(
+        lambda r: (
+            answer_body(body) if r.n < 2 else Reply(content="<think>x</think><answer>Left</answer>")
+        )
+    )
     policy = policy_for(srv, max_retries=3)
     gen = one(policy)
     assert gen.finish_reason == "stop" and gen.text.endswith("<answer>Left</answer>")
@@ -590,15 +794,23 @@ def test_issue20_item12_wrong_shaped_answer_is_a_typed_retried_counted_error(ser
     policy2 = policy_for(srv2, max_retries=1)
     [ep] = play(policy2)
     assert srv2.count() == 2 and ep.status == "endpoint_error"
-    assert ep.error.startswith("invalid_response: the answer is not a chat completion") and "after 1 retry" in ep.error
+    assert (
+        ep.error.startswith("invalid_response: the answer is not a chat completion")
+        and "after 1 retry" in ep.error
+    )
     assert policy2.stats()["failed"] == {"invalid_response": 1}
 
 
 def test_issue20_item12_wrong_shaped_stream_event_is_a_typed_error(server) -> None:
     from tests.helpers.fault_server import answer_events
 
-    srv = server(lambda r: answer_events([{"id": "x", "object": "chat.completion.chunk", "choices": "nope"}])
-                 if r.n == 0 else Reply(content="fine"))
+    srv = server(
+        lambda r: (
+            answer_events([{"id": "x", "object": "chat.completion.chunk", "choices": "nope"}])
+            if r.n == 0
+            else Reply(content="fine")
+        )
+    )
     policy = policy_for(srv, stream=True, max_retries=1)
     gen = one(policy)
     assert gen.text == "fine" and gen.extra["faults"] == ["invalid_response"]
@@ -606,8 +818,9 @@ def test_issue20_item12_wrong_shaped_stream_event_is_a_typed_error(server) -> No
 
 
 @pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
-def test_issue20_item12_oversized_body_is_a_typed_error_and_no_huge_file(server, tmp_path: Path,
-                                                                         chunked: bool) -> None:
+def test_issue20_item12_oversized_body_is_a_typed_error_and_no_huge_file(
+    server, tmp_path: Path, chunked: bool
+) -> None:
     """A 30 MB answer (it made a 126 MB episodes file) is refused at the default 16 MiB cap:
     with ``Content-Length`` before any body byte is read, without it as soon as the bytes
     read pass the cap.  Not retried (the identical request would send it again)."""
@@ -617,43 +830,68 @@ def test_issue20_item12_oversized_body_is_a_typed_error_and_no_huge_file(server,
     body = json.dumps(huge).encode()
     srv = server(lambda r: answer_body(body, chunked=chunked))
     opts = {"base_url": srv.base_url, "max_retries": 3, **FAST}
-    run = start_run(RunRequest(env_id="ragen/Bandit-v0", backend="openai", model="test-model", episodes=2,
-                               out=str(tmp_path), run_id="huge", policy_options=opts))
+    run = start_run(
+        RunRequest(
+            env_id="ragen/Bandit-v0",
+            backend="openai",
+            model="test-model",
+            episodes=2,
+            out=str(tmp_path),
+            run_id="huge",
+            policy_options=opts,
+        )
+    )
     eps = RunDir(run).read_episodes()
     assert [e["status"] for e in eps.values()] == ["endpoint_error", "endpoint_error"]
     how = "(more than that was sent)" if chunked else f"({len(body)} bytes declared)"
-    assert all(e["error"] == f"response_too_large: response body over max_response_bytes=16777216 {how}"
-               for e in eps.values()), [e["error"] for e in eps.values()]
+    assert all(
+        e["error"] == f"response_too_large: response body over max_response_bytes=16777216 {how}"
+        for e in eps.values()
+    ), [e["error"] for e in eps.values()]
     assert srv.count() == 2, "not retried"
     assert (run / "episodes.jsonl").stat().st_size < 100_000
     requests = json.loads((run / "summary.json").read_text())["policy"]["requests"]
     assert requests["failed"] == {"response_too_large": 2}
-    assert json.loads((run / "run.json").read_text())["policy"]["max_response_bytes"] == 16 * 2 ** 20
+    assert json.loads((run / "run.json").read_text())["policy"]["max_response_bytes"] == 16 * 2**20
 
 
 @STREAM
-def test_issue20_item12_long_completion_is_cut_to_the_cap_and_flagged(server, tmp_path: Path, stream: bool) -> None:
+def test_issue20_item12_long_completion_is_cut_to_the_cap_and_flagged(
+    server, tmp_path: Path, stream: bool
+) -> None:
     long_answer = "<think>" + "y" * 5000 + "</think><answer>Left</answer>"
     srv = server(lambda r: Reply(content=long_answer, chunk_chars=100))
     policy = policy_for(srv, stream=stream, max_completion_chars=1000, logprobs=True)
     [ep] = play(policy)
     [turn] = ep.turns
     assert len(turn.response) == 1000 and turn.response == long_answer[:1000]
-    assert turn.finish_reason == "length" and turn.parsed["error"] is not None, "a cut answer is invalid"
+    assert turn.finish_reason == "length" and turn.parsed["error"] is not None, (
+        "a cut answer is invalid"
+    )
     assert turn.format_penalty == pytest.approx(-0.1) and turn.completion_logprobs is None
-    assert turn.extra["truncated_chars"] == {"response": len(long_answer)} if not stream else \
-        turn.extra["truncated_chars"]["response"] <= 1100  # streaming stops reading just past the cap
+    assert (
+        turn.extra["truncated_chars"] == {"response": len(long_answer)}
+        if not stream
+        else turn.extra["truncated_chars"]["response"] <= 1100
+    )  # streaming stops reading just past the cap
     assert policy.stats()["truncated"] == 1 and policy.stats()["length"] == 0
-    assert ep.status != "endpoint_error" and srv.count() == 1, "a cut answer is an answer, not retried"
+    assert ep.status != "endpoint_error" and srv.count() == 1, (
+        "a cut answer is an answer, not retried"
+    )
 
 
-@pytest.mark.parametrize("option, value, message", [
-    ("backoff_base", float("nan"), "backoff_base must be a finite number, got nan"),
-    ("connect_timeout", float("inf"), "connect_timeout must be a finite number, got inf"),
-    ("read_timeout", 0, "read_timeout must be > 0, got 0"),
-    ("max_response_bytes", 0, "max_response_bytes must be >= 1, got 0"),
-    ("max_completion_chars", -5, "max_completion_chars must be >= 1, got -5"),
-])
-def test_issue20_item12_caps_and_timeouts_are_checked(option: str, value: float, message: str) -> None:
+@pytest.mark.parametrize(
+    "option, value, message",
+    [
+        ("backoff_base", float("nan"), "backoff_base must be a finite number, got nan"),
+        ("connect_timeout", float("inf"), "connect_timeout must be a finite number, got inf"),
+        ("read_timeout", 0, "read_timeout must be > 0, got 0"),
+        ("max_response_bytes", 0, "max_response_bytes must be >= 1, got 0"),
+        ("max_completion_chars", -5, "max_completion_chars must be >= 1, got -5"),
+    ],
+)
+def test_issue20_item12_caps_and_timeouts_are_checked(
+    option: str, value: float, message: str
+) -> None:
     with pytest.raises(ValueError, match=re.escape(message)):
         OpenAIPolicy("m", base_url="http://127.0.0.1:9/v1", **{**FAST, option: value})

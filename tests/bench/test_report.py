@@ -27,15 +27,34 @@ HOSTILE_IMG = '<img src=x onerror="alert(2)">'
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ragen_bench.cli", *args], capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "ragen_bench.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 @pytest.fixture(scope="module")
 def random_run(tmp_path_factory) -> Path:
     """A real random-baseline run: 16 Bandit episodes, groups of 4 (mixed success / failure)."""
     out = tmp_path_factory.mktemp("runs")
-    res = _cli("run", "--backend", "random", "--env", "ragen/Bandit-v0", "--episodes", "16", "--group-size", "4",
-               "--out", str(out), "--run-id", "rnd", "--no-progress")
+    res = _cli(
+        "run",
+        "--backend",
+        "random",
+        "--env",
+        "ragen/Bandit-v0",
+        "--episodes",
+        "16",
+        "--group-size",
+        "4",
+        "--out",
+        str(out),
+        "--run-id",
+        "rnd",
+        "--no-progress",
+    )
     assert res.returncode == 0, res.stderr
     return out / "rnd"
 
@@ -50,7 +69,14 @@ def hostile_run(tmp_path_factory) -> Path:
             return f"<think>{HOSTILE} {HOSTILE_IMG}</think><answer>{HOSTILE}</answer>"
         return f"no blocks at all {HOSTILE}"
 
-    req = RunRequest(env_id="ragen/Bandit-v0", backend="random", model=None, episodes=2, out=str(out), run_id="xss")
+    req = RunRequest(
+        env_id="ragen/Bandit-v0",
+        backend="random",
+        model=None,
+        episodes=2,
+        out=str(out),
+        run_id="xss",
+    )
     return start_run(req, policy=ScriptedPolicy(script))
 
 
@@ -58,7 +84,9 @@ def _episodes(run: Path) -> list[dict]:
     return sorted(RunDir(run).read_episodes().values(), key=lambda e: e["episode_index"])
 
 
-def test_report_shows_right_number_of_episodes_and_filters_to_success(browser, random_run, tmp_path):
+def test_report_shows_right_number_of_episodes_and_filters_to_success(
+    browser, random_run, tmp_path
+):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
@@ -78,7 +106,9 @@ def test_report_shows_right_number_of_episodes_and_filters_to_success(browser, r
     # the per-status table counts the same episodes
     counts = Counter(e["status"] for e in eps)
     header = [th.text for th in browser.find_elements(By.CSS_SELECTOR, "#counts thead th")]
-    cells = [td.text for td in browser.find_elements(By.CSS_SELECTOR, "#counts tbody tr:first-child td")]
+    cells = [
+        td.text for td in browser.find_elements(By.CSS_SELECTOR, "#counts tbody tr:first-child td")
+    ]
     assert dict(zip(header[1:-1], map(int, cells[1:-1]))) == dict(counts)
     assert console_errors(browser) == []
 
@@ -93,7 +123,11 @@ def test_report_search_filters_episodes(browser, random_run, tmp_path):
     browser.get(file_url(page))
     box = browser.find_element(By.ID, "episode-search")
     box.send_keys(seed_text)
-    visible = [d for d in browser.find_elements(By.CSS_SELECTOR, "#episodes details.episode") if d.is_displayed()]
+    visible = [
+        d
+        for d in browser.find_elements(By.CSS_SELECTOR, "#episodes details.episode")
+        if d.is_displayed()
+    ]
     assert [d.get_attribute("id") for d in visible] == [f"episode-{target['episode_index']}"]
 
 
@@ -105,11 +139,18 @@ def test_report_shows_model_script_as_text_and_runs_no_script(browser, hostile_r
     html = page.read_text(encoding="utf-8")
     assert HOSTILE not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     browser.get(file_url(page))
-    browser.execute_script("document.querySelectorAll('details').forEach(function (d) { d.open = true; });")
+    browser.execute_script(
+        "document.querySelectorAll('details').forEach(function (d) { d.open = true; });"
+    )
     episode = browser.find_element(By.ID, "episode-0")
     assert HOSTILE in episode.find_element(By.CSS_SELECTOR, ".think pre").text
     assert HOSTILE in episode.find_element(By.CSS_SELECTOR, ".answer pre").text
-    assert HOSTILE in browser.find_element(By.ID, "episode-1").find_element(By.CSS_SELECTOR, "pre.response").text
+    assert (
+        HOSTILE
+        in browser.find_element(By.ID, "episode-1")
+        .find_element(By.CSS_SELECTOR, "pre.response")
+        .text
+    )
     assert len(browser.find_elements(By.TAG_NAME, "script")) == 1  # ours only
     assert browser.find_elements(By.CSS_SELECTOR, "#episodes img") == []
     with pytest.raises(NoAlertPresentException):
@@ -123,7 +164,9 @@ def test_report_shows_parse_flags_actions_and_step_rewards(random_run):
     turn = ep["turns"][0]
     assert f"turn reward {turn['reward']:.3f}" in html
     assert "format valid" in html
-    assert f"<td>{turn['actions'][0]}</td><td class=\"num\">{turn['step_rewards'][0]:.3f}</td>" in html
+    assert (
+        f'<td>{turn["actions"][0]}</td><td class="num">{turn["step_rewards"][0]:.3f}</td>' in html
+    )
     system = next(m["content"] for m in ep["messages"] if m["role"] == "system")
     assert system.split("\n")[0] in html
 
@@ -158,16 +201,39 @@ def test_report_diagnostics_block_when_present(random_run, tmp_path):
     shutil.copytree(random_run, run)
     summary = json.loads((run / "summary.json").read_text())
     summary["diagnostics"] = {
-        "schema_version": 1, "created": "2026-12-01T00:00:00+00:00", "scorer": {"kind": "hf", "model": "tiny"},
-        "settings": {"num_samples": 16, "samplers": ["first_turn"], "seed": 0, "use_token_ids": True,
-                     "thresholds": {"mi_fraction": 0.1, "entropy_per_token": 0.5, "mi_basis": "seq",
-                                    "min_columns": 2, "min_rows": 4}},
-        "metrics": {"collapse/first_turn/retrieval_accuracy": 0.8125, "collapse/first_turn/regime_code": 1},
-        "regimes": {"first_turn": "template_collapse"}, "timing_s": 1.5}
-    schema_validator("summary.schema.json").validate(summary)  # the shape `ragen-bench diagnose` writes
+        "schema_version": 1,
+        "created": "2026-12-01T00:00:00+00:00",
+        "scorer": {"kind": "hf", "model": "tiny"},
+        "settings": {
+            "num_samples": 16,
+            "samplers": ["first_turn"],
+            "seed": 0,
+            "use_token_ids": True,
+            "thresholds": {
+                "mi_fraction": 0.1,
+                "entropy_per_token": 0.5,
+                "mi_basis": "seq",
+                "min_columns": 2,
+                "min_rows": 4,
+            },
+        },
+        "metrics": {
+            "collapse/first_turn/retrieval_accuracy": 0.8125,
+            "collapse/first_turn/regime_code": 1,
+        },
+        "regimes": {"first_turn": "template_collapse"},
+        "timing_s": 1.5,
+    }
+    schema_validator("summary.schema.json").validate(
+        summary
+    )  # the shape `ragen-bench diagnose` writes
     (run / "summary.json").write_text(json.dumps(summary))
     html = render_run_report(run)
-    assert "Reasoning-collapse diagnostics" in html and "template_collapse" in html and "0.8125" in html
+    assert (
+        "Reasoning-collapse diagnostics" in html
+        and "template_collapse" in html
+        and "0.8125" in html
+    )
     assert "Reasoning-collapse diagnostics" not in render_run_report(random_run)
 
 
@@ -196,4 +262,6 @@ def test_report_cli_writes_report_and_refuses_non_run(random_run, tmp_path):
     assert (random_run / "report.html").is_file() and "report.html" in res.stdout
     res = _cli("report", str(tmp_path))
     assert res.returncode == 2
-    assert res.stderr.strip().splitlines() == [f"error: {tmp_path} is not a run directory (no run.json)"]
+    assert res.stderr.strip().splitlines() == [
+        f"error: {tmp_path} is not a run directory (no run.json)"
+    ]

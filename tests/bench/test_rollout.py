@@ -16,7 +16,13 @@ from tests.helpers.scripted import ScriptedPolicy
 def test_make_specs_groups_share_seeds() -> None:
     specs = make_specs("ragen/Bandit-v0", episodes=6, group_size=3, seed=10)
     assert [(s.index, s.seed, s.group, s.member) for s in specs] == [
-        (0, 10, 0, 0), (1, 10, 0, 1), (2, 10, 0, 2), (3, 11, 1, 0), (4, 11, 1, 1), (5, 11, 1, 2)]
+        (0, 10, 0, 0),
+        (1, 10, 0, 1),
+        (2, 10, 0, 2),
+        (3, 11, 1, 0),
+        (4, 11, 1, 1),
+        (5, 11, 1, 2),
+    ]
     with pytest.raises(ValueError, match="multiple of group_size"):
         make_specs("ragen/Bandit-v0", episodes=5, group_size=2)
 
@@ -34,7 +40,8 @@ def test_full_batches_when_all_episodes_wait() -> None:
     """With 8 live episodes and max_batch 8, every turn is generated as one batch of 8."""
     policy = ScriptedPolicy(lambda e, t: "<think>x</think><answer>nope</answer>", max_batch_size=8)
     RolloutEngine(policy, RolloutConfig(max_turns=3, max_actions_per_turn=1)).run(
-        make_specs("ragen/Bandit-v0", episodes=8))
+        make_specs("ragen/Bandit-v0", episodes=8)
+    )
     assert policy.batches == [8, 8, 8]
 
 
@@ -42,7 +49,9 @@ def test_concurrency_bound_for_endpoint_like_policies() -> None:
     state = {"now": 0, "peak": 0}
 
     class Slow(ScriptedPolicy):
-        async def generate(self, requests: list[PolicyRequest], params: SamplingParams) -> list[Generation]:
+        async def generate(
+            self, requests: list[PolicyRequest], params: SamplingParams
+        ) -> list[Generation]:
             state["now"] += 1
             state["peak"] = max(state["peak"], state["now"])
             await asyncio.sleep(0.01)
@@ -51,20 +60,24 @@ def test_concurrency_bound_for_endpoint_like_policies() -> None:
 
     policy = Slow(lambda e, t: "<answer>x</answer>", max_batch_size=1, max_concurrency=3)
     RolloutEngine(policy, RolloutConfig(max_turns=2, max_actions_per_turn=1), max_parallel=10).run(
-        make_specs("ragen/Bandit-v0", episodes=10))
+        make_specs("ragen/Bandit-v0", episodes=10)
+    )
     assert state["peak"] == 3
     assert policy.batches == [1] * 20
 
 
 def test_invalid_answer_penalty_feedback_and_turn_limit() -> None:
     policy = ScriptedPolicy(lambda e, t: "I pick the risky one")
-    rec = RolloutEngine(policy, RolloutConfig(max_turns=3, max_actions_per_turn=1, format_penalty=-0.25)).run(
-        make_specs("ragen/Bandit-v0", episodes=1))[0]
+    rec = RolloutEngine(
+        policy, RolloutConfig(max_turns=3, max_actions_per_turn=1, format_penalty=-0.25)
+    ).run(make_specs("ragen/Bandit-v0", episodes=1))[0]
     assert rec.status == "turn_limit"
     assert [t.reward for t in rec.turns] == [-0.25, -0.25, -0.25]
     assert rec.episode_return == pytest.approx(-0.75)
     assert rec.turns[0].parsed["error"] == "no_answer"
-    assert rec.turns[1].user_message.startswith("Your last answer was invalid: it has no <answer>...</answer> block.")
+    assert rec.turns[1].user_message.startswith(
+        "Your last answer was invalid: it has no <answer>...</answer> block."
+    )
     assert rec.metrics()["format_valid_rate"] == 0.0
     assert rec.success is False
 
@@ -72,7 +85,8 @@ def test_invalid_answer_penalty_feedback_and_turn_limit() -> None:
 def test_max_invalid_answers_ends_episode() -> None:
     policy = ScriptedPolicy(lambda e, t: "<answer></answer>")
     rec = RolloutEngine(policy, RolloutConfig(max_turns=5, max_invalid_answers=2)).run(
-        make_specs("ragen/Bandit-v0", episodes=1))[0]
+        make_specs("ragen/Bandit-v0", episodes=1)
+    )[0]
     assert rec.status == "invalid_format_limit"
     assert len(rec.turns) == 2
 
@@ -80,7 +94,8 @@ def test_max_invalid_answers_ends_episode() -> None:
 def test_unknown_action_lists_valid_actions_in_feedback() -> None:
     policy = ScriptedPolicy(lambda e, t: "<think>x</think><answer>Astronaut</answer>")
     rec = RolloutEngine(policy, RolloutConfig(max_turns=2, max_actions_per_turn=1)).run(
-        make_specs("ragen/Bandit-v0", episodes=1))[0]
+        make_specs("ragen/Bandit-v0", episodes=1)
+    )[0]
     msg = rec.turns[1].user_message
     env = ragen_envs.make("ragen/Bandit-v0", split="train")
     env.reset(seed=0)
@@ -94,7 +109,8 @@ def test_valid_answer_steps_env_and_records_infos() -> None:
     best = env.unwrapped.oracle_actions()[0]
     policy = ScriptedPolicy(lambda e, t: f"<think>go</think><answer>{best.upper()}</answer>")
     rec = RolloutEngine(policy, RolloutConfig(max_turns=1, max_actions_per_turn=1)).run(
-        make_specs("ragen/Bandit-v0", episodes=1, env_config={"split": "train"}))[0]
+        make_specs("ragen/Bandit-v0", episodes=1, env_config={"split": "train"})
+    )[0]
     assert rec.status == "success" and rec.success
     assert rec.turns[0].actions == [best]
     assert rec.turns[0].infos[-1]["chose_best"] is True
@@ -112,7 +128,8 @@ def test_env_exception_is_recorded_as_env_error(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(BanditEnv, "step", boom)
     policy = OraclePolicy()
     rec = RolloutEngine(policy, RolloutConfig(max_turns=2, max_actions_per_turn=1)).run(
-        make_specs("ragen/Bandit-v0", episodes=1))[0]
+        make_specs("ragen/Bandit-v0", episodes=1)
+    )[0]
     assert rec.status == "env_error"
     assert "simulated env bug" in rec.error
 
@@ -122,7 +139,9 @@ def test_policy_exception_is_endpoint_error() -> None:
         async def generate(self, requests, params):  # noqa: ANN001
             raise ConnectionError("server went away")
 
-    rec = RolloutEngine(Broken(lambda e, t: ""), RolloutConfig()).run(make_specs("ragen/Bandit-v0", episodes=1))[0]
+    rec = RolloutEngine(Broken(lambda e, t: ""), RolloutConfig()).run(
+        make_specs("ragen/Bandit-v0", episodes=1)
+    )[0]
     assert rec.status == "endpoint_error"
     assert "server went away" in rec.error
     assert rec.turns == []
@@ -130,20 +149,30 @@ def test_policy_exception_is_endpoint_error() -> None:
 
 def test_context_modes() -> None:
     policy = ScriptedPolicy(lambda e, t: "<think>x</think><answer>nope</answer>")
-    last_k = RolloutEngine(policy, RolloutConfig(max_turns=4, max_actions_per_turn=1, context_mode="last_k",
-                                                 context_window=1)).run(make_specs("ragen/Bandit-v0", episodes=1))[0]
+    last_k = RolloutEngine(
+        policy,
+        RolloutConfig(max_turns=4, max_actions_per_turn=1, context_mode="last_k", context_window=1),
+    ).run(make_specs("ragen/Bandit-v0", episodes=1))[0]
     roles = [[m["role"] for m in t.prompt_messages] for t in last_k.turns]
-    assert roles == [["system", "user"], ["system", "user", "assistant", "user"],
-                     ["system", "user", "assistant", "user"], ["system", "user", "assistant", "user"]]
+    assert roles == [
+        ["system", "user"],
+        ["system", "user", "assistant", "user"],
+        ["system", "user", "assistant", "user"],
+        ["system", "user", "assistant", "user"],
+    ]
     assert last_k.turns[3].prompt_messages[1]["content"] == last_k.turns[2].user_message
-    single = RolloutEngine(policy, RolloutConfig(max_turns=3, max_actions_per_turn=1, context_mode="single_turn")).run(
-        make_specs("ragen/Bandit-v0", episodes=1))[0]
+    single = RolloutEngine(
+        policy, RolloutConfig(max_turns=3, max_actions_per_turn=1, context_mode="single_turn")
+    ).run(make_specs("ragen/Bandit-v0", episodes=1))[0]
     assert all(len(t.prompt_messages) == 2 for t in single.turns)
     third = single.turns[2].prompt_messages[1]["content"]
-    assert third.startswith("Summary of your earlier turns:\nTurn 1: invalid answer (unknown_action), reward -0.1.\n"
-                            "Turn 2: invalid answer (unknown_action), reward -0.1.\n\n")
+    assert third.startswith(
+        "Summary of your earlier turns:\nTurn 1: invalid answer (unknown_action), reward -0.1.\n"
+        "Turn 2: invalid answer (unknown_action), reward -0.1.\n\n"
+    )
     full = RolloutEngine(policy, RolloutConfig(max_turns=3, max_actions_per_turn=1)).run(
-        make_specs("ragen/Bandit-v0", episodes=1))[0]
+        make_specs("ragen/Bandit-v0", episodes=1)
+    )[0]
     assert len(full.turns[2].prompt_messages) == 6
     # The transcript is the whole dialogue whatever the mode.
     assert len(single.messages) == len(full.messages) == 7
@@ -159,21 +188,25 @@ def tiny_tokenizer():
 
 
 def test_token_budget_drops_oldest_turns_never_system(tiny_tokenizer) -> None:
-    policy = ScriptedPolicy(lambda e, t: "<think>x</think><answer>nope</answer>", tokenizer=tiny_tokenizer)
+    policy = ScriptedPolicy(
+        lambda e, t: "<think>x</think><answer>nope</answer>", tokenizer=tiny_tokenizer
+    )
     engine = RolloutEngine(policy, RolloutConfig(max_turns=4, max_actions_per_turn=1))
     full = engine.run(make_specs("ragen/Bandit-v0", episodes=1))[0]
     sizes = [len(t.prompt_token_ids) for t in full.turns]
     msgs = full.turns[2].prompt_messages  # system, u1, a1, u2, a2, u3
     budget = len(engine.chat.prompt_ids([msgs[0]] + msgs[3:]))  # room for one earlier turn, not two
-    limited = RolloutEngine(policy, RolloutConfig(max_turns=4, max_actions_per_turn=1, max_context_tokens=budget)).run(
-        make_specs("ragen/Bandit-v0", episodes=1))[0]
+    limited = RolloutEngine(
+        policy, RolloutConfig(max_turns=4, max_actions_per_turn=1, max_context_tokens=budget)
+    ).run(make_specs("ragen/Bandit-v0", episodes=1))[0]
     assert [t.context_dropped_turns for t in limited.turns] == [0, 0, 1, 2]
     for t in limited.turns:
         assert t.prompt_messages[0]["role"] == "system"
         assert t.prompt_messages[-1]["content"] == t.user_message
         assert len(t.prompt_token_ids) <= budget
-    tiny_budget = RolloutEngine(policy, RolloutConfig(max_turns=4, max_context_tokens=sizes[0] - 1)).run(
-        make_specs("ragen/Bandit-v0", episodes=1))[0]
+    tiny_budget = RolloutEngine(
+        policy, RolloutConfig(max_turns=4, max_context_tokens=sizes[0] - 1)
+    ).run(make_specs("ragen/Bandit-v0", episodes=1))[0]
     assert tiny_budget.status == "context_limit" and tiny_budget.turns == []
 
 
@@ -183,9 +216,12 @@ def test_full_mode_prompts_extend_the_sampled_tokens(tiny_tokenizer) -> None:
     from ragen_bench.chat import ChatTokens
 
     chat = ChatTokens(tiny_tokenizer)
-    policy = ScriptedPolicy(lambda e, t: f"<think>turn {t}</think><answer>nope</answer>", tokenizer=tiny_tokenizer)
+    policy = ScriptedPolicy(
+        lambda e, t: f"<think>turn {t}</think><answer>nope</answer>", tokenizer=tiny_tokenizer
+    )
     rec = RolloutEngine(policy, RolloutConfig(max_turns=3, max_actions_per_turn=1)).run(
-        make_specs("ragen/Bandit-v0", episodes=1))[0]
+        make_specs("ragen/Bandit-v0", episodes=1)
+    )[0]
     assert [t.incremental_tokens for t in rec.turns] == [False, True, True]
     for prev, cur in zip(rec.turns, rec.turns[1:]):
         n = len(prev.prompt_token_ids) + len(prev.completion_token_ids)

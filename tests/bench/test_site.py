@@ -21,8 +21,13 @@ BASELINES = sorted((ROOT / "leaderboards").glob("*.json"))
 
 
 def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ragen_bench.cli", *args], capture_output=True, text=True,
-                          timeout=300, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "ragen_bench.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -32,8 +37,22 @@ def board_with_runs(tmp_path_factory) -> tuple[Path, Path]:
     runs = tmp / "runs" / "baselines"
     board = tmp / "boards" / "lake.json"
     for backend in ("oracle", "random"):
-        res = _cli("run", "--backend", backend, "--env", "ragen/FrozenLake-v0", "--episodes", "8", "--group-size", "4",
-                   "--out", str(runs), "--run-id", f"{backend}-lake", "--no-progress")
+        res = _cli(
+            "run",
+            "--backend",
+            backend,
+            "--env",
+            "ragen/FrozenLake-v0",
+            "--episodes",
+            "8",
+            "--group-size",
+            "4",
+            "--out",
+            str(runs),
+            "--run-id",
+            f"{backend}-lake",
+            "--no-progress",
+        )
         assert res.returncode == 0, res.stderr
         add_run(board, runs / f"{backend}-lake", label=backend, description="a <b>lake</b> board")
     return board, tmp / "runs"
@@ -42,9 +61,13 @@ def board_with_runs(tmp_path_factory) -> tuple[Path, Path]:
 def _success_values(driver) -> list[float]:
     from selenium.webdriver.common.by import By
 
-    col = [th.get_attribute("id") for th in driver.find_elements(By.CSS_SELECTOR, "#board thead th")].index("col-success")
-    return [float(tr.find_elements(By.TAG_NAME, "td")[col].get_attribute("data-value"))
-            for tr in driver.find_elements(By.CSS_SELECTOR, "#board tbody tr")]
+    col = [
+        th.get_attribute("id") for th in driver.find_elements(By.CSS_SELECTOR, "#board thead th")
+    ].index("col-success")
+    return [
+        float(tr.find_elements(By.TAG_NAME, "td")[col].get_attribute("data-value"))
+        for tr in driver.find_elements(By.CSS_SELECTOR, "#board tbody tr")
+    ]
 
 
 def test_board_sorts_by_success_when_header_is_clicked(browser, tmp_path):
@@ -54,7 +77,9 @@ def test_board_sorts_by_success_when_header_is_clicked(browser, tmp_path):
     browser.get(file_url(tmp_path / "site" / "procedural.html"))
     before = _success_values(browser)
     board = json.loads((ROOT / "leaderboards" / "procedural.json").read_text())
-    assert before == [e["metrics"]["success"]["mean"] for e in board["entries"]]  # the board's order
+    assert before == [
+        e["metrics"]["success"]["mean"] for e in board["entries"]
+    ]  # the board's order
     assert before != sorted(before, reverse=True)  # so that sorting has work to do
     header = browser.find_element(By.ID, "col-success")
     header.click()
@@ -72,9 +97,16 @@ def test_board_filters_by_environment(browser, tmp_path):
 
     build_site(BASELINES, tmp_path / "site", runs_roots=[])
     browser.get(file_url(tmp_path / "site" / "data.html"))
-    Select(browser.find_element(By.CSS_SELECTOR, "select[data-filter-attr=env]")).select_by_value("ragen/WebShop-v0")
-    shown = [tr for tr in browser.find_elements(By.CSS_SELECTOR, "#board tbody tr") if tr.is_displayed()]
-    assert sorted(tr.find_elements(By.TAG_NAME, "td")[0].text for tr in shown) == ["oracle", "random"]
+    Select(browser.find_element(By.CSS_SELECTOR, "select[data-filter-attr=env]")).select_by_value(
+        "ragen/WebShop-v0"
+    )
+    shown = [
+        tr for tr in browser.find_elements(By.CSS_SELECTOR, "#board tbody tr") if tr.is_displayed()
+    ]
+    assert sorted(tr.find_elements(By.TAG_NAME, "td")[0].text for tr in shown) == [
+        "oracle",
+        "random",
+    ]
     assert {tr.get_attribute("data-env") for tr in shown} == {"ragen/WebShop-v0"}
 
 
@@ -91,7 +123,9 @@ def test_board_rows_link_to_run_reports(browser, board_with_runs, tmp_path):
     assert browser.find_element(By.TAG_NAME, "h1").text == "Run oracle-lake"
     assert len(browser.find_elements(By.CSS_SELECTOR, "#episodes details.episode")) == 8
     browser.find_element(By.LINK_TEXT, "leaderboards").click()  # back to the index, relative links
-    assert browser.find_element(By.LINK_TEXT, "lake").get_attribute("href").endswith("/site/lake.html")
+    assert (
+        browser.find_element(By.LINK_TEXT, "lake").get_attribute("href").endswith("/site/lake.html")
+    )
 
 
 def test_board_row_without_run_directory_has_no_link(board_with_runs, tmp_path):
@@ -106,12 +140,25 @@ def test_board_page_shows_every_column(board_with_runs, tmp_path):
     board, runs = board_with_runs
     build_site([board], tmp_path / "site", runs_roots=[runs])
     html = (tmp_path / "site" / "lake.html").read_text()
-    for col in ("policy", "back-end", "success % [95% CI]", "return [95% CI]", "format-valid", "tokens / episode",
-                "episodes", "date", "env version", "protocol"):
+    for col in (
+        "policy",
+        "back-end",
+        "success % [95% CI]",
+        "return [95% CI]",
+        "format-valid",
+        "tokens / episode",
+        "episodes",
+        "date",
+        "env version",
+        "protocol",
+    ):
         assert f">{col}</th>" in html
     entry = next(e for e in json.loads(board.read_text())["entries"] if e["model"] == "oracle")
     s = entry["metrics"]["success"]
-    assert f"{100 * s['mean']:.1f}% <span class=\"ci\">[{100 * s['ci95'][0]:.1f}, {100 * s['ci95'][1]:.1f}]</span>" in html
+    assert (
+        f'{100 * s["mean"]:.1f}% <span class="ci">[{100 * s["ci95"][0]:.1f}, {100 * s["ci95"][1]:.1f}]</span>'
+        in html
+    )
     assert "5×2 · think · full · 256 tok · g4" in html
     assert "a &lt;b&gt;lake&lt;/b&gt; board" in html  # board text is data: escaped
 
@@ -130,11 +177,15 @@ def test_site_pages_need_no_network(board_with_runs, tmp_path):
     for page in build_site([*BASELINES, board], tmp_path / "site", runs_roots=[runs]):
         html = page.read_text()
         assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html), page
-        assert "default-src &#39;none&#39;" in html and html.count("<script") == 1  # CSP: no fetches, one script
+        assert (
+            "default-src &#39;none&#39;" in html and html.count("<script") == 1
+        )  # CSP: no fetches, one script
 
 
 def test_site_publishes_baseline_boards_with_one_command(tmp_path):
-    res = _cli("site", *map(str, BASELINES), "--out", str(tmp_path / "site"), cwd=tmp_path)  # no runs/ there
+    res = _cli(
+        "site", *map(str, BASELINES), "--out", str(tmp_path / "site"), cwd=tmp_path
+    )  # no runs/ there
     assert res.returncode == 0, res.stderr
     names = sorted(p.name for p in (tmp_path / "site").iterdir())
     assert names == sorted(["index.html", *(f"{p.stem}.html" for p in BASELINES)])
@@ -164,7 +215,13 @@ def test_page_templates_and_assets_are_tracked_not_ignored():
     # A `site/` pattern in .gitignore once hid ragen_bench/site/ from git and from the wheel.
     if shutil.which("git") is None or not (ROOT / ".git").exists():
         pytest.skip("not a git checkout")
-    assets = [p for p in (ROOT / "ragen_bench" / "site").rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+    assets = [
+        p
+        for p in (ROOT / "ragen_bench" / "site").rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    ]
     assert any(p.suffix == ".html" for p in assets) and any(p.suffix == ".js" for p in assets)
-    res = subprocess.run(["git", "-C", str(ROOT), "check-ignore", *map(str, assets)], capture_output=True, text=True)
+    res = subprocess.run(
+        ["git", "-C", str(ROOT), "check-ignore", *map(str, assets)], capture_output=True, text=True
+    )
     assert res.stdout.strip() == "", f"ignored by .gitignore: {res.stdout}"

@@ -41,9 +41,11 @@ def _served_model(base_url: str) -> str:
 @pytest.fixture(scope="module")
 def base_url() -> str:
     if not BASE_URL:
-        reason = ("RAGEN_VLLM_BASE_URL is not set: start a vLLM OpenAI-compatible server (`vllm serve MODEL`, or "
-                  "the workspace's ../shared/tools/vllm-server start MODEL) and set "
-                  "RAGEN_VLLM_BASE_URL=http://127.0.0.1:8000/v1 to run this test")
+        reason = (
+            "RAGEN_VLLM_BASE_URL is not set: start a vLLM OpenAI-compatible server (`vllm serve MODEL`, or "
+            "the workspace's ../shared/tools/vllm-server start MODEL) and set "
+            "RAGEN_VLLM_BASE_URL=http://127.0.0.1:8000/v1 to run this test"
+        )
         print(f"skipping: {reason}")
         pytest.skip(reason)
     return BASE_URL
@@ -52,14 +54,44 @@ def base_url() -> str:
 def test_sokoban_run_against_a_real_server(base_url: str, tmp_path: Path) -> None:
     model = _served_model(base_url)
     max_new = os.environ.get("RAGEN_VLLM_MAX_NEW_TOKENS", "64")
-    args = [sys.executable, "-m", "ragen_bench", "run", "--backend", "openai", "--base-url", base_url,
-            "--model", model, "--env", "ragen/Sokoban-v0", "--episodes", "4", "--max-new-tokens", max_new,
-            "--temperature", "0", "--logprobs", "--concurrency", "4", "--read-timeout", "600",
-            "--no-progress", "--out", str(tmp_path), "--run-id", "real"]
+    args = [
+        sys.executable,
+        "-m",
+        "ragen_bench",
+        "run",
+        "--backend",
+        "openai",
+        "--base-url",
+        base_url,
+        "--model",
+        model,
+        "--env",
+        "ragen/Sokoban-v0",
+        "--episodes",
+        "4",
+        "--max-new-tokens",
+        max_new,
+        "--temperature",
+        "0",
+        "--logprobs",
+        "--concurrency",
+        "4",
+        "--read-timeout",
+        "600",
+        "--no-progress",
+        "--out",
+        str(tmp_path),
+        "--run-id",
+        "real",
+    ]
     proc = subprocess.run(args, capture_output=True, text=True, cwd=REPO, timeout=3600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     run = tmp_path / "real"
-    for name, kind in (("episodes.jsonl", "episode"), ("summary.json", "summary"), ("run.json", "run")):
+    for name, kind in (
+        ("episodes.jsonl", "episode"),
+        ("summary.json", "summary"),
+        ("run.json", "run"),
+    ):
         assert validate_file(run / name)[0] == kind
     eps = [json.loads(x) for x in (run / "episodes.jsonl").read_text().splitlines() if x.strip()]
     assert sorted(e["episode_index"] for e in eps) == [0, 1, 2, 3]
@@ -69,7 +101,10 @@ def test_sokoban_run_against_a_real_server(base_url: str, tmp_path: Path) -> Non
     for t in turns:
         assert t["finish_reason"] in ("stop", "length")
         assert t["usage"]["prompt_tokens"] > 0 and t["usage"]["completion_tokens"] > 0
-        assert t["completion_logprobs"] and len(t["completion_logprobs"]) == t["usage"]["completion_tokens"]
+        assert (
+            t["completion_logprobs"]
+            and len(t["completion_logprobs"]) == t["usage"]["completion_tokens"]
+        )
         assert all(lp <= 0 for lp in t["completion_logprobs"])
     summary = json.loads((run / "summary.json").read_text())
     assert summary["episodes"] == {"requested": 4, "recorded": 4, "scored": 4, "missing": 0}

@@ -20,7 +20,11 @@ import pytest
 # expect; tests/envs/test_lean_*.py choose their verifier explicitly.  Subprocesses
 # (test_determinism, test_wheel) inherit it.
 os.environ["RAGEN_LEAN_VERIFIER"] = "replay:" + os.path.join(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "lean", "sweep.replay.jsonl")
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    "data",
+    "lean",
+    "sweep.replay.jsonl",
+)
 
 import ragen_envs  # noqa: E402
 

@@ -78,16 +78,25 @@ class RecordedLean:
     def command(self, request: dict) -> dict:
         """Answer ``{"cmd": ...}`` (the ``env`` field is accepted and ignored)."""
         text = request.get("cmd")
-        hits = [(t, ans) for t, tr in enumerate(self.transcripts) for req, ans in tr
-                if req.get("cmd") == text and set(req) <= {"cmd", "env"}]
+        hits = [
+            (t, ans)
+            for t, tr in enumerate(self.transcripts)
+            for req, ans in tr
+            if req.get("cmd") == text and set(req) <= {"cmd", "env"}
+        ]
         if not hits:
             raise Unrecorded(f"no recorded answer for command {text!r}")
         answer = json.loads(json.dumps(hits[0][1]))
         answer["env"] = self.next_env
         self.next_env += 1
         for k, s in enumerate(answer.get("sorries") or []):
-            s["proofState"] = self._live_ps([(t, a["sorries"][k]["proofState"]) for t, a in hits
-                                             if len(a.get("sorries") or []) > k])
+            s["proofState"] = self._live_ps(
+                [
+                    (t, a["sorries"][k]["proofState"])
+                    for t, a in hits
+                    if len(a.get("sorries") or []) > k
+                ]
+            )
         return answer
 
     def tactic(self, request: dict) -> dict:
@@ -112,15 +121,18 @@ class RecordedLean:
 
 
 def _theorem_statements() -> list[str]:
-    return [json.loads(line)["formal_statement"] for line in THEOREMS.read_text(encoding="utf-8").splitlines()
-            if line.strip()]
+    return [
+        json.loads(line)["formal_statement"]
+        for line in THEOREMS.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
 
 
 def _split_code(code: str) -> tuple[str, list[str], int]:
     """(statement, tactics, probe line) of a whole proof as the env builds it (no header here)."""
     for statement in _theorem_statements():
         if code.startswith(statement):
-            lines = code[len(statement):].rstrip("\n").split("\n")
+            lines = code[len(statement) :].rstrip("\n").split("\n")
             if lines[-1].strip() != PROBE:
                 raise Unrecorded("the code does not end with the probe line")
             tactics: list[str] = []
@@ -145,21 +157,40 @@ def whole_proof_answer(lean: RecordedLean, code: str) -> dict:
         ans = lean.tactic({"tactic": tactic, "proofState": ps})
         where = {"line": line, "column": 2}
         if "proofState" not in ans:
-            return {"env": 0, "messages": [{"severity": "error", "pos": where, "endPos": where,
-                                            "data": ans["message"]}]}
-        errors = [dict(m, pos=where, endPos=where) for m in ans.get("messages", []) if m["severity"] == "error"]
+            return {
+                "env": 0,
+                "messages": [
+                    {"severity": "error", "pos": where, "endPos": where, "data": ans["message"]}
+                ],
+            }
+        errors = [
+            dict(m, pos=where, endPos=where)
+            for m in ans.get("messages", [])
+            if m["severity"] == "error"
+        ]
         if errors:
             return {"env": 0, "messages": errors}
         if ans.get("sorries"):
-            return {"env": 0, "messages": warning,
-                    "sorries": [{"proofState": 0, "pos": where, "endPos": where, "goal": s["goal"]} for s in ans["sorries"]]}
+            return {
+                "env": 0,
+                "messages": warning,
+                "sorries": [
+                    {"proofState": 0, "pos": where, "endPos": where, "goal": s["goal"]}
+                    for s in ans["sorries"]
+                ],
+            }
         ps, goals = ans["proofState"], ans["goals"]
         line += tactic.count("\n") + 1
     if not goals:
         return {"env": 0}
     probe = {"line": probe_line, "column": 12}
-    return {"env": 0, "messages": warning,
-            "sorries": [{"proofState": i, "pos": probe, "endPos": probe, "goal": g} for i, g in enumerate(goals)]}
+    return {
+        "env": 0,
+        "messages": warning,
+        "sorries": [
+            {"proofState": i, "pos": probe, "endPos": probe, "goal": g} for i, g in enumerate(goals)
+        ],
+    }
 
 
 class KiminaServer:
@@ -203,7 +234,10 @@ class KiminaServer:
                     server.requests.append((self.path, body))
                     status = server.fail_first.pop(0) if server.fail_first else None
                 if status is not None:
-                    self._send(status, {"detail": "No available REPLs" if status == 429 else "REPL failure"})
+                    self._send(
+                        status,
+                        {"detail": "No available REPLs" if status == 429 else "REPL failure"},
+                    )
                     return False
                 if server.api_key is not None:
                     auth = self.headers.get("Authorization", "")
@@ -233,8 +267,13 @@ class KiminaServer:
                 if server.delay_s:
                     time.sleep(server.delay_s)
                 try:
-                    results = [server.check(s["id"], s["code"], float(body.get("timeout", 60))) for s in body["snippets"]]
-                except Unrecorded as exc:  # a test asked for something nobody recorded: say so loudly
+                    results = [
+                        server.check(s["id"], s["code"], float(body.get("timeout", 60)))
+                        for s in body["snippets"]
+                    ]
+                except (
+                    Unrecorded
+                ) as exc:  # a test asked for something nobody recorded: say so loudly
                     self._send(500, {"detail": f"lean_fakes: {exc.args[0]}"})
                     return
                 self._send(200, {"results": results})
@@ -254,9 +293,17 @@ class KiminaServer:
             return {"id": sid, **self.written[code]}
         _, tactics, _ = _split_code(code)
         if set(tactics) & self.timeout_tactics:
-            return {"id": sid, "time": timeout, "error": f"Lean REPL command timed out in {timeout} seconds",
-                    "diagnostics": {"repl_uuid": "0"}}
-        return {"id": sid, "time": 0.05, "response": whole_proof_answer(RecordedLean(self.transcripts), code)}
+            return {
+                "id": sid,
+                "time": timeout,
+                "error": f"Lean REPL command timed out in {timeout} seconds",
+                "diagnostics": {"repl_uuid": "0"},
+            }
+        return {
+            "id": sid,
+            "time": 0.05,
+            "response": whole_proof_answer(RecordedLean(self.transcripts), code),
+        }
 
     def __enter__(self) -> KiminaServer:
         self.thread.start()

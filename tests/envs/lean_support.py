@@ -28,5 +28,11 @@ def repl_spec(*fault: str) -> str:
 
 def lean_env(verifier: str, **config: Any) -> Any:
     """``ragen/Lean-v0`` over the test theorems (their split is ``test``), fast retries."""
-    cfg = {"data_source": str(THEOREMS), "split": "test", "retry_backoff_s": 0.01, "render_mode": "ansi", **config}
+    cfg = {
+        "data_source": str(THEOREMS),
+        "split": "test",
+        "retry_backoff_s": 0.01,
+        "render_mode": "ansi",
+        **config,
+    }
     return ragen_envs.make("ragen/Lean-v0", verifier=verifier, **cfg).unwrapped

@@ -55,7 +55,9 @@ def test_env_is_one_package_with_register_and_schemas(env_id: str) -> None:
     for name in ("__init__.py", "env.py", "register.py", "config.schema.json", "info.schema.json"):
         assert (folder / name).is_file(), f"{folder / name} is missing"
     module, _, cls = entry.entry_point.partition(":")
-    assert module == package.__name__, f"entry point {entry.entry_point!r} is not the package's export"
+    assert module == package.__name__, (
+        f"entry point {entry.entry_point!r} is not the package's export"
+    )
     assert getattr(package, cls).env_key == entry.env_key
     assert f'env_key="{entry.env_key}"' in (folder / "register.py").read_text(encoding="utf-8")
 
@@ -83,7 +85,9 @@ def test_oracle_episode_on_seed_0_succeeds_and_validates(env_id: str) -> None:
         assert result.success, result.status
     for info in result.infos:
         ragen_envs.validate_info(entry.env_key, info)
-    assert ragen_envs.validate_config(entry.env_key, {}) == ragen_envs.config_defaults(entry.env_key)
+    assert ragen_envs.validate_config(entry.env_key, {}) == ragen_envs.config_defaults(
+        entry.env_key
+    )
 
 
 # --------------------------------------------------------------- your env's rules

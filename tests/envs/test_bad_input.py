@@ -40,16 +40,53 @@ _SETTINGS = dict(
     derandomize=True,  # reproducible in CI: the same examples on every run
     database=None,
     print_blob=True,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+    ],
 )
 
 MIB = 1 << 20
 
 #: Fragments that make strings look almost like answers.
 TAG_PIECES = [
-    "<think>", "</think>", "<answer>", "</answer>", "<THINK>", "<Answer>", "<", ">", "/", "think", "answer",
-    "||", "|", " ", "\n", "\t", "Up", "left", "place", "1", "9", "+", "*", "/", "(", ")", "=", "**", "//",
-    "row", "col", ",", ".", "-", "\x00", "√",
+    "<think>",
+    "</think>",
+    "<answer>",
+    "</answer>",
+    "<THINK>",
+    "<Answer>",
+    "<",
+    ">",
+    "/",
+    "think",
+    "answer",
+    "||",
+    "|",
+    " ",
+    "\n",
+    "\t",
+    "Up",
+    "left",
+    "place",
+    "1",
+    "9",
+    "+",
+    "*",
+    "/",
+    "(",
+    ")",
+    "=",
+    "**",
+    "//",
+    "row",
+    "col",
+    ",",
+    ".",
+    "-",
+    "\x00",
+    "√",
 ]
 
 #: Arbitrary strings: empty, any surrogate-free unicode, control/format characters,
@@ -98,7 +135,9 @@ def _step_and_check(env_id: str, seed: int, action: str) -> bool:
     assert info["step"] == 1
     ragen_envs.validate_info(key, info)
     if not info["action_is_valid"]:
-        assert reward == base.config["invalid_action_reward"], "invalid action must get the documented penalty"
+        assert reward == base.config["invalid_action_reward"], (
+            "invalid action must get the documented penalty"
+        )
         assert terminated is False
         assert truncated is (int(base.config["max_steps"]) <= 1)
         assert info["action_is_effective"] is False and info["success"] is False
@@ -190,10 +229,20 @@ def test_invalid_action_does_not_change_the_future(env_id: str) -> None:
     enable_think=st.booleans(),
     finish_reason=st.sampled_from([None, "stop", "length"]),
 )
-def test_parser_never_raises(text: str, vocab: tuple[str, ...] | None, max_actions: int | None,
-                             enable_think: bool, finish_reason: str | None) -> None:
-    r = parse_response(text, action_names=vocab, max_actions=max_actions, enable_think=enable_think,
-                       finish_reason=finish_reason)
+def test_parser_never_raises(
+    text: str,
+    vocab: tuple[str, ...] | None,
+    max_actions: int | None,
+    enable_think: bool,
+    finish_reason: str | None,
+) -> None:
+    r = parse_response(
+        text,
+        action_names=vocab,
+        max_actions=max_actions,
+        enable_think=enable_think,
+        finish_reason=finish_reason,
+    )
     assert r.valid == (r.error is None and bool(r.actions))
     if r.error is not None:
         assert r.actions == ()
@@ -230,8 +279,9 @@ def test_parser_on_tag_soup_matches_a_clean_wrapper(pieces: list[str]) -> None:
         ("1MiB_open_paren", {}, "no_answer", 0, 0),
     ],
 )
-def test_parser_on_one_mebibyte_strings(name: str, kwargs: dict[str, Any], error: str, n_actions: int,
-                                        n_dropped: int) -> None:
+def test_parser_on_one_mebibyte_strings(
+    name: str, kwargs: dict[str, Any], error: str, n_actions: int, n_dropped: int
+) -> None:
     r = parse_response(BIG_STRINGS[name], action_names=("Up", "Down"), **kwargs)
     assert (r.error, len(r.actions), r.n_dropped) == (error, n_actions, n_dropped)
 
@@ -244,7 +294,12 @@ def test_parser_on_a_mebibyte_of_actions_keeps_the_budget() -> None:
 
 
 def test_parser_on_a_mebibyte_think_block() -> None:
-    r = parse_response("<think>" + "hmm " * (MIB // 4) + "</think><answer>down</answer>", action_names=("Up", "Down"))
+    r = parse_response(
+        "<think>" + "hmm " * (MIB // 4) + "</think><answer>down</answer>",
+        action_names=("Up", "Down"),
+    )
     assert r.valid and r.actions == ("Down",)
-    r = parse_response("<think>" + "hmm " * (MIB // 4), action_names=("Up", "Down"))  # cut off mid-thought
+    r = parse_response(
+        "<think>" + "hmm " * (MIB // 4), action_names=("Up", "Down")
+    )  # cut off mid-thought
     assert r.error == "malformed_tags" and r.actions == ()

@@ -27,8 +27,12 @@ from ragen_envs.seeding import SPLITS, instance_split
 CORRECT, WRONG, INVALID = AnswerStatus.CORRECT, AnswerStatus.WRONG, AnswerStatus.INVALID
 IDS = [e.id for e in ragen_envs.list_envs("Countdown")]
 
-_HYP = dict(deadline=None, derandomize=True, database=None,
-            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+_HYP = dict(
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 
 # ------------------------------------------------------------------ checker table
 
@@ -44,11 +48,11 @@ ISSUE_CASES = [
 
 CHECKER_CASES = [
     # numbers: each given number exactly once, all of them, nothing else
-    ([3, 4], 8, "(3+5)", INVALID, "exactly once"),          # foreign number 5, 4 unused
-    ([3, 4], 7, "3+4+4", INVALID, "exactly once"),          # a number used twice
-    ([3, 3], 6, "3+3", CORRECT, "6"),                       # repeats must all be used
+    ([3, 4], 8, "(3+5)", INVALID, "exactly once"),  # foreign number 5, 4 unused
+    ([3, 4], 7, "3+4+4", INVALID, "exactly once"),  # a number used twice
+    ([3, 3], 6, "3+3", CORRECT, "6"),  # repeats must all be used
     ([3, 3], 3, "3", INVALID, "exactly once"),
-    ([8, 1], 81, "8 1", INVALID, "well-formed"),            # no digit concatenation
+    ([8, 1], 81, "8 1", INVALID, "well-formed"),  # no digit concatenation
     ([81, 1, 1, 1], 81, "((((81))))*1*(1)*1", CORRECT, "81"),
     # operators: only binary + - * /
     ([3, 4], 1, "-3+4", INVALID, "unary"),
@@ -65,10 +69,10 @@ CHECKER_CASES = [
     ([2, 3], 5, "0x2+3", INVALID, "character"),
     ([2, 3], 5, "1e3", INVALID, "character"),
     ([2, 3], 5, "2_0+3", INVALID, "character"),
-    ([2, 3], 5, "\u0662+\u0663", INVALID, "character"),     # Arabic-Indic digits
+    ([2, 3], 5, "\u0662+\u0663", INVALID, "character"),  # Arabic-Indic digits
     ([2, 3], 5, "2+3;", INVALID, "character"),
     ([2, 3], 5, "[2+3]", INVALID, "character"),
-    ([7, 0], 7, "007+0", INVALID, "well-formed"),           # leading zeros
+    ([7, 0], 7, "007+0", INVALID, "well-formed"),  # leading zeros
     ([2, 3], 5, "", INVALID, "empty"),
     ([2, 3], 5, "   \n ", INVALID, "empty"),
     ([2, 3], 5, "(2+3", INVALID, "well-formed"),
@@ -86,7 +90,7 @@ CHECKER_CASES = [
     ([44, 19, 35], 60, "44-19+35 = 60", CORRECT, "60"),
     ([44, 19, 35], 60, "44-19+35=60", CORRECT, "60"),
     ([44, 19, 35], 60, "44-19+35 = 61", INVALID, "target 60"),
-    ([7, 2], 3, "7/2 = 3", WRONG, "7/2"),                   # claiming the target proves nothing
+    ([7, 2], 3, "7/2 = 3", WRONG, "7/2"),  # claiming the target proves nothing
     ([44, 19, 35], 60, "44-19+35 == 60", INVALID, "at most one"),
     ([44, 19, 35], 60, "60 = 44-19+35", INVALID, "right-hand side"),
     ([44, 19, 35], 60, "= 60", INVALID, "empty"),
@@ -97,8 +101,12 @@ CHECKER_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("numbers", "target", "answer", "status", "detail"), ISSUE_CASES + CHECKER_CASES)
-def test_checker_table(numbers: list[int], target: int, answer: str, status: AnswerStatus, detail: str) -> None:
+@pytest.mark.parametrize(
+    ("numbers", "target", "answer", "status", "detail"), ISSUE_CASES + CHECKER_CASES
+)
+def test_checker_table(
+    numbers: list[int], target: int, answer: str, status: AnswerStatus, detail: str
+) -> None:
     r = check_answer(answer, numbers, target)
     assert r.status is status, r.reason
     if status is INVALID:
@@ -106,8 +114,15 @@ def test_checker_table(numbers: list[int], target: int, answer: str, status: Ans
         assert detail in (r.reason or "")
     else:
         assert r.reason is None
-        assert r.value is not None and f"{r.value.numerator}" + (f"/{r.value.denominator}" if r.value.denominator != 1 else "") == detail
-        assert check_answer(r.expression, numbers, target).status is status  # canonical form round-trips
+        assert (
+            r.value is not None
+            and f"{r.value.numerator}"
+            + (f"/{r.value.denominator}" if r.value.denominator != 1 else "")
+            == detail
+        )
+        assert (
+            check_answer(r.expression, numbers, target).status is status
+        )  # canonical form round-trips
 
 
 @pytest.mark.parametrize("answer", [None, 81, b"81*1*1*1", ["81"]])
@@ -129,12 +144,18 @@ def test_checker_length_bound_comes_first() -> None:
     "answer",
     [
         "(" * 10_000 + "81" + ")" * 10_000 + "*1*1*1",  # parser nesting limit
-        "+".join(["1"] * 50_000),                       # AST depth beyond the recursion limit
-        "9" * 5_000 + "+1",                             # integer literal beyond int-string limit
-        "1" * 4_000 + "*1*1*81",                        # a huge literal that parses: foreign number
+        "+".join(["1"] * 50_000),  # AST depth beyond the recursion limit
+        "9" * 5_000 + "+1",  # integer literal beyond int-string limit
+        "1" * 4_000 + "*1*1*81",  # a huge literal that parses: foreign number
         "((" * 3_000 + "1+1" + "))" * 3_000,
     ],
-    ids=["nested_parens_10k", "chain_50k", "literal_5k_digits", "literal_4k_digits", "nested_pairs"],
+    ids=[
+        "nested_parens_10k",
+        "chain_50k",
+        "literal_5k_digits",
+        "literal_4k_digits",
+        "nested_pairs",
+    ],
 )
 def test_checker_survives_pathological_expressions_without_the_length_bound(answer: str) -> None:
     r = check_answer(answer, [1, 81, 1, 1], 81, max_chars=10**7)
@@ -145,8 +166,11 @@ ALPHABET = "0123456789+-*/() =.×÷−%x_\n"
 
 
 @settings(max_examples=400, **_HYP)
-@given(text=st.one_of(st.text(max_size=80), st.text(alphabet=ALPHABET, max_size=60)),
-       numbers=st.lists(st.integers(0, 20), min_size=1, max_size=4), target=st.integers(0, 100))
+@given(
+    text=st.one_of(st.text(max_size=80), st.text(alphabet=ALPHABET, max_size=60)),
+    numbers=st.lists(st.integers(0, 20), min_size=1, max_size=4),
+    target=st.integers(0, 100),
+)
 def test_checker_never_raises_on_arbitrary_text(text: str, numbers: list[int], target: int) -> None:
     r = check_answer(text, numbers, target)
     assert r.status in (CORRECT, WRONG, INVALID)
@@ -157,8 +181,10 @@ def test_checker_never_raises_on_arbitrary_text(text: str, numbers: list[int], t
 
 
 @settings(max_examples=300, **_HYP)
-@given(numbers=st.lists(st.integers(0, 60), min_size=1, max_size=5),
-       u=st.lists(st.floats(0, 1, exclude_max=True), min_size=12, max_size=12))
+@given(
+    numbers=st.lists(st.integers(0, 60), min_size=1, max_size=5),
+    u=st.lists(st.floats(0, 1, exclude_max=True), min_size=12, max_size=12),
+)
 def test_checker_value_matches_the_tree_value(numbers: list[int], u: list[float]) -> None:
     """Any expression tree over the numbers, rendered, checks to the tree's exact value
     (the renderer's parentheses and the checker's evaluation agree)."""
@@ -209,13 +235,19 @@ def test_solver_agrees_with_an_independent_enumeration() -> None:
                 expr = solve(numbers, target)
                 assert (expr is not None) == (Fraction(target) in reachable), (numbers, target)
                 if expr is not None:
-                    assert check_answer(expr, numbers, target).status is CORRECT, (numbers, target, expr)
+                    assert check_answer(expr, numbers, target).status is CORRECT, (
+                        numbers,
+                        target,
+                        expr,
+                    )
                     solvable += 1
                 checked += 1
     assert 0.1 * checked < solvable < 0.9 * checked  # the comparison covered both outcomes
 
 
-@pytest.mark.parametrize(("numbers", "target"), [([1, 1, 1], 100), ([2], 3), ([], 0), ([5, 5, 5, 5, 5], 9999)])
+@pytest.mark.parametrize(
+    ("numbers", "target"), [([1, 1, 1], 100), ([2], 3), ([], 0), ([5, 5, 5, 5, 5], 9999)]
+)
 def test_solver_returns_none_when_unsolvable(numbers: list[int], target: int) -> None:
     assert solve(numbers, target) is None
 
@@ -270,7 +302,9 @@ def test_generation_is_a_function_of_the_seed_only() -> None:
 
 
 def test_generation_respects_config_ranges() -> None:
-    env = ragen_envs.make("ragen/Countdown-v0", count_range=[5, 5], number_range=[1, 9], target_range=[200, 300])
+    env = ragen_envs.make(
+        "ragen/Countdown-v0", count_range=[5, 5], number_range=[1, 9], target_range=[200, 300]
+    )
     for seed in range(20):
         _, info = env.reset(seed=seed)
         assert len(info["numbers"]) == 5 and all(1 <= x <= 9 for x in info["numbers"])
@@ -280,8 +314,12 @@ def test_generation_respects_config_ranges() -> None:
 
 def test_generate_attempt_fails_cleanly_on_division_by_zero_only_numbers() -> None:
     rng = np.random.default_rng(0)
-    results = [generate_attempt(rng, count_range=[2, 2], number_range=[0, 0], target_range=[1, 5], split=None)
-               for _ in range(20)]
+    results = [
+        generate_attempt(
+            rng, count_range=[2, 2], number_range=[0, 0], target_range=[1, 5], split=None
+        )
+        for _ in range(20)
+    ]
     assert results == [None] * 20  # 0 op 0 is never a target in [1, 5]
 
 
@@ -302,16 +340,34 @@ def test_issue_cases_through_the_env() -> None:
     obs0 = steps[0][0]
     assert obs0 == "Target: 81 | Numbers: [1, 81, 1, 1]"
     obs, reward, term, trunc, info = steps[1]
-    assert (reward, term, trunc, info["action_is_valid"], info["status"]) == (-0.1, False, False, False, "running")
+    assert (reward, term, trunc, info["action_is_valid"], info["status"]) == (
+        -0.1,
+        False,
+        False,
+        False,
+        "running",
+    )
     assert obs == obs0 and "exactly once" in info["invalid_reason"]
     obs, reward, term, trunc, info = steps[2]
-    assert (reward, term, trunc, info["success"], info["status"]) == (1.0, True, False, True, "success")
+    assert (reward, term, trunc, info["success"], info["status"]) == (
+        1.0,
+        True,
+        False,
+        True,
+        "success",
+    )
     assert obs == obs0 + "\nCorrect: 81 * 1 * 1 * 1 = 81."
     assert info["episode_return"] == pytest.approx(0.9)
 
     _, steps = _play([7, 2], 3, "7/2")
     obs, reward, term, trunc, info = steps[1]
-    assert (reward, term, info["success"], info["status"], info["value"]) == (0.1, True, False, "failure", "7/2")
+    assert (reward, term, info["success"], info["status"], info["value"]) == (
+        0.1,
+        True,
+        False,
+        "failure",
+        "7/2",
+    )
     assert obs.endswith("\nWrong: 7 / 2 = 7/2, not 3.")
 
     _, steps = _play([2, 3], 8, "2**3")
@@ -329,7 +385,9 @@ def test_invalid_answers_truncate_at_max_steps() -> None:
 
 
 def test_rewards_come_from_the_config() -> None:
-    _, steps = _play([7, 2], 3, "7-2", success_reward=5.0, format_reward=0.0, invalid_action_reward=-1.0)
+    _, steps = _play(
+        [7, 2], 3, "7-2", success_reward=5.0, format_reward=0.0, invalid_action_reward=-1.0
+    )
     assert steps[1][1] == 0.0
     _, steps = _play([7, 2], 5, "7 - 2 = 6", "7-2", success_reward=5.0, invalid_action_reward=-1.0)
     assert [s[1] for s in steps[1:]] == [-1.0, 5.0]
@@ -350,8 +408,16 @@ def test_unsolvable_instance_from_options() -> None:
     assert (reward, term, info["status"]) == (0.1, True, "failure")
 
 
-@pytest.mark.parametrize("options", [{"nums": [1, 2]}, {"nums": "12", "target": 3}, {"nums": [True, 2], "target": 3},
-                                     {"nums": [1] * 6, "target": 6}, {"nums": [1, 2], "target": -3}])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"nums": [1, 2]},
+        {"nums": "12", "target": 3},
+        {"nums": [True, 2], "target": 3},
+        {"nums": [1] * 6, "target": 6},
+        {"nums": [1, 2], "target": -3},
+    ],
+)
 def test_bad_reset_options_raise(options: dict) -> None:
     with pytest.raises(ValueError, match="options"):
         ragen_envs.make("ragen/Countdown-v0").reset(seed=0, options=options)
@@ -368,8 +434,9 @@ def test_random_baseline_answers_use_every_number() -> None:
     for seed in range(50):
         _, info = env.reset(seed=seed)
         action = env.unwrapped.sample_action(rng)
-        assert sorted(int(t) for t in action.replace("(", " ").replace(")", " ").split() if t.isdigit()) == \
-            sorted(info["numbers"])
+        assert sorted(
+            int(t) for t in action.replace("(", " ").replace(")", " ").split() if t.isdigit()
+        ) == sorted(info["numbers"])
         assert check_answer(action, info["numbers"], info["target"]).status in (CORRECT, WRONG)
 
 
@@ -377,13 +444,28 @@ def test_instruction_states_the_rules_and_rewards() -> None:
     env = ragen_envs.make("ragen/Countdown-v0", format_reward=0.25, max_steps=4)
     env.reset(seed=0)
     text = env.unwrapped.instruction
-    for fragment in ("exactly once", "+ - * /", "7/2 is 3.5", "<answer>", "0.25", "at most 4 answers"):
+    for fragment in (
+        "exactly once",
+        "+ - * /",
+        "7/2 is 3.5",
+        "<answer>",
+        "0.25",
+        "at most 4 answers",
+    ):
         assert fragment in text
 
 
-@pytest.mark.parametrize(("field", "value"), [("count_range", [4, 3]), ("count_range", [2, 6]),
-                                              ("number_range", [9, 1]), ("target_range", [0, 10]),
-                                              ("max_steps", 1), ("max_answer_chars", 0)])
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("count_range", [4, 3]),
+        ("count_range", [2, 6]),
+        ("number_range", [9, 1]),
+        ("target_range", [0, 10]),
+        ("max_steps", 1),
+        ("max_answer_chars", 0),
+    ],
+)
 def test_bad_config_names_the_field(field: str, value: object) -> None:
     with pytest.raises(ragen_envs.ConfigError) as exc:
         ragen_envs.make("ragen/Countdown-v0", **{field: value})
@@ -403,7 +485,9 @@ def _sample_items(n: int) -> list[dict]:
     rng = np.random.default_rng(7)
     items = []
     while len(items) < n:
-        inst = generate_attempt(rng, count_range=[3, 4], number_range=[1, 100], target_range=[1, 100], split=None)
+        inst = generate_attempt(
+            rng, count_range=[3, 4], number_range=[1, 100], target_range=[1, 100], split=None
+        )
         if inst is not None:
             items.append({"nums": list(inst.numbers), "target": inst.target, "extra": "ignored"})
     return items
@@ -412,7 +496,9 @@ def _sample_items(n: int) -> list[dict]:
 def test_jsonl_items_are_split_by_hash_and_indexed_by_seed(tmp_path: Path) -> None:
     items = _sample_items(80)
     unsolvable = {"nums": [1, 1, 1], "target": 100}
-    path = _write_items(tmp_path / "cd.jsonl", items + [items[0], unsolvable], extra_lines=["", "  "])
+    path = _write_items(
+        tmp_path / "cd.jsonl", items + [items[0], unsolvable], extra_lines=["", "  "]
+    )
     union = []
     for split in SPLITS:
         data = load_split(path, split)

@@ -71,8 +71,10 @@ def test_read_jsonl(tmp_path: Path, name: str) -> None:
     assert read_records(p) == ROWS
 
 
-@pytest.mark.parametrize(("name", "payload"), [("d.json", ROWS), ("d.json.gz", ROWS), ("w.json", {"data": ROWS}),
-                                               ("r.json", {"rows": ROWS})])
+@pytest.mark.parametrize(
+    ("name", "payload"),
+    [("d.json", ROWS), ("d.json.gz", ROWS), ("w.json", {"data": ROWS}), ("r.json", {"rows": ROWS})],
+)
 def test_read_json(tmp_path: Path, name: str, payload: object) -> None:
     assert read_records(_write(tmp_path / name, json.dumps(payload))) == ROWS
 
@@ -100,7 +102,9 @@ def test_parquet_roundtrip_or_clear_missing_extra(tmp_path: Path) -> None:
         import pyarrow.parquet as pq
     except ImportError:
         p = _write(tmp_path / "d.parquet", b"PAR1")
-        with pytest.raises(MissingExtraError, match=re.escape("pip install 'ragen[datasets]'")) as exc:
+        with pytest.raises(
+            MissingExtraError, match=re.escape("pip install 'ragen[datasets]'")
+        ) as exc:
             read_records(p)
         assert exc.value.package == "pyarrow" and exc.value.extra == "datasets"
         return
@@ -108,7 +112,9 @@ def test_parquet_roundtrip_or_clear_missing_extra(tmp_path: Path) -> None:
     assert read_records(tmp_path / "d.parquet") == ROWS
 
 
-def test_parquet_without_pyarrow_names_the_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_parquet_without_pyarrow_names_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setitem(sys.modules, "pyarrow", None)
     monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
     with pytest.raises(MissingExtraError, match="pyarrow"):
@@ -117,7 +123,10 @@ def test_parquet_without_pyarrow_names_the_extra(tmp_path: Path, monkeypatch: py
 
 def test_hub_without_datasets_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "datasets", None)
-    with pytest.raises(MissingExtraError, match=re.escape("pip install 'ragen[datasets]' (or just pip install datasets)")) as exc:
+    with pytest.raises(
+        MissingExtraError,
+        match=re.escape("pip install 'ragen[datasets]' (or just pip install datasets)"),
+    ) as exc:
         load_hub("openai/gsm8k", config="main")
     assert "ragen-envs" not in str(exc.value), "ragen-envs has no datasets extra"
 
@@ -128,12 +137,16 @@ def test_missing_extra_messages_name_only_extras_that_exist() -> None:
     import tomllib
 
     root = REPO
-    envs = tomllib.loads((root / "packaging/ragen-envs/pyproject.toml").read_text())["project"]["optional-dependencies"]
+    envs = tomllib.loads((root / "packaging/ragen-envs/pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
     full = tomllib.loads((root / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert ENVS_EXTRAS == set(envs) and ENVS_EXTRAS <= set(full)
     msg = str(MissingExtraError("bm25s", "webshop", "the WebShop search"))
-    assert msg == ("the WebShop search needs the optional package 'bm25s'; install it with pip install "
-                   "'ragen-envs[webshop]' (or 'ragen[webshop]' for the full project, or just pip install bm25s)")
+    assert msg == (
+        "the WebShop search needs the optional package 'bm25s'; install it with pip install "
+        "'ragen-envs[webshop]' (or 'ragen[webshop]' for the full project, or just pip install bm25s)"
+    )
 
 
 def test_unreachable_hub_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -153,9 +166,15 @@ def test_unreachable_hub_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> No
 
 def test_hub_records_carry_the_source_split(monkeypatch: pytest.MonkeyPatch) -> None:
     fake = types.ModuleType("datasets")
-    fake.load_dataset = lambda name, config, split=None, **kw: {"train": [{"x": 1}], "test": [{"x": 2}]}  # type: ignore[attr-defined]
+    fake.load_dataset = lambda name, config, split=None, **kw: {
+        "train": [{"x": 1}],
+        "test": [{"x": 2}],
+    }  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "datasets", fake)
-    assert load_hub("o/n") == [{"x": 1, SOURCE_SPLIT_KEY: "train"}, {"x": 2, SOURCE_SPLIT_KEY: "test"}]
+    assert load_hub("o/n") == [
+        {"x": 1, SOURCE_SPLIT_KEY: "train"},
+        {"x": 2, SOURCE_SPLIT_KEY: "test"},
+    ]
 
 
 def test_directory_source_uses_file_names_as_source_splits(tmp_path: Path) -> None:
@@ -163,7 +182,11 @@ def test_directory_source_uses_file_names_as_source_splits(tmp_path: Path) -> No
     _write(tmp_path / "test-00000-of-00001.json", json.dumps([{"q": "b"}]))
     _write(tmp_path / "extra.jsonl", json.dumps({"q": "c"}) + "\n")
     recs = load_source(str(tmp_path))
-    assert {(r["q"], r.get(SOURCE_SPLIT_KEY)) for r in recs} == {("a", "train"), ("b", "test"), ("c", None)}
+    assert {(r["q"], r.get(SOURCE_SPLIT_KEY)) for r in recs} == {
+        ("a", "train"),
+        ("b", "test"),
+        ("c", None),
+    }
     assert load_source(f"file:{tmp_path}") == recs
 
 
@@ -176,7 +199,12 @@ def test_bad_source_specs() -> None:
 
 # ------------------------------------------------------------------ bundled
 def test_bundled_registry_lists_our_sets() -> None:
-    assert {"math-templates-metamathqa", "math-templates-gsm8k", "humaneval", "code-stdio-ours"} <= set(list_bundled())
+    assert {
+        "math-templates-metamathqa",
+        "math-templates-gsm8k",
+        "humaneval",
+        "code-stdio-ours",
+    } <= set(list_bundled())
 
 
 @pytest.mark.parametrize("name", sorted(list_bundled()))
@@ -214,7 +242,9 @@ def test_every_package_data_file_is_accounted_for() -> None:
     names = {p for folder in bundled_dirs() for p in folder.iterdir()}
     covered = set()
     for info in list_bundled().values():
-        covered |= {info.path, info.sidecar} | ({info.folder / info.license_file} if info.license_file else set())
+        covered |= {info.path, info.sidecar} | (
+            {info.folder / info.license_file} if info.license_file else set()
+        )
     assert names == covered
 
 
@@ -246,10 +276,14 @@ def test_partition_is_stable_and_independent_of_file_order() -> None:
 
 
 def test_source_mode_keeps_source_splits_and_removes_leaks() -> None:
-    rows = ([{"q": f"train {i}", SOURCE_SPLIT_KEY: "train"} for i in range(200)]
-            + [{"q": f"test {i}", SOURCE_SPLIT_KEY: "test"} for i in range(20)]
-            + [{"q": "TEST 3", SOURCE_SPLIT_KEY: "train"},        # a test question copied into train
-               {"q": "  train 5 ", SOURCE_SPLIT_KEY: "test"}])    # a train question copied into test
+    rows = (
+        [{"q": f"train {i}", SOURCE_SPLIT_KEY: "train"} for i in range(200)]
+        + [{"q": f"test {i}", SOURCE_SPLIT_KEY: "test"} for i in range(20)]
+        + [
+            {"q": "TEST 3", SOURCE_SPLIT_KEY: "train"},  # a test question copied into train
+            {"q": "  train 5 ", SOURCE_SPLIT_KEY: "test"},
+        ]
+    )  # a train question copied into test
     table = partition(rows, lambda r: canonical_key(r["q"]), mode="source")
     assert_disjoint(table.keys)
     test_keys = set(table.keys["test"])
@@ -304,13 +338,17 @@ def test_unseeded_reset_continues_the_seeded_stream() -> None:
     b = ragen_envs.make("ragen/MetaMathQA-v0").unwrapped
     a.reset(seed=11)
     b.reset(seed=11)
-    assert [a.reset()[1]["item_id"] for _ in range(5)] == [b.reset()[1]["item_id"] for _ in range(5)]
+    assert [a.reset()[1]["item_id"] for _ in range(5)] == [
+        b.reset()[1]["item_id"] for _ in range(5)
+    ]
 
 
 def test_empty_split_is_a_clear_error(tmp_path: Path) -> None:
     _write(tmp_path / "one.jsonl", json.dumps({"question": "What is 1+1?", "answer": "2"}) + "\n")
     split = instance_split(canonical_key("What is 1+1?"))
     other = next(s for s in ("train", "validation", "test") if s != split)
-    env = ragen_envs.make("ragen/MetaMathQA-v0", data_source=str(tmp_path / "one.jsonl"), split=other).unwrapped
+    env = ragen_envs.make(
+        "ragen/MetaMathQA-v0", data_source=str(tmp_path / "one.jsonl"), split=other
+    ).unwrapped
     with pytest.raises(DataSourceError, match="is empty"):
         env.reset(seed=0)

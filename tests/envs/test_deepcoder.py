@@ -39,15 +39,21 @@ FAST = SandboxConfig(cpu_time_s=2, wall_time_s=6, memory_mb=512)
 
 
 # ---------------------------------------------------------- extraction
-@pytest.mark.parametrize(("answer", "code"), [
-    ("print(1)", "print(1)"),
-    ("```python\nprint(2)\n```", "print(2)"),
-    ("Here:\n```py\nx = 1\n```\nand better:\n```python\nprint(3)\n```\nDone.", "print(3)"),
-    ("```\nprint(4)\n```", "print(4)"),
-    ("```python\nprint(5)\n```\n```text\noutput: 5\n```", "print(5)"),  # prose block after the code
-    ("```cpp\nint main(){}\n```", "int main(){}"),                     # only another language: used as is
-    ("```python\nprint(6)", "print(6)"),                                 # unclosed fence (cut off)
-])
+@pytest.mark.parametrize(
+    ("answer", "code"),
+    [
+        ("print(1)", "print(1)"),
+        ("```python\nprint(2)\n```", "print(2)"),
+        ("Here:\n```py\nx = 1\n```\nand better:\n```python\nprint(3)\n```\nDone.", "print(3)"),
+        ("```\nprint(4)\n```", "print(4)"),
+        (
+            "```python\nprint(5)\n```\n```text\noutput: 5\n```",
+            "print(5)",
+        ),  # prose block after the code
+        ("```cpp\nint main(){}\n```", "int main(){}"),  # only another language: used as is
+        ("```python\nprint(6)", "print(6)"),  # unclosed fence (cut off)
+    ],
+)
 def test_extract_code(answer: str, code: str) -> None:
     assert extract_code(answer) == code
 
@@ -58,63 +64,127 @@ def test_extract_code_empty(answer: str) -> None:
 
 
 # ---------------------------------------------------------- comparison
-@pytest.mark.parametrize(("got", "expected", "ok"), [
-    ("3\n6\n", "3 6", True),                 # whitespace-insensitive
-    ("3.0000001", "3", True),                # float vs integer within 1e-6 relative
-    ("3", "3.0", True),
-    ("3", "4", False),
-    ("10", "010", False),                    # two integer literals: exact
-    ("1000000.5", "1000000", True),          # relative error 5e-7
-    ("1000001", "1000000.0", True),          # relative error exactly 1e-6: accepted (<=)
-    ("1000002", "1000000.0", False),         # relative error 2e-6
-    ("0.1234567", "0.1234560", True),        # absolute error 7e-7
-    ("0.124", "0.123", False),
-    ("YES", "yes", False),
-    ("nan", "nan", True),                    # equal tokens
-    ("inf", "1e308", False),
-    ("1 2", "1 2 3", False),
-])
+@pytest.mark.parametrize(
+    ("got", "expected", "ok"),
+    [
+        ("3\n6\n", "3 6", True),  # whitespace-insensitive
+        ("3.0000001", "3", True),  # float vs integer within 1e-6 relative
+        ("3", "3.0", True),
+        ("3", "4", False),
+        ("10", "010", False),  # two integer literals: exact
+        ("1000000.5", "1000000", True),  # relative error 5e-7
+        ("1000001", "1000000.0", True),  # relative error exactly 1e-6: accepted (<=)
+        ("1000002", "1000000.0", False),  # relative error 2e-6
+        ("0.1234567", "0.1234560", True),  # absolute error 7e-7
+        ("0.124", "0.123", False),
+        ("YES", "yes", False),
+        ("nan", "nan", True),  # equal tokens
+        ("inf", "1e308", False),
+        ("1 2", "1 2 3", False),
+    ],
+)
 def test_outputs_match(got: str, expected: str, ok: bool) -> None:
     assert outputs_match(got, expected) is ok
 
 
-@pytest.mark.parametrize(("got", "expected", "ok"), [
-    ([1, 2], [1, 2], True), ((1, 2), [1, 2], True), (0.1 + 0.2, 0.3, True), (1, 1.0000001, True),
-    (True, 1, False), ([1, [2.0000001]], [1, [2]], True), ({"a": 1}, {"a": 1.0}, True), ("1", 1, False),
-])
+@pytest.mark.parametrize(
+    ("got", "expected", "ok"),
+    [
+        ([1, 2], [1, 2], True),
+        ((1, 2), [1, 2], True),
+        (0.1 + 0.2, 0.3, True),
+        (1, 1.0000001, True),
+        (True, 1, False),
+        ([1, [2.0000001]], [1, [2]], True),
+        ({"a": 1}, {"a": 1.0}, True),
+        ("1", 1, False),
+    ],
+)
 def test_values_match(got: object, expected: object, ok: bool) -> None:
     assert values_match(got, expected) is ok
 
 
 def test_py_literal_embeds_json_values() -> None:
-    assert eval(py_literal([1, "a", None, True, {"k": [1.5]}, float("inf")])) == [1, "a", None, True, {"k": [1.5]}, float("inf")]  # noqa: S307
+    assert eval(py_literal([1, "a", None, True, {"k": [1.5]}, float("inf")])) == [
+        1,
+        "a",
+        None,
+        True,
+        {"k": [1.5]},
+        float("inf"),
+    ]  # noqa: S307
 
 
 # ---------------------------------------------------------- formats
-APPS_STDIN = {"problem_id": 7, "question": "Add two numbers.", "solutions": json.dumps(["a,b=map(int,input().split())\nprint(a+b)"]),
-              "input_output": json.dumps({"inputs": ["1 2\n", ["3 4"]], "outputs": ["3\n", ["7"]]}), "starter_code": "",
-              "difficulty": "introductory", "url": "u"}
-APPS_CALL = {"problem_id": 8, "question": "Double it.", "solutions": json.dumps(["def double(x):\n    return 2 * x"]),
-             "input_output": json.dumps({"fn_name": "double", "inputs": [[2], [5]], "outputs": [[4], [10]]}),
-             "starter_code": "def double(x):", "difficulty": "introductory", "url": "u"}
-TACO = {**APPS_STDIN, "name": "sum", "source": "codeforces", "raw_tags": "[]", "skill_types": "[]", "tags": "[]"}
+APPS_STDIN = {
+    "problem_id": 7,
+    "question": "Add two numbers.",
+    "solutions": json.dumps(["a,b=map(int,input().split())\nprint(a+b)"]),
+    "input_output": json.dumps({"inputs": ["1 2\n", ["3 4"]], "outputs": ["3\n", ["7"]]}),
+    "starter_code": "",
+    "difficulty": "introductory",
+    "url": "u",
+}
+APPS_CALL = {
+    "problem_id": 8,
+    "question": "Double it.",
+    "solutions": json.dumps(["def double(x):\n    return 2 * x"]),
+    "input_output": json.dumps({"fn_name": "double", "inputs": [[2], [5]], "outputs": [[4], [10]]}),
+    "starter_code": "def double(x):",
+    "difficulty": "introductory",
+    "url": "u",
+}
+TACO = {
+    **APPS_STDIN,
+    "name": "sum",
+    "source": "codeforces",
+    "raw_tags": "[]",
+    "skill_types": "[]",
+    "tags": "[]",
+}
 TACO.pop("problem_id")
 LCB_TESTS = [{"input": "[1, 2, 3]\n2", "output": "[2, 4, 6]", "testtype": "functional"}]
-LCB = {"question_id": "q1", "question_title": "Scale", "question_content": "Multiply each element by k.",
-       "platform": "leetcode", "starter_code": "class Solution:\n    def scale(self, nums, k):\n        ",
-       "public_test_cases": json.dumps(LCB_TESTS),
-       "private_test_cases": base64.b64encode(zlib.compress(pickle.dumps(json.dumps(
-           [{"input": "[0]\n5", "output": "[0]", "testtype": "functional"}])))).decode(),
-       "metadata": json.dumps({"func_name": "scale"})}
-LCB_STDIN = {"question_id": "q2", "question_title": "Echo", "question_content": "Print the input.",
-             "public_test_cases": json.dumps([{"input": "hi\n", "output": "hi\n", "testtype": "stdin"}]),
-             "private_test_cases": "", "metadata": "{}", "starter_code": ""}
+LCB = {
+    "question_id": "q1",
+    "question_title": "Scale",
+    "question_content": "Multiply each element by k.",
+    "platform": "leetcode",
+    "starter_code": "class Solution:\n    def scale(self, nums, k):\n        ",
+    "public_test_cases": json.dumps(LCB_TESTS),
+    "private_test_cases": base64.b64encode(
+        zlib.compress(
+            pickle.dumps(
+                json.dumps([{"input": "[0]\n5", "output": "[0]", "testtype": "functional"}])
+            )
+        )
+    ).decode(),
+    "metadata": json.dumps({"func_name": "scale"}),
+}
+LCB_STDIN = {
+    "question_id": "q2",
+    "question_title": "Echo",
+    "question_content": "Print the input.",
+    "public_test_cases": json.dumps([{"input": "hi\n", "output": "hi\n", "testtype": "stdin"}]),
+    "private_test_cases": "",
+    "metadata": "{}",
+    "starter_code": "",
+}
 DC_TACO = {"problem": "Add.", "tests": json.dumps({"inputs": ["1 2\n"], "outputs": ["3\n"]})}
-DC_LCB = {"problem": "Scale.", "tests": json.dumps([{**t, "metadata": {"func_name": "scale"}} for t in LCB_TESTS]),
-          "starter_code": LCB["starter_code"]}
-DC_PRIME = {"problem": "Add.", "tests": json.dumps([{"input": "1 2\n", "output": "3\n", "type": "stdin_stdout"}])}
-DC_PRIME_CALL = {"problem": "Double.", "tests": json.dumps([{"input": [3], "output": [6], "type": "function_call",
-                                                                "fn_name": "double"}])}
+DC_LCB = {
+    "problem": "Scale.",
+    "tests": json.dumps([{**t, "metadata": {"func_name": "scale"}} for t in LCB_TESTS]),
+    "starter_code": LCB["starter_code"],
+}
+DC_PRIME = {
+    "problem": "Add.",
+    "tests": json.dumps([{"input": "1 2\n", "output": "3\n", "type": "stdin_stdout"}]),
+}
+DC_PRIME_CALL = {
+    "problem": "Double.",
+    "tests": json.dumps(
+        [{"input": [3], "output": [6], "type": "function_call", "fn_name": "double"}]
+    ),
+}
 DC_CF = {"problem": "Add.", "tests": json.dumps([{"input": "1 2\n", "output": "3\n"}])}
 
 ADD = "a, b = map(int, input().split())\nprint(a + b)\n"
@@ -122,19 +192,30 @@ SCALE = "class Solution:\n    def scale(self, nums, k):\n        return [x * k f
 DOUBLE = "def double(x):\n    return 2 * x\n"
 
 
-@pytest.mark.parametrize(("record", "fmt", "kind", "good", "bad"), [
-    (APPS_STDIN, "apps", StdioTest, ADD, "print(0)"),
-    (APPS_CALL, "apps", CallTest, DOUBLE, "def double(x):\n    return x"),
-    (TACO, "taco", StdioTest, ADD, "print(0)"),
-    (LCB, "livecodebench", CallTest, SCALE, "class Solution:\n    def scale(self, nums, k):\n        return nums"),
-    (LCB_STDIN, "livecodebench", StdioTest, "print(input())", "print('no')"),
-    (DC_TACO, "deepcoder", StdioTest, ADD, "print(0)"),
-    (DC_LCB, "deepcoder", CallTest, SCALE, "def scale(nums, k):\n    return []"),
-    (DC_PRIME, "deepcoder", StdioTest, ADD, "print(0)"),
-    (DC_PRIME_CALL, "deepcoder", CallTest, DOUBLE, "def double(x):\n    return 0"),
-    (DC_CF, "deepcoder", StdioTest, ADD, "print(0)"),
-])
-def test_format_readers_and_judging(record: dict, fmt: str, kind: type, good: str, bad: str) -> None:
+@pytest.mark.parametrize(
+    ("record", "fmt", "kind", "good", "bad"),
+    [
+        (APPS_STDIN, "apps", StdioTest, ADD, "print(0)"),
+        (APPS_CALL, "apps", CallTest, DOUBLE, "def double(x):\n    return x"),
+        (TACO, "taco", StdioTest, ADD, "print(0)"),
+        (
+            LCB,
+            "livecodebench",
+            CallTest,
+            SCALE,
+            "class Solution:\n    def scale(self, nums, k):\n        return nums",
+        ),
+        (LCB_STDIN, "livecodebench", StdioTest, "print(input())", "print('no')"),
+        (DC_TACO, "deepcoder", StdioTest, ADD, "print(0)"),
+        (DC_LCB, "deepcoder", CallTest, SCALE, "def scale(nums, k):\n    return []"),
+        (DC_PRIME, "deepcoder", StdioTest, ADD, "print(0)"),
+        (DC_PRIME_CALL, "deepcoder", CallTest, DOUBLE, "def double(x):\n    return 0"),
+        (DC_CF, "deepcoder", StdioTest, ADD, "print(0)"),
+    ],
+)
+def test_format_readers_and_judging(
+    record: dict, fmt: str, kind: type, good: str, bad: str
+) -> None:
     assert detect_format(record) == fmt
     problem = problem_from_record(record)
     assert problem.tests and all(isinstance(t, kind) for t in problem.tests)
@@ -150,7 +231,10 @@ def test_format_details() -> None:
     call = problem_from_record(APPS_CALL)
     assert call.tests[0] == CallTest("double", (2,), [4], accept_wrapped=True)
     lcb = problem_from_record(LCB)
-    assert len(lcb.tests) == 2 and lcb.tests[1].args == ([0], 5)  # public + compressed private tests
+    assert len(lcb.tests) == 2 and lcb.tests[1].args == (
+        [0],
+        5,
+    )  # public + compressed private tests
     assert "Use this starter code" in lcb.prompt and lcb.key_text == LCB["question_content"]
 
 
@@ -168,14 +252,20 @@ def test_malformed_records_are_format_errors() -> None:
     with pytest.raises(ProblemFormatError):
         detect_format({"foo": 1})
     with pytest.raises(ProblemFormatError, match="outputs"):
-        problem_from_record({**APPS_STDIN, "input_output": json.dumps({"inputs": ["1"], "outputs": []})})
+        problem_from_record(
+            {**APPS_STDIN, "input_output": json.dumps({"inputs": ["1"], "outputs": []})}
+        )
     with pytest.raises(ProblemFormatError, match="no test"):
-        problem_from_record({**APPS_STDIN, "input_output": json.dumps({"inputs": [], "outputs": []})})
+        problem_from_record(
+            {**APPS_STDIN, "input_output": json.dumps({"inputs": [], "outputs": []})}
+        )
 
 
 # ---------------------------------------------------------- judging
 def test_feedback_shows_input_expected_and_got_truncated() -> None:
-    problem = problem_from_record({"id": "t", "prompt": "p", "tests": [{"input": "x" * 1000 + "\n", "output": "1\n"}]})
+    problem = problem_from_record(
+        {"id": "t", "prompt": "p", "tests": [{"input": "x" * 1000 + "\n", "output": "1\n"}]}
+    )
     report = judge("print(2)", problem, sandbox=FAST, feedback_chars=50)
     fb = report.first_failure.feedback
     assert "Input:" in fb and "Expected output:\n1" in fb and "Your output:\n2" in fb
@@ -183,11 +273,19 @@ def test_feedback_shows_input_expected_and_got_truncated() -> None:
 
 
 def test_runtime_error_and_timeout_feedback() -> None:
-    problem = problem_from_record({"id": "t", "prompt": "p", "tests": [{"input": "", "output": "1"}]})
+    problem = problem_from_record(
+        {"id": "t", "prompt": "p", "tests": [{"input": "", "output": "1"}]}
+    )
     rep = judge("raise ValueError('boom')", problem, sandbox=FAST)
-    assert rep.first_failure.status == "runtime_error" and "ValueError: boom" in rep.first_failure.feedback
+    assert (
+        rep.first_failure.status == "runtime_error"
+        and "ValueError: boom" in rep.first_failure.feedback
+    )
     rep = judge("while True:\n    pass", problem, sandbox=FAST.with_(cpu_time_s=1, wall_time_s=3))
-    assert rep.first_failure.status == "timeout" and "time limit exceeded" in rep.first_failure.feedback
+    assert (
+        rep.first_failure.status == "timeout"
+        and "time limit exceeded" in rep.first_failure.feedback
+    )
     rep = judge("def f(:\n", problem, sandbox=FAST)
     assert rep.syntax_error and rep.first_failure.status == "syntax_error"
 
@@ -195,8 +293,15 @@ def test_runtime_error_and_timeout_feedback() -> None:
 def test_check_tests_count_each_assert_and_continue_after_failures() -> None:
     test = "def check(candidate):\n    assert candidate(1) == 2\n    assert candidate(2) == 4\n    assert True\n    for i in range(3):\n        assert candidate(i) == 2 * i\n"
     assert count_asserts(test) == 3  # `assert True` is not a test
-    problem = problem_from_record({"task_id": "T/0", "prompt": "def f(x):\n", "entry_point": "f",
-                                   "canonical_solution": "    return 2 * x\n", "test": test})
+    problem = problem_from_record(
+        {
+            "task_id": "T/0",
+            "prompt": "def f(x):\n",
+            "entry_point": "f",
+            "canonical_solution": "    return 2 * x\n",
+            "test": test,
+        }
+    )
     assert judge(problem.reference_solution, problem, sandbox=FAST).passed == 3
     rep = judge("def f(x):\n    return 2 if x == 1 else 0\n", problem, sandbox=FAST)
     assert [o.passed for o in rep.outcomes] == [True, False, False]
@@ -208,7 +313,9 @@ def test_check_tests_count_each_assert_and_continue_after_failures() -> None:
 
 def test_candidate_output_does_not_confuse_the_driver() -> None:
     problem = problem_from_record(APPS_CALL)
-    assert judge("def double(x):\n    print('debug', x)\n    return 2 * x\n", problem, sandbox=FAST).all_passed
+    assert judge(
+        "def double(x):\n    print('debug', x)\n    return 2 * x\n", problem, sandbox=FAST
+    ).all_passed
 
 
 def test_stop_on_first_failure_and_max_tests() -> None:
@@ -228,7 +335,11 @@ def test_every_humaneval_canonical_solution_passes_and_a_wrong_one_fails() -> No
     failed = [p.id for p, r in zip(problems, reports) if not r.all_passed]
     assert not failed, failed
     print(f"\n164 HumanEval canonical solutions in the sandbox: {elapsed:.1f} s")
-    wrong = judge(problems[0].prompt.split("```python\n")[1].split("```")[0] + "    return True\n", problems[0], sandbox=FAST)
+    wrong = judge(
+        problems[0].prompt.split("```python\n")[1].split("```")[0] + "    return True\n",
+        problems[0],
+        sandbox=FAST,
+    )
     assert not wrong.all_passed and 0 < wrong.passed < wrong.total
 
 
@@ -237,7 +348,9 @@ def test_every_reference_program_of_ours_passes_its_independent_tests() -> None:
     assert len(problems) >= 20
     with ThreadPoolExecutor(max_workers=2) as pool:
         reports = list(pool.map(lambda p: reference_passes(p, sandbox=FAST), problems))
-    assert all(r.all_passed and r.total >= 6 for r in reports), [p.id for p, r in zip(problems, reports) if not r.all_passed]
+    assert all(r.all_passed and r.total >= 6 for r in reports), [
+        p.id for p, r in zip(problems, reports) if not r.all_passed
+    ]
 
 
 # ---------------------------------------------------------- the env
@@ -253,16 +366,28 @@ def test_oracle_passes_every_problem_of_the_held_out_splits(split: str) -> None:
     env = ragen_envs.make("ragen/DeepCoder-v0", split=split)
     for i in range(len(env.unwrapped.split_items())):
         result = run_episode(env, oracle_policy, seed=i)
-        assert result.success and result.episode_return == pytest.approx(1.0), (result.infos[-1], result.observations[-1][-800:])
+        assert result.success and result.episode_return == pytest.approx(1.0), (
+            result.infos[-1],
+            result.observations[-1][-800:],
+        )
 
 
 def test_multi_attempt_feedback_and_rewards() -> None:
-    env = ragen_envs.make("ragen/DeepCoder-v0", max_attempts=3, max_steps=6, data_source="bundled:code-stdio-ours")
+    env = ragen_envs.make(
+        "ragen/DeepCoder-v0", max_attempts=3, max_steps=6, data_source="bundled:code-stdio-ours"
+    )
     obs0, _ = env.reset(seed=0)
     base = env.unwrapped
     obs, r, term, trunc, info = env.step("print(0)")
-    assert not term and info["attempts_left"] == 2 and info["first_failure_status"] == "wrong_answer"
-    assert obs.startswith(obs0) and "First failing test" in obs and "Expected output" in obs and "Your output" in obs
+    assert (
+        not term and info["attempts_left"] == 2 and info["first_failure_status"] == "wrong_answer"
+    )
+    assert (
+        obs.startswith(obs0)
+        and "First failing test" in obs
+        and "Expected output" in obs
+        and "Your output" in obs
+    )
     assert r == pytest.approx(info["pass_rate"])
     first_value = r
     # A program that does not parse is an invalid action: penalty, no attempt used.
@@ -273,9 +398,17 @@ def test_multi_attempt_feedback_and_rewards() -> None:
     # An attempt earns only what raises the best worth so far; solving at attempt 2 is worth 0.5**2.
     obs, r, term, trunc, info = env.step("print(-1)")
     second_worth = 0.5 * info["pass_rate"]
-    assert r == pytest.approx(max(0.0, second_worth - first_value)) and info["attempt"] == 1 and not term
+    assert (
+        r == pytest.approx(max(0.0, second_worth - first_value))
+        and info["attempt"] == 1
+        and not term
+    )
     obs, r, term, trunc, info = env.step(base.oracle_actions()[0])
-    assert term and info["success"] and info["episode_return"] == pytest.approx(max(first_value, second_worth, 0.25) - 0.1)
+    assert (
+        term
+        and info["success"]
+        and info["episode_return"] == pytest.approx(max(first_value, second_worth, 0.25) - 0.1)
+    )
     assert "All tests passed" in obs
 
 
@@ -288,8 +421,12 @@ def test_empty_unparseable_or_huge_answers_are_invalid(answer: str) -> None:
 
 
 def test_env_programs_run_contained() -> None:
-    env = ragen_envs.make("ragen/DeepCoder-v0", data_source="bundled:code-stdio-ours", time_limit_s=1,
-                          wall_time_limit_s=3)
+    env = ragen_envs.make(
+        "ragen/DeepCoder-v0",
+        data_source="bundled:code-stdio-ours",
+        time_limit_s=1,
+        wall_time_limit_s=3,
+    )
     env.reset(seed=0)
     t0 = time.perf_counter()
     _, r, term, _, info = env.step("import os\nwhile True:\n    os.fork()")
@@ -304,7 +441,9 @@ def test_max_steps_must_cover_the_attempts() -> None:
 
 def test_local_files_in_public_formats_load(tmp_path) -> None:
     path = tmp_path / "apps.jsonl"
-    path.write_text("\n".join(json.dumps(r) for r in (APPS_STDIN, APPS_CALL, TACO, LCB, DC_PRIME)) + "\n")
+    path.write_text(
+        "\n".join(json.dumps(r) for r in (APPS_STDIN, APPS_CALL, TACO, LCB, DC_PRIME)) + "\n"
+    )
     env = ragen_envs.make("ragen/DeepCoder-v0", data_source=str(path), split_mode="hash").unwrapped
     ids = {p.id for s in ("train", "validation", "test") for p in env.split_table()[s]}
     # APPS_STDIN and TACO share a statement, so they are one problem (same key, deduplicated).
@@ -314,7 +453,9 @@ def test_local_files_in_public_formats_load(tmp_path) -> None:
 def test_check_test_kind_reports_count() -> None:
     env = ragen_envs.make("ragen/DeepCoder-HumanEval-v0").unwrapped
     env.reset(seed=0)
-    assert isinstance(env.item.tests[0], CheckTest) and env.num_tests == count_asserts(env.item.tests[0].code)
+    assert isinstance(env.item.tests[0], CheckTest) and env.num_tests == count_asserts(
+        env.item.tests[0].code
+    )
 
 
 # ------------------------------------------- source splits of every format (issue 16 item 3)
@@ -324,17 +465,36 @@ def _ten(fmt: str) -> list[dict]:
     for i in range(10):
         q = f"Problem {i}: add {i} to the two numbers given and print the sum."
         if fmt == "ragen":
-            out.append({"id": f"p{i}", "prompt": q, "tests": [{"input": "1 2\n", "output": f"{3 + i}\n"}]})
+            out.append(
+                {"id": f"p{i}", "prompt": q, "tests": [{"input": "1 2\n", "output": f"{3 + i}\n"}]}
+            )
         elif fmt == "humaneval":
-            out.append({"task_id": f"HumanEval/{i}", "prompt": f'def f{i}(x):\n    """{q}"""\n',
-                        "canonical_solution": f"    return x + {i}\n", "entry_point": f"f{i}",
-                        "test": f"def check(candidate):\n    assert candidate(1) == {1 + i}\n"})
+            out.append(
+                {
+                    "task_id": f"HumanEval/{i}",
+                    "prompt": f'def f{i}(x):\n    """{q}"""\n',
+                    "canonical_solution": f"    return x + {i}\n",
+                    "entry_point": f"f{i}",
+                    "test": f"def check(candidate):\n    assert candidate(1) == {1 + i}\n",
+                }
+            )
         elif fmt == "mbpp":
-            out.append({"task_id": 100 + i, "text": q, "code": f"def f{i}(x):\n    return x + {i}",
-                        "test_list": [f"assert f{i}(1) == {1 + i}"], "challenge_test_list": [], "test_setup_code": ""})
+            out.append(
+                {
+                    "task_id": 100 + i,
+                    "text": q,
+                    "code": f"def f{i}(x):\n    return x + {i}",
+                    "test_list": [f"assert f{i}(1) == {1 + i}"],
+                    "challenge_test_list": [],
+                    "test_setup_code": "",
+                }
+            )
         elif fmt in ("apps", "taco"):
-            out.append({**TACO, "question": q, "name": f"n{i}"} if fmt == "taco"
-                       else {**APPS_STDIN, "question": q, "problem_id": i})
+            out.append(
+                {**TACO, "question": q, "name": f"n{i}"}
+                if fmt == "taco"
+                else {**APPS_STDIN, "question": q, "problem_id": i}
+            )
         elif fmt == "livecodebench":
             out.append({**LCB_STDIN, "question_id": f"q{i}", "question_content": q})
         elif fmt == "deepcoder":
@@ -355,7 +515,9 @@ def test_every_code_format_keeps_its_source_split_so_test_problems_never_train(t
         recs = _ten(fmt)
         assert {detect_format(r) for r in recs} == {fmt}
         (d / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
-        env = ragen_envs.make("ragen/DeepCoder-v0", data_source=str(d), split_mode="source").unwrapped
+        env = ragen_envs.make(
+            "ragen/DeepCoder-v0", data_source=str(d), split_mode="source"
+        ).unwrapped
         sizes = dict(env.split_table().sizes)
         assert sizes == {"train": 0, "validation": 0, "test": 10}, (fmt, sizes)
         assert {p.source_split for p in env.split_table()["test"]} == {"test"}, fmt
@@ -363,28 +525,47 @@ def test_every_code_format_keeps_its_source_split_so_test_problems_never_train(t
 
 def test_every_math_format_keeps_its_source_split(tmp_path) -> None:
     """Issue 16 item 3, the other data-backed readers (MetaMathQA's three formats)."""
-    recs = ([{"query": f"What is {i} + 1?", "response": f"The answer is {i + 1}"} for i in range(4)]
-            + [{"question": f"What is {i} + 2?", "answer": f"so #### {i + 2}"} for i in range(3)]
-            + [{"question": f"What is {i} + 3?", "answer": str(i + 3)} for i in range(3)])
+    recs = (
+        [{"query": f"What is {i} + 1?", "response": f"The answer is {i + 1}"} for i in range(4)]
+        + [{"question": f"What is {i} + 2?", "answer": f"so #### {i + 2}"} for i in range(3)]
+        + [{"question": f"What is {i} + 3?", "answer": str(i + 3)} for i in range(3)]
+    )
     (tmp_path / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
-    env = ragen_envs.make("ragen/MetaMathQA-v0", data_source=str(tmp_path), split_mode="source", split="test").unwrapped
+    env = ragen_envs.make(
+        "ragen/MetaMathQA-v0", data_source=str(tmp_path), split_mode="source", split="test"
+    ).unwrapped
     assert dict(env.split_table().sizes) == {"train": 0, "validation": 0, "test": 10}
 
 
 # ------------------------------------------------------------------ MBPP (issue 16 item 4)
-MBPP_14 = {"task_id": 14, "text": "Write a python function to find the volume of a triangular prism.",
-           "code": "def find_Volume(l,b,h) : \r\n    return ((l * b * h) / 2) ",
-           "test_list": ["assert find_Volume(10,8,6) == 240", "assert find_Volume(3,2,2) == 6",
-                         "assert find_Volume(1,2,1) == 1"],
-           "test_setup_code": "", "challenge_test_list": []}
-MBPP_SETUP = {"task_id": 900, "text": "Write a function to return the sorted distinct elements of a list.",
-              "code": "def distinct(xs):\n    return sorted(set(xs))",
-              "test_list": ["assert distinct(DATA) == [1, 2, 3]"], "test_setup_code": "DATA = [3, 1, 2, 3]",
-              "challenge_test_list": ["assert distinct([]) == []", "assert set(distinct((5, 5))) == {5}"]}
-MBPP_SANITIZED = {"source_file": "Benchmark Questions Verification V2.ipynb", "task_id": 2,
-                  "prompt": "Write a function to find the shared elements from the given two lists.",
-                  "code": "def similar_elements(a, b):\n    return tuple(set(a) & set(b))",
-                  "test_imports": [], "test_list": ["assert set(similar_elements((3, 4, 5, 6),(5, 7, 4, 10))) == set((4, 5))"]}
+MBPP_14 = {
+    "task_id": 14,
+    "text": "Write a python function to find the volume of a triangular prism.",
+    "code": "def find_Volume(l,b,h) : \r\n    return ((l * b * h) / 2) ",
+    "test_list": [
+        "assert find_Volume(10,8,6) == 240",
+        "assert find_Volume(3,2,2) == 6",
+        "assert find_Volume(1,2,1) == 1",
+    ],
+    "test_setup_code": "",
+    "challenge_test_list": [],
+}
+MBPP_SETUP = {
+    "task_id": 900,
+    "text": "Write a function to return the sorted distinct elements of a list.",
+    "code": "def distinct(xs):\n    return sorted(set(xs))",
+    "test_list": ["assert distinct(DATA) == [1, 2, 3]"],
+    "test_setup_code": "DATA = [3, 1, 2, 3]",
+    "challenge_test_list": ["assert distinct([]) == []", "assert set(distinct((5, 5))) == {5}"],
+}
+MBPP_SANITIZED = {
+    "source_file": "Benchmark Questions Verification V2.ipynb",
+    "task_id": 2,
+    "prompt": "Write a function to find the shared elements from the given two lists.",
+    "code": "def similar_elements(a, b):\n    return tuple(set(a) & set(b))",
+    "test_imports": [],
+    "test_list": ["assert set(similar_elements((3, 4, 5, 6),(5, 7, 4, 10))) == set((4, 5))"],
+}
 
 
 def test_mbpp_format_is_read_and_judged_with_numeric_equality() -> None:
@@ -399,10 +580,14 @@ def test_mbpp_format_is_read_and_judged_with_numeric_equality() -> None:
     assert judge(int_only, p, sandbox=FAST).all_passed
     wrong = judge("def find_Volume(l, b, h):\n    return l * b * h\n", p, sandbox=FAST)
     assert (wrong.passed, wrong.total) == (0, 3) and "got 480" in wrong.first_failure.feedback
-    s = problem_from_record(MBPP_SETUP)  # setup code runs first; challenge tests run but are not shown
+    s = problem_from_record(
+        MBPP_SETUP
+    )  # setup code runs first; challenge tests run but are not shown
     assert count_tests(s) == 3 and "distinct([])" not in s.prompt
     assert judge(s.reference_solution, s, sandbox=FAST).all_passed
-    assert judge("def distinct(xs):\n    return list(xs)\n", s, sandbox=FAST).passed == 2  # not the shown one
+    assert (
+        judge("def distinct(xs):\n    return list(xs)\n", s, sandbox=FAST).passed == 2
+    )  # not the shown one
     sz = problem_from_record(MBPP_SANITIZED)
     assert detect_format(MBPP_SANITIZED) == "mbpp" and sz.tests[0].entry_point == "similar_elements"
     assert judge(sz.reference_solution, sz, sandbox=FAST).all_passed
@@ -415,8 +600,12 @@ def test_mbpp_format_is_read_and_judged_with_numeric_equality() -> None:
 def test_mbpp_file_trains_and_evaluates_in_the_deepcoder_env(tmp_path) -> None:
     """Issue 16 item 4 end to end: an MBPP ``test.jsonl`` serves its problems on the test split,
     and the oracle (the reference code) solves task 14 in the env."""
-    (tmp_path / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in (MBPP_14, MBPP_SETUP)))
-    env = ragen_envs.make("ragen/DeepCoder-v0", data_source=str(tmp_path), split_mode="source", split="test")
+    (tmp_path / "test.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in (MBPP_14, MBPP_SETUP))
+    )
+    env = ragen_envs.make(
+        "ragen/DeepCoder-v0", data_source=str(tmp_path), split_mode="source", split="test"
+    )
     ids = [p.id for p in env.unwrapped.split_table()["test"]]
     assert sorted(ids) == ["mbpp/14", "mbpp/900"]
     env.reset(seed=0, options={"index": ids.index("mbpp/14")})

@@ -55,7 +55,9 @@ def _episodes(env_id: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for seed in SEEDS:
         out[f"oracle/{seed}"] = _record(env, run_episode(env, oracle_policy, seed=seed))
-        out[f"random/{seed}"] = _record(env, run_episode(env, make_random_policy(seed + 1000), seed=seed))
+        out[f"random/{seed}"] = _record(
+            env, run_episode(env, make_random_policy(seed + 1000), seed=seed)
+        )
     return out
 
 
@@ -67,7 +69,12 @@ def _in_fresh_process(hash_seed: str) -> dict[str, Any]:
     env = {**os.environ, "PYTHONHASHSEED": hash_seed}
     proc = subprocess.run(
         [sys.executable, "-c", _SCRIPT.format(repo=str(REPO))],
-        capture_output=True, text=True, env=env, cwd=str(REPO), timeout=300, check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(REPO),
+        timeout=300,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     return json.loads(proc.stdout)
@@ -79,7 +86,9 @@ def test_same_seed_same_episodes_across_processes_and_hash_seeds() -> None:
     assert set(a) == set(ALL_IDS)
     for env_id in ALL_IDS:
         for key in a[env_id]:
-            assert a[env_id][key] == b[env_id][key], f"{env_id} {key} differs between PYTHONHASHSEED 0 and 12345"
+            assert a[env_id][key] == b[env_id][key], (
+                f"{env_id} {key} differs between PYTHONHASHSEED 0 and 12345"
+            )
     # ... and the same as in this process (whatever its hash seed).
     here = json.loads(json.dumps(_all_episodes(), sort_keys=True))
     assert here == a
@@ -115,7 +124,9 @@ def test_reset_seed_is_random_access(env_id: str) -> None:
         assert (obs, info) == (want_obs, want_info), f"seed {i}"
         assert used.unwrapped.instruction == want_instruction
         # The random stream after the reset is the same too: identical oracle episodes.
-        assert _trace(run_episode(used, oracle_policy, seed=i)) == _trace(run_episode(fresh, oracle_policy, seed=i))
+        assert _trace(run_episode(used, oracle_policy, seed=i)) == _trace(
+            run_episode(fresh, oracle_policy, seed=i)
+        )
 
 
 @pytest.mark.parametrize("env_id", ALL_IDS)
@@ -141,6 +152,9 @@ def test_no_global_rng(env_id: str) -> None:
         traces.append(run)
         assert random.getstate() == py_state, "the env read Python's global random stream"
         np_after = np.random.get_state()
-        assert np_after[0] == np_state[0] and np.array_equal(np_after[1], np_state[1]) and np_after[2:] == np_state[2:], \
-            "the env read numpy's global random stream"
+        assert (
+            np_after[0] == np_state[0]
+            and np.array_equal(np_after[1], np_state[1])
+            and np_after[2:] == np_state[2:]
+        ), "the env read numpy's global random stream"
     assert traces[0] == traces[1]

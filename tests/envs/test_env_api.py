@@ -104,7 +104,11 @@ def test_list_envs_reports_presets_and_versions() -> None:
     assert {e.id for e in entries} == set(ALL_IDS)
     for e in entries:
         assert e.version >= 0 and e.name and e.description
-        expected = f"ragen/{e.name}-v{e.version}" if e.preset is None else f"ragen/{e.name}-{e.preset}-v{e.version}"
+        expected = (
+            f"ragen/{e.name}-v{e.version}"
+            if e.preset is None
+            else f"ragen/{e.name}-{e.preset}-v{e.version}"
+        )
         assert e.id == expected
 
 
@@ -135,14 +139,25 @@ def test_config_error_also_raised_by_gymnasium_make() -> None:
 
 
 # ------------------------------------------------ issue 20 item 9: NaN and out-of-range numbers
-@pytest.mark.parametrize(("env_id", "field", "value"), [
-    ("ragen/Bandit-v0", "risky_prob", float("nan")),  # used to pass minimum/maximum and score success 1.0
-    ("ragen/Bandit-v0", "risky_reward", float("inf")),
-    ("ragen/Bandit-v0", "invalid_action_reward", float("-inf")),
-    ("ragen/FrozenLake-v0", "success_rate", float("nan")),
-    ("ragen/Sudoku-v0", "max_steps", float("inf")),  # through an anyOf
-])
-def test_issue20_item9_env_configs_refuse_non_finite_numbers(env_id: str, field: str, value: float) -> None:
+@pytest.mark.parametrize(
+    ("env_id", "field", "value"),
+    [
+        (
+            "ragen/Bandit-v0",
+            "risky_prob",
+            float("nan"),
+        ),  # used to pass minimum/maximum and score success 1.0
+        ("ragen/Bandit-v0", "risky_reward", float("inf")),
+        ("ragen/Bandit-v0", "invalid_action_reward", float("-inf")),
+        ("ragen/FrozenLake-v0", "success_rate", float("nan")),
+        ("ragen/Sudoku-v0", "max_steps", float("inf")),  # through an anyOf
+    ],
+)
+def test_issue20_item9_env_configs_refuse_non_finite_numbers(
+    env_id: str, field: str, value: float
+) -> None:
     with pytest.raises(ragen_envs.ConfigError) as exc:
         ragen_envs.make(env_id, **{field: value})
-    assert exc.value.field == field and exc.value.reason == f"must be a finite number, got {value!r}"
+    assert (
+        exc.value.field == field and exc.value.reason == f"must be a finite number, got {value!r}"
+    )

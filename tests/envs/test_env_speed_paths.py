@@ -78,21 +78,41 @@ def test_env_speed_bandit_fresh_info_each_step() -> None:
     first.clear()
     env.reset(seed=0)
     _, _, _, _, second = env.step(env.oracle_actions()[0])
-    assert second["arm"] != "tampered" and second["step"] == 1 and second["status"] in {"success", "failure"}
-    assert list(second)[:6] == ["action_is_valid", "action_is_effective", "success", "status", "step", "episode_return"]
+    assert (
+        second["arm"] != "tampered"
+        and second["step"] == 1
+        and second["status"] in {"success", "failure"}
+    )
+    assert list(second)[:6] == [
+        "action_is_valid",
+        "action_is_effective",
+        "success",
+        "status",
+        "step",
+        "episode_return",
+    ]
 
 
 def test_env_speed_reusable_transition_info_matches_literal() -> None:
     tr = Transition(reward=1, terminated=True, success=True, info={"arm": "x"})
     assert tr.template is None
     assert tr.reusable() is tr
-    assert list(tr.template) == ["action_is_valid", "action_is_effective", "success", "status", "step",
-                                 "episode_return", "arm"]
+    assert list(tr.template) == [
+        "action_is_valid",
+        "action_is_effective",
+        "success",
+        "status",
+        "step",
+        "episode_return",
+        "arm",
+    ]
     assert type(tr.reward) is float and type(tr.terminated) is bool
 
 
 # ------------------------------------------------------------ action look-up table
-@pytest.mark.parametrize("text", ["Up", "up", "  UP\n", "uP ", "Upp", "", "Left", "RIGHT", "ß", "Down Up"])
+@pytest.mark.parametrize(
+    "text", ["Up", "up", "  UP\n", "uP ", "Upp", "", "Left", "RIGHT", "ß", "Down Up"]
+)
 def test_env_speed_match_action_table_is_the_casefold_rule(text: str) -> None:
     env = ragen_envs.make("ragen/Sokoban-v0").unwrapped
     key = text.strip().casefold()
@@ -129,8 +149,15 @@ def _render_by_scan(layout, player, boxes, vocab) -> str:
     return "\n".join(rows)
 
 
-@pytest.mark.parametrize("env_id", ["ragen/Sokoban-v0", "ragen/Sokoban-Large-v0", "ragen/Sokoban-Vocab-v0",
-                                    "ragen/Sokoban-Levels-v0"])
+@pytest.mark.parametrize(
+    "env_id",
+    [
+        "ragen/Sokoban-v0",
+        "ragen/Sokoban-Large-v0",
+        "ragen/Sokoban-Vocab-v0",
+        "ragen/Sokoban-Levels-v0",
+    ],
+)
 def test_env_speed_sokoban_template_render_equals_cell_scan(env_id: str) -> None:
     env = ragen_envs.make(env_id).unwrapped
     rng = np.random.default_rng(0)
@@ -151,23 +178,36 @@ def test_env_speed_sokoban_template_render_equals_cell_scan(env_id: str) -> None
 _EXPR = st.recursive(
     st.integers(0, 120).map(str),
     lambda inner: st.tuples(inner, st.sampled_from(["+", "-", "*", "/", " + ", " / "]), inner).map(
-        lambda t: f"({t[0]}{t[1]}{t[2]})" if len(t[0]) % 3 == 0 else f"{t[0]}{t[1]}{t[2]}"),
+        lambda t: f"({t[0]}{t[1]}{t[2]})" if len(t[0]) % 3 == 0 else f"{t[0]}{t[1]}{t[2]}"
+    ),
     max_leaves=6,
 )
 
 
 @settings(max_examples=800, deadline=None)
 @given(_EXPR, st.lists(st.integers(0, 120), min_size=1, max_size=6), st.integers(-50, 500))
-def test_env_speed_countdown_fast_checker_equals_ast_path(text: str, numbers: list[int], target: int) -> None:
+def test_env_speed_countdown_fast_checker_equals_ast_path(
+    text: str, numbers: list[int], target: int
+) -> None:
     fast = _check_fast(text, numbers, target)
     assert fast is not None, text  # the strict grammar covers every generated expression
     assert fast == _check_ast(text, numbers, target)
 
 
 @settings(max_examples=800, deadline=None)
-@given(st.lists(st.sampled_from(["1", "2", "0", "00", "07", "12", "+", "-", "*", "/", "(", ")", " ", "**", "//"]),
-                min_size=1, max_size=14).map("".join).map(str.strip).filter(bool),
-       st.lists(st.integers(0, 12), min_size=1, max_size=5))
+@given(
+    st.lists(
+        st.sampled_from(
+            ["1", "2", "0", "00", "07", "12", "+", "-", "*", "/", "(", ")", " ", "**", "//"]
+        ),
+        min_size=1,
+        max_size=14,
+    )
+    .map("".join)
+    .map(str.strip)
+    .filter(bool),
+    st.lists(st.integers(0, 12), min_size=1, max_size=5),
+)
 def test_env_speed_countdown_fast_checker_defers_or_agrees(text: str, numbers: list[int]) -> None:
     fast = _check_fast(text, numbers, 24)
     if fast is not None:  # outside its grammar it defers to the ast path, which decides
@@ -185,7 +225,9 @@ def test_env_speed_info_contract_holds_on_every_step(env_id: str) -> None:
         result = run_episode(env, policy, seed=seed)
         for info in result.infos:
             ragen_envs.validate_info(key, info)
-            assert type(info["action_is_valid"]) is bool and type(info["action_is_effective"]) is bool
+            assert (
+                type(info["action_is_valid"]) is bool and type(info["action_is_effective"]) is bool
+            )
             assert type(info["success"]) is bool and type(info["status"]) is str
             assert type(info["step"]) is int and type(info["episode_return"]) is float
 
@@ -225,7 +267,10 @@ def _bandit_twin_results(config: dict, seed: int, actions: list) -> tuple[list, 
     fast = ragen_envs.make("ragen/Bandit-v0", render_mode="ansi", **config).unwrapped
     base = ragen_envs.make("ragen/Bandit-v0", render_mode="ansi", **config).unwrapped
     out: list[list] = [[], []]
-    for env, step, sink in ((fast, fast.step, out[0]), (base, lambda a: TextEnv.step(base, a), out[1])):
+    for env, step, sink in (
+        (fast, fast.step, out[0]),
+        (base, lambda a: TextEnv.step(base, a), out[1]),
+    ):
         env.reset(seed=seed)
         for a in actions:
             best = (env.oracle_actions() or env.action_names)[0]  # none left once the episode ended
@@ -234,15 +279,40 @@ def _bandit_twin_results(config: dict, seed: int, actions: list) -> tuple[list, 
                 sink.append(step(a))
             except Exception as exc:  # noqa: BLE001 - the same refusal on both paths
                 sink.append(type(exc).__name__)
-            sink.append([env.status, env.num_steps, env.episode_return, env.render(),
-                         env.np_random.bit_generator.state["state"]])
+            sink.append(
+                [
+                    env.status,
+                    env.num_steps,
+                    env.episode_return,
+                    env.render(),
+                    env.np_random.bit_generator.state["state"],
+                ]
+            )
     return out[0], out[1]
 
 
-@pytest.mark.parametrize("config", [{}, {"answer_with": "label"}, {"risky_prob": 0.9, "risky_reward": 0.2},
-                                    {"split_by": "pairs", "max_steps": 1}, {"split": "test", "max_steps": 2}])
-@pytest.mark.parametrize("actions", [["<best>"], ["<first>"], ["nope", "<best>"], ["nope", "nope", "nope"],
-                                     [b"junk", "<first>", "<first>"], [7, "<best>"], ["<best>", "<best>"]])
+@pytest.mark.parametrize(
+    "config",
+    [
+        {},
+        {"answer_with": "label"},
+        {"risky_prob": 0.9, "risky_reward": 0.2},
+        {"split_by": "pairs", "max_steps": 1},
+        {"split": "test", "max_steps": 2},
+    ],
+)
+@pytest.mark.parametrize(
+    "actions",
+    [
+        ["<best>"],
+        ["<first>"],
+        ["nope", "<best>"],
+        ["nope", "nope", "nope"],
+        [b"junk", "<first>", "<first>"],
+        [7, "<best>"],
+        ["<best>", "<best>"],
+    ],
+)
 def test_env_speed_bandit_fast_step_equals_base_step(config: dict, actions: list) -> None:
     """Issue 21, Bandit step: BanditEnv.step's first-step shortcut returns exactly what
     TextEnv.step returns (observation, reward, flags, info with key order), leaves the
@@ -265,15 +335,26 @@ def test_env_speed_bandit_fast_step_casefold_and_upper_case_spellings() -> None:
             env.reset(seed=seed)
             best = env.oracle_actions()[0]
             _, _, te, tr, info = env.step(spell(best))
-            assert te and not tr and info["arm"] == best and info["chose_best"] and info["step"] == 1
+            assert (
+                te and not tr and info["arm"] == best and info["chose_best"] and info["step"] == 1
+            )
 
 
 def test_env_speed_reusable_transition_first_step_is_base_info() -> None:
     tr = Transition(reward=-0.0, terminated=True, success=False, info={"arm": "x"}).reusable()
     info, status, ret = tr.first_step
-    assert status.value == "failure" and ret == 0.0 and str(ret) == "0.0"  # 0.0 + -0.0, as TextEnv.step sums
-    assert info == {"action_is_valid": True, "action_is_effective": True, "success": False, "status": "failure",
-                    "step": 1, "episode_return": 0.0, "arm": "x"}
+    assert (
+        status.value == "failure" and ret == 0.0 and str(ret) == "0.0"
+    )  # 0.0 + -0.0, as TextEnv.step sums
+    assert info == {
+        "action_is_valid": True,
+        "action_is_effective": True,
+        "success": False,
+        "status": "failure",
+        "step": 1,
+        "episode_return": 0.0,
+        "arm": "x",
+    }
     assert Transition(reward=1.0).reusable().first_step is None  # not terminal: no first-step info
 
 
@@ -298,7 +379,10 @@ def test_env_speed_sudoku_search_visits_as_before() -> None:
                 h.update(repr(out).encode())
             h.update(repr(rng.random()).encode())  # where the searches left the generator
             grid = random_solution(n, rng)
-            for cells in (rng.permutation(n * n)[: n * n // 2].tolist(), rng.permutation(n * n)[: n * n - 3].tolist()):
+            for cells in (
+                rng.permutation(n * n)[: n * n // 2].tolist(),
+                rng.permutation(n * n)[: n * n - 3].tolist(),
+            ):
                 puzzle = [0 if i in cells else v for i, v in enumerate(grid)]
                 for limit, budget in ((1, None), (2, 400), (3, 60)):
                     try:
@@ -358,10 +442,17 @@ def test_env_speed_sudoku_4x4_fill_tree_walk_equals_the_search() -> None:
 
 # ------------------------------------- Countdown: plain answers, results, observation
 @settings(max_examples=600, deadline=None)
-@given(st.lists(st.sampled_from(["1", "2", "0", "07", "12", "+", "-", "*", "/", "(", ")", " ", "  "]),
-                min_size=0, max_size=14).map("".join),
-       st.lists(st.integers(0, 12), min_size=1, max_size=5))
-def test_env_speed_countdown_plain_answer_shortcut_equals_normalisation(text: str, numbers: list[int]) -> None:
+@given(
+    st.lists(
+        st.sampled_from(["1", "2", "0", "07", "12", "+", "-", "*", "/", "(", ")", " ", "  "]),
+        min_size=0,
+        max_size=14,
+    ).map("".join),
+    st.lists(st.integers(0, 12), min_size=1, max_size=5),
+)
+def test_env_speed_countdown_plain_answer_shortcut_equals_normalisation(
+    text: str, numbers: list[int]
+) -> None:
     """Issue 21, Countdown step: an answer of digits, + - * / ( ) and spaces skips the
     normalisation steps; a leading tab forces them (the tab becomes a space, then the
     text is stripped), and the result is the same, reasons included."""
@@ -379,20 +470,31 @@ def test_env_speed_countdown_result_built_in_one_step_is_the_dataclass() -> None
     for status in (AnswerStatus.CORRECT, AnswerStatus.WRONG):
         fast = _valid_result(status, Fraction(7, 2), "7 / 2")
         slow = CheckResult(status, value=Fraction(7, 2), expression="7 / 2")
-        assert type(fast) is CheckResult and fast == slow and hash(fast) == hash(slow) and repr(fast) == repr(slow)
+        assert (
+            type(fast) is CheckResult
+            and fast == slow
+            and hash(fast) == hash(slow)
+            and repr(fast) == repr(slow)
+        )
         assert vars(fast) == vars(slow) and dataclasses.astuple(fast) == dataclasses.astuple(slow)
         with pytest.raises(dataclasses.FrozenInstanceError):
             fast.value = Fraction(1)  # type: ignore[misc]
 
 
-@pytest.mark.parametrize("text", ["3 * 8", "(3 + 5) * 3", "48 / 2", "7 / 2", "50 - 26", "1 + 2 + 21"])
+@pytest.mark.parametrize(
+    "text", ["3 * 8", "(3 + 5) * 3", "48 / 2", "7 / 2", "50 - 26", "1 + 2 + 21"]
+)
 def test_env_speed_countdown_integer_target_test_equals_fraction_test(text: str) -> None:
     from ragen_envs.envs.countdown.checker import _check_fast
 
     numbers = [int(t) for t in text.replace("(", " ").replace(")", " ").split() if t.isdigit()]
     for target in (24, 3, 0, -24):
         exact = _check_fast(text, numbers, target)
-        assert exact == _check_fast(text, numbers, np.int64(target)) == _check_fast(text, numbers, float(target))
+        assert (
+            exact
+            == _check_fast(text, numbers, np.int64(target))
+            == _check_fast(text, numbers, float(target))
+        )
 
 
 def test_env_speed_countdown_step_observation_is_the_rendered_one() -> None:
@@ -417,6 +519,10 @@ def test_env_speed_slotted_episode_state_survives_copy_and_pickle(env_id: str) -
     env.reset(seed=4)
     action = env.oracle_actions()[0]
     for twin in (copy.deepcopy(env), pickle.loads(pickle.dumps(env))):
-        assert (twin.status, twin.num_steps, twin.episode_return) == (env.status, env.num_steps, env.episode_return)
+        assert (twin.status, twin.num_steps, twin.episode_return) == (
+            env.status,
+            env.num_steps,
+            env.episode_return,
+        )
         a, b = twin.step(action), copy.deepcopy(env).step(action)
         assert a[1:] == b[1:] and a[0] == b[0]

@@ -65,9 +65,14 @@ def test_standard_maps_are_gymnasiums() -> None:
 
 # ----------------------------------------------------- transition table laws
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 10_000), size=st.sampled_from([3, 4, 8]),
-       success_rate=st.sampled_from([0.0, 0.2, 1 / 3, 0.5, 0.8, 1.0]))
-def test_transition_probabilities_sum_to_one_and_never_go_backwards(seed: int, size: int, success_rate: float) -> None:
+@given(
+    seed=st.integers(0, 10_000),
+    size=st.sampled_from([3, 4, 8]),
+    success_rate=st.sampled_from([0.0, 0.2, 1 / 3, 0.5, 0.8, 1.0]),
+)
+def test_transition_probabilities_sum_to_one_and_never_go_backwards(
+    seed: int, size: int, success_rate: float
+) -> None:
     env = FrozenLakeEnv(size=size, success_rate=success_rate)
     env.reset(seed=seed)
     m, dyn = env.lake, env.dynamics
@@ -124,10 +129,14 @@ HAND = ("HSH", "FGF")
 @pytest.mark.parametrize(
     ("p", "v_start", "best"),
     [
-        (Fraction(1, 3), Fraction(1, 2), "Left"),   # max(1/3, (2/3)/(4/3) = 1/2); Left/Right tie -> Left
-        (Fraction(4, 5), Fraction(4, 5), "Down"),   # max(4/5, (1/5)/(9/5) = 1/9)
-        (Fraction(1, 2), Fraction(1, 2), "Down"),   # max(1/2, (1/2)/(3/2) = 1/3)
-        (Fraction(1), Fraction(1), "Down"),         # deterministic
+        (
+            Fraction(1, 3),
+            Fraction(1, 2),
+            "Left",
+        ),  # max(1/3, (2/3)/(4/3) = 1/2); Left/Right tie -> Left
+        (Fraction(4, 5), Fraction(4, 5), "Down"),  # max(4/5, (1/5)/(9/5) = 1/9)
+        (Fraction(1, 2), Fraction(1, 2), "Down"),  # max(1/2, (1/2)/(3/2) = 1/3)
+        (Fraction(1), Fraction(1), "Down"),  # deterministic
     ],
 )
 def test_optimal_values_on_hand_map(p: Fraction, v_start: Fraction, best: str) -> None:
@@ -148,7 +157,9 @@ def test_optimal_values_on_hand_map(p: Fraction, v_start: Fraction, best: str) -
     assert ACTIONS[int(sol.policy[1])] == best
 
 
-@pytest.mark.parametrize(("name", "rate"), [("4x4", 1 / 3), ("4x4", 0.8), ("8x8", 1 / 3), ("8x8", 0.8)])
+@pytest.mark.parametrize(
+    ("name", "rate"), [("4x4", 1 / 3), ("4x4", 0.8), ("8x8", 1 / 3), ("8x8", 0.8)]
+)
 def test_policy_iteration_matches_value_iteration(name: str, rate: float) -> None:
     fmap = FrozenMap(STANDARD_MAPS[name])
     T, R = build_dynamics(fmap, rate).matrices()
@@ -165,7 +176,12 @@ def _bfs(rows: tuple[str, ...], start: tuple[int, int], goal: tuple[int, int]) -
         nxt = []
         for r, c in frontier:
             for rr, cc in ((r + 1, c), (r - 1, c), (r, c + 1), (r, c - 1)):
-                if 0 <= rr < len(rows) and 0 <= cc < len(rows[0]) and rows[rr][cc] != "H" and (rr, cc) not in seen:
+                if (
+                    0 <= rr < len(rows)
+                    and 0 <= cc < len(rows[0])
+                    and rows[rr][cc] != "H"
+                    and (rr, cc) not in seen
+                ):
                     seen.add((rr, cc))
                     nxt.append((rr, cc))
         frontier, d = nxt, d + 1
@@ -189,8 +205,10 @@ def test_every_random_map_has_a_path_and_the_plan_is_shortest(env_id: str) -> No
         assert (reward, terminated, info["success"]) == (1.0, True, True)
 
 
-@pytest.mark.parametrize(("env_id", "n"), [("ragen/FrozenLake-Slippery-v0", 400),
-                                           ("ragen/FrozenLake-Standard4x4-v0", 400)])
+@pytest.mark.parametrize(
+    ("env_id", "n"),
+    [("ragen/FrozenLake-Slippery-v0", 400), ("ragen/FrozenLake-Standard4x4-v0", 400)],
+)
 def test_slippery_oracle_success_matches_optimal_value(env_id: str, n: int) -> None:
     """Maximum expected return: over n seeds the oracle's success count is within
     4 standard deviations of sum_i V*(start_i) (independent Bernoulli episodes).  A long
@@ -213,7 +231,9 @@ def test_slippery_oracle_success_matches_optimal_value(env_id: str, n: int) -> N
         assert reward == (1.0 if info["success"] else 0.0)
     assert abs(successes - expected) <= 4 * math.sqrt(var) + 1
     if env_id.endswith("Standard4x4-v0"):
-        assert expected / n == pytest.approx(0.8235294117647, abs=1e-9)  # V*(0), same map every seed
+        assert expected / n == pytest.approx(
+            0.8235294117647, abs=1e-9
+        )  # V*(0), same map every seed
 
 
 # --------------------------------------------------------- maps and splits
@@ -287,8 +307,17 @@ def test_rendering_symbols_and_formats() -> None:
 
 def test_instruction_has_legend_rules_and_example() -> None:
     text = FrozenLakeEnv(success_rate=0.8).instruction
-    for needle in ("P = you", "O = hole", "G = goal", "\u221a", "X = ", "Left, Down, Right, Up",
-                   "probability 0.8", "0.1", "<answer>Left || Down</answer>"):
+    for needle in (
+        "P = you",
+        "O = hole",
+        "G = goal",
+        "\u221a",
+        "X = ",
+        "Left, Down, Right, Up",
+        "probability 0.8",
+        "0.1",
+        "<answer>Left || Down</answer>",
+    ):
         assert needle in text
     assert "not slippery" in FrozenLakeEnv().instruction
 
@@ -298,7 +327,13 @@ def test_actions_case_insensitive_edge_bump_and_invalid_action() -> None:
     env = FrozenLakeEnv(desc=["SF", "FG"], max_steps=3)
     obs0, _ = env.reset(seed=0)
     obs, reward, terminated, truncated, info = env.step("  uP ")
-    assert (obs, reward, terminated, info["action"], info["action_is_effective"]) == (obs0, 0.0, False, "Up", False)
+    assert (obs, reward, terminated, info["action"], info["action_is_effective"]) == (
+        obs0,
+        0.0,
+        False,
+        "Up",
+        False,
+    )
     obs, reward, terminated, truncated, info = env.step("jump")
     assert obs == obs0 and reward == -0.1 and not terminated and not truncated
     assert info["action_is_valid"] is False and info["position"] == [0, 0]

@@ -53,7 +53,9 @@ def test_issue15_item2_2222_left_is_4400_with_ragen_reward() -> None:
     assert info["merge_score"] == 8 and info["score"] == 8
     assert reward == pytest.approx(REWARD_M8, abs=1e-15)
     assert reward == pytest.approx(0.1 * math.log2(9), abs=1e-15)
-    assert info["action_is_valid"] and info["action_is_effective"] and not terminated and not truncated
+    assert (
+        info["action_is_valid"] and info["action_is_effective"] and not terminated and not truncated
+    )
 
 
 def test_issue15_item2_4480_left_is_8800_no_double_merge() -> None:
@@ -85,23 +87,25 @@ def test_issue15_item2_illegal_move_leaves_board_and_rng_unchanged() -> None:
     assert env.step("left")[1] == -0.5
 
 
-HAND = [[2, 0, 2, 4],
-        [0, 4, 4, 0],
-        [8, 0, 0, 8],
-        [2, 2, 2, 0]]
+HAND = [[2, 0, 2, 4], [0, 4, 4, 0], [8, 0, 0, 8], [2, 2, 2, 0]]
 
 
-@pytest.mark.parametrize(("name", "expected", "merged"), [
-    # Rows slide left: 2 . 2 4 -> 4 4 (2+2), 4 4 -> 8, 8 8 -> 16, 2 2 2 -> 4 2 (the wall-side pair).
-    ("Left", [[4, 4, 0, 0], [8, 0, 0, 0], [16, 0, 0, 0], [4, 2, 0, 0]], 4 + 8 + 16 + 4),
-    # Rows slide right: the pair nearest the right wall merges: 2 . 2 4 -> . . 4 4; 2 2 2 . -> . . 2 4.
-    ("Right", [[0, 0, 4, 4], [0, 0, 0, 8], [0, 0, 0, 16], [0, 0, 2, 4]], 4 + 8 + 16 + 4),
-    # Columns slide up: 2 . 8 2 -> 2 8 2 .; . 4 . 2 -> 4 2; 2 4 . 2 -> 2 4 2; 4 . 8 . -> 4 8. No merges.
-    ("Up", [[2, 4, 2, 4], [8, 2, 4, 8], [2, 0, 2, 0], [0, 0, 0, 0]], 0),
-    # Columns slide down, order kept: 2 . 8 2 -> . 2 8 2; . 4 . 2 -> . . 4 2; 2 4 . 2 -> . 2 4 2; 4 . 8 . -> . . 4 8.
-    ("Down", [[0, 0, 0, 0], [2, 0, 2, 0], [8, 4, 4, 4], [2, 2, 2, 8]], 0),
-])
-def test_issue15_item2_hand_checked_moves_in_all_four_directions(name: str, expected: list, merged: int) -> None:
+@pytest.mark.parametrize(
+    ("name", "expected", "merged"),
+    [
+        # Rows slide left: 2 . 2 4 -> 4 4 (2+2), 4 4 -> 8, 8 8 -> 16, 2 2 2 -> 4 2 (the wall-side pair).
+        ("Left", [[4, 4, 0, 0], [8, 0, 0, 0], [16, 0, 0, 0], [4, 2, 0, 0]], 4 + 8 + 16 + 4),
+        # Rows slide right: the pair nearest the right wall merges: 2 . 2 4 -> . . 4 4; 2 2 2 . -> . . 2 4.
+        ("Right", [[0, 0, 4, 4], [0, 0, 0, 8], [0, 0, 0, 16], [0, 0, 2, 4]], 4 + 8 + 16 + 4),
+        # Columns slide up: 2 . 8 2 -> 2 8 2 .; . 4 . 2 -> 4 2; 2 4 . 2 -> 2 4 2; 4 . 8 . -> 4 8. No merges.
+        ("Up", [[2, 4, 2, 4], [8, 2, 4, 8], [2, 0, 2, 0], [0, 0, 0, 0]], 0),
+        # Columns slide down, order kept: 2 . 8 2 -> . 2 8 2; . 4 . 2 -> . . 4 2; 2 4 . 2 -> . 2 4 2; 4 . 8 . -> . . 4 8.
+        ("Down", [[0, 0, 0, 0], [2, 0, 2, 0], [8, 4, 4, 4], [2, 2, 2, 8]], 0),
+    ],
+)
+def test_issue15_item2_hand_checked_moves_in_all_four_directions(
+    name: str, expected: list, merged: int
+) -> None:
     after, score = move(_flat(HAND), name)
     assert after == _flat(expected) and score == merged
     env = _env()
@@ -143,7 +147,9 @@ def test_moves_conserve_the_tile_sum_and_mirror(board: list[int]) -> None:
         after, score = move(b, name)
         assert sum(after) == sum(b)
         assert score % 4 == 0 and score <= sum(b)  # every merged tile is a power of two >= 4
-        assert (score > 0) <= (sum(v != 0 for v in after) < sum(v != 0 for v in b))  # a merge removes a tile
+        assert (score > 0) <= (
+            sum(v != 0 for v in after) < sum(v != 0 for v in b)
+        )  # a merge removes a tile
     # Right is Left of the mirrored board mirrored back; Up is Left of the transpose.
     left_m, s1 = move(mirror, "Left")
     right, s2 = move(b, "Right")
@@ -238,7 +244,9 @@ def test_bad_board_option_is_rejected() -> None:
     with pytest.raises(ValueError, match="already holds the target tile 128"):
         env.reset(seed=0, options={"board": [[128, 0, 0, 0]] + EMPTY_ROWS})
     with pytest.raises(ValueError, match="no move is legal"):
-        env.reset(seed=0, options={"board": [[2, 4, 2, 4], [4, 2, 4, 2], [2, 4, 2, 4], [4, 2, 4, 2]]})
+        env.reset(
+            seed=0, options={"board": [[2, 4, 2, 4], [4, 2, 4, 2], [2, 4, 2, 4], [4, 2, 4, 2]]}
+        )
 
 
 def test_config_errors_name_the_field() -> None:
@@ -250,13 +258,17 @@ def test_config_errors_name_the_field() -> None:
 
 def test_observation_grammar() -> None:
     env = _env(target_tile=256)
-    obs, _ = env.reset(seed=0, options={"board": [[2, 0, 0, 16]] + [[0, 128, 0, 0]] + EMPTY_ROWS[:2]})
-    assert obs == ("  2   .   .  16\n"
-                   "  . 128   .   .\n"
-                   "  .   .   .   .\n"
-                   "  .   .   .   .\n"
-                   "Score: 0. Largest tile: 128. Target tile: 256.\n"
-                   "Moves that change the board: Up, Right, Down, Left")
+    obs, _ = env.reset(
+        seed=0, options={"board": [[2, 0, 0, 16]] + [[0, 128, 0, 0]] + EMPTY_ROWS[:2]}
+    )
+    assert obs == (
+        "  2   .   .  16\n"
+        "  . 128   .   .\n"
+        "  .   .   .   .\n"
+        "  .   .   .   .\n"
+        "Score: 0. Largest tile: 128. Target tile: 256.\n"
+        "Moves that change the board: Up, Right, Down, Left"
+    )
     assert render((0,) * 16) == "\n".join([". . . ."] * 4)
 
 
@@ -283,12 +295,13 @@ def test_expectimax_plan_is_closed_loop_expectimax() -> None:
             played.append(name)
             env.step(name)
             if not env.status.is_terminal:
-                assert env.oracle_actions() == plan[len(played):]
+                assert env.oracle_actions() == plan[len(played) :]
         assert played == plan
 
 
 def test_expectimax_beats_random_on_target64() -> None:
     from ragen_envs.baselines import make_random_policy, oracle_policy, run_episode
+
     env = ragen_envs.make("ragen/2048-Target64-v0")
     oracle = sum(run_episode(env, oracle_policy, seed=s).success for s in range(30))
     rand = sum(run_episode(env, make_random_policy(0), seed=s).success for s in range(30))

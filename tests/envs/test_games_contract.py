@@ -16,11 +16,19 @@ import pytest
 import ragen_envs
 from ragen_envs.baselines import make_random_policy, oracle_policy, run_episode
 
-GOLDEN = json.loads((Path(__file__).resolve().parents[1] / "data" / "golden_first_obs.json").read_text("utf-8"))
+GOLDEN = json.loads(
+    (Path(__file__).resolve().parents[1] / "data" / "golden_first_obs.json").read_text("utf-8")
+)
 
 IDS_2048 = ["ragen/2048-v0", "ragen/2048-Target64-v0", "ragen/2048-Target256-v0"]
-IDS_CUBE = ["ragen/RubiksCube-v0", "ragen/RubiksCube-Depth2-v0", "ragen/RubiksCube-Depth3-v0",
-            "ragen/RubiksCube-Depth5-v0", "ragen/RubiksCube-Depth8-v0", "ragen/RubiksCube-Scrambled-v0"]
+IDS_CUBE = [
+    "ragen/RubiksCube-v0",
+    "ragen/RubiksCube-Depth2-v0",
+    "ragen/RubiksCube-Depth3-v0",
+    "ragen/RubiksCube-Depth5-v0",
+    "ragen/RubiksCube-Depth8-v0",
+    "ragen/RubiksCube-Scrambled-v0",
+]
 
 
 @pytest.mark.parametrize("env_id", IDS_2048 + IDS_CUBE)

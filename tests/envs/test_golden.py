@@ -19,7 +19,9 @@ golden = load_script("update_golden")
 _SCRIPT = "scripts/update_golden.py"
 
 GOLDEN = golden.load_golden()
-HOW = "run `python scripts/update_golden.py` to add it (and commit tests/data/golden_first_obs.json)"
+HOW = (
+    "run `python scripts/update_golden.py` to add it (and commit tests/data/golden_first_obs.json)"
+)
 
 
 def test_golden_file_exists_and_names_its_source() -> None:
@@ -32,7 +34,9 @@ def test_golden_file_exists_and_names_its_source() -> None:
 
 def test_no_stale_ids_in_golden_file() -> None:
     stale = sorted(set(GOLDEN) - set(ALL_IDS))
-    assert not stale, f"golden entries for ids that are no longer registered: {stale}; run `python {_SCRIPT}`"
+    assert not stale, (
+        f"golden entries for ids that are no longer registered: {stale}; run `python {_SCRIPT}`"
+    )
 
 
 @pytest.mark.parametrize("env_id", ALL_IDS)
@@ -41,7 +45,9 @@ def test_first_observation_matches_golden(env_id: str) -> None:
         pytest.fail(f"{env_id} has no golden entry in tests/data/golden_first_obs.json: {HOW}")
     entry = GOLDEN[env_id]
     version = ragen_envs.get_entry(env_id).version
-    assert entry["version"] == version, f"{env_id}: golden version {entry['version']} != registered {version}"
+    assert entry["version"] == version, (
+        f"{env_id}: golden version {entry['version']} != registered {version}"
+    )
     got = golden.first_observation_hashes(env_id)
     bad = [s for s, (want, have) in enumerate(zip(entry["sha256"], got)) if want != have]
     assert not bad, (
@@ -52,5 +58,8 @@ def test_first_observation_matches_golden(env_id: str) -> None:
 
 def test_hash_is_of_utf8_bytes() -> None:
     # sha256(b"") -- the definition the golden file uses.
-    assert golden.observation_hash("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+    assert (
+        golden.observation_hash("")
+        == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+    )
     assert golden.observation_hash("√") != golden.observation_hash("?")

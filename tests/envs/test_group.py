@@ -79,7 +79,9 @@ def test_unseeded_reset_keeps_the_group_together_and_is_reproducible(env_id: str
         group = make_group(env_id, G)
         group.reset(seed=11)
         # let the copies' own random streams diverge: different actions per agent
-        group.step({a: group.action_space(a).sample() if i else "?" for i, a in enumerate(group.agents)})
+        group.step(
+            {a: group.action_space(a).sample() if i else "?" for i, a in enumerate(group.agents)}
+        )
         seq = []
         for _ in range(3):
             obs, _ = group.reset()
@@ -99,7 +101,10 @@ def test_finished_agents_leave_and_cannot_act() -> None:
     group = _countdown_group()
     obs, rewards, terms, truncs, infos = group.step({"agent_0": "44-19+35", "agent_1": "44*19"})
     assert rewards == {"agent_0": 1.0, "agent_1": -0.1}
-    assert terms == {"agent_0": True, "agent_1": False} and truncs == {"agent_0": False, "agent_1": False}
+    assert terms == {"agent_0": True, "agent_1": False} and truncs == {
+        "agent_0": False,
+        "agent_1": False,
+    }
     assert infos["agent_0"]["success"] and not infos["agent_1"]["action_is_valid"]
     assert group.agents == ["agent_1"]
     with pytest.raises(ValueError, match="not live"):
@@ -143,4 +148,7 @@ def test_import_ragen_envs_does_not_need_pettingzoo() -> None:
         "try:\n    import ragen_envs.group\nexcept ImportError as e:\n    print(e)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert "pip install 'ragen-envs[pettingzoo]' (or 'ragen[pettingzoo]' for the full project)" in out.stdout
+    assert (
+        "pip install 'ragen-envs[pettingzoo]' (or 'ragen[pettingzoo]' for the full project)"
+        in out.stdout
+    )

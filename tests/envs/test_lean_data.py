@@ -19,7 +19,12 @@ from ragen_envs.envs.lean.theorems import (
 )
 
 DATA_DIR = BUILTIN_SOURCES["minif2f"].parent
-SCHEMA = Path(ragen_envs.__file__).resolve().parent.parent / "schemas" / "data" / "provenance.schema.json"
+SCHEMA = (
+    Path(ragen_envs.__file__).resolve().parent.parent
+    / "schemas"
+    / "data"
+    / "provenance.schema.json"
+)
 
 
 def test_issue15_item1_bundled_minif2f_matches_its_provenance() -> None:
@@ -41,17 +46,31 @@ def test_issue15_item1_splits_valid_half_to_train_and_validation_test_to_test() 
     table = env.split_table()
     names = {s: {t.name for t in table[s]} for s in ("train", "validation", "test")}
     assert {s: len(v) for s, v in names.items()} == {"train": 194, "validation": 50, "test": 244}
-    assert not (names["train"] & names["validation"]) and not (names["train"] | names["validation"]) & names["test"]
+    assert (
+        not (names["train"] & names["validation"])
+        and not (names["train"] | names["validation"]) & names["test"]
+    )
     assert {by_source[n] for n in names["train"] | names["validation"]} == {"valid"}
     assert {by_source[n] for n in names["test"]} == {"test"}
     # The rule is a function of the name alone: the same in any order, any process.
-    assert all(source_split(t) == ("test" if t.name in names["test"] else
-                                   "validation" if t.name in names["validation"] else "train") for t in theorems)
+    assert all(
+        source_split(t)
+        == (
+            "test"
+            if t.name in names["test"]
+            else "validation"
+            if t.name in names["validation"]
+            else "train"
+        )
+        for t in theorems
+    )
 
 
 def _write(tmp_path: Path, rows: list[object | str]) -> Path:
     p = tmp_path / "thms.jsonl"
-    p.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    p.write_text(
+        "\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows) + "\n", encoding="utf-8"
+    )
     return p
 
 
@@ -59,8 +78,19 @@ GOOD = {"name": "t1", "formal_statement": "theorem t1 : 1 = 1 := by"}
 
 
 def test_issue15_item1_loader_takes_minimal_records(tmp_path: Path) -> None:
-    p = _write(tmp_path, [GOOD, "", {"name": "t2", "formal_statement": "theorem t2 : 2 = 2 :=", "header": "",
-                                      "informal_prefix": "/-- Two is two. -/"}])
+    p = _write(
+        tmp_path,
+        [
+            GOOD,
+            "",
+            {
+                "name": "t2",
+                "formal_statement": "theorem t2 : 2 = 2 :=",
+                "header": "",
+                "informal_prefix": "/-- Two is two. -/",
+            },
+        ],
+    )
     a, b = load_theorems(str(p))
     assert (a.statement, a.header, a.informal) == ("theorem t1 : 1 = 1 := by\n", MINIF2F_HEADER, "")
     assert (b.statement, b.header, b.informal) == ("theorem t2 : 2 = 2 := by\n", "", "Two is two.")
@@ -68,16 +98,27 @@ def test_issue15_item1_loader_takes_minimal_records(tmp_path: Path) -> None:
     assert sum(env.split_table().sizes.values()) == 2
 
 
-@pytest.mark.parametrize(("rows", "message"), [
-    ([GOOD, {"name": "t2"}], r":2: missing field 'formal_statement'"),
-    ([GOOD, "", {"name": 3, "formal_statement": "x := by"}], r":3: field 'name' must be a string, got int"),
-    ([{"name": "t", "formal_statement": "theorem t : True := trivial"}], r":1: field 'formal_statement' of 't' must end in ':= by'"),
-    ([{"name": " ", "formal_statement": "x := by"}], r":1: field 'name' is empty"),
-    ([GOOD, GOOD], r":2: theorem name 't1' repeats record 1"),
-    ([GOOD, "{not json"], r":2: invalid JSON"),
-    ([GOOD, "[1, 2]"], r":2: expected a JSON object, got list"),
-])
-def test_issue15_item1_loader_bad_lines_are_one_line_errors(tmp_path: Path, rows: list, message: str) -> None:
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        ([GOOD, {"name": "t2"}], r":2: missing field 'formal_statement'"),
+        (
+            [GOOD, "", {"name": 3, "formal_statement": "x := by"}],
+            r":3: field 'name' must be a string, got int",
+        ),
+        (
+            [{"name": "t", "formal_statement": "theorem t : True := trivial"}],
+            r":1: field 'formal_statement' of 't' must end in ':= by'",
+        ),
+        ([{"name": " ", "formal_statement": "x := by"}], r":1: field 'name' is empty"),
+        ([GOOD, GOOD], r":2: theorem name 't1' repeats record 1"),
+        ([GOOD, "{not json"], r":2: invalid JSON"),
+        ([GOOD, "[1, 2]"], r":2: expected a JSON object, got list"),
+    ],
+)
+def test_issue15_item1_loader_bad_lines_are_one_line_errors(
+    tmp_path: Path, rows: list, message: str
+) -> None:
     p = _write(tmp_path, rows)
     with pytest.raises(DataSourceError, match=message) as exc:
         load_theorems(str(p))

@@ -63,8 +63,13 @@ def test_issue15_item1_accepted_tactic_earns_progress(backend: Backend) -> None:
     env = backend.make()
     [(reward, term, trunc, info)] = _play(env, "complex_and", ["apply And.intro"])
     assert reward == pytest.approx(-0.1 + 1.0)
-    assert (term, trunc, info["tactic_outcome"], info["action_is_effective"], info["progress"]) == \
-        (False, False, "accepted", True, True)
+    assert (term, trunc, info["tactic_outcome"], info["action_is_effective"], info["progress"]) == (
+        False,
+        False,
+        "accepted",
+        True,
+        True,
+    )
     assert info["goals_open"] == 2 and env.proof == ("apply And.intro",)
     obs = env.render()
     assert "Open goals (2):" in obs and "case left" in obs and "✓ apply And.intro (progress)" in obs
@@ -87,15 +92,21 @@ def test_issue15_item1_no_op_tactic_earns_no_plus_one(backend: Backend, tactic: 
     steps = _play(env, "complex_and", [tactic, tactic])
     for reward, term, _, info in steps:
         assert reward == pytest.approx(-0.1)
-        assert (info["tactic_outcome"], info["action_is_effective"], info["progress"], term) == \
-            ("no_progress", False, False, False)
+        assert (info["tactic_outcome"], info["action_is_effective"], info["progress"], term) == (
+            "no_progress",
+            False,
+            False,
+            False,
+        )
     assert env.proof == () and steps[-1][3]["tactics_accepted"] == 2
 
 
 def test_issue15_item1_comment_is_a_no_op_on_kimina(backend: Backend) -> None:
     if backend.kind != "kimina":
-        pytest.skip("no recorded or written tactic-mode answer for a lone comment (the REPL's transcripts have "
-                    "none); the whole-proof check, as on Kimina, is where RAGEN's comment exploit lived")
+        pytest.skip(
+            "no recorded or written tactic-mode answer for a lone comment (the REPL's transcripts have "
+            "none); the whole-proof check, as on Kimina, is where RAGEN's comment exploit lived"
+        )
     env = backend.make()
     [(reward, _, _, info)] = _play(env, "complex_and", ["-- a comment"])
     assert reward == pytest.approx(-0.1) and info["tactic_outcome"] == "no_progress"
@@ -107,7 +118,13 @@ def test_issue15_item1_completed_proof_scores_ten_and_succeeds(backend: Backend)
     rewards = [s[0] for s in steps]
     assert rewards == pytest.approx([0.9, 0.9, 0.9, 0.9 + 10.0])
     reward, term, trunc, info = steps[-1]
-    assert term and not trunc and info["success"] and info["status"] == "success" and info["proof_complete"]
+    assert (
+        term
+        and not trunc
+        and info["success"]
+        and info["status"] == "success"
+        and info["proof_complete"]
+    )
     assert env.proof == tuple(PROOF)
     assert "Goals: none, the proof is complete." in env.render()
 
@@ -118,20 +135,28 @@ def test_issue15_item1_one_step_proof(backend: Backend) -> None:
     assert reward == pytest.approx(10.9) and term and info["success"]
 
 
-@pytest.mark.parametrize(("theorem", "tactic"), [("f", "sorry"), ("complex_and", "sorry"),
-                                                  ("foo", "have h : x = 1 := sorry")])
-def test_issue15_item1_proof_closed_with_sorry_is_not_success(backend: Backend, theorem: str, tactic: str) -> None:
+@pytest.mark.parametrize(
+    ("theorem", "tactic"),
+    [("f", "sorry"), ("complex_and", "sorry"), ("foo", "have h : x = 1 := sorry")],
+)
+def test_issue15_item1_proof_closed_with_sorry_is_not_success(
+    backend: Backend, theorem: str, tactic: str
+) -> None:
     env = backend.make()
     [(reward, term, trunc, info)] = _play(env, theorem, [tactic])
     assert reward == pytest.approx(-1.1)
     assert not term and not trunc and not info["success"] and info["status"] == "running"
-    assert info["uses_sorry"] and info["tactic_outcome"] == "rejected" and not info["proof_complete"]
+    assert (
+        info["uses_sorry"] and info["tactic_outcome"] == "rejected" and not info["proof_complete"]
+    )
     assert env.proof == ()
 
 
 def test_issue15_item1_admit_is_rejected_even_without_a_sorries_entry(backend: Backend) -> None:
     if backend.kind != "kimina":
-        pytest.skip("the written Lean-without-a-sorries-entry case is a whole-proof answer (kimina-written.jsonl)")
+        pytest.skip(
+            "the written Lean-without-a-sorries-entry case is a whole-proof answer (kimina-written.jsonl)"
+        )
     env = backend.make()
     [(reward, term, _, info)] = _play(env, "complex_and", ["admit"])
     assert reward == pytest.approx(-1.1) and not term and info["uses_sorry"]
@@ -142,7 +167,12 @@ def test_issue15_item1_invalid_actions_never_reach_lean(backend: Backend) -> Non
     obs0, _ = env.reset(options={"theorem": "complex_and"})
     for action in ("", "   \n  ", "x" * 51, "exact\x00h1", "apply\x1bAnd.intro"):
         obs, reward, term, trunc, info = env.step(action)
-        assert not info["action_is_valid"] and reward == -0.1 and obs == obs0 and "tactic_outcome" not in info
+        assert (
+            not info["action_is_valid"]
+            and reward == -0.1
+            and obs == obs0
+            and "tactic_outcome" not in info
+        )
     if backend.server is not None:
         assert backend.server.requests == []  # nothing was sent
     *_, info = env.step("apply And.intro")

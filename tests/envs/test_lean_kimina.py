@@ -35,12 +35,21 @@ def test_issue15_item1_kimina_request_shape(server: KiminaServer) -> None:
     env.step(PROOF[0])
     env.step(PROOF[1])
     paths = [p for p, _ in server.requests]
-    assert paths == ["/health", "/api/check", "/api/check", "/api/check"]  # health once, the statement, 2 tactics
+    assert paths == [
+        "/health",
+        "/api/check",
+        "/api/check",
+        "/api/check",
+    ]  # health once, the statement, 2 tactics
     body = _checks(server)[-1]
-    assert set(body) == {"snippets", "timeout", "debug", "reuse", "infotree"} and body["timeout"] == 7
+    assert (
+        set(body) == {"snippets", "timeout", "debug", "reuse", "infotree"} and body["timeout"] == 7
+    )
     (snippet,) = body["snippets"]
-    assert snippet["code"] == ("theorem complex_and (p q r : Prop) (h1 : p ∧ q) (h2 : q → r) : p ∧ r := by\n"
-                               "  apply And.intro\n  exact h1.left\n  all_goals sorry\n")
+    assert snippet["code"] == (
+        "theorem complex_and (p q r : Prop) (h1 : p ∧ q) (h2 : q → r) : p ∧ r := by\n"
+        "  apply And.intro\n  exact h1.left\n  all_goals sorry\n"
+    )
     env.close()
 
 
@@ -64,9 +73,14 @@ def test_issue15_item1_kimina_persistent_500_is_an_env_error(server: KiminaServe
     server.fail_first = [500] * 10
     obs, reward, term, trunc, info = env.step(PROOF[0])
     assert (reward, term, trunc, info["status"]) == (0.0, False, True, "env_error")
-    assert info["verifier_error"] == (f"Kimina Lean Server {server.url}/health: HTTP 500 "
-                                      '{"detail": "REPL failure"} (after 2 tries)')
-    assert "\n" not in info["verifier_error"] and f"Verifier error: Kimina Lean Server {server.url}" in obs
+    assert info["verifier_error"] == (
+        f"Kimina Lean Server {server.url}/health: HTTP 500 "
+        '{"detail": "REPL failure"} (after 2 tries)'
+    )
+    assert (
+        "\n" not in info["verifier_error"]
+        and f"Verifier error: Kimina Lean Server {server.url}" in obs
+    )
     with pytest.raises(ResetNeeded, match="env_error"):
         env.step(PROOF[0])
     server.fail_first = []
@@ -80,7 +94,11 @@ def test_issue15_item1_kimina_lean_timeout_result(server: KiminaServer) -> None:
     env.reset(options={"theorem": "complex_and"})
     server.timeout_tactics = {"nlinarith"}
     _, reward, term, trunc, info = env.step("nlinarith")
-    assert reward == pytest.approx(-1.1) and info["tactic_outcome"] == "timeout" and not (term or trunc)
+    assert (
+        reward == pytest.approx(-1.1)
+        and info["tactic_outcome"] == "timeout"
+        and not (term or trunc)
+    )
     assert "Lean REPL command timed out in 5.0 seconds" in env.render()
     env.close()
 
@@ -93,8 +111,10 @@ def test_issue15_item1_kimina_server_that_does_not_answer_in_time(server: Kimina
     server.delay_s = 2.0
     _, reward, _, trunc, info = env.step(PROOF[1])
     assert info["status"] == "env_error" and trunc and reward == 0.0
-    assert info["verifier_error"] == (f"Kimina Lean Server {server.url}/api/check: no answer within 0.3 s "
-                                      "(ReadTimeout) (after 2 tries)")
+    assert info["verifier_error"] == (
+        f"Kimina Lean Server {server.url}/api/check: no answer within 0.3 s "
+        "(ReadTimeout) (after 2 tries)"
+    )
     env.close()
 
 
@@ -106,21 +126,33 @@ def test_issue15_item1_kimina_unreachable_server_is_a_clear_env_error() -> None:
     env = lean_env(url, max_retries=2)
     env.reset(options={"theorem": "complex_and"})
     obs, reward, term, trunc, info = env.step(PROOF[0])
-    assert (reward, term, trunc, info["status"], info["tactic_outcome"]) == (0.0, False, True, "env_error", "env_error")
+    assert (reward, term, trunc, info["status"], info["tactic_outcome"]) == (
+        0.0,
+        False,
+        True,
+        "env_error",
+        "env_error",
+    )
     msg = info["verifier_error"]
-    assert msg.startswith(f"Kimina Lean Server {url}/health: cannot connect (ConnectError") and msg.endswith("(after 3 tries)")
+    assert msg.startswith(
+        f"Kimina Lean Server {url}/health: cannot connect (ConnectError"
+    ) and msg.endswith("(after 3 tries)")
     assert env.status is ragen_envs.EpisodeStatus.ENV_ERROR
     env.close()
 
 
-def test_issue15_item1_kimina_bearer_key(server: KiminaServer, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_issue15_item1_kimina_bearer_key(
+    server: KiminaServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     server.api_key = "s3cret"
     env = lean_env(server.url)
     env.reset(options={"theorem": "complex_and"})
     info = env.step(PROOF[0])[4]
     assert info["status"] == "env_error"
-    assert info["verifier_error"] == (f"Kimina Lean Server {server.url}/health refused the request (HTTP 401 "
-                                      '{"detail": "Missing API key"}); set $LEAN_SERVER_API_KEY to the server\'s key')
+    assert info["verifier_error"] == (
+        f"Kimina Lean Server {server.url}/health refused the request (HTTP 401 "
+        '{"detail": "Missing API key"}); set $LEAN_SERVER_API_KEY to the server\'s key'
+    )
     monkeypatch.setenv("LEAN_SERVER_API_KEY", "s3cret")
     env = lean_env(server.url)
     env.reset(options={"theorem": "complex_and"})
@@ -128,8 +160,9 @@ def test_issue15_item1_kimina_bearer_key(server: KiminaServer, monkeypatch: pyte
     env.close()
 
 
-def test_issue15_item1_kimina_without_httpx_is_a_clear_env_error(server: KiminaServer,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_issue15_item1_kimina_without_httpx_is_a_clear_env_error(
+    server: KiminaServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setitem(sys.modules, "httpx", None)  # as in an install without the 'lean' extra
     env = lean_env(server.url)
     env.reset(options={"theorem": "complex_and"})

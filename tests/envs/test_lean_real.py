@@ -24,17 +24,35 @@ _TARGETS = []
 if os.environ.get("RAGEN_LEAN_URL"):
     _TARGETS.append(pytest.param(os.environ["RAGEN_LEAN_URL"], id="kimina"))
 else:
-    _TARGETS.append(pytest.param(None, id="kimina", marks=pytest.mark.skip(
-        reason="set RAGEN_LEAN_URL=http://host:port to run against a real Kimina Lean Server")))
+    _TARGETS.append(
+        pytest.param(
+            None,
+            id="kimina",
+            marks=pytest.mark.skip(
+                reason="set RAGEN_LEAN_URL=http://host:port to run against a real Kimina Lean Server"
+            ),
+        )
+    )
 if os.environ.get("RAGEN_LEAN_REPL"):
     _TARGETS.append(pytest.param("repl:" + os.environ["RAGEN_LEAN_REPL"], id="repl"))
 else:
-    _TARGETS.append(pytest.param(None, id="repl", marks=pytest.mark.skip(
-        reason="set RAGEN_LEAN_REPL='lake exe repl' (and RAGEN_LEAN_REPL_CWD) to run against a real Lean REPL")))
+    _TARGETS.append(
+        pytest.param(
+            None,
+            id="repl",
+            marks=pytest.mark.skip(
+                reason="set RAGEN_LEAN_REPL='lake exe repl' (and RAGEN_LEAN_REPL_CWD) to run against a real Lean REPL"
+            ),
+        )
+    )
 
 
 def _cfg() -> dict[str, Any]:
-    return {"repl_cwd": os.environ.get("RAGEN_LEAN_REPL_CWD"), "lean_timeout_s": 120, "retry_backoff_s": 1.0}
+    return {
+        "repl_cwd": os.environ.get("RAGEN_LEAN_REPL_CWD"),
+        "lean_timeout_s": 120,
+        "retry_backoff_s": 1.0,
+    }
 
 
 @pytest.mark.parametrize("spec", _TARGETS)
@@ -42,7 +60,14 @@ def test_issue15_item1_real_lean_recorded_proof_noop_and_sorry(spec: str) -> Non
     env = lean_env(spec, **_cfg())
     env.reset(options={"theorem": "complex_and"})
     outcomes = [env.step(t)[4]["tactic_outcome"] for t in ("skip", "sorry", *PROOF)]
-    assert outcomes == ["no_progress", "rejected", "accepted", "accepted", "accepted", "accepted"], env.render()
+    assert outcomes == [
+        "no_progress",
+        "rejected",
+        "accepted",
+        "accepted",
+        "accepted",
+        "accepted",
+    ], env.render()
     assert env.status.value == "success"
     env.close()
 

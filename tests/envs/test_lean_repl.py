@@ -18,7 +18,9 @@ import ragen_envs
 from .lean_support import FAKE_REPL, PROOF, lean_env, repl_spec
 
 
-def test_issue15_item1_repl_sends_header_and_statement_once_then_one_command_per_tactic(tmp_path: Path) -> None:
+def test_issue15_item1_repl_sends_header_and_statement_once_then_one_command_per_tactic(
+    tmp_path: Path,
+) -> None:
     log = tmp_path / "requests.jsonl"
     env = lean_env(repl_spec("--log", str(log)))
     for _ in range(2):
@@ -33,7 +35,10 @@ def test_issue15_item1_repl_sends_header_and_statement_once_then_one_command_per
         {"cmd": "open Nat\n"},
         {"cmd": "theorem two_eq : 2 = 2 := by sorry", "env": 0},
         {"tactic": "rfl", "proofState": 0},
-        {"tactic": "rfl", "proofState": 0},  # the next episode starts again from the root proof state
+        {
+            "tactic": "rfl",
+            "proofState": 0,
+        },  # the next episode starts again from the root proof state
         {"cmd": "theorem complex_and (p q r : Prop) (h1 : p ∧ q) (h2 : q → r) : p ∧ r := by sorry"},
         {"tactic": "apply And.intro", "proofState": 3},
     ]
@@ -46,8 +51,12 @@ def test_issue15_item1_repl_crash_is_detected_and_reported() -> None:
     obs, reward, term, trunc, info = env.step("nlinarith")
     assert (reward, term, trunc, info["status"]) == (0.0, False, True, "env_error")
     msg = info["verifier_error"]
-    assert msg.startswith("Lean REPL '") and "failed on tactic 'nlinarith': it exited with status 3; " \
-        "stderr: INTERNAL PANIC: out of memory (after 2 tries)" in msg
+    assert (
+        msg.startswith("Lean REPL '")
+        and "failed on tactic 'nlinarith': it exited with status 3; "
+        "stderr: INTERNAL PANIC: out of memory (after 2 tries)"
+        in msg
+    )
     assert msg in obs
     env.close()
 
@@ -58,7 +67,9 @@ def test_issue15_item1_repl_silent_is_detected_and_reported() -> None:
     env.reset(options={"theorem": "complex_and"})
     info = env.step(PROOF[0])[4]
     assert info["status"] == "env_error"
-    assert info["verifier_error"].endswith("gave no answer to the statement command within 0.5 s (after 2 tries)")
+    assert info["verifier_error"].endswith(
+        "gave no answer to the statement command within 0.5 s (after 2 tries)"
+    )
     env.close()
 
 
@@ -67,8 +78,10 @@ def test_issue15_item1_repl_missing_executable_names_it() -> None:
     env.reset(options={"theorem": "complex_and"})
     info = env.step(PROOF[0])[4]
     assert info["status"] == "env_error" and info["verifier_attempts"] == 1
-    assert info["verifier_error"].startswith("Lean REPL executable not found: 'no-such-lean-repl-xyz' "
-                                             "(command 'no-such-lean-repl-xyz exe repl')")
+    assert info["verifier_error"].startswith(
+        "Lean REPL executable not found: 'no-such-lean-repl-xyz' "
+        "(command 'no-such-lean-repl-xyz exe repl')"
+    )
 
 
 def test_issue15_item1_repl_unanswerable_request_ends_the_episode_not_the_process() -> None:
@@ -77,8 +90,10 @@ def test_issue15_item1_repl_unanswerable_request_ends_the_episode_not_the_proces
     env.reset(options={"theorem": "complex_and"})
     info = env.step("simp_all")[4]
     assert info["status"] == "env_error"
-    assert "it exited with status 4; stderr: lean_fake_repl: no recorded answer for tactic 'simp_all'" \
+    assert (
+        "it exited with status 4; stderr: lean_fake_repl: no recorded answer for tactic 'simp_all'"
         in info["verifier_error"]
+    )
     ragen_envs.validate_info("lean", info)
 
 
@@ -86,7 +101,9 @@ def test_issue15_item1_repl_unanswerable_request_ends_the_episode_not_the_proces
 def test_issue15_item1_repl_timeout_kills_the_repl_under_its_launcher(tmp_path: Path) -> None:
     """``lake exe repl`` runs ``repl`` as a child: after a timeout neither may be left running."""
     pid_file = tmp_path / "pid"
-    inner = shlex.join([sys.executable, str(FAKE_REPL), "--hang-on", "nlinarith", "--pid-file", str(pid_file)])
+    inner = shlex.join(
+        [sys.executable, str(FAKE_REPL), "--hang-on", "nlinarith", "--pid-file", str(pid_file)]
+    )
     env = lean_env("repl:" + shlex.join(["sh", "-c", inner + "; true"]), lean_timeout_s=0.5)
     env.reset(options={"theorem": "complex_and"})
     env.step(PROOF[0])
@@ -108,8 +125,10 @@ def test_issue15_item1_repl_memory_limit_applies_to_the_process() -> None:
     env = lean_env(repl_spec(), repl_memory_mb=8, max_retries=0)
     env.reset(options={"theorem": "complex_and"})
     info = env.step(PROOF[0])[4]
-    assert info["status"] == "env_error" and "failed on the statement command: it exited with status" \
-        in info["verifier_error"]
+    assert (
+        info["status"] == "env_error"
+        and "failed on the statement command: it exited with status" in info["verifier_error"]
+    )
     env = lean_env(repl_spec(), repl_memory_mb=4096)
     env.reset(options={"theorem": "complex_and"})
     assert env.step(PROOF[0])[4]["tactic_outcome"] == "accepted"

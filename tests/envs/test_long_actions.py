@@ -27,8 +27,26 @@ from .conftest import ALL_IDS
 #: int of 60,000 digits exceeds Python's int-conversion limit), each env's own action
 #: syntax repeated, control and non-ASCII characters.
 UNITS = [
-    "```", "```python\n", "```\n", "<answer>", "<think></think><answer>", "</answer>", "||",
-    "(", "((1+", "1+", "9", "\\boxed{", "search[", "click[", "Up ", "(1, 2, 3) ", " ", "\n", "\u00e9\u221a", "\x00",
+    "```",
+    "```python\n",
+    "```\n",
+    "<answer>",
+    "<think></think><answer>",
+    "</answer>",
+    "||",
+    "(",
+    "((1+",
+    "1+",
+    "9",
+    "\\boxed{",
+    "search[",
+    "click[",
+    "Up ",
+    "(1, 2, 3) ",
+    " ",
+    "\n",
+    "\u00e9\u221a",
+    "\x00",
 ]
 
 
@@ -40,10 +58,12 @@ def _flood(unit: str, length: int) -> str:
 @pytest.mark.timeout(30)
 def test_quadratic_code_extraction_fence_flood_is_linear() -> None:
     # The reported input (old code: 296 s); and variants that defeat a line-break scan.
-    assert extract_code("```" * 200000) == "```" * 200000  # no line break: no fence, the whole answer
-    assert extract_code("```python\n" * 100000) is None   # only empty blocks
+    assert (
+        extract_code("```" * 200000) == "```" * 200000
+    )  # no line break: no fence, the whole answer
+    assert extract_code("```python\n" * 100000) is None  # only empty blocks
     flood = "```" * 200000 + "\n" + "print(1)\n"
-    assert extract_code(flood) == "print(1)"              # one block opened by the first fence
+    assert extract_code(flood) == "print(1)"  # one block opened by the first fence
 
 
 #: The extraction rule as the old regular expression stated it (a test oracle only: it
@@ -63,8 +83,12 @@ def _old_extract(answer: str) -> str | None:
 
 
 @settings(max_examples=600, deadline=None)
-@given(st.lists(st.sampled_from(["```", "`", "\n", "python", "Py", "cpp", " ", "\t", "x", "print(1)", "#"]),
-                max_size=30).map("".join))
+@given(
+    st.lists(
+        st.sampled_from(["```", "`", "\n", "python", "Py", "cpp", " ", "\t", "x", "print(1)", "#"]),
+        max_size=30,
+    ).map("".join)
+)
 def test_quadratic_code_extraction_same_blocks_as_the_old_rule(answer: str) -> None:
     assert extract_code(answer) == _old_extract(answer)
 

@@ -71,10 +71,25 @@ def test_unclosed_box_falls_back() -> None:
     assert extract_answer("\\boxed{12").text == "12"
 
 
-EQUIVALENT = [("752", "752.0"), ("1/3", "\\frac{1}{3}"), ("0.5", "\\frac{1}{2}"), ("8000", "8,000"),
-              ("-\\frac{3}{4}", "-0.75"), ("2^{10}", "1024"), ("x+1", "1+x"),
-              ("\\frac{\\sqrt{2}}{2}", "\\frac{1}{\\sqrt{2}}"), ("\\sqrt{8}", "2\\sqrt{2}"), ("2\\pi", "\\pi*2")]
-DIFFERENT = [("0.333", "1/3"), ("3", "4"), ("x+1", "x-1"), ("72", "720"), ("\\frac{1}{3}", "\\frac{1}{4}")]
+EQUIVALENT = [
+    ("752", "752.0"),
+    ("1/3", "\\frac{1}{3}"),
+    ("0.5", "\\frac{1}{2}"),
+    ("8000", "8,000"),
+    ("-\\frac{3}{4}", "-0.75"),
+    ("2^{10}", "1024"),
+    ("x+1", "1+x"),
+    ("\\frac{\\sqrt{2}}{2}", "\\frac{1}{\\sqrt{2}}"),
+    ("\\sqrt{8}", "2\\sqrt{2}"),
+    ("2\\pi", "\\pi*2"),
+]
+DIFFERENT = [
+    ("0.333", "1/3"),
+    ("3", "4"),
+    ("x+1", "x-1"),
+    ("72", "720"),
+    ("\\frac{1}{3}", "\\frac{1}{4}"),
+]
 
 
 @pytest.mark.parametrize("checker", ["math_verify", "sympy"])
@@ -118,7 +133,10 @@ def test_missing_math_verify_names_the_extra_when_needed(monkeypatch: pytest.Mon
     assert env.step(env.unwrapped.item.answer)[4]["success"]
     env.reset(seed=0)
     # ... a symbolic answer needs the checker, and its absence is a clear error.
-    with pytest.raises(MissingExtraError, match=re.escape("pip install 'ragen-envs[math]' (or 'ragen[math]' for the full project")):
+    with pytest.raises(
+        MissingExtraError,
+        match=re.escape("pip install 'ragen-envs[math]' (or 'ragen[math]' for the full project"),
+    ):
         env.step("\\boxed{x + 1}")
     env = ragen_envs.make("ragen/MetaMathQA-v0", equivalence="numeric")  # stdlib-only checker
     env.reset(seed=0)
@@ -146,7 +164,7 @@ def test_attempt_k_earns_half_to_the_k(k: int) -> None:
         total += r
     obs, r, term, trunc, info = env.step(f"The answer is: {gold}")
     assert term and info["success"] and info["status"] == "success"
-    assert r == pytest.approx(0.5 ** k) and info["episode_return"] == pytest.approx(0.5 ** k)
+    assert r == pytest.approx(0.5**k) and info["episode_return"] == pytest.approx(0.5**k)
 
 
 def test_all_attempts_wrong_ends_in_failure() -> None:
@@ -184,7 +202,9 @@ def test_only_the_answer_text_is_read_and_equivalents_are_accepted() -> None:
     gold = base.item.answer
     value = parse_number(gold)
     assert value is not None
-    spelled = f"So the total is \\boxed{{{format_answer(value, thousands=True).replace(',', '{,}')}}}."
+    spelled = (
+        f"So the total is \\boxed{{{format_answer(value, thousands=True).replace(',', '{,}')}}}."
+    )
     _, r, term, _, info = env.step(spelled)
     assert info["correct"] and r == 1.0 and info["answer_source"] == "boxed"
 
@@ -200,7 +220,9 @@ def test_instruction_states_the_rules() -> None:
 
 
 # ---------------------------------------------------------------- data
-@pytest.mark.parametrize("source", ["bundled:math-templates-metamathqa", "bundled:math-templates-gsm8k"])
+@pytest.mark.parametrize(
+    "source", ["bundled:math-templates-metamathqa", "bundled:math-templates-gsm8k"]
+)
 def test_oracle_answers_every_bundled_item_in_every_split(source: str) -> None:
     # The gold answer is read back through the same extraction as the agent's answer.
     for split in ("train", "validation", "test"):
@@ -218,7 +240,9 @@ def test_bundled_gold_answers_match_the_generator() -> None:
     recs = load_source("bundled:math-templates-metamathqa")
     for p, rec in zip(problems, recs):
         item = math_item_from_record(rec)
-        assert item is not None and answers_equal(item.answer, format_answer(p.answer), checker="numeric")
+        assert item is not None and answers_equal(
+            item.answer, format_answer(p.answer), checker="numeric"
+        )
         if p.answer.denominator == 1:
             assert parse_number(item.answer) == p.answer
     gsm = load_source("bundled:math-templates-gsm8k")
@@ -231,7 +255,12 @@ def test_bundled_gold_answers_match_the_generator() -> None:
 def test_generator_is_deterministic_and_covers_every_template() -> None:
     a, b = generate(60, seed=5), generate(60, seed=5)
     assert a == b
-    assert {p.template for p in generate(len(TEMPLATES) * 2, seed=0)} >= {"bags", "pie", "together", "factory"}
+    assert {p.template for p in generate(len(TEMPLATES) * 2, seed=0)} >= {
+        "bags",
+        "pie",
+        "together",
+        "factory",
+    }
     assert len({p.question for p in generate(300, seed=3)}) == 300
 
 
@@ -239,7 +268,9 @@ def test_record_formats(tmp_path: Path) -> None:
     mm = {"query": "Q?", "response": "work\nThe answer is: 8,000", "original_question": "orig"}
     gsm = {"question": "Q2?", "answer": "calc\n#### 2,125"}
     qa = {"question": "Q3?", "answer": "$9{,}500"}
-    assert math_item_from_record(mm).answer == "8000" and math_item_from_record(mm).key_text == "orig"
+    assert (
+        math_item_from_record(mm).answer == "8000" and math_item_from_record(mm).key_text == "orig"
+    )
     assert math_item_from_record(gsm).answer == "2125"
     assert math_item_from_record(qa).answer == "9500"
     path = tmp_path / "mixed.jsonl"
@@ -250,7 +281,16 @@ def test_record_formats(tmp_path: Path) -> None:
 
 def test_rephrasings_of_one_question_share_a_split() -> None:
     # MetaMathQA augments each original question several times; the split follows the original.
-    rows = [{"query": f"Rephrasing {i} of a question", "response": "The answer is: 3", "original_question": "The question"}
-            for i in range(20)]
-    keys = {ragen_envs.envs.metamathqa.env.canonical_key(math_item_from_record(r).key_text) for r in rows}
+    rows = [
+        {
+            "query": f"Rephrasing {i} of a question",
+            "response": "The answer is: 3",
+            "original_question": "The question",
+        }
+        for i in range(20)
+    ]
+    keys = {
+        ragen_envs.envs.metamathqa.env.canonical_key(math_item_from_record(r).key_text)
+        for r in rows
+    }
     assert len(keys) == 1

@@ -36,7 +36,23 @@ from ragen_envs.envs.rubikscube.solver import FIXED_TURNS, distance, level_sizes
 
 #: Positions of the 2x2x2 at each quarter-turn distance from solved (up to whole-cube
 #: rotations): Jaap Scherphuis, "Pocket Cube" (jaapsch.net/puzzles/cube2.htm), QTM table.
-PUBLISHED_LEVELS = [1, 6, 27, 120, 534, 2256, 8969, 33058, 114149, 360508, 930588, 1350852, 782536, 90280, 276]
+PUBLISHED_LEVELS = [
+    1,
+    6,
+    27,
+    120,
+    534,
+    2256,
+    8969,
+    33058,
+    114149,
+    360508,
+    930588,
+    1350852,
+    782536,
+    90280,
+    276,
+]
 
 #: Radius of the independent search; scrambles of the depth presets up to 5 turns are
 #: within it.
@@ -89,10 +105,16 @@ def test_issue15_item3_every_action_inverse_restores_the_state(name: str) -> Non
         assert apply(state, base + "'") == apply(apply(apply(state, base), base), base)
 
 
-def test_issue15_item3_oracle_length_equals_bfs_distance_on_200_seeds(bfs_distances: dict[bytes, int]) -> None:
+def test_issue15_item3_oracle_length_equals_bfs_distance_on_200_seeds(
+    bfs_distances: dict[bytes, int],
+) -> None:
     checked = 0
-    for env_id in ("ragen/RubiksCube-v0", "ragen/RubiksCube-Depth2-v0", "ragen/RubiksCube-Depth3-v0",
-                   "ragen/RubiksCube-Depth5-v0"):
+    for env_id in (
+        "ragen/RubiksCube-v0",
+        "ragen/RubiksCube-Depth2-v0",
+        "ragen/RubiksCube-Depth3-v0",
+        "ragen/RubiksCube-Depth5-v0",
+    ):
         env = ragen_envs.make(env_id)
         for seed in range(50):
             _, info = env.reset(seed=seed)
@@ -106,7 +128,9 @@ def test_issue15_item3_oracle_length_equals_bfs_distance_on_200_seeds(bfs_distan
     assert checked == 200
 
 
-def test_issue15_item3_deep_scrambles_are_solved_and_beyond_the_bfs_ball(bfs_distances: dict[bytes, int]) -> None:
+def test_issue15_item3_deep_scrambles_are_solved_and_beyond_the_bfs_ball(
+    bfs_distances: dict[bytes, int],
+) -> None:
     """Scrambles deeper than the search radius: the oracle's plan solves, its length is
     the table distance, each turn lowers that distance by one, and a state the BFS did
     not reach has a distance above its radius."""
@@ -134,8 +158,11 @@ def test_each_action_is_a_fixed_turn_up_to_a_whole_cube_rotation() -> None:
     rng = np.random.default_rng(5)
     states = [_random_state(rng, 25) for _ in range(20)]
     for name in ACTIONS:
-        partners = {m for m in FIXED_TURNS
-                    if all(canonical(apply(s, name)) == canonical(apply(s, m)) for s in states)}
+        partners = {
+            m
+            for m in FIXED_TURNS
+            if all(canonical(apply(s, name)) == canonical(apply(s, m)) for s in states)
+        }
         assert len(partners) == 1, (name, partners)
 
 
@@ -151,20 +178,23 @@ def _twist_one_corner(state: bytes) -> bytes:
     return bytes(s)
 
 
-@pytest.mark.parametrize(("stickers", "match"), [
-    (_text(SOLVED)[:-1], "24 stickers, got 23"),
-    ("WWWW OOOO GGGG RRRR BBBB YYYX", "unknown sticker letter"),
-    ("WWWW OOOO GGGG RRRR BBBB YYYW", r"exactly 4 stickers \(W=5, Y=3\)"),
-    (_text(_twist_one_corner(SOLVED)), "twisted corner"),
-    (_text(_twist_one_corner(apply(apply(SOLVED, "R"), "U'"))), "twisted corner"),
-    # Swap two stickers of one corner: W and G change places on the U-F-L corner -> mirror image.
-    ("WWGW OOOO WGGG RRRR BBBB YYYY", "no corner of the cube"),
-    # Green and blue swapped on one sticker each: mirrored corners.
-    ("WWWW OOOO GGGB RRRR BBBG YYYY", "no corner of the cube"),
-    # A front sticker of U-F-L and a down sticker of D-F-L swapped: white and yellow on one corner.
-    ("WWWW OOOO YGGG RRRR BBBB GYYY", "no corner of the cube"),
-    (_text(SOLVED), "already solved"),
-])
+@pytest.mark.parametrize(
+    ("stickers", "match"),
+    [
+        (_text(SOLVED)[:-1], "24 stickers, got 23"),
+        ("WWWW OOOO GGGG RRRR BBBB YYYX", "unknown sticker letter"),
+        ("WWWW OOOO GGGG RRRR BBBB YYYW", r"exactly 4 stickers \(W=5, Y=3\)"),
+        (_text(_twist_one_corner(SOLVED)), "twisted corner"),
+        (_text(_twist_one_corner(apply(apply(SOLVED, "R"), "U'"))), "twisted corner"),
+        # Swap two stickers of one corner: W and G change places on the U-F-L corner -> mirror image.
+        ("WWGW OOOO WGGG RRRR BBBB YYYY", "no corner of the cube"),
+        # Green and blue swapped on one sticker each: mirrored corners.
+        ("WWWW OOOO GGGB RRRR BBBG YYYY", "no corner of the cube"),
+        # A front sticker of U-F-L and a down sticker of D-F-L swapped: white and yellow on one corner.
+        ("WWWW OOOO YGGG RRRR BBBB GYYY", "no corner of the cube"),
+        (_text(SOLVED), "already solved"),
+    ],
+)
 def test_issue15_item3_unsolvable_sticker_state_is_rejected(stickers: str, match: str) -> None:
     with pytest.raises(ragen_envs.ConfigError, match=match) as err:
         ragen_envs.make("ragen/RubiksCube-v0", initial_state=stickers)
@@ -188,7 +218,9 @@ def test_valid_user_state_is_played_and_odd_corner_permutations_are_fine() -> No
     state = apply(apply(apply(SOLVED, "R"), "U"), "F'")
     env = ragen_envs.make("ragen/RubiksCube-v0", initial_state=" ".join(_text(state)))
     obs, info = env.reset(seed=123)
-    assert info["state"] == _text(state) and info["scramble"] == [] and info["optimal_distance"] == 3
+    assert (
+        info["state"] == _text(state) and info["scramble"] == [] and info["optimal_distance"] == 3
+    )
     result = run_episode(env, oracle_policy, seed=0)
     assert result.success and len(result.actions) == 3 and result.episode_return == 1.0
 
@@ -197,19 +229,14 @@ def test_net_rendering_after_u() -> None:
     env = ragen_envs.make("ragen/RubiksCube-v0", initial_state=_text(apply(SOLVED, "U")))
     obs, _ = env.reset(seed=0)
     # U turns the top layer clockwise seen from above: the front's top row moves to the left face.
-    assert obs == ("     W W\n"
-                   "     W W\n"
-                   "G G  R R  B B  O O\n"
-                   "O O  G G  R R  B B\n"
-                   "     Y Y\n"
-                   "     Y Y")
+    assert obs == ("     W W\n     W W\nG G  R R  B B  O O\nO O  G G  R R  B B\n     Y Y\n     Y Y")
 
 
 def test_net_rendering_after_r_and_f() -> None:
     # R: the front's right column goes up to U; U's right column goes to the back (left column as seen from behind).
-    assert _text(apply(SOLVED, "R")) == "WGWG" "OOOO" "GYGY" "RRRR" "WBWB" "YBYB"
+    assert _text(apply(SOLVED, "R")) == "WGWGOOOOGYGYRRRRWBWBYBYB"
     # F: U's bottom row goes to R's left column; L's right column gets D's top row.
-    assert _text(apply(SOLVED, "F")) == "WWOO" "OYOY" "GGGG" "WRWR" "BBBB" "RRYY"
+    assert _text(apply(SOLVED, "F")) == "WWOOOYOYGGGGWRWRBBBBRRYY"
 
 
 def test_solved_in_any_orientation_and_canonical_form() -> None:
@@ -243,7 +270,9 @@ def test_scramble_is_seeded_never_solved_and_replays() -> None:
         assert _text(state) == info["state"] and not is_solved(state)
         assert len(info["scramble"]) == 3 and 1 <= info["optimal_distance"] <= 3
         for a, b in zip(info["scramble"], info["scramble"][1:]):
-            assert b != (a[0] if a.endswith("'") else a + "'"), "a scramble turn never undoes the previous one"
+            assert b != (a[0] if a.endswith("'") else a + "'"), (
+                "a scramble turn never undoes the previous one"
+            )
         again = ragen_envs.make("ragen/RubiksCube-Depth3-v0").reset(seed=seed)
         assert again == (obs, info)
 
@@ -263,7 +292,9 @@ def test_splits_have_disjoint_states() -> None:
 
 
 def test_rewards_and_action_spellings() -> None:
-    env = ragen_envs.make("ragen/RubiksCube-v0", initial_state=_text(apply(apply(SOLVED, "R"), "R")))
+    env = ragen_envs.make(
+        "ragen/RubiksCube-v0", initial_state=_text(apply(apply(SOLVED, "R"), "R"))
+    )
     env.reset(seed=0)
     *_, reward, terminated, _truncated, info = env.step("r")
     assert reward == 0.0 and not terminated and info["action"] == "R" and info["distance"] == 1

@@ -24,12 +24,20 @@ import pytest
 from ragen_envs import sandbox as sb
 from ragen_envs.sandbox import SandboxConfig, SandboxStatus, run_command, run_python
 
-FAST = SandboxConfig(cpu_time_s=1, wall_time_s=4, memory_mb=256, file_size_mb=1, max_processes=16,
-                     max_output_bytes=1 << 16)
+FAST = SandboxConfig(
+    cpu_time_s=1,
+    wall_time_s=4,
+    memory_mb=256,
+    file_size_mb=1,
+    max_processes=16,
+    max_output_bytes=1 << 16,
+)
 
 ISO = sb.isolation_report()
 HAS_NS = bool(ISO.get("net_ns") and ISO.get("pid_ns") and ISO.get("mount_ns"))
-needs_ns = pytest.mark.skipif(not HAS_NS, reason="this kernel refuses user/PID/net/mount namespaces here")
+needs_ns = pytest.mark.skipif(
+    not HAS_NS, reason="this kernel refuses user/PID/net/mount namespaces here"
+)
 
 
 def _fallback_config() -> SandboxConfig | None:
@@ -42,8 +50,13 @@ def _fallback_config() -> SandboxConfig | None:
 
 
 FALLBACK = _fallback_config()
-needs_fallback = pytest.mark.skipif(FALLBACK is None, reason="no interpreter usable without namespaces here")
-MODES = [pytest.param(FAST, id="namespaces", marks=needs_ns), pytest.param(FALLBACK, id="fallback", marks=needs_fallback)]
+needs_fallback = pytest.mark.skipif(
+    FALLBACK is None, reason="no interpreter usable without namespaces here"
+)
+MODES = [
+    pytest.param(FAST, id="namespaces", marks=needs_ns),
+    pytest.param(FALLBACK, id="fallback", marks=needs_fallback),
+]
 
 
 def _processes_in_sessions(sessions: set[int]) -> set[int]:
@@ -98,7 +111,9 @@ def host_unharmed(monkeypatch: pytest.MonkeyPatch):
 
 # ------------------------------------------------------------------ basics
 def test_ok_run_returns_stdout_and_reads_stdin() -> None:
-    res = run_python("import sys\nprint(sys.stdin.read().upper(), end='')", stdin="abc\n", config=FAST)
+    res = run_python(
+        "import sys\nprint(sys.stdin.read().upper(), end='')", stdin="abc\n", config=FAST
+    )
     assert res.status is SandboxStatus.OK and res.exit_code == 0 and res.signal is None
     assert res.stdout == "ABC\n" and res.stderr == ""
     assert res.ok and res.wall_time_s > 0
@@ -111,7 +126,9 @@ def test_extra_files_are_in_the_working_directory() -> None:
         run_python("pass", files={"../x": "y"})
 
 
-@pytest.mark.parametrize(("source", "code"), [("raise SystemExit(3)", 3), ("1/0", 1), ("import sys; sys.exit('bye')", 1)])
+@pytest.mark.parametrize(
+    ("source", "code"), [("raise SystemExit(3)", 3), ("1/0", 1), ("import sys; sys.exit('bye')", 1)]
+)
 def test_runtime_errors_report_the_exit_code(source: str, code: int) -> None:
     res = run_python(source, config=FAST)
     assert res.status is SandboxStatus.RUNTIME_ERROR
@@ -205,8 +222,9 @@ def test_large_file_hits_the_file_size_limit(cfg: SandboxConfig, host_unharmed: 
 
 
 @pytest.mark.parametrize("cfg", MODES)
-def test_environment_of_the_parent_is_not_visible(cfg: SandboxConfig, host_unharmed: None,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_environment_of_the_parent_is_not_visible(
+    cfg: SandboxConfig, host_unharmed: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     secret = f"s3cr3t-{uuid.uuid4().hex}"
     monkeypatch.setenv("RAGEN_TEST_SECRET", secret)
     src = (
@@ -251,8 +269,10 @@ def _accepted(srv: socket.socket) -> bool:
 def test_network_connection_fails(cfg: SandboxConfig, host_unharmed: None) -> None:
     srv, port = _listener()
     try:
-        res = run_python(f"import socket\ns = socket.create_connection(('127.0.0.1', {port}), timeout=2)\nprint('connected')",
-                         config=cfg)
+        res = run_python(
+            f"import socket\ns = socket.create_connection(('127.0.0.1', {port}), timeout=2)\nprint('connected')",
+            config=cfg,
+        )
         assert res.status is SandboxStatus.RUNTIME_ERROR
         assert "connected" not in res.stdout and "PermissionError" in res.stderr
         assert not _accepted(srv)
@@ -289,17 +309,21 @@ def test_fallback_refuses_ctypes_and_subprocesses(host_unharmed: None) -> None:
     res = run_python(RAW_CONNECT.format(port=9), config=FALLBACK)
     assert res.status is SandboxStatus.RUNTIME_ERROR and "ctypes.dlopen is disabled" in res.stderr
     res = run_python("import subprocess\nsubprocess.run(['true'])", config=FALLBACK)
-    assert res.status is SandboxStatus.RUNTIME_ERROR and "disabled in the ragen sandbox" in res.stderr
+    assert (
+        res.status is SandboxStatus.RUNTIME_ERROR and "disabled in the ragen sandbox" in res.stderr
+    )
 
 
 @needs_ns
-def test_writes_outside_the_private_tmp_do_not_reach_the_host(host_unharmed: None, tmp_path: Path) -> None:
+def test_writes_outside_the_private_tmp_do_not_reach_the_host(
+    host_unharmed: None, tmp_path: Path
+) -> None:
     name = f"ragen-escape-{uuid.uuid4().hex}"
     outside = tmp_path / "outside.txt"  # a host directory this process can write
     os.chmod(tmp_path, 0o777)
     src = (
         "import os\n"
-        f"open('/tmp/{name}', 'w').write('x')\n"           # private tmpfs: allowed, discarded
+        f"open('/tmp/{name}', 'w').write('x')\n"  # private tmpfs: allowed, discarded
         "print('tmp ok')\n"
         "print(os.getcwd() == os.environ['HOME'] == os.environ['TMPDIR'])\n"
         "try:\n"
@@ -329,7 +353,9 @@ def test_processes_left_behind_are_killed(host_unharmed: None) -> None:
 
 @needs_ns
 def test_proc_shows_only_the_sandbox(host_unharmed: None) -> None:
-    res = run_python("import os\nprint(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))", config=FAST)
+    res = run_python(
+        "import os\nprint(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))", config=FAST
+    )
     assert res.ok
     assert eval(res.stdout) == [1, 2]  # noqa: S307 - C (pid 1) and the program (pid 2)
 
@@ -364,7 +390,16 @@ def test_runs_are_thread_safe() -> None:
 
 # ------------------------------------------------------------------ policy
 def test_isolation_report_lists_the_layers() -> None:
-    keys = {"user_ns", "net_ns", "pid_ns", "mount_ns", "private_tmp", "private_proc", "readonly_root", "dropped_to_uid"}
+    keys = {
+        "user_ns",
+        "net_ns",
+        "pid_ns",
+        "mount_ns",
+        "private_tmp",
+        "private_proc",
+        "readonly_root",
+        "dropped_to_uid",
+    }
     assert keys <= set(ISO)
     assert ISO["status"] == "ok"
     if os.geteuid() == 0:

@@ -54,7 +54,7 @@ def _fenced(code: str) -> str:
 
 
 # ------------------------------------------------------- 1. reading the answers
-ANSWER_SEARCH = r'''
+ANSWER_SEARCH = r"""
 import gzip, json, os, sys
 data = sys.stdin.read()
 seen = 0
@@ -76,7 +76,7 @@ for root, dirs, files in os.walk("/"):
         except (OSError, ValueError, AttributeError):
             pass
 sys.stderr.write(f"searched {seen} JSONL files, no answer\n")
-'''
+"""
 
 
 @needs_ns
@@ -84,8 +84,14 @@ def test_model_code_cannot_read_the_answers(tmp_path: Path) -> None:
     # The attack is real: run outside the sandbox it finds the bundled tests and answers.
     problem = load_source("bundled:code-stdio-ours")[0]
     test = problem["tests"][0]
-    plain = subprocess.run([sys.executable, "-c", ANSWER_SEARCH], input=test["input"], capture_output=True,
-                           text=True, timeout=120, cwd=tmp_path)
+    plain = subprocess.run(
+        [sys.executable, "-c", ANSWER_SEARCH],
+        input=test["input"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert plain.stdout == test["output"]
     # Inside, no episode scores: the project tree and its data do not exist there.
     env = _coder("bundled:code-stdio-ours", time_limit_s=10, wall_time_limit_s=20)
@@ -96,17 +102,31 @@ def test_model_code_cannot_read_the_answers(tmp_path: Path) -> None:
         rewards.append(reward)
         assert info["success"] is False and info["tests_passed"] == 0
     assert rewards == [0.0] * 5
-    probe = ("import os, sys\n"
-             f"print(os.path.exists({str(ROOT)!r}), os.path.exists('/work'), sorted(os.listdir('/')))\n"
-             "print(sorted(p for p in sys.path))\n")
+    probe = (
+        "import os, sys\n"
+        f"print(os.path.exists({str(ROOT)!r}), os.path.exists('/work'), sorted(os.listdir('/')))\n"
+        "print(sorted(p for p in sys.path))\n"
+    )
     res = run_python(probe, config=FAST)
     assert res.ok, res.stderr
     first, _ = res.stdout.split("\n", 1)
     assert first.startswith("False False")
     visible = set(eval(first.split(" ", 2)[2]))  # noqa: S307 - our own probe's output
     # Only the system library tree, the interpreter's prefix and the sandbox's own mounts.
-    allowed = {"bin", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc", "sbin", "tmp", "usr",
-               Path(sys.base_prefix).parts[1]}
+    allowed = {
+        "bin",
+        "dev",
+        "etc",
+        "lib",
+        "lib32",
+        "lib64",
+        "libx32",
+        "proc",
+        "sbin",
+        "tmp",
+        "usr",
+        Path(sys.base_prefix).parts[1],
+    }
     assert visible <= allowed, visible - allowed
     # The host is unchanged: the bundled data is where it was.
     assert bundled_info("code-stdio-ours").path.is_file()
@@ -116,8 +136,11 @@ def test_model_code_cannot_read_the_answers(tmp_path: Path) -> None:
 def test_site_packages_are_hidden_unless_configured() -> None:
     probe = "import sys\ntry:\n    import yaml\n    print('imported')\nexcept ImportError:\n    print('hidden')\n"
     assert run_python(probe, config=FAST).stdout == "hidden\n"
-    shown = run_python(probe + "import os\nprint(os.path.isdir(os.path.join(os.path.dirname(yaml.__file__), "
-                       "'..', 'ragen_envs', 'data')))\n", config=FAST.with_(site_packages=True))
+    shown = run_python(
+        probe + "import os\nprint(os.path.isdir(os.path.join(os.path.dirname(yaml.__file__), "
+        "'..', 'ragen_envs', 'data')))\n",
+        config=FAST.with_(site_packages=True),
+    )
     assert shown.stdout.startswith("imported")
     assert shown.stdout.split()[-1] == "False"  # even then this project's packages stay hidden
 
@@ -135,19 +158,27 @@ def test_site_packages_of_a_venv_under_tmp_are_seen_when_configured() -> None:
     other = Path(tempfile.mkdtemp(prefix="ragen-other-", dir="/tmp"))
     try:
         venv = base / "venv"
-        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+        subprocess.run(
+            [sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120
+        )
         python = str(venv / "bin" / "python")
-        site_dir = subprocess.run([python, "-c", "import site; print(site.getsitepackages()[0])"], check=True,
-                                  capture_output=True, text=True).stdout.strip()
+        site_dir = subprocess.run(
+            [python, "-c", "import site; print(site.getsitepackages()[0])"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
         assert site_dir.startswith("/tmp/"), site_dir
         Path(site_dir, "ragen_tmp_probe.py").write_text("VALUE = 42\n")
         beside = base / "secret.txt"
         beside.write_text("host /tmp content\n")
         elsewhere = other / "other.txt"
         elsewhere.write_text("another host /tmp file\n")
-        probe = ("import os\ntry:\n    import ragen_tmp_probe\n    print('imported', ragen_tmp_probe.VALUE)\n"
-                 "except ImportError:\n    print('hidden')\n"
-                 f"print(os.path.exists({str(beside)!r}), os.path.exists({str(elsewhere)!r}))\n")
+        probe = (
+            "import os\ntry:\n    import ragen_tmp_probe\n    print('imported', ragen_tmp_probe.VALUE)\n"
+            "except ImportError:\n    print('hidden')\n"
+            f"print(os.path.exists({str(beside)!r}), os.path.exists({str(elsewhere)!r}))\n"
+        )
         shown = run_python(probe, config=FAST.with_(python=python, site_packages=True))
         assert shown.ok, (shown.status, shown.detail, shown.stderr)
         assert shown.stdout == "imported 42\nFalse False\n", shown.stdout
@@ -159,7 +190,7 @@ def test_site_packages_of_a_venv_under_tmp_are_seen_when_configured() -> None:
 
 
 # ------------------------------------------------------- 2. host UNIX sockets
-UNIX_CONNECT = r'''
+UNIX_CONNECT = r"""
 import ctypes, errno, struct
 libc = ctypes.CDLL(None, use_errno=True)
 def attempt(address):
@@ -172,7 +203,7 @@ def attempt(address):
     return f"{rc} {errno.errorcode.get(err, err)}"
 print(attempt(PATH + b"\0"))
 print(attempt(b"\0" + ABSTRACT))
-'''
+"""
 
 
 def _socket_dir() -> Path:
@@ -205,8 +236,10 @@ def test_host_unix_sockets_are_unreachable() -> None:
         res = run_python(program, config=FAST)
         assert res.ok, res.stderr
         path_line, abstract_line = res.stdout.split("\n")[:2]
-        assert path_line.startswith("-1 ENOENT")         # the path does not exist inside
-        assert abstract_line.startswith("-1 ECONNREFUSED")  # abstract names are per network namespace
+        assert path_line.startswith("-1 ENOENT")  # the path does not exist inside
+        assert abstract_line.startswith(
+            "-1 ECONNREFUSED"
+        )  # abstract names are per network namespace
         for srv in servers:
             with pytest.raises((TimeoutError, socket.timeout)):
                 srv.accept()
@@ -218,12 +251,12 @@ def test_host_unix_sockets_are_unreachable() -> None:
 
 
 # ------------------------------------------------------- 3. SysV shared memory
-SHM_CREATE = r'''
+SHM_CREATE = r"""
 import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
 ids = [libc.shmget(0, 256 << 20, 0o1000 | 0o666) for _ in range(3)]   # IPC_PRIVATE, IPC_CREAT
 print(ids, ctypes.get_errno())
-'''
+"""
 
 
 def _shm_ids() -> set[int]:
@@ -244,12 +277,14 @@ def test_sysv_shared_memory_does_not_outlive_the_sandbox() -> None:
         subprocess.run(["ipcrm", "-m", str(shmid)], capture_output=True)
     assert res.ok, res.stderr
     ids = eval(res.stdout.split("]")[0] + "]")  # noqa: S307 - our own probe's output
-    assert len(ids) == 3 and all(i >= 0 for i in ids)  # the segments were made, in the sandbox's namespace
+    assert len(ids) == 3 and all(
+        i >= 0 for i in ids
+    )  # the segments were made, in the sandbox's namespace
     assert not leaked
 
 
 # ------------------------------------------------------- 4. one memory limit
-CHILDREN_400MB = r'''
+CHILDREN_400MB = r"""
 import os, time
 pids = []
 for _ in range(12):
@@ -264,7 +299,7 @@ for _ in range(12):
     pids.append(pid)
 ok = sum(os.waitpid(p, 0)[1] == 0 for p in pids)
 print(len(pids), ok)
-'''
+"""
 
 
 def _mem_available() -> int:
@@ -313,9 +348,11 @@ def test_memory_limit_covers_the_whole_sandbox(monkeypatch: pytest.MonkeyPatch) 
     baseline = _mem_available()
     res, rss, low = _watch_memory(lambda: run_python(CHILDREN_400MB, config=cfg), monkeypatch)
     rss_gib = rss / (1 << 30)
-    print(f"\n12 x 400 MiB children, memory_mb=512: sandbox RSS peak {rss_gib:.2f} GiB, host MemAvailable "
-          f"drop {(baseline - low) / (1 << 30):.2f} GiB (other tenants included), cgroup peak "
-          f"{getattr(res, 'memory_peak_mb', None)} MiB, status {res.status.value}, cgroup {res.isolation.get('cgroup')}")
+    print(
+        f"\n12 x 400 MiB children, memory_mb=512: sandbox RSS peak {rss_gib:.2f} GiB, host MemAvailable "
+        f"drop {(baseline - low) / (1 << 30):.2f} GiB (other tenants included), cgroup peak "
+        f"{getattr(res, 'memory_peak_mb', None)} MiB, status {res.status.value}, cgroup {res.isolation.get('cgroup')}"
+    )
     # Before: 4.7 GiB resident.  Now one limit's worth (RSS counts the pages the forked
     # children share with their parent once per process: a little over 512 MiB).
     assert rss_gib < 1.0
@@ -329,7 +366,9 @@ def test_memory_limit_covers_the_whole_sandbox(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_without_a_cgroup_the_process_cap_bounds_memory(monkeypatch: pytest.MonkeyPatch) -> None:
-    cfg = SandboxConfig(cpu_time_s=10, wall_time_s=20, memory_mb=512, max_processes=32, cgroup=False)
+    cfg = SandboxConfig(
+        cpu_time_s=10, wall_time_s=20, memory_mb=512, max_processes=32, cgroup=False
+    )
     res, rss, _ = _watch_memory(lambda: run_python(CHILDREN_400MB, config=cfg), monkeypatch)
     assert res.isolation["cgroup"] is False and res.memory_peak_mb is None
     forked = int(res.stdout.split()[0])
@@ -338,7 +377,7 @@ def test_without_a_cgroup_the_process_cap_bounds_memory(monkeypatch: pytest.Monk
 
 
 # ------------------------------------------------------- 5. killing the host
-HOST = r'''
+HOST = r"""
 import sys
 from ragen_envs import sandbox as sb
 real = sb.subprocess.Popen
@@ -351,7 +390,7 @@ python = sys.argv[2] if len(sys.argv) > 2 else None
 cfg = sb.SandboxConfig(cpu_time_s=5, wall_time_s=float(sys.argv[1]), namespaces="off" if python else "auto",
                        python=python)
 sb.run_python("import time\ntime.sleep(60)", config=cfg)
-'''
+"""
 
 
 def _start_host(tmp: Path, wall_s: float, python: str | None) -> tuple[subprocess.Popen, int]:
@@ -361,7 +400,9 @@ def _start_host(tmp: Path, wall_s: float, python: str | None) -> tuple[subproces
     assert host.stdout is not None
     launcher_pid = int(host.stdout.readline())
     deadline = time.monotonic() + 10
-    while len(_processes_in_sessions({launcher_pid})) < 3 and time.monotonic() < deadline:  # L, C, G
+    while (
+        len(_processes_in_sessions({launcher_pid})) < 3 and time.monotonic() < deadline
+    ):  # L, C, G
         time.sleep(0.02)
     assert len(_processes_in_sessions({launcher_pid})) >= 3, "the sandboxed program did not start"
     return host, launcher_pid
@@ -384,8 +425,10 @@ def _kill_session(session: int) -> None:
             pass
 
 
-MODES = [pytest.param(None, id="namespaces", marks=needs_ns),
-         pytest.param(FALLBACK.python if FALLBACK else None, id="fallback", marks=needs_fallback)]
+MODES = [
+    pytest.param(None, id="namespaces", marks=needs_ns),
+    pytest.param(FALLBACK.python if FALLBACK else None, id="fallback", marks=needs_fallback),
+]
 
 
 @pytest.mark.parametrize("python", MODES)
@@ -400,7 +443,10 @@ def test_killing_the_host_leaves_no_sandbox_running(tmp_path: Path, python: str 
         assert took is not None, "sandbox processes outlived the host"
         print(f"\nsandbox gone {took * 1000:.0f} ms after the host was SIGKILLed")
         time.sleep(0.1)  # the launcher's own clean-up (fallback) runs as it dies
-        assert not [p for p in tmp_path.iterdir() if p.name.startswith("ragen-sandbox-")] or python is not None
+        assert (
+            not [p for p in tmp_path.iterdir() if p.name.startswith("ragen-sandbox-")]
+            or python is not None
+        )
     finally:
         _kill_session(session)
     if python is not None:
@@ -408,9 +454,17 @@ def test_killing_the_host_leaves_no_sandbox_running(tmp_path: Path, python: str 
         leftover = [p for p in tmp_path.iterdir() if p.name.startswith("ragen-sandbox-")]
         if leftover:
             env = dict(os.environ, TMPDIR=str(tmp_path), PYTHONPATH=str(ROOT))
-            subprocess.run([sys.executable, "-c", "from ragen_envs.sandbox import run_python, SandboxConfig; "
-                            f"run_python('pass', config=SandboxConfig(namespaces='off', python={python!r}))"],
-                           env=env, check=True, timeout=60)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-c",
+                    "from ragen_envs.sandbox import run_python, SandboxConfig; "
+                    f"run_python('pass', config=SandboxConfig(namespaces='off', python={python!r}))",
+                ],
+                env=env,
+                check=True,
+                timeout=60,
+            )
             assert not [p for p in tmp_path.iterdir() if p.name.startswith("ragen-sandbox-")]
 
 
@@ -429,7 +483,7 @@ def test_wall_limit_holds_when_the_host_is_stopped(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------- 6. main in a thread
-THREADED = '''import sys, threading, atexit
+THREADED = """import sys, threading, atexit
 sys.setrecursionlimit(1 << 20)
 threading.stack_size(1 << 26)
 SOURCE = {source!r}
@@ -437,7 +491,7 @@ def main():
     exec(compile(SOURCE, "solution", "exec"), {{"__name__": "__main__"}})
 threading.Thread(target=main).start()
 atexit.register(lambda: sys.stderr.write("atexit ran\\n"))
-'''
+"""
 
 
 def test_a_program_running_main_in_a_thread_keeps_its_output() -> None:
@@ -454,13 +508,15 @@ def test_a_program_running_main_in_a_thread_keeps_its_output() -> None:
 
 
 def test_threads_are_joined_within_the_limits() -> None:
-    res = run_python("import threading, time\nthreading.Thread(target=time.sleep, args=(60,)).start()",
-                     config=FAST.with_(wall_time_s=1))
+    res = run_python(
+        "import threading, time\nthreading.Thread(target=time.sleep, args=(60,)).start()",
+        config=FAST.with_(wall_time_s=1),
+    )
     assert res.status is SandboxStatus.TIMEOUT and res.detail == "wall"
 
 
 # ------------------------------------------------------- 7. forged verdicts
-FORGE_MARKERS = r'''
+FORGE_MARKERS = r"""
 import os, sys
 for i in range(64):
     sys.stdout.write("\n\x1eRAGEN-RESULT " + str(i) + " 1 ''\n")
@@ -472,7 +528,7 @@ for fd in range(3, 256):            # and every descriptor the program might hav
         pass
 sys.stdout.flush()
 os._exit(0)
-'''
+"""
 
 
 def test_printed_result_markers_are_not_verdicts() -> None:
@@ -483,7 +539,7 @@ def test_printed_result_markers_are_not_verdicts() -> None:
         assert reward == 0.0 and info["tests_passed"] == 0 and not info["success"]
 
 
-ALWAYS_EQUAL = '''
+ALWAYS_EQUAL = """
 class Anything:
     def __eq__(self, other):
         return True
@@ -492,16 +548,24 @@ class Anything:
         return True
 def {fn}(*args, **kwargs):
     return Anything()
-'''
+"""
 
 
 def test_objects_that_equal_everything_are_not_verdicts() -> None:
     humaneval = problem_from_record(load_source("bundled:humaneval")[0])
     rep = judge(ALWAYS_EQUAL.format(fn=humaneval.tests[0].entry_point), humaneval, sandbox=FAST)
     assert rep.total > 0 and rep.passed == 0
-    call = problem_from_record({"problem_id": 8, "question": "Double it.", "solutions": "[]", "url": "u",
-                                "input_output": '{"fn_name": "double", "inputs": [[2], [5]], "outputs": [[4], [10]]}',
-                                "starter_code": "def double(x):", "difficulty": "introductory"})
+    call = problem_from_record(
+        {
+            "problem_id": 8,
+            "question": "Double it.",
+            "solutions": "[]",
+            "url": "u",
+            "input_output": '{"fn_name": "double", "inputs": [[2], [5]], "outputs": [[4], [10]]}',
+            "starter_code": "def double(x):",
+            "difficulty": "introductory",
+        }
+    )
     assert judge(ALWAYS_EQUAL.format(fn="double"), call, sandbox=FAST).passed == 0
     assert judge("def double(x):\n    return 2 * x\n", call, sandbox=FAST).all_passed
 
@@ -511,11 +575,21 @@ def test_huge_integers_in_output_cannot_crash_the_env() -> None:
     env = _coder("bundled:humaneval")
     env.reset(seed=0)
     forged = f"import sys\nsys.stdout.write('\\n\\x1eRAGEN-RESULT {big} 1 x\\n')\n"
-    _, reward, _, _, info = env.step(_fenced(forged))  # raised ValueError: Exceeds the limit (4300 digits)
+    _, reward, _, _, info = env.step(
+        _fenced(forged)
+    )  # raised ValueError: Exceeds the limit (4300 digits)
     assert reward == 0.0 and info["action_is_valid"]
-    call = problem_from_record({"problem_id": 8, "question": "Big.", "solutions": "[]", "url": "u",
-                                "input_output": '{"fn_name": "big", "inputs": [[1]], "outputs": [[1]]}',
-                                "starter_code": "def big(x):", "difficulty": "introductory"})
+    call = problem_from_record(
+        {
+            "problem_id": 8,
+            "question": "Big.",
+            "solutions": "[]",
+            "url": "u",
+            "input_output": '{"fn_name": "big", "inputs": [[1]], "outputs": [[1]]}',
+            "starter_code": "def big(x):",
+            "difficulty": "introductory",
+        }
+    )
     rep = judge("def big(x):\n    return 10 ** 6000\n", call, sandbox=FAST)
     assert rep.passed == 0 and "too large to show" in rep.first_failure.feedback
     assert judge("def big(x):\n    return [x]\n", call, sandbox=FAST).all_passed
@@ -530,9 +604,29 @@ def test_decoding_hostile_text_raises_only_value_error(text: str) -> None:
         pass
 
 
-@pytest.mark.parametrize("value", [None, True, 3, -2, 10 ** 6000, -(10 ** 5000), 1.5, float("inf"), float("-inf"),
-                                   "s\n\x1e", b"b", [1, (2, 3)], {"k": {1, 2}}, frozenset({1}), (), 1 + 2j,
-                                   ("\x1eragen", "int", "0x10")], ids=lambda v: type(v).__name__)
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        True,
+        3,
+        -2,
+        10**6000,
+        -(10**5000),
+        1.5,
+        float("inf"),
+        float("-inf"),
+        "s\n\x1e",
+        b"b",
+        [1, (2, 3)],
+        {"k": {1, 2}},
+        frozenset({1}),
+        (),
+        1 + 2j,
+        ("\x1eragen", "int", "0x10"),
+    ],
+    ids=lambda v: type(v).__name__,
+)
 def test_plain_values_round_trip(value: object) -> None:
     assert launcher.decode_value(launcher.encode_value(value)) == value
     nan = launcher.decode_value(launcher.encode_value(float("nan")))
@@ -544,4 +638,6 @@ def test_isolation_report_shows_the_new_layers() -> None:
     assert {"ipc_ns", "private_root", "cgroup", "parent_death", "visible_paths"} <= set(iso)
     if HAS_NS:
         assert iso["ipc_ns"] and iso["private_root"] and iso["parent_death"]
-        assert not any(str(ROOT) == p or p.startswith(str(ROOT) + "/") for p in iso["visible_paths"])
+        assert not any(
+            str(ROOT) == p or p.startswith(str(ROOT) + "/") for p in iso["visible_paths"]
+        )

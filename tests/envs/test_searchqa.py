@@ -49,15 +49,15 @@ ENV_ID = "ragen/SearchQA-v0"
 # ------------------------------------------------------------------ scoring
 # (prediction, gold, EM, F1); F1 values hand-computed from token overlaps.
 SCORING_TABLE = [
-    ("The Eiffel Tower.", "Eiffel Tower", True, 1.0),            # issue 8: articles and punctuation
-    ("yes", "no", False, 0.0),                                    # issue 8: HotpotQA yes/no rule
+    ("The Eiffel Tower.", "Eiffel Tower", True, 1.0),  # issue 8: articles and punctuation
+    ("yes", "no", False, 0.0),  # issue 8: HotpotQA yes/no rule
     ("no", "No.", True, 1.0),
-    ("yes", "yes indeed", False, 0.0),                            # prediction is "yes", gold is not: F1 0
-    ("noanswer", "no answer", False, 0.0),                        # "noanswer" is special too
-    ("Paris, France", "Paris", False, 2 / 3),                     # P = 1/2, R = 1
-    ("United States dollar", "US dollar", False, 0.4),            # common 1: P = 1/3, R = 1/2
+    ("yes", "yes indeed", False, 0.0),  # prediction is "yes", gold is not: F1 0
+    ("noanswer", "no answer", False, 0.0),  # "noanswer" is special too
+    ("Paris, France", "Paris", False, 2 / 3),  # P = 1/2, R = 1
+    ("United States dollar", "US dollar", False, 0.4),  # common 1: P = 1/3, R = 1/2
     ("Washington, D.C.", "washington dc", True, 1.0),
-    ("big red house in town", "red car", False, 2 / 7),           # P = 1/5, R = 1/2
+    ("big red house in town", "red car", False, 2 / 7),  # P = 1/5, R = 1/2
     ("an apple a day", "apple day", True, 1.0),
     ("Sucre", "La Paz", False, 0.0),
 ]
@@ -77,9 +77,9 @@ def test_normalisation_is_squad() -> None:
 @pytest.mark.parametrize(
     ("mode", "f1", "em", "expected"),
     [
-        ("em_or_f1", 0.4, False, 0.4),       # RAGEN: F1 >= 0.3 pays the F1
-        ("em_or_f1", 2 / 7, False, 0.0),     # below 0.3 pays 0
-        ("em_or_f1", 0.3, False, 0.3),       # the threshold itself pays
+        ("em_or_f1", 0.4, False, 0.4),  # RAGEN: F1 >= 0.3 pays the F1
+        ("em_or_f1", 2 / 7, False, 0.0),  # below 0.3 pays 0
+        ("em_or_f1", 0.3, False, 0.3),  # the threshold itself pays
         ("em_or_f1", 1.0, True, 1.0),
         ("em", 0.4, False, 0.0),
         ("em", 1.0, True, 1.0),
@@ -177,7 +177,9 @@ def test_format_hits_caps() -> None:
     body = capped.rsplit("\n(", 1)[0]
     assert len(body) <= 503 and "more document(s) not shown" in capped
     assert format_hits([], max_doc_chars=10, max_total_chars=100) == "No documents found."
-    assert "Score: n/a" in format_hits([Hit(Document("x", "", "t"), None)], max_doc_chars=10, max_total_chars=100)
+    assert "Score: n/a" in format_hits(
+        [Hit(Document("x", "", "t"), None)], max_doc_chars=10, max_total_chars=100
+    )
 
 
 # ------------------------------------------------------------- bundled data
@@ -245,12 +247,26 @@ def test_hotpotqa_loader() -> None:
     assert items[3] is None  # the unlabelled test record
     a, b, c = items[:3]
     assert (a.id, a.answers, a.supporting_titles, a.type, a.hops) == (
-        "hp-0001", ("Orla River",), ("Glass Museum of Veldmark", "Veldmark"), "bridge", 2)
+        "hp-0001",
+        ("Orla River",),
+        ("Glass Museum of Veldmark", "Veldmark"),
+        "bridge",
+        2,
+    )
     assert b.answers == ("yes",) and c.supporting_titles == ("Orla Bridge",)
     docs = corpus_documents(str(DATA / "hotpot_tiny.json"))
-    assert [d.title for d in docs] == ["Glass Museum of Veldmark", "Veldmark", "Orla Bridge", "Veldmark Tigers",
-                                        "Ostrand Owls", "Nothing"]
-    assert docs[1].text == "Veldmark is a small city in the hills. The Orla River flows through Veldmark."
+    assert [d.title for d in docs] == [
+        "Glass Museum of Veldmark",
+        "Veldmark",
+        "Orla Bridge",
+        "Veldmark Tigers",
+        "Ostrand Owls",
+        "Nothing",
+    ]
+    assert (
+        docs[1].text
+        == "Veldmark is a small city in the hills. The Orla River flows through Veldmark."
+    )
 
 
 def test_hotpotqa_env_with_its_own_context_as_corpus() -> None:
@@ -266,8 +282,12 @@ def test_hotpotqa_env_with_its_own_context_as_corpus() -> None:
 
 
 def test_natural_questions_loaders() -> None:
-    simplified = [qa_item_from_record(r) for r in load_source(str(DATA / "nq_simplified_tiny.jsonl"))]
-    assert simplified[0].answers == ("Anton Reiss",) and simplified[0].supporting_titles == ("Veldmark Chapel",)
+    simplified = [
+        qa_item_from_record(r) for r in load_source(str(DATA / "nq_simplified_tiny.jsonl"))
+    ]
+    assert simplified[0].answers == ("Anton Reiss",) and simplified[0].supporting_titles == (
+        "Veldmark Chapel",
+    )
     assert simplified[0].id == "101" and simplified[0].type == "nq"
     assert simplified[1].answers == ("yes",)
     assert simplified[2] is None  # no short or yes/no answer
@@ -276,13 +296,21 @@ def test_natural_questions_loaders() -> None:
     nq_open = [qa_item_from_record(r) for r in load_source(str(DATA / "nq_open_tiny.jsonl"))]
     assert nq_open[0].answers == ("Mara Linden", "Linden") and nq_open[0].id.startswith("nq_open-")
     sr1 = [qa_item_from_record(r) for r in load_source(str(DATA / "search_r1_tiny.jsonl"))]
-    assert [i.answers for i in sr1] == [("Anton Reiss",), ("Veldmark Tigers", "the Tigers"), ("Old Veldmark",)]
+    assert [i.answers for i in sr1] == [
+        ("Anton Reiss",),
+        ("Veldmark Tigers", "the Tigers"),
+        ("Old Veldmark",),
+    ]
     assert sr1[0].id == "train_0"
 
 
 def test_natural_questions_env_over_a_wiki18_corpus() -> None:
-    env = ragen_envs.make(ENV_ID, data_source=str(DATA / "nq_open_tiny.jsonl"), corpus=str(DATA / "corpus_tiny.jsonl"),
-                          split="train")
+    env = ragen_envs.make(
+        ENV_ID,
+        data_source=str(DATA / "nq_open_tiny.jsonl"),
+        corpus=str(DATA / "corpus_tiny.jsonl"),
+        split="train",
+    )
     env.reset(options={"index": 0})
     obs, *_ = env.step("search[who designed the orla bridge]")
     assert "(ID: 2, Score:" in obs.split("[Document 1]", 1)[1].split("\n", 1)[0]
@@ -291,8 +319,16 @@ def test_natural_questions_env_over_a_wiki18_corpus() -> None:
 
 def test_corpus_records_in_every_layout() -> None:
     docs = corpus_documents(str(DATA / "corpus_tiny.jsonl"))
-    assert [(d.id, d.title) for d in docs] == [("1", "Veldmark"), ("2", "Orla Bridge"), ("3", "Veldmark Chapel"), ("4", "")]
-    assert docs[2].contents == '"Veldmark Chapel"\nThe ceiling of the chapel was painted by Anton Reiss in 1702.'
+    assert [(d.id, d.title) for d in docs] == [
+        ("1", "Veldmark"),
+        ("2", "Orla Bridge"),
+        ("3", "Veldmark Chapel"),
+        ("4", ""),
+    ]
+    assert (
+        docs[2].contents
+        == '"Veldmark Chapel"\nThe ceiling of the chapel was painted by Anton Reiss in 1702.'
+    )
 
 
 # ---------------------------------------------------------------- retrieval
@@ -307,14 +343,23 @@ def test_bm25_ranking_is_stable_and_positive_only() -> None:
 
 def test_missing_bm25s_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "bm25s", None)
-    with pytest.raises(MissingExtraError, match=re.escape("pip install 'ragen-envs[search]' (or 'ragen[search]' for the full project")):
+    with pytest.raises(
+        MissingExtraError,
+        match=re.escape(
+            "pip install 'ragen-envs[search]' (or 'ragen[search]' for the full project"
+        ),
+    ):
         BM25Retriever([Document("a", "A", "text")])
 
 
 def test_import_loads_neither_bm25s_nor_an_http_client() -> None:
-    code = ("import sys, ragen_envs; e = ragen_envs.make('ragen/SearchQA-v0'); e.reset(seed=0); "
-            "print(sorted(m for m in ('bm25s', 'http.client', 'urllib.request', 'httpx', 'requests') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
+    code = (
+        "import sys, ragen_envs; e = ragen_envs.make('ragen/SearchQA-v0'); e.reset(seed=0); "
+        "print(sorted(m for m in ('bm25s', 'http.client', 'urllib.request', 'httpx', 'requests') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True
+    )
     assert out.stdout.strip() == "[]"
 
 
@@ -329,18 +374,29 @@ def served() -> str:
 
 @pytest.mark.parametrize("protocol", ["search-r1", "ragen"])
 def test_env_works_unchanged_against_the_served_index(served: str, protocol: str) -> None:
-    remote = ragen_envs.make(ENV_ID, retriever="http", retriever_url=served, retriever_protocol=protocol)
+    remote = ragen_envs.make(
+        ENV_ID, retriever="http", retriever_url=served, retriever_protocol=protocol
+    )
     local = ragen_envs.make(ENV_ID)
     for seed in range(25):
-        a, b = run_episode(remote, oracle_policy, seed=seed), run_episode(local, oracle_policy, seed=seed)
-        assert a.success and (a.observations, a.rewards, a.infos) == (b.observations, b.rewards, b.infos)
+        a, b = (
+            run_episode(remote, oracle_policy, seed=seed),
+            run_episode(local, oracle_policy, seed=seed),
+        )
+        assert a.success and (a.observations, a.rewards, a.infos) == (
+            b.observations,
+            b.rewards,
+            b.infos,
+        )
 
 
 def test_search_r1_wire_format(served: str) -> None:
     import urllib.request
 
     def post(body: object) -> tuple[int, dict]:
-        req = urllib.request.Request(served, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+        req = urllib.request.Request(
+            served, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+        )
         try:
             with urllib.request.urlopen(req, timeout=10) as resp:
                 return resp.status, json.loads(resp.read())
@@ -362,12 +418,19 @@ def test_search_r1_wire_format(served: str) -> None:
 
 
 def test_served_by_the_command_line(tmp_path: Path) -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "ragen_envs.envs.searchqa.serve", "--port", "0"], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ragen_envs.envs.searchqa.serve", "--port", "0"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     try:
         line = proc.stdout.readline()
-        assert line.startswith("Serving 660 documents on http://127.0.0.1:"), line + proc.stderr.read()
+        assert line.startswith("Serving 660 documents on http://127.0.0.1:"), (
+            line + proc.stderr.read()
+        )
         url = line.split(" on ", 1)[1].split()[0]
         env = ragen_envs.make(ENV_ID, retriever="http", retriever_url=url)
         for seed in range(5):
@@ -381,9 +444,13 @@ def test_http_errors_are_clear() -> None:
     with socket.socket() as s:  # a port with nothing listening
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    env = ragen_envs.make(ENV_ID, retriever="http", retriever_url=f"http://127.0.0.1:{port}/retrieve")
+    env = ragen_envs.make(
+        ENV_ID, retriever="http", retriever_url=f"http://127.0.0.1:{port}/retrieve"
+    )
     env.reset(seed=0)
-    with pytest.raises(RetrievalError, match=rf"cannot reach retrieval server http://127.0.0.1:{port}/retrieve"):
+    with pytest.raises(
+        RetrievalError, match=rf"cannot reach retrieval server http://127.0.0.1:{port}/retrieve"
+    ):
         env.step("search[Lima]")
     with pytest.raises(ValueError, match="protocol"):
         HttpRetriever("http://127.0.0.1:1/retrieve", protocol="grpc")
@@ -397,7 +464,9 @@ def test_http_timeout() -> None:
     t = threading.Thread(target=lambda: accepted.append(listener.accept()[0]), daemon=True)
     t.start()
     try:
-        client = HttpRetriever(f"http://127.0.0.1:{listener.getsockname()[1]}/retrieve", timeout_s=0.3)
+        client = HttpRetriever(
+            f"http://127.0.0.1:{listener.getsockname()[1]}/retrieve", timeout_s=0.3
+        )
         with pytest.raises(RetrievalError, match="did not answer within 0.3 s"):
             client.retrieve(["Lima"], 3)
     finally:
@@ -413,7 +482,10 @@ def test_http_timeout() -> None:
         ({"results": [[]]}, "'result' list"),
         ({"result": [["just a string"]]}, None),
         ({"result": [[{"document": {"id": 1}, "score": 0.5}]]}, "malformed document"),
-        ({"result": [[{"document": {"id": "a", "contents": "x"}, "score": "high"}]]}, "malformed score"),
+        (
+            {"result": [[{"document": {"id": "a", "contents": "x"}, "score": "high"}]]},
+            "malformed score",
+        ),
     ],
 )
 def test_search_r1_response_parsing(payload: object, match: str | None) -> None:

@@ -71,7 +71,7 @@ def test_box_from_target_to_target_nets_zero() -> None:
 @pytest.mark.parametrize(
     ("text", "action"),
     [
-        ("#####\n# @$#\n#  .#\n#####\n", "Right"),    # box against a wall
+        ("#####\n# @$#\n#  .#\n#####\n", "Right"),  # box against a wall
         ("######\n#@$$.#\n#   .#\n######\n", "Right"),  # box against another box
     ],
 )
@@ -80,7 +80,11 @@ def test_blocked_push_is_a_noop(text: str, action: str) -> None:
     before, obs0 = env.state, env._observation()
     obs, reward, terminated, _, info = env.step(action)
     assert reward == pytest.approx(-0.1)
-    assert info["action_is_effective"] is False and info["pushed"] is False and info["action_is_valid"] is True
+    assert (
+        info["action_is_effective"] is False
+        and info["pushed"] is False
+        and info["action_is_valid"] is True
+    )
     assert env.state == before and obs == obs0 and not terminated
 
 
@@ -152,24 +156,36 @@ def test_alternative_vocabulary_golden_and_legend() -> None:
     obs, _ = env.reset(seed=0)
     assert obs == "WWWWWW\nW....W\nW.BG.W\nWA.C.W\nWWWWWW"
     text = env.instruction
-    assert "W wall, . empty floor, G target, C box on a target, B box, A player, @ player on a target" in text
+    assert (
+        "W wall, . empty floor, G target, C box on a target, B box, A player, @ player on a target"
+        in text
+    )
     assert "<answer>Up || Left</answer>" in text
 
 
 def test_player_on_target_symbols() -> None:
     env = level_env("#######\n#+$ . #\n#  $  #\n#######\n")
     assert env._observation().splitlines()[1] == "#SX_O_#"
-    env = ragen_envs.make("ragen/Sokoban-Vocab-v0", levels="#######\n#+$ . #\n#  $  #\n#######\n").unwrapped
+    env = ragen_envs.make(
+        "ragen/Sokoban-Vocab-v0", levels="#######\n#+$ . #\n#  $  #\n#######\n"
+    ).unwrapped
     assert env.reset(seed=0)[0].splitlines()[1] == "W@B.G.W"
 
 
 def test_instruction_per_format() -> None:
     grid = SokobanEnv().instruction
     coord = SokobanEnv(observation_format="coord").instruction
-    assert "# wall, _ empty floor, O target, \u221a box on a target, X box, P player, S player on a target" in grid
+    assert (
+        "# wall, _ empty floor, O target, \u221a box on a target, X box, P player, S player on a target"
+        in grid
+    )
     assert "symbol" not in coord and "(row, column)" in coord
     for text in (grid, coord):
-        assert "Up, Down, Left, Right" in text and "<answer>Up || Left</answer>" in text and "||" in text
+        assert (
+            "Up, Down, Left, Right" in text
+            and "<answer>Up || Left</answer>" in text
+            and "||" in text
+        )
 
 
 # ----------------------------------------------------------------------------- XSB
@@ -222,7 +238,9 @@ def test_generated_rooms_round_trip_through_xsb() -> None:
         back = parse_xsb(text)[0]
         assert format_level(back) == text  # same level, outside rows/columns cropped
         assert back.num_boxes == pz.num_boxes and back.layout.height <= pz.layout.height
-        assert len(solve(back.layout, back.player, back.boxes)) == len(solve(pz.layout, pz.player, pz.boxes))
+        assert len(solve(back.layout, back.player, back.boxes)) == len(
+            solve(pz.layout, pz.player, pz.boxes)
+        )
 
 
 @pytest.mark.parametrize(
@@ -270,7 +288,9 @@ STARTER_OPTIMAL = [1, 5, 12, 15, 22, 23, 25, 30, 41, 51]
 def test_bundled_levels_optimal_lengths() -> None:
     levels = load_level_source("builtin:starter")
     assert len(levels) == 10
-    text = (resources.files("ragen_envs.envs.sokoban") / "levels" / "starter.xsb").read_text(encoding="utf-8")
+    text = (resources.files("ragen_envs.envs.sokoban") / "levels" / "starter.xsb").read_text(
+        encoding="utf-8"
+    )
     assert "Licence: MIT" in text
     assert text.split("\n\n", 1)[1] == format_levels(levels)  # the file is canonical XSB
     for lvl, d in zip(levels, STARTER_OPTIMAL):
@@ -303,7 +323,9 @@ def test_levels_preset_seed_selects_level() -> None:
         ({"dim_room": [7, 9], "num_boxes": 3, "split": "test"}, 30),
     ],
 )
-def test_generated_rooms_are_solvable_with_the_recorded_optimal_length(config: dict, seeds: int) -> None:
+def test_generated_rooms_are_solvable_with_the_recorded_optimal_length(
+    config: dict, seeds: int
+) -> None:
     env = SokobanEnv(**config)
     cap = min(env.config["search_depth"], env.config["max_steps"])
     for seed in range(seeds):
@@ -364,8 +386,12 @@ def test_split_disjointness_by_layout() -> None:
 
 @pytest.mark.parametrize(("dim", "boxes"), [([6, 6], 1), ([8, 8], 2), ([5, 7], 3)])
 @pytest.mark.parametrize("split", ["train", "validation", "test"])
-def test_fallback_room_when_generation_budget_is_exhausted(dim: list[int], boxes: int, split: str) -> None:
-    env = SokobanEnv(dim_room=dim, num_boxes=boxes, split=split, max_search_states=1, max_generation_attempts=3)
+def test_fallback_room_when_generation_budget_is_exhausted(
+    dim: list[int], boxes: int, split: str
+) -> None:
+    env = SokobanEnv(
+        dim_room=dim, num_boxes=boxes, split=split, max_search_states=1, max_generation_attempts=3
+    )
     obs, info = env.reset(seed=11)
     assert info["fallback_instance"] is True and info["generation_attempts"] == 3
     assert info["optimal_distance"] == 3 * boxes - 2

@@ -45,7 +45,8 @@ def all_4x4_grids() -> tuple[tuple[int, ...], ...]:
             continue
         boxes_ok = all(
             len({rows[r][c] for r in (br, br + 1) for c in (bc, bc + 1)}) == 4
-            for br in (0, 2) for bc in (0, 2)
+            for br in (0, 2)
+            for bc in (0, 2)
         )
         if boxes_ok:
             grids.append(tuple(v for row in rows for v in row))
@@ -89,8 +90,14 @@ def test_9x9_puzzles_have_exactly_one_solution(difficulty: str) -> None:
 
 
 def test_presets_have_the_documented_empty_cells() -> None:
-    expected = {"ragen/Sudoku-v0": 6, "ragen/Sudoku-4x4-Medium-v0": 8, "ragen/Sudoku-4x4-Hard-v0": 9,
-                "ragen/Sudoku-9x9-Easy-v0": 32, "ragen/Sudoku-9x9-Medium-v0": 40, "ragen/Sudoku-9x9-Hard-v0": 48}
+    expected = {
+        "ragen/Sudoku-v0": 6,
+        "ragen/Sudoku-4x4-Medium-v0": 8,
+        "ragen/Sudoku-4x4-Hard-v0": 9,
+        "ragen/Sudoku-9x9-Easy-v0": 32,
+        "ragen/Sudoku-9x9-Medium-v0": 40,
+        "ragen/Sudoku-9x9-Hard-v0": 48,
+    }
     for env_id, empty in expected.items():
         env = ragen_envs.make(env_id)
         _, info = env.reset(seed=7)
@@ -150,11 +157,32 @@ ACCEPTED = [
 ]
 
 REJECTED = [
-    "", "   ", "place 4 at row 1 col 3.", "place 4 row 1 col 3", "place 4 at (1,3)", "place 4 at 1,3",
-    "4 at 1,3", "1,3", "1,3,4,5", "(1,3,4", "1,3,4)", "((1,3,4))", "place4 at row 1 col 3",
-    "place 4 at row1 col 3", "place four at row 1 col 3", "place 4 at row 1 col 3 || 1,1,1",
-    "place 1234 at row 1 col 1", "place \u0663 at row 1 col 1", "1\uff0c3\uff0c4", "\u00a0place 4 at row 1 col 3",
-    "place 4 at row 1 col 3 please", "1 3 4", "1;3;4", "clear 1,3", "clear row 1 col 3 4", "place -1 at row 1 col 1",
+    "",
+    "   ",
+    "place 4 at row 1 col 3.",
+    "place 4 row 1 col 3",
+    "place 4 at (1,3)",
+    "place 4 at 1,3",
+    "4 at 1,3",
+    "1,3",
+    "1,3,4,5",
+    "(1,3,4",
+    "1,3,4)",
+    "((1,3,4))",
+    "place4 at row 1 col 3",
+    "place 4 at row1 col 3",
+    "place four at row 1 col 3",
+    "place 4 at row 1 col 3 || 1,1,1",
+    "place 1234 at row 1 col 1",
+    "place \u0663 at row 1 col 1",
+    "1\uff0c3\uff0c4",
+    "\u00a0place 4 at row 1 col 3",
+    "place 4 at row 1 col 3 please",
+    "1 3 4",
+    "1;3;4",
+    "clear 1,3",
+    "clear row 1 col 3 4",
+    "place -1 at row 1 col 1",
     "place 4 at row 1 col " + "3" * 100,
 ]
 
@@ -205,7 +233,9 @@ def test_conflicts_are_detected(move: str, units: str, conflicts: list[list[int]
     assert env.grid == before and obs == env.reset(seed=0, options={"puzzle": HAND})[0]
 
 
-@pytest.mark.parametrize("move", ["place 1 at row 1 col 2", "1,2,1", "place 2 at row 1 col 2", "clear row 1 col 2"])
+@pytest.mark.parametrize(
+    "move", ["place 1 at row 1 col 2", "1,2,1", "place 2 at row 1 col 2", "clear row 1 col 2"]
+)
 def test_given_cells_are_immutable(move: str) -> None:
     env = hand_env()
     before = env.grid
@@ -214,7 +244,9 @@ def test_given_cells_are_immutable(move: str) -> None:
     assert "is a given" in info["invalid_reason"]
 
 
-@pytest.mark.parametrize("move", ["place 5 at row 1 col 1", "place 0 at row 1 col 1", "5,1,1", "place 1 at row 0 col 1"])
+@pytest.mark.parametrize(
+    "move", ["place 5 at row 1 col 1", "place 0 at row 1 col 1", "5,1,1", "place 1 at row 0 col 1"]
+)
 def test_out_of_range_is_invalid(move: str) -> None:
     env = hand_env()
     _, reward, _, _, info = env.step(move)
@@ -233,18 +265,23 @@ def test_moves_are_checked_by_rules_not_by_the_solution() -> None:
 def test_no_farming_overwrite_and_clear_earn_zero() -> None:
     env = hand_env()
     steps = [
-        ("place 1 at row 2 col 1", 1.0, True),   # new digit in an empty cell
-        ("2,1,3", 0.0, True),                    # overwrite with another valid digit
-        ("place 1 at row 2 col 1", 0.0, True),   # and back
+        ("place 1 at row 2 col 1", 1.0, True),  # new digit in an empty cell
+        ("2,1,3", 0.0, True),  # overwrite with another valid digit
+        ("place 1 at row 2 col 1", 0.0, True),  # and back
         ("place 1 at row 2 col 1", 0.0, False),  # same digit: nothing changes
-        ("clear row 2 col 1", 0.0, True),        # clearing earns nothing
-        ("clear row 2 col 1", 0.0, False),       # already empty
-        ("place 3 at row 2 col 1", 0.0, True),   # this cell has earned already
-        ("place 4 at row 2 col 2", 1.0, True),   # another cell earns once
+        ("clear row 2 col 1", 0.0, True),  # clearing earns nothing
+        ("clear row 2 col 1", 0.0, False),  # already empty
+        ("place 3 at row 2 col 1", 0.0, True),  # this cell has earned already
+        ("place 4 at row 2 col 2", 1.0, True),  # another cell earns once
     ]
     for move, reward, effective in steps:
         _, r, terminated, _, info = env.step(move)
-        assert (r, info["action_is_valid"], info["action_is_effective"], terminated) == (reward, True, effective, False), move
+        assert (r, info["action_is_valid"], info["action_is_effective"], terminated) == (
+            reward,
+            True,
+            effective,
+            False,
+        ), move
     assert env.episode_return == 2.0
 
 
@@ -269,7 +306,13 @@ def test_completion_bonus_and_success() -> None:
     _, info = env.reset(seed=0, options={"puzzle": SOLUTION[:-1] + "."})
     assert info["empty_cells"] == 1 and env.config["max_steps"] == 2
     obs, reward, terminated, truncated, info = env.step("place 1 at row 4 col 4")
-    assert (reward, terminated, truncated, info["success"], info["status"]) == (11.0, True, False, True, "success")
+    assert (reward, terminated, truncated, info["success"], info["status"]) == (
+        11.0,
+        True,
+        False,
+        True,
+        "success",
+    )
     assert "solved" in obs
 
 
@@ -288,7 +331,9 @@ def test_oracle_recovers_from_a_wrong_digit() -> None:
 def test_truncation_counts_invalid_moves() -> None:
     env = hand_env(max_steps=3)
     for k in range(1, 4):
-        _, reward, terminated, truncated, info = env.step("nonsense" if k != 2 else "place 2 at row 2 col 1")
+        _, reward, terminated, truncated, info = env.step(
+            "nonsense" if k != 2 else "place 2 at row 2 col 1"
+        )
         assert reward == -0.1 and not terminated
         assert truncated == (k == 3)
     assert info["status"] == "step_limit"
@@ -309,13 +354,25 @@ def test_observation_marks_givens_and_reports_last_move() -> None:
     )
     obs, *_ = env.step("1,1,1")
     assert obs.splitlines()[1] == " 1  1  [2] | [3]  ."
-    assert obs.endswith("Empty cells: 10.\nLast accepted move: place 1 at row 1 col 1 -> placed (+1).")
+    assert obs.endswith(
+        "Empty cells: 10.\nLast accepted move: place 1 at row 1 col 1 -> placed (+1)."
+    )
 
 
 def test_instruction_has_rules_grammar_and_examples() -> None:
     text = SudokuEnv(size=9).instruction
-    for needle in ("9x9", "3x3 box", "place N at row R col C", "R,C,N", "(R,C,N)", "clear row R col C",
-                   "<answer>place 4 at row 1 col 3</answer>", "||", "+10", "0.1"):
+    for needle in (
+        "9x9",
+        "3x3 box",
+        "place N at row R col C",
+        "R,C,N",
+        "(R,C,N)",
+        "clear row R col C",
+        "<answer>place 4 at row 1 col 3</answer>",
+        "||",
+        "+10",
+        "0.1",
+    ):
         assert needle in text
 
 

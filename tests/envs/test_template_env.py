@@ -43,22 +43,38 @@ ENV_KEYS = sorted({e.env_key for e in ragen_envs.list_envs()})
 def test_one_package_per_environment() -> None:
     """Every env folder under ``ragen_envs/envs/`` is a package that registers ids, and every
     registered env key has one; no env module sits beside the packages."""
-    folders = sorted(p.name for p in (PACKAGE / "envs").iterdir() if p.is_dir() and p.name != "__pycache__")
+    folders = sorted(
+        p.name for p in (PACKAGE / "envs").iterdir() if p.is_dir() and p.name != "__pycache__"
+    )
     assert folders == ENV_KEYS
     assert sorted(p.name for p in (PACKAGE / "envs").glob("*.py")) == ["__init__.py"]
     # The old scattered homes are gone (their modules live in the packages now).
-    for old in ("code", "mathqa", "search", "webshop", "data/bundled", "data/env.py", "data/build_bundled.py"):
+    for old in (
+        "code",
+        "mathqa",
+        "search",
+        "webshop",
+        "data/bundled",
+        "data/env.py",
+        "data/build_bundled.py",
+    ):
         assert not (PACKAGE / old).exists(), old
 
 
 def test_register_module_is_a_list_of_package_imports() -> None:
     tree = ast.parse((PACKAGE / "_register.py").read_text(encoding="utf-8"))
-    body = [n for n in tree.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+    body = [
+        n for n in tree.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))
+    ]
     imports = [n for n in body if isinstance(n, ast.ImportFrom) and n.module != "__future__"]
     assert len(imports) == len(body) - 1  # only the __future__ import besides them
     keys = []
     for node in imports:
-        assert node.level == 1 and node.module.startswith("envs.") and [a.name for a in node.names] == ["register"]
+        assert (
+            node.level == 1
+            and node.module.startswith("envs.")
+            and [a.name for a in node.names] == ["register"]
+        )
         keys.append(node.module.removeprefix("envs."))
     assert sorted(keys) == ENV_KEYS
 
@@ -68,16 +84,29 @@ def test_env_schemas_load_from_the_env_package(key: str) -> None:
     for kind in ("config", "info"):
         path = PACKAGE / "envs" / key / f"{kind}.schema.json"
         assert resources.schema_path(f"envs/{key}.{kind}") == path
-        assert resources.load_schema(f"envs/{key}.{kind}") == json.loads(path.read_text(encoding="utf-8"))
-        assert not (resources.schema_dir() / "envs" / f"{key}.{kind}.schema.json").exists(), "one copy only"
+        assert resources.load_schema(f"envs/{key}.{kind}") == json.loads(
+            path.read_text(encoding="utf-8")
+        )
+        assert not (resources.schema_dir() / "envs" / f"{key}.{kind}.schema.json").exists(), (
+            "one copy only"
+        )
     assert ragen_envs.config_defaults(key) == ragen_envs.validate_config(key, {})
 
 
 def test_shared_env_schemas_stay_in_schemas_and_refs_resolve() -> None:
-    assert resources.schema_path("envs/common.info") == resources.schema_dir() / "envs" / "common.info.schema.json"
+    assert (
+        resources.schema_path("envs/common.info")
+        == resources.schema_dir() / "envs" / "common.info.schema.json"
+    )
     names = resources.all_schemas()
-    assert {f"envs/{k}.{kind}.schema.json" for k in ENV_KEYS for kind in ("config", "info")} <= set(names)
-    assert {"envs/common.config.schema.json", "envs/common.info.schema.json", "data/provenance.schema.json"} <= set(names)
+    assert {f"envs/{k}.{kind}.schema.json" for k in ENV_KEYS for kind in ("config", "info")} <= set(
+        names
+    )
+    assert {
+        "envs/common.config.schema.json",
+        "envs/common.info.schema.json",
+        "data/provenance.schema.json",
+    } <= set(names)
     with pytest.raises(FileNotFoundError, match=r"envs/nosuchenv\.config\.schema\.json"):
         resources.load_schema("envs/nosuchenv.config")
     # Each env info schema's $ref into common.info resolves: the common keys are required.
@@ -100,15 +129,19 @@ def test_data_layer_imports_no_env_package() -> None:
 def test_import_ragen_envs_loads_no_env_module() -> None:
     """Registration imports each package's ``register`` module only: the env modules load on
     first use (``make`` or an attribute of the package), as before the packages existed."""
-    code = ("import json, sys, ragen_envs\n"
-            "before = sorted(m for m in sys.modules if m.startswith('ragen_envs.envs.'))\n"
-            "ragen_envs.make('ragen/Sokoban-v0')\n"
-            "from ragen_envs.envs.countdown import solve\n"
-            "after = sorted(m for m in sys.modules if m.startswith('ragen_envs.envs.'))\n"
-            "print(json.dumps([before, after]))\n")
+    code = (
+        "import json, sys, ragen_envs\n"
+        "before = sorted(m for m in sys.modules if m.startswith('ragen_envs.envs.'))\n"
+        "ragen_envs.make('ragen/Sokoban-v0')\n"
+        "from ragen_envs.envs.countdown import solve\n"
+        "after = sorted(m for m in sys.modules if m.startswith('ragen_envs.envs.'))\n"
+        "print(json.dumps([before, after]))\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     before, after = json.loads(out.stdout)
-    assert before and all(m.rsplit(".", 1)[-1] == "register" or m.count(".") == 2 for m in before), before
+    assert before and all(
+        m.rsplit(".", 1)[-1] == "register" or m.count(".") == 2 for m in before
+    ), before
     assert "ragen_envs.envs.sokoban.env" in after and "ragen_envs.envs.countdown.solver" in after
     assert "ragen_envs.envs.webshop.env" not in after
 
@@ -125,7 +158,10 @@ def test_lazy_package_exports_behave_like_imports() -> None:
 def test_optimal_return_declared_on_base_class() -> None:
     """Issue 14 item 5: every env answers ``optimal_return()`` (``None`` = not stated)."""
     assert "optimal_return" in vars(TextEnv)
-    assert inspect.signature(TextEnv.optimal_return).return_annotation in ("float | None", float | None)
+    assert inspect.signature(TextEnv.optimal_return).return_annotation in (
+        "float | None",
+        float | None,
+    )
     for env_id in ALL_IDS:
         env = ragen_envs.make(env_id).unwrapped
         if env.env_key == "deepcoder":
@@ -139,7 +175,14 @@ def test_optimal_return_declared_on_base_class() -> None:
 
 
 #: The generic sweep: modules whose tests take every env id from the registry.
-GENERIC = ("test_env_api", "test_bad_input", "test_long_actions", "test_determinism", "test_golden", "test_group")
+GENERIC = (
+    "test_env_api",
+    "test_bad_input",
+    "test_long_actions",
+    "test_determinism",
+    "test_golden",
+    "test_group",
+)
 
 
 def _ids(values: object) -> set[str]:
@@ -162,7 +205,8 @@ def test_generic_sweep_is_parametrised_over_the_registry(module: str) -> None:
         marks = [m for m in getattr(fn, "pytestmark", []) if m.name == "parametrize"]
         over_ids = [m for m in marks if str(m.args[0]).split(",")[0].strip() == "env_id"]
         if any(_ids(m.args[1]) == set(ALL_IDS) for m in over_ids) or (
-                "env_id" in inspect.signature(fn).parameters and not over_ids):
+            "env_id" in inspect.signature(fn).parameters and not over_ids
+        ):
             swept.append(name)
     assert swept, f"{module} has no test over every registered id"
 
@@ -220,14 +264,25 @@ def test_adding_an_env_walkthrough_builds_a_working_env(tmp_path: Path) -> None:
         shutil.copytree(resources.schema_dir(), root / "ragen_envs" / "schemas")
     guess = root / "ragen_envs" / "envs" / "guess"
     guess.mkdir()
-    for name, body in (("env.py", env_py), ("__init__.py", init_py), ("register.py", register_py),
-                       ("config.schema.json", config_json), ("info.schema.json", info_json)):
+    for name, body in (
+        ("env.py", env_py),
+        ("__init__.py", init_py),
+        ("register.py", register_py),
+        ("config.schema.json", config_json),
+        ("info.schema.json", info_json),
+    ):
         (guess / name).write_text(body, encoding="utf-8")
     with open(root / "ragen_envs" / "_register.py", "a", encoding="utf-8") as fh:
         fh.write(import_line)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"PYTHONPATH": str(root)}
-    out = subprocess.run([sys.executable, "-c", _WALKTHROUGH, str(root)], capture_output=True, text=True,
-                         env=env, cwd=str(tmp_path), timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", _WALKTHROUGH, str(root)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(tmp_path),
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert set(got["ids"]) == {"ragen/Guess-v0", "ragen/Guess-Short-v0"}

@@ -42,7 +42,7 @@ ENV_ID = "ragen/WebShop-v0"
 @pytest.mark.parametrize(
     ("r_type", "n_att", "g_att", "n_opt", "g_opt", "price_ok", "expected"),
     [
-        (0.5, 1, 3, 2, 3, True, 2 / 7),      # issue 8's must-show case: 0.5 * (1 + 2 + 1) / (3 + 3 + 1)
+        (0.5, 1, 3, 2, 3, True, 2 / 7),  # issue 8's must-show case: 0.5 * (1 + 2 + 1) / (3 + 3 + 1)
         (1.0, 3, 3, 3, 3, True, 1.0),
         (1.0, 3, 3, 3, 3, False, 6 / 7),
         (1.0, 0, 1, 0, 0, True, 1 / 2),
@@ -51,8 +51,9 @@ ENV_ID = "ragen/WebShop-v0"
         (1.0, 0, 2, 0, 2, False, 0.0),
     ],
 )
-def test_reward_formula_table(r_type: float, n_att: int, g_att: int, n_opt: int, g_opt: int, price_ok: bool,
-                              expected: float) -> None:
+def test_reward_formula_table(
+    r_type: float, n_att: int, g_att: int, n_opt: int, g_opt: int, price_ok: bool, expected: float
+) -> None:
     assert combine(r_type, n_att, g_att, n_opt, g_opt, price_ok) == pytest.approx(expected)
 
 
@@ -62,33 +63,69 @@ def test_combine_refuses_counts_that_would_exceed_one() -> None:
 
 
 def _product(**kw: object) -> Product:
-    base = dict(asin="B0AAAAAAAA", title="Zeta Canvas Bag", category="fashion", query="tote bag",
-                product_category="a › b › c", name_nouns=("zeta", "canvas", "bag"), attributes=("waterproof",),
-                options={}, price=20.0, bullet_points=(), description="")
+    base = dict(
+        asin="B0AAAAAAAA",
+        title="Zeta Canvas Bag",
+        category="fashion",
+        query="tote bag",
+        product_category="a › b › c",
+        name_nouns=("zeta", "canvas", "bag"),
+        attributes=("waterproof",),
+        options={},
+        price=20.0,
+        bullet_points=(),
+        description="",
+    )
     base.update(kw)
     return Product(**base)  # type: ignore[arg-type]
 
 
 def _goal(**kw: object) -> Goal:
-    base = dict(id="g", asin="B0BBBBBBBB", instruction="i need a thing", attributes=("waterproof",), options=(),
-                price_upper=30.0, query="tote bag", product_category="a › b › c", name_nouns=("zeta", "canvas", "bag"))
+    base = dict(
+        id="g",
+        asin="B0BBBBBBBB",
+        instruction="i need a thing",
+        attributes=("waterproof",),
+        options=(),
+        price_upper=30.0,
+        query="tote bag",
+        product_category="a › b › c",
+        name_nouns=("zeta", "canvas", "bag"),
+    )
     base.update(kw)
     return Goal(**base)  # type: ignore[arg-type]
 
 
 def test_two_sevenths_through_the_full_scorer() -> None:
     """1 of 3 attributes, 2 of 3 options, within price, type score 0.5 -> 2/7 (issue 8)."""
-    goal = _goal(attributes=("waterproof", "leather strap", "gift box"),
-                 options=(("color", "red"), ("size", "large"), ("pattern", "striped")),
-                 query="travel backpack", product_category="luggage › backpacks › travel",
-                 name_nouns=("alpha", "travel", "backpack", "laptop", "compartment"), price_upper=50.0)
-    product = _product(title="Omega Hiking Rucksack", attributes=("waterproof", "padded back"),
-                       query="hiking rucksack", product_category="sports › outdoors › hiking",
-                       name_nouns=("omega", "hiking", "rucksack", "travel"),
-                       options={"color": ("red", "blue"), "size": ("medium", "large"), "pattern": ("plain", "dotted")},
-                       price=45.0)
+    goal = _goal(
+        attributes=("waterproof", "leather strap", "gift box"),
+        options=(("color", "red"), ("size", "large"), ("pattern", "striped")),
+        query="travel backpack",
+        product_category="luggage › backpacks › travel",
+        name_nouns=("alpha", "travel", "backpack", "laptop", "compartment"),
+        price_upper=50.0,
+    )
+    product = _product(
+        title="Omega Hiking Rucksack",
+        attributes=("waterproof", "padded back"),
+        query="hiking rucksack",
+        product_category="sports › outdoors › hiking",
+        name_nouns=("omega", "hiking", "rucksack", "travel"),
+        options={
+            "color": ("red", "blue"),
+            "size": ("medium", "large"),
+            "pattern": ("plain", "dotted"),
+        },
+        price=45.0,
+    )
     br = webshop_reward(product, goal, {"color": "red", "size": "large", "pattern": "plain"})
-    assert (br.r_type, br.query_match, br.category_match, br.title_score) == (0.5, False, False, 0.2)
+    assert (br.r_type, br.query_match, br.category_match, br.title_score) == (
+        0.5,
+        False,
+        False,
+        0.2,
+    )
     assert (br.attribute_matches, br.option_matches, br.price_ok) == (1, 2, True)
     assert br.reward == pytest.approx(2 / 7)
 
@@ -96,13 +133,15 @@ def test_two_sevenths_through_the_full_scorer() -> None:
 @pytest.mark.parametrize(
     ("purchased_nouns", "query", "category", "expected"),
     [
-        (("zeta", "canvas", "bag"), "tote bag", "a › b › c", 1.0),        # query match
-        (("omega", "x", "y", "z"), "other", "a › b › q", 0.0),             # category match, title score 0 -> 0
-        (("zeta", "x"), "other", "q › r › s", 1.0),                        # title score 1/3 > 0.2
+        (("zeta", "canvas", "bag"), "tote bag", "a › b › c", 1.0),  # query match
+        (("omega", "x", "y", "z"), "other", "a › b › q", 0.0),  # category match, title score 0 -> 0
+        (("zeta", "x"), "other", "q › r › s", 1.0),  # title score 1/3 > 0.2
         (("bag", "x"), "other", "q › r › s", 1.0),
     ],
 )
-def test_type_score(purchased_nouns: tuple[str, ...], query: str, category: str, expected: float) -> None:
+def test_type_score(
+    purchased_nouns: tuple[str, ...], query: str, category: str, expected: float
+) -> None:
     goal = _goal()
     product = _product(name_nouns=purchased_nouns, query=query, product_category=category)
     assert type_score(product, goal)[0] == expected
@@ -110,12 +149,22 @@ def test_type_score(purchased_nouns: tuple[str, ...], query: str, category: str,
 
 def test_type_score_low_title_overlap() -> None:
     goal = _goal(name_nouns=tuple(f"n{i}" for i in range(12)))
-    assert type_score(_product(name_nouns=("n0",), query="q", product_category="x › y › z"), goal)[0] == 0.1  # 1/12
-    assert type_score(_product(name_nouns=("n0", "n1"), query="q", product_category="x › y › z"), goal)[0] == 0.5
+    assert (
+        type_score(_product(name_nouns=("n0",), query="q", product_category="x › y › z"), goal)[0]
+        == 0.1
+    )  # 1/12
+    assert (
+        type_score(
+            _product(name_nouns=("n0", "n1"), query="q", product_category="x › y › z"), goal
+        )[0]
+        == 0.5
+    )
 
 
 def test_each_goal_option_counts_at_most_once() -> None:
-    product = _product(title="Zeta Red Canvas Bag", options={"color": ("red", "blue"), "trim": ("red", "gold")})
+    product = _product(
+        title="Zeta Red Canvas Bag", options={"color": ("red", "blue"), "trim": ("red", "gold")}
+    )
     # The engine would count both purchased options (and the title) for the one goal option "red".
     assert option_matches(product, ["red"], {"color": "red", "trim": "red"}) == 1
     assert option_matches(product, ["red", "red"], {"color": "red", "trim": "red"}) == 2
@@ -129,9 +178,11 @@ def test_each_goal_option_counts_at_most_once() -> None:
 
 
 def test_attribute_matching() -> None:
-    product = _product(attributes=("waterproof fabric", "padded"), bullet_points=("Gift box included",))
-    assert attribute_matches(product, ["waterproof"]) == 1       # token subset: ratio 100
-    assert attribute_matches(product, ["gift box"]) == 1         # found in the bullet points
+    product = _product(
+        attributes=("waterproof fabric", "padded"), bullet_points=("Gift box included",)
+    )
+    assert attribute_matches(product, ["waterproof"]) == 1  # token subset: ratio 100
+    assert attribute_matches(product, ["gift box"]) == 1  # found in the bullet points
     assert attribute_matches(product, ["leather strap"]) == 0
     assert token_set_ratio("waterproof", "waterproof jacket") == 100
     assert token_set_ratio("non slip", "slip resistant") < 85
@@ -145,7 +196,11 @@ def test_reward_never_exceeds_one_on_random_purchases() -> None:
     for _ in range(1500):
         g = goals[int(rng.integers(len(goals)))]
         p = products[int(rng.integers(len(products)))]
-        chosen = {n: vals[int(rng.integers(len(vals)))] for n, vals in p.options.items() if rng.random() < 0.7}
+        chosen = {
+            n: vals[int(rng.integers(len(vals)))]
+            for n, vals in p.options.items()
+            if rng.random() < 0.7
+        }
         br = webshop_reward(p, g, chosen)
         assert 0.0 <= br.reward <= 1.0 and br.option_matches <= len(g.options)
         assert br.r_type in (0.0, 0.1, 0.5, 1.0)
@@ -153,8 +208,8 @@ def test_reward_never_exceeds_one_on_random_purchases() -> None:
 
 def test_price_bound_rule() -> None:
     assert price_upper_bound(1_500.0, 0.1, 0.1) == 1_000_000.0  # no grid price above: no bound
-    assert price_upper_bound(985.0, 0.0, 0.0) == 1_000_000.0    # one grid price above (990): no bound
-    assert price_upper_bound(12.5, 0.0, 0.0) == 30.0            # grid above: 20, 30, 40, 50; picks 20 and 30
+    assert price_upper_bound(985.0, 0.0, 0.0) == 1_000_000.0  # one grid price above (990): no bound
+    assert price_upper_bound(12.5, 0.0, 0.0) == 30.0  # grid above: 20, 30, 40, 50; picks 20 and 30
     assert price_upper_bound(12.5, 0.99, 0.99) == 50.0
     for u1 in np.linspace(0, 0.99, 7):
         for u2 in np.linspace(0, 0.99, 7):
@@ -165,11 +220,15 @@ def test_price_bound_rule() -> None:
 def _catalogue_digest() -> str:
     products = generate_catalog(0, 3000)
     goals = generate_goals(0, 3000)
-    payload = json.dumps([[asdict(p) for p in products], [asdict(g) for g in goals]], sort_keys=True)
+    payload = json.dumps(
+        [[asdict(p) for p in products], [asdict(g) for g in goals]], sort_keys=True
+    )
     from ragen_envs.envs.webshop.engine import get_shop
 
     shop = get_shop("generated", 0, 3000, 1, "human")
-    searches = [shop.search(q) for q in ("running shoes black", "organic green tea", "x-large hoodie", "9")]
+    searches = [
+        shop.search(q) for q in ("running shoes black", "organic green tea", "x-large hoodie", "9")
+    ]
     return hashlib.sha256((payload + json.dumps(searches)).encode()).hexdigest()
 
 
@@ -177,8 +236,14 @@ def test_catalogue_and_search_identical_across_processes() -> None:
     code = f"import sys; sys.path.insert(0, {str(REPO)!r}); from tests.envs.test_webshop import _catalogue_digest; print(_catalogue_digest())"
     digests = set()
     for hash_seed in ("0", "4242"):
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True,
-                             env={**os.environ, "PYTHONHASHSEED": hash_seed})
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": hash_seed},
+        )
         digests.add(out.stdout.strip())
     digests.add(_catalogue_digest())
     assert len(digests) == 1
@@ -187,9 +252,15 @@ def test_catalogue_and_search_identical_across_processes() -> None:
 def test_catalogue_shape() -> None:
     products = generate_catalog(0, 3000)
     assert len(products) == 3000 and len({p.asin for p in products}) == 3000
-    assert generate_catalog(0, 200) == products[:200]      # a smaller catalogue is a prefix
+    assert generate_catalog(0, 200) == products[:200]  # a smaller catalogue is a prefix
     assert generate_catalog(1, 200) != products[:200]
-    assert {p.category for p in products} == {"beauty", "electronics", "fashion", "food", "furniture"}
+    assert {p.category for p in products} == {
+        "beauty",
+        "electronics",
+        "fashion",
+        "food",
+        "furniture",
+    }
     assert len({p.query for p in products}) == len(PRODUCT_TYPES) == 33
     for p in products[:500]:
         assert re.fullmatch(r"B0[0-9A-Z]{8}", p.asin) and 3 <= len(p.attributes) <= 5
@@ -202,7 +273,9 @@ def test_every_generated_goal_is_satisfiable_by_its_target() -> None:
         p = products[g.asin]
         assert 1 <= len(g.attributes) <= 3 and p.price <= g.price_upper
         assert webshop_reward(p, g, dict(g.options)).reward == 1.0
-        assert g.instruction.startswith(("i need", "i'm looking for", "find me", "i want to buy", "please find"))
+        assert g.instruction.startswith(
+            ("i need", "i'm looking for", "find me", "i want to buy", "please find")
+        )
 
 
 def test_goal_splits_are_disjoint() -> None:
@@ -218,7 +291,9 @@ def test_goal_splits_are_disjoint() -> None:
 
 # ------------------------------------------------------------ pages / actions
 def _listed_actions(obs: str) -> list[str]:
-    return obs.split("Available actions:\n", 1)[1].splitlines() if "Available actions:" in obs else []
+    return (
+        obs.split("Available actions:\n", 1)[1].splitlines() if "Available actions:" in obs else []
+    )
 
 
 def test_legal_actions_listed_and_all_valid() -> None:
@@ -242,7 +317,14 @@ def test_legal_actions_listed_and_all_valid() -> None:
 def test_invalid_actions() -> None:
     env = ragen_envs.make(ENV_ID)
     obs0, _ = env.reset(seed=1)
-    for bad in ("click[buy now]", "click[next >]", "search[]", "search[" + "w" * 201 + "]", "buy", "Search for shoes"):
+    for bad in (
+        "click[buy now]",
+        "click[next >]",
+        "search[]",
+        "search[" + "w" * 201 + "]",
+        "buy",
+        "Search for shoes",
+    ):
         obs, reward, terminated, _, info = env.step(bad)
         assert (obs, reward, terminated, info["action_is_valid"]) == (obs0, -0.1, False, False), bad
     obs1, *_ = env.step("search[green tea]")
@@ -270,9 +352,14 @@ def test_navigation_and_option_selection() -> None:
     name, values = next(iter(p.options.items()))
     obs, _, _, _, info = env.step(f"click[{values[1]}]")
     assert f"(selected: {values[1]})" in obs and info["action_is_effective"]
-    assert not env.step(f"click[{values[1]}]")[4]["action_is_effective"]  # selecting again changes nothing
+    assert not env.step(f"click[{values[1]}]")[4][
+        "action_is_effective"
+    ]  # selecting again changes nothing
     obs, *_ = env.step("click[features]")
-    assert "Page: features of" in obs and _listed_actions(obs) == ["click[back to search]", "click[< prev]"]
+    assert "Page: features of" in obs and _listed_actions(obs) == [
+        "click[back to search]",
+        "click[< prev]",
+    ]
     obs, *_ = env.step("click[< prev]")
     assert f"(selected: {values[1]})" in obs  # selections survive the sub-page
     obs, *_ = env.step("click[< prev]")
@@ -287,7 +374,11 @@ def test_buying_ends_the_episode_with_the_reward() -> None:
         base = env.unwrapped
         env.reset(seed=5)
         env.step(f"search[{base.goal.query}]")
-        listed = [a for a in _listed_actions(env.unwrapped._observation()) if re.fullmatch(r"click\[b0\w{8}\]", a)]
+        listed = [
+            a
+            for a in _listed_actions(env.unwrapped._observation())
+            if re.fullmatch(r"click\[b0\w{8}\]", a)
+        ]
         obs, reward, terminated, _, info = env.step(listed[0])
         obs, reward, terminated, _, info = env.step("click[buy now]")
         assert terminated and info["page"] == "done" and "Page: purchase complete" in obs
@@ -303,8 +394,15 @@ def test_parse_shop_action() -> None:
 
 
 # ------------------------------------------------------------------- oracle
-@pytest.mark.parametrize(("env_id", "split"), [(ENV_ID, "train"), (ENV_ID, "validation"), (ENV_ID, "test"),
-                                               ("ragen/WebShop-Binary-v0", "test")])
+@pytest.mark.parametrize(
+    ("env_id", "split"),
+    [
+        (ENV_ID, "train"),
+        (ENV_ID, "validation"),
+        (ENV_ID, "test"),
+        ("ragen/WebShop-Binary-v0", "test"),
+    ],
+)
 def test_oracle_reaches_reward_one_within_the_turn_budget(env_id: str, split: str) -> None:
     env = ragen_envs.make(env_id, split=split)
     budget = ragen_envs.get_entry(env_id).agent_defaults["max_turns"]
@@ -343,15 +441,27 @@ def test_random_baseline() -> None:
 # ----------------------------------------------------------- original files
 def test_original_file_loader() -> None:
     products, goals = load_webshop_dir(DATA, goal_source="human")
-    assert [p.asin for p in products] == ["B0TEST0001", "B0TEST0002", "B0TEST0003"]  # duplicate and 'nan' skipped
+    assert [p.asin for p in products] == [
+        "B0TEST0001",
+        "B0TEST0002",
+        "B0TEST0003",
+    ]  # duplicate and 'nan' skipped
     shoes, tea, table = products
     assert shoes.options == {"color": ("black | white", "navy blue"), "size": ("9", "10")}
     assert shoes.price == 39.99 and shoes.bullet_points[0] == "Breathable mesh upper"
     assert 8.0 <= tea.price <= 14.0 and tea.bullet_points == ("Organic and fair trade",)
     assert table.price == 100.0 and table.attributes == ("DUMMY_ATTR",)
-    assert [g.id for g in goals] == ["B0TEST0001-h0", "B0TEST0002-h0"]  # no-attribute and unknown-ASIN goals skipped
-    assert goals[0].option_values == ("navy blue", "10") and goals[0].attributes == ("lightweight", "rubber sole")
-    assert goals[0].instruction.endswith(f", and price lower than {goals[0].price_upper:.2f} dollars")
+    assert [g.id for g in goals] == [
+        "B0TEST0001-h0",
+        "B0TEST0002-h0",
+    ]  # no-attribute and unknown-ASIN goals skipped
+    assert goals[0].option_values == ("navy blue", "10") and goals[0].attributes == (
+        "lightweight",
+        "rubber sole",
+    )
+    assert goals[0].instruction.endswith(
+        f", and price lower than {goals[0].price_upper:.2f} dollars"
+    )
     assert load_webshop_dir(DATA, goal_source="human") == (products, goals)  # deterministic
     _, synthetic = load_webshop_dir(DATA, goal_source="synthetic")
     assert len(synthetic) == 4 + 2  # every option combination of the two products with instructions
@@ -362,7 +472,9 @@ def test_original_file_loader() -> None:
 def test_env_over_original_files() -> None:
     for goal_source in ("human", "synthetic"):
         for split in ("train", "validation", "test"):
-            env = ragen_envs.make(ENV_ID, data_source=str(DATA), goal_source=goal_source, split=split)
+            env = ragen_envs.make(
+                ENV_ID, data_source=str(DATA), goal_source=goal_source, split=split
+            )
             try:
                 n = len(env.unwrapped.split_items())
             except DataSourceError:
@@ -376,22 +488,42 @@ def test_missing_bm25s_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     from ragen_envs.envs.webshop.engine import Shop
 
     monkeypatch.setitem(sys.modules, "bm25s", None)
-    with pytest.raises(MissingExtraError, match=re.escape("pip install 'ragen-envs[webshop]' (or 'ragen[webshop]' for the full project")):
+    with pytest.raises(
+        MissingExtraError,
+        match=re.escape(
+            "pip install 'ragen-envs[webshop]' (or 'ragen[webshop]' for the full project"
+        ),
+    ):
         Shop(generate_catalog(0, 20), ())
 
 
 def test_product_built_directly_with_a_string_bullet_points_is_not_split_into_characters() -> None:
     """Issue 16 item 10: the constructor normalises like the loader does — a string is one
     entry, a list becomes a tuple, and the reward's text fallback sees the words."""
-    p = _product(bullet_points="Machine washable cotton", attributes="waterproof", name_nouns=["zeta", "bag"],
-                 options={"size": "large", "color": ["black", "navy"]})
+    p = _product(
+        bullet_points="Machine washable cotton",
+        attributes="waterproof",
+        name_nouns=["zeta", "bag"],
+        options={"size": "large", "color": ["black", "navy"]},
+    )
     assert p.bullet_points == ("Machine washable cotton",)
     assert p.attributes == ("waterproof",)
     assert p.name_nouns == ("zeta", "bag")
     assert p.options == {"size": ("large",), "color": ("black", "navy")}
     assert "machine washable cotton" in p.text
-    assert p == _product(bullet_points=("Machine washable cotton",), attributes=("waterproof",),
-                         name_nouns=("zeta", "bag"), options={"size": ("large",), "color": ("black", "navy")})
-    assert _product(bullet_points="").bullet_points == () and _product(bullet_points=None).bullet_points == ()
+    assert p == _product(
+        bullet_points=("Machine washable cotton",),
+        attributes=("waterproof",),
+        name_nouns=("zeta", "bag"),
+        options={"size": ("large",), "color": ("black", "navy")},
+    )
+    assert (
+        _product(bullet_points="").bullet_points == ()
+        and _product(bullet_points=None).bullet_points == ()
+    )
     g = _goal(attributes="waterproof", options={"color": "black"}, name_nouns=["bag"])
-    assert (g.attributes, g.options, g.name_nouns) == (("waterproof",), (("color", "black"),), ("bag",))
+    assert (g.attributes, g.options, g.name_nouns) == (
+        ("waterproof",),
+        (("color", "black"),),
+        ("bag",),
+    )

@@ -47,19 +47,31 @@ def launch(width: int = 1400, height: int = 900):
     binary = _which(CHROMIUM_NAMES, "RAGEN_CHROMIUM")
     driver = _which(DRIVER_NAMES, "RAGEN_CHROMEDRIVER")
     if binary is None or driver is None:
-        missing = " and ".join(n for n, p in (("chromium", binary), ("chromedriver", driver)) if p is None)
-        raise BrowserUnavailable(f"{missing} not found (apt-get install -y chromium chromium-driver; .ci/run does this)")
+        missing = " and ".join(
+            n for n, p in (("chromium", binary), ("chromedriver", driver)) if p is None
+        )
+        raise BrowserUnavailable(
+            f"{missing} not found (apt-get install -y chromium chromium-driver; .ci/run does this)"
+        )
     options = webdriver.ChromeOptions()
     options.binary_location = binary
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                f"--window-size={width},{height}", "--hide-scrollbars"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        f"--window-size={width},{height}",
+        "--hide-scrollbars",
+    ):
         options.add_argument(arg)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     try:
         return webdriver.Chrome(service=Service(driver), options=options)
     except Exception as exc:  # a broken browser install: say why rather than fail the suite
-        raise BrowserUnavailable(f"headless chromium did not start ({type(exc).__name__}: "
-                                 f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''})") from None
+        raise BrowserUnavailable(
+            f"headless chromium did not start ({type(exc).__name__}: "
+            f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''})"
+        ) from None
 
 
 def start_browser(width: int = 1400, height: int = 900):

@@ -32,22 +32,41 @@ def main() -> None:
     out = sys.argv[1]
     estimator = sys.argv[2] if len(sys.argv) > 2 else "grpo"
     tmp = tempfile.mkdtemp()
-    cfg = load_config("quickstart", [f"trainer.out_dir={tmp}", "trainer.loggers=jsonl", "optim.lr=1e-2", "optim.adam_eps=1e-3",
-                                     f"algorithm.adv_estimator={estimator}", "optim.micro_batch_size=3",
-                                     "optim.mini_batches=1", "algorithm.kl_coef=0.05", "algorithm.entropy_coef=0.01",
-                                     "algorithm.loss_agg_mode=seq-mean-token-mean", *sys.argv[3:]])
+    cfg = load_config(
+        "quickstart",
+        [
+            f"trainer.out_dir={tmp}",
+            "trainer.loggers=jsonl",
+            "optim.lr=1e-2",
+            "optim.adam_eps=1e-3",
+            f"algorithm.adv_estimator={estimator}",
+            "optim.micro_batch_size=3",
+            "optim.mini_batches=1",
+            "algorithm.kl_coef=0.05",
+            "algorithm.entropy_coef=0.01",
+            "algorithm.loss_agg_mode=seq-mean-token-mean",
+            *sys.argv[3:],
+        ],
+    )
     trainer = StarPOTrainer(cfg)
     policy = TokenizingPolicy(MixedPolicy(0.5, seed=7), trainer.tokenizer)
-    specs = [EpisodeSpec(index=g * 4 + m, env_id="ragen/Bandit-Pairs-v0", seed=g, group=g, member=m)
-             for g in range(4) for m in range(4)]
+    specs = [
+        EpisodeSpec(index=g * 4 + m, env_id="ragen/Bandit-Pairs-v0", seed=g, group=g, member=m)
+        for g in range(4)
+        for m in range(4)
+    ]
     records = RolloutEngine(policy, rollout_config_for(cfg, 1.0)).run(specs)
     samples, _ = build_samples(records)
     mine = set(D.groups_for_rank(4, trainer.dist))
-    local = [s for s in samples if s.group in mine]  # one mini-batch: the global batch is the same set
+    local = [
+        s for s in samples if s.group in mine
+    ]  # one mini-batch: the global batch is the same set
     trainer._update(local, 1.0)
     # FSDP2 holds sharded DTensors: gather every full tensor (a collective) before rank 0 saves.
-    state = {k: (v.full_tensor() if hasattr(v, "full_tensor") else v).detach().cpu().clone()
-             for k, v in unwrap(trainer.model).state_dict().items()}
+    state = {
+        k: (v.full_tensor() if hasattr(v, "full_tensor") else v).detach().cpu().clone()
+        for k, v in unwrap(trainer.model).state_dict().items()
+    }
     if trainer.dist.is_main:
         torch.save(state, out)
     D.shutdown()

@@ -50,24 +50,30 @@ from typing import Any
 VLLM_CONTEXT_ERROR = {
     "error": {
         "message": "This model's maximum context length is 2048 tokens. However, your prompt contains at least "
-                   "2049 input tokens, which exceeds this limit even without any output tokens. Please reduce the "
-                   "length of the input prompt. (parameter=input_tokens, value=2049)",
-        "type": "BadRequestError", "param": "input_tokens", "code": 400,
+        "2049 input tokens, which exceeds this limit even without any output tokens. Please reduce the "
+        "length of the input prompt. (parameter=input_tokens, value=2049)",
+        "type": "BadRequestError",
+        "param": "input_tokens",
+        "code": 400,
     }
 }
 #: vLLM before 0.7 answered with a flat object (``"object": "error"``).
 VLLM_LEGACY_CONTEXT_ERROR = {
     "object": "error",
     "message": "This model's maximum context length is 2048 tokens. However, you requested 2357 tokens (2301 in "
-               "the messages, 56 in the completion). Please reduce the length of the messages or completion.",
-    "type": "BadRequestError", "param": None, "code": 400,
+    "the messages, 56 in the completion). Please reduce the length of the messages or completion.",
+    "type": "BadRequestError",
+    "param": None,
+    "code": 400,
 }
 #: OpenAI's API: ``code`` ``context_length_exceeded``.
 OPENAI_CONTEXT_ERROR = {
     "error": {
         "message": "This model's maximum context length is 128000 tokens. However, your messages resulted in "
-                   "130412 tokens. Please reduce the length of the messages.",
-        "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded",
+        "130412 tokens. Please reduce the length of the messages.",
+        "type": "invalid_request_error",
+        "param": "messages",
+        "code": "context_length_exceeded",
     }
 }
 
@@ -165,17 +171,27 @@ class Fault:
 
 
 # ------------------------------------------------------------------ fault helpers
-def http_error(status: int, message: str = "", *, headers: dict[str, str] | None = None, body: Any = None) -> Fault:
+def http_error(
+    status: int, message: str = "", *, headers: dict[str, str] | None = None, body: Any = None
+) -> Fault:
     """An HTTP error in OpenAI's error shape (or ``body`` as given)."""
     if body is None:
-        body = {"error": {"message": message or f"error {status}", "type": "server_error", "param": None,
-                          "code": None}}
+        body = {
+            "error": {
+                "message": message or f"error {status}",
+                "type": "server_error",
+                "param": None,
+                "code": None,
+            }
+        }
     return Fault("status", status, body, dict(headers or {}))
 
 
 def rate_limited(retry_after: float | str = 0) -> Fault:
     """429 with a ``Retry-After`` header (seconds)."""
-    return http_error(429, "Rate limit reached; try again later.", headers={"Retry-After": str(retry_after)})
+    return http_error(
+        429, "Rate limit reached; try again later.", headers={"Retry-After": str(retry_after)}
+    )
 
 
 def server_error(status: int = 500) -> Fault:
@@ -194,8 +210,11 @@ def stall(seconds: float = 30.0) -> Fault:
 
 def context_too_long(shape: str = "vllm") -> Fault:
     """A 400 "context too long" with the body of ``vllm``, ``vllm-legacy`` or ``openai``."""
-    body = {"vllm": VLLM_CONTEXT_ERROR, "vllm-legacy": VLLM_LEGACY_CONTEXT_ERROR,
-            "openai": OPENAI_CONTEXT_ERROR}[shape]
+    body = {
+        "vllm": VLLM_CONTEXT_ERROR,
+        "vllm-legacy": VLLM_LEGACY_CONTEXT_ERROR,
+        "openai": OPENAI_CONTEXT_ERROR,
+    }[shape]
     return Fault("status", 400, body)
 
 
@@ -245,12 +264,27 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 - http.server API
         owner = self.server.owner
         if self.path.rstrip("/").endswith("/models"):
-            self._json(200, {"object": "list", "data": [{"id": owner.model, "object": "model", "created": 0,
-                                                         "owned_by": "ragen-tests"}]})
+            self._json(
+                200,
+                {
+                    "object": "list",
+                    "data": [
+                        {
+                            "id": owner.model,
+                            "object": "model",
+                            "created": 0,
+                            "owned_by": "ragen-tests",
+                        }
+                    ],
+                },
+            )
         elif self.path.rstrip("/").endswith("/health"):
             self._json(200, {})
         else:
-            self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found", "code": 404}})
+            self._json(
+                404,
+                {"error": {"message": f"no route {self.path}", "type": "not_found", "code": 404}},
+            )
 
     def do_POST(self) -> None:  # noqa: N802 - http.server API
         owner = self.server.owner
@@ -259,10 +293,15 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             body = json.loads(raw or b"{}")
         except ValueError:
-            self._json(400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
+            self._json(
+                400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}}
+            )
             return
         if not self.path.rstrip("/").endswith("/chat/completions"):
-            self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found", "code": 404}})
+            self._json(
+                404,
+                {"error": {"message": f"no route {self.path}", "type": "not_found", "code": 404}},
+            )
             return
         req = owner._begin(self.path, body, {k.lower(): v for k, v in self.headers.items()})
         self._req: Request | None = req
@@ -350,14 +389,18 @@ class _Handler(BaseHTTPRequestHandler):
             pass
 
     def _chunked_body(self, status: int, obj: Any) -> str:
-        data = obj if isinstance(obj, bytes) else (obj if isinstance(obj, str) else json.dumps(obj)).encode()
+        data = (
+            obj
+            if isinstance(obj, bytes)
+            else (obj if isinstance(obj, str) else json.dumps(obj)).encode()
+        )
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         self._release()
         for i in range(0, len(data), 65536):
-            self._send_chunk(data[i:i + 65536])
+            self._send_chunk(data[i : i + 65536])
         self._send_chunk(b"")
         return f"body:{status}"
 
@@ -375,9 +418,15 @@ class _Handler(BaseHTTPRequestHandler):
         return "events"
 
     def _json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
-        data = obj if isinstance(obj, bytes) else (obj if isinstance(obj, str) else json.dumps(obj)).encode()
+        data = (
+            obj
+            if isinstance(obj, bytes)
+            else (obj if isinstance(obj, str) else json.dumps(obj)).encode()
+        )
         self.send_response(status)
-        self.send_header("Content-Type", "application/json" if not isinstance(obj, str) else "text/plain")
+        self.send_header(
+            "Content-Type", "application/json" if not isinstance(obj, str) else "text/plain"
+        )
         self.send_header("Content-Length", str(len(data)))
         for k, v in (headers or {}).items():
             self.send_header(k, v)
@@ -387,21 +436,27 @@ class _Handler(BaseHTTPRequestHandler):
 
     @staticmethod
     def _tokens(text: str, size: int) -> list[str]:
-        return [text[i:i + size] for i in range(0, len(text), size)] if text else []
+        return [text[i : i + size] for i in range(0, len(text), size)] if text else []
 
     def _usage(self, req: Request, reply: Reply, n_tokens: int) -> dict[str, int]:
         prompt = reply.prompt_tokens
         if prompt is None:
             prompt = sum(len(str(m.get("content") or "")) for m in req.messages) // 4 + 1
         completion = reply.completion_tokens if reply.completion_tokens is not None else n_tokens
-        return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+        return {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        }
 
     @staticmethod
     def _logprob_items(tokens: list[str], values: list[float] | None) -> list[dict[str, Any]]:
         out = []
         for i, tok in enumerate(tokens):
             lp = values[i] if values is not None and i < len(values) else -0.25
-            out.append({"token": tok, "logprob": lp, "bytes": list(tok.encode()), "top_logprobs": []})
+            out.append(
+                {"token": tok, "logprob": lp, "bytes": list(tok.encode()), "top_logprobs": []}
+            )
         return out
 
     def _completion(self, req: Request, reply: Reply) -> dict[str, Any]:
@@ -410,20 +465,43 @@ class _Handler(BaseHTTPRequestHandler):
         message: dict[str, Any] = {"role": "assistant", "content": reply.content}
         if reply.reasoning_content is not None:
             message["reasoning_content"] = reply.reasoning_content
-        choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": reply.finish_reason,
-                                  "logprobs": None}
+        choice: dict[str, Any] = {
+            "index": 0,
+            "message": message,
+            "finish_reason": reply.finish_reason,
+            "logprobs": None,
+        }
         if req.body.get("logprobs"):
             choice["logprobs"] = {"content": self._logprob_items(tokens, reply.logprobs)}
-        return {"id": f"chatcmpl-{req.n}", "object": "chat.completion", "created": int(time.time()),
-                "model": req.body.get("model", owner.model), "choices": [choice],
-                "usage": self._usage(req, reply, len(tokens))}
+        return {
+            "id": f"chatcmpl-{req.n}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": req.body.get("model", owner.model),
+            "choices": [choice],
+            "usage": self._usage(req, reply, len(tokens)),
+        }
 
-    def _chunk(self, req: Request, delta: dict[str, Any], finish: str | None = None,
-               logprobs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-        choice = {"index": 0, "delta": delta, "finish_reason": finish,
-                  "logprobs": {"content": logprobs} if logprobs is not None else None}
-        return {"id": f"chatcmpl-{req.n}", "object": "chat.completion.chunk", "created": int(time.time()),
-                "model": req.body.get("model", self.server.owner.model), "choices": [choice]}
+    def _chunk(
+        self,
+        req: Request,
+        delta: dict[str, Any],
+        finish: str | None = None,
+        logprobs: list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        choice = {
+            "index": 0,
+            "delta": delta,
+            "finish_reason": finish,
+            "logprobs": {"content": logprobs} if logprobs is not None else None,
+        }
+        return {
+            "id": f"chatcmpl-{req.n}",
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": req.body.get("model", self.server.owner.model),
+            "choices": [choice],
+        }
 
     def _send_chunk(self, data: bytes) -> None:
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
@@ -452,15 +530,26 @@ class _Handler(BaseHTTPRequestHandler):
                 self._wait(reply.stall_s)
                 self.close_connection = True
                 return "stall_mid_stream"
-            lp = self._logprob_items([tok], reply.logprobs[i:i + 1] if reply.logprobs else None) if want_lp else None
+            lp = (
+                self._logprob_items([tok], reply.logprobs[i : i + 1] if reply.logprobs else None)
+                if want_lp
+                else None
+            )
             self._event(self._chunk(req, {"content": tok}, logprobs=lp))
         if reply.finish_reason is not None:
             self._event(self._chunk(req, {}, reply.finish_reason))
         include_usage = bool((req.body.get("stream_options") or {}).get("include_usage"))
         if include_usage and reply.usage_chunk:
-            self._event({"id": f"chatcmpl-{req.n}", "object": "chat.completion.chunk", "created": int(time.time()),
-                         "model": req.body.get("model", self.server.owner.model), "choices": [],
-                         "usage": self._usage(req, reply, len(tokens))})
+            self._event(
+                {
+                    "id": f"chatcmpl-{req.n}",
+                    "object": "chat.completion.chunk",
+                    "created": int(time.time()),
+                    "model": req.body.get("model", self.server.owner.model),
+                    "choices": [],
+                    "usage": self._usage(req, reply, len(tokens)),
+                }
+            )
         self._release()
         self._event("[DONE]")
         self._send_chunk(b"")
@@ -485,8 +574,15 @@ class FaultServer:
     Use as a context manager, or call :meth:`start` and :meth:`stop`.
     """
 
-    def __init__(self, script: Script | None = None, *, latency: float = 0.0, model: str = "test-model",
-                 host: str = "127.0.0.1", port: int = 0):
+    def __init__(
+        self,
+        script: Script | None = None,
+        *,
+        latency: float = 0.0,
+        model: str = "test-model",
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ):
         self.script: Script = script or _default_script
         self.latency = float(latency)
         self.model = model
@@ -512,8 +608,12 @@ class FaultServer:
         self._httpd = _HTTPServer((self.host, self.port), _Handler)
         self._httpd.owner = self
         self.port = self._httpd.server_address[1]
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name=f"fault-server-{self.port}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"fault-server-{self.port}",
+            daemon=True,
+        )
         self._thread.start()
         return self
 
@@ -582,8 +682,13 @@ def _main(argv: list[str]) -> int:
     ap.add_argument("--answer", default="<think>ok</think><answer>Left</answer>")
     args, _unknown = ap.parse_known_args(argv)
     time.sleep(args.startup_delay)
-    server = FaultServer(lambda r: Reply(content=args.answer), latency=args.latency,
-                         model=args.served_model_name or args.model, host=args.host, port=args.port).start()
+    server = FaultServer(
+        lambda r: Reply(content=args.answer),
+        latency=args.latency,
+        model=args.served_model_name or args.model,
+        host=args.host,
+        port=args.port,
+    ).start()
     print(f"READY {server.base_url}", flush=True)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())

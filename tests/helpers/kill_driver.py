@@ -70,8 +70,13 @@ def run(job: dict) -> dict:
                 killed = True
                 break
             if os.waitpid(pid, os.WNOHANG) != (0, 0):
-                return {"rc": None, "killed": False, "saw_watch": False, "watch_left": False,
-                        "note": "exited before the save it was to be killed in"}
+                return {
+                    "rc": None,
+                    "killed": False,
+                    "saw_watch": False,
+                    "watch_left": False,
+                    "note": "exited before the save it was to be killed in",
+                }
             time.sleep(0.002)
         else:
             os.kill(pid, signal.SIGKILL)

@@ -21,8 +21,14 @@ class ScriptedPolicy(Policy):
 
     name = "scripted"
 
-    def __init__(self, script: Callable[[int, int], Any], *, max_batch_size: int = 8, max_concurrency: int = 1,
-                 tokenizer: Any = None):
+    def __init__(
+        self,
+        script: Callable[[int, int], Any],
+        *,
+        max_batch_size: int = 8,
+        max_concurrency: int = 1,
+        tokenizer: Any = None,
+    ):
         self.script = script
         self.max_batch_size = max_batch_size
         self.max_concurrency = max_concurrency
@@ -34,7 +40,9 @@ class ScriptedPolicy(Policy):
     def tokenizer(self) -> Any:
         return self._tok
 
-    async def generate(self, requests: list[PolicyRequest], params: SamplingParams) -> list[Generation]:
+    async def generate(
+        self, requests: list[PolicyRequest], params: SamplingParams
+    ) -> list[Generation]:
         self.batches.append(len(requests))
         self.requests.extend(requests)
         out = []
@@ -43,7 +51,9 @@ class ScriptedPolicy(Policy):
             if isinstance(g, str):
                 g = Generation(text=g)
             if self._tok is not None and g.completion_token_ids is None:
-                ids = list(self._tok(g.text, add_special_tokens=False)["input_ids"]) + [self._tok.eos_token_id]
+                ids = list(self._tok(g.text, add_special_tokens=False)["input_ids"]) + [
+                    self._tok.eos_token_id
+                ]
                 g.completion_token_ids = ids
                 g.prompt_token_ids = r.prompt_token_ids
                 g.completion_tokens = len(ids)

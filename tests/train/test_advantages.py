@@ -30,7 +30,9 @@ def test_grpo_group_and_singleton() -> None:
     # Group [1, 0, 0]: mean 1/3, unbiased std sqrt(1/3) -> (1-1/3)/0.57735 = 1.1547, -0.5774.
     # eps = 1e-6 is added to the std, so the values differ from the exact ratio at 1e-6.
     adv, ret = grpo(*g([1, 0, 0, 0.7], [0, 0, 0, 1]))
-    assert adv[:, 0].tolist() == pytest.approx([1.1547, -0.5774, -0.5774, 0.0], abs=1e-4)  # 4-decimal values from the issue
+    assert adv[:, 0].tolist() == pytest.approx(
+        [1.1547, -0.5774, -0.5774, 0.0], abs=1e-4
+    )  # 4-decimal values from the issue
     assert adv[0, 0].item() == pytest.approx((2 / 3) / (math.sqrt(1 / 3) + 1e-6), abs=1e-6)
     assert adv[3, 0].item() == 0.0  # a singleton group gives 0, not NaN
     assert torch.equal(adv, ret)
@@ -38,7 +40,9 @@ def test_grpo_group_and_singleton() -> None:
 
 def test_grpo_two_prompts() -> None:
     adv, _ = grpo(*g([1, 0, 1, 1], [0, 0, 1, 1]))
-    assert adv[:, 0].tolist() == pytest.approx([0.7071, -0.7071, 0.0, 0.0], abs=1e-4)  # 4-decimal values from the issue
+    assert adv[:, 0].tolist() == pytest.approx(
+        [0.7071, -0.7071, 0.0, 0.0], abs=1e-4
+    )  # 4-decimal values from the issue
 
 
 def test_constant_group_with_float_noise_is_exactly_zero() -> None:
@@ -68,7 +72,9 @@ def test_nan_reward_is_masked_and_warns() -> None:
 def test_broadcast_over_mask() -> None:
     mask = torch.tensor([[0, 1, 1], [1, 1, 0]], dtype=torch.float32)
     adv, _ = grpo(torch.tensor([1.0, 0.0], dtype=torch.float64), torch.tensor([0, 0]), mask)
-    assert adv.flatten().tolist() == pytest.approx([0, 0.7071, 0.7071, -0.7071, -0.7071, 0], abs=1e-4)  # 4-decimal values from the issue
+    assert adv.flatten().tolist() == pytest.approx(
+        [0, 0.7071, 0.7071, -0.7071, -0.7071, 0], abs=1e-4
+    )  # 4-decimal values from the issue
 
 
 def test_gae_three_tokens_by_hand() -> None:
@@ -115,7 +121,9 @@ def test_bilevel_gae_two_turns_by_hand() -> None:
     v = torch.tensor([[0.2, 0.4, 9.0, 0.5, 0.6]])
     m = torch.tensor([[1.0, 1.0, 0.0, 1.0, 1.0]])
     turns = torch.tensor([[0, 0, -1, 1, 1]])
-    adv, ret = bilevel_gae(r, v, m, turns, gamma=1.0, lam=1.0, turn_gamma=0.9, whiten_advantages=False)
+    adv, ret = bilevel_gae(
+        r, v, m, turns, gamma=1.0, lam=1.0, turn_gamma=0.9, whiten_advantages=False
+    )
     assert adv[0].tolist() == pytest.approx([0.7, 0.5, 0.0, 0.5, 0.4], abs=1e-6)
     assert ret[0].tolist() == pytest.approx([0.9, 0.9, 0.0, 1.0, 1.0], abs=1e-6)
 
@@ -133,8 +141,11 @@ def test_zero_variance_tolerance_is_the_population_std_for_grpo_and_rloo() -> No
     alike; one above the tolerance is not."""
     from ragen_train.advantages import group_advantages, rloo
 
-    for values, constant in (([0.6667, 0.66670001, 0.6667], True), ([0.0, 2e-6, 0.0], True),
-                             ([0.0, 1e-5, 0.0], False)):
+    for values, constant in (
+        ([0.6667, 0.66670001, 0.6667], True),
+        ([0.0, 2e-6, 0.0], True),
+        ([0.0, 1e-5, 0.0], False),
+    ):
         s = torch.tensor(values, dtype=torch.float64)
         g = torch.zeros(3, dtype=torch.long)
         adv, _ = group_advantages(s, g)

@@ -36,9 +36,18 @@ from ragen_train.trainer import StarPOTrainer
 ROOT = Path(__file__).resolve().parents[2]
 #: Small, fast, and with a gradient every step (entropy bonus; the filter keeps every group),
 #: so parameters, Adam moments, the scheduler and the sampling RNG all matter after a resume.
-BASE = ["trainer.save_every=1", "trainer.val_every=0", "rollout.env_groups=2", "rollout.group_size=2",
-        "rollout.max_new_tokens=8", "trainer.loggers=jsonl", "optim.lr=1e-3", "algorithm.entropy_coef=0.01",
-        "trainer.collapse_every=0", "optim.warmup_steps=3"]
+BASE = [
+    "trainer.save_every=1",
+    "trainer.val_every=0",
+    "rollout.env_groups=2",
+    "rollout.group_size=2",
+    "rollout.max_new_tokens=8",
+    "trainer.loggers=jsonl",
+    "optim.lr=1e-3",
+    "algorithm.entropy_coef=0.01",
+    "trainer.collapse_every=0",
+    "optim.warmup_steps=3",
+]
 
 FILES = {  # file kind named in issue 19 -> path inside a checkpoint
     "model": "model/model.safetensors",
@@ -71,7 +80,12 @@ def damage(path: Path, kind: str) -> None:
 def params(trainer: StarPOTrainer) -> dict[str, torch.Tensor]:
     out = {f"policy.{k}": v.detach().clone() for k, v in unwrap(trainer.model).state_dict().items()}
     if trainer.critic is not None:
-        out.update({f"critic.{k}": v.detach().clone() for k, v in unwrap(trainer.critic).state_dict().items()})
+        out.update(
+            {
+                f"critic.{k}": v.detach().clone()
+                for k, v in unwrap(trainer.critic).state_dict().items()
+            }
+        )
     return out
 
 
@@ -82,12 +96,22 @@ def assert_equal_params(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) 
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[int, dict[str, torch.Tensor]]]:
+def reference(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Path, dict[int, dict[str, torch.Tensor]]]:
     """An uninterrupted PPO (GAE + critic) run of 2 steps with both checkpoints kept, and its
     parameters after each step."""
     out = tmp_path_factory.mktemp("reference")
-    cfg = load_config("quickstart", [*BASE, "trainer.total_steps=2", "trainer.keep_checkpoints=0",
-                                     "algorithm.adv_estimator=gae", f"trainer.out_dir={out}"])
+    cfg = load_config(
+        "quickstart",
+        [
+            *BASE,
+            "trainer.total_steps=2",
+            "trainer.keep_checkpoints=0",
+            "algorithm.adv_estimator=gae",
+            f"trainer.out_dir={out}",
+        ],
+    )
     trainer = StarPOTrainer(cfg)
     snaps = {0: params(trainer)}
     while trainer.step < 2:
@@ -97,8 +121,9 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[int,
         snaps[trainer.step] = params(trainer)
     trainer.logger.close()
     for step in (1, 2):
-        assert any(not torch.equal(snaps[step - 1][k], snaps[step][k]) for k in snaps[step]), \
+        assert any(not torch.equal(snaps[step - 1][k], snaps[step][k]) for k in snaps[step]), (
             "every step must change the parameters"
+        )
     return out, snaps
 
 
@@ -108,8 +133,16 @@ def copy_run(src: Path, dest: Path) -> Path:
 
 
 def resumed(out: Path) -> StarPOTrainer:
-    cfg = load_config("quickstart", [*BASE, "trainer.total_steps=2", "trainer.keep_checkpoints=0",
-                                     "algorithm.adv_estimator=gae", f"trainer.out_dir={out}"])
+    cfg = load_config(
+        "quickstart",
+        [
+            *BASE,
+            "trainer.total_steps=2",
+            "trainer.keep_checkpoints=0",
+            "algorithm.adv_estimator=gae",
+            f"trainer.out_dir={out}",
+        ],
+    )
     return StarPOTrainer(cfg, resume="latest")
 
 
@@ -119,7 +152,8 @@ CASES = [(f, d) for f in FILES for d in DAMAGE] + [("manifest", "missing")]
 
 @pytest.mark.parametrize(("file_kind", "damage_kind"), CASES, ids=[f"{f}-{d}" for f, d in CASES])
 def test_damaged_latest_checkpoint_falls_back_to_the_previous_one_exactly(
-        reference, tmp_path: Path, file_kind: str, damage_kind: str) -> None:
+    reference, tmp_path: Path, file_kind: str, damage_kind: str
+) -> None:
     """Issue 19: the damaged file is named, the run resumes from step 1 (1 step lost) with the
     parameters of the uninterrupted run at step 1, and its next step reproduces step 2."""
     src, snaps = reference
@@ -129,7 +163,12 @@ def test_damaged_latest_checkpoint_falls_back_to_the_previous_one_exactly(
     with pytest.warns(RuntimeWarning) as caught:
         trainer = resumed(out)
     msg = next(str(w.message) for w in caught if "damaged checkpoint" in str(w.message))
-    assert "\n" not in msg and f"step_000002: {rel}" in msg and "step 1" in msg and "1 step lost" in msg
+    assert (
+        "\n" not in msg
+        and f"step_000002: {rel}" in msg
+        and "step 1" in msg
+        and "1 step lost" in msg
+    )
     assert trainer.step == 1 and trainer.resumed_from.path.name == "step_000001"
     assert_equal_params(params(trainer), snaps[1])
     trainer.logger.log(trainer.step + 1, trainer.train_step())
@@ -138,7 +177,9 @@ def test_damaged_latest_checkpoint_falls_back_to_the_previous_one_exactly(
 
 
 @pytest.mark.parametrize(("file_kind", "damage_kind"), CASES, ids=[f"{f}-{d}" for f, d in CASES])
-def test_nothing_intact_refuses_in_one_line(reference, tmp_path: Path, file_kind: str, damage_kind: str) -> None:
+def test_nothing_intact_refuses_in_one_line(
+    reference, tmp_path: Path, file_kind: str, damage_kind: str
+) -> None:
     """Issue 19: every checkpoint damaged -> one line naming each damaged file, nothing loaded."""
     src, _ = reference
     out = copy_run(src, tmp_path / "run")
@@ -156,8 +197,12 @@ def test_verify_names_what_is_wrong(reference, tmp_path: Path) -> None:
     out = copy_run(reference[0], tmp_path / "run")
     d = out / "checkpoints" / "step_000002"
     assert ckpt.verify(d)["step"] == 2
-    expected = {"truncated": "is truncated", "emptied": "is empty", "bit_flipped": "SHA-256 mismatch",
-                "missing": "is missing"}
+    expected = {
+        "truncated": "is truncated",
+        "emptied": "is empty",
+        "bit_flipped": "SHA-256 mismatch",
+        "missing": "is missing",
+    }
     for kind, words in expected.items():
         bad = copy_run(d, tmp_path / kind)
         damage(bad / "optimizer.pt", kind)
@@ -169,9 +214,13 @@ def test_verify_names_what_is_wrong(reference, tmp_path: Path) -> None:
 def test_explicit_damaged_checkpoint_is_refused_without_fallback(reference, tmp_path: Path) -> None:
     out = copy_run(reference[0], tmp_path / "run")
     damage(out / "checkpoints" / "step_000002" / "scheduler.pt", "emptied")
-    cfg = load_config("quickstart", [*BASE, "trainer.total_steps=2", "algorithm.adv_estimator=gae",
-                                     f"trainer.out_dir={out}"])
-    with pytest.raises(ckpt.NoIntactCheckpoint, match=r"step_000002: scheduler.pt is empty \(0 of \d+ bytes\)"):
+    cfg = load_config(
+        "quickstart",
+        [*BASE, "trainer.total_steps=2", "algorithm.adv_estimator=gae", f"trainer.out_dir={out}"],
+    )
+    with pytest.raises(
+        ckpt.NoIntactCheckpoint, match=r"step_000002: scheduler.pt is empty \(0 of \d+ bytes\)"
+    ):
         StarPOTrainer(cfg, resume=str(out / "checkpoints" / "step_000002"))
 
 
@@ -224,7 +273,9 @@ def test_torn_last_line_of_metrics_jsonl_is_repaired_on_resume(reference, tmp_pa
     metrics.write_text(lines[0] + lines[1][: len(lines[1]) // 2])  # step 2's row torn mid-write
     trainer = resumed(out)
     trainer.fit()
-    rows = [json.loads(line) for line in metrics.read_text().splitlines()]  # every line is whole JSON
+    rows = [
+        json.loads(line) for line in metrics.read_text().splitlines()
+    ]  # every line is whole JSON
     assert [r["step"] for r in rows] == [1, 2]
     from ragen_train.plot import plot_metrics
 
@@ -275,11 +326,23 @@ def test_native_starpo_writes_final_model(tmp_path: Path) -> None:
     from ragen_train.evaluation import is_model_dir
 
     out = tmp_path / "run"
-    res = CliRunner().invoke(app, ["starpo", "--config", "quickstart", *BASE, "trainer.total_steps=1",
-                                   f"trainer.out_dir={out}"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "starpo",
+            "--config",
+            "quickstart",
+            *BASE,
+            "trainer.total_steps=1",
+            f"trainer.out_dir={out}",
+        ],
+    )
     assert res.exit_code == 0, res.output
     final = out / "final_model"
-    assert is_model_dir(final) and ckpt.verify(final, kind=ckpt.MODEL_FORMAT)["format"] == "ragen-model"
+    assert (
+        is_model_dir(final)
+        and ckpt.verify(final, kind=ckpt.MODEL_FORMAT)["format"] == "ragen-model"
+    )
     a = load_file(str(final / "model.safetensors"))
     b = load_file(str(out / "checkpoints" / "step_000001" / "model" / "model.safetensors"))
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
@@ -289,22 +352,39 @@ def test_cli_reports_the_fallback_and_refuses_in_one_line(reference, tmp_path: P
     """What a user sees: a warning naming the damaged file and the step resumed from, no
     traceback; with nothing intact, one `error:` line and exit status 2."""
     out = copy_run(reference[0], tmp_path / "run")
-    args = [sys.executable, "-m", "ragen_train.cli", "starpo", "--config", "quickstart", *BASE,
-            "trainer.total_steps=2", "trainer.keep_checkpoints=0", "algorithm.adv_estimator=gae",
-            f"trainer.out_dir={out}", "--resume", "latest"]
+    args = [
+        sys.executable,
+        "-m",
+        "ragen_train.cli",
+        "starpo",
+        "--config",
+        "quickstart",
+        *BASE,
+        "trainer.total_steps=2",
+        "trainer.keep_checkpoints=0",
+        "algorithm.adv_estimator=gae",
+        f"trainer.out_dir={out}",
+        "--resume",
+        "latest",
+    ]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     damage(out / "checkpoints" / "step_000002" / "optimizer.pt", "truncated")
     ok = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env)
     assert ok.returncode == 0, ok.stderr
     assert "Traceback" not in ok.stderr
-    assert "warning: damaged checkpoint(s) skipped (step_000002: optimizer.pt is truncated" in ok.stderr
+    assert (
+        "warning: damaged checkpoint(s) skipped (step_000002: optimizer.pt is truncated"
+        in ok.stderr
+    )
     assert "resuming from the newest intact one, step_000001 (step 1): 1 step lost" in ok.stderr
     for d in (out / "checkpoints").glob("step_*"):
         damage(d / "state.json", "bit_flipped")
     bad = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     lines = bad.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: no intact checkpoint to resume from"), bad.stderr
+    assert len(lines) == 1 and lines[0].startswith("error: no intact checkpoint to resume from"), (
+        bad.stderr
+    )
 
 
 # ----------------------------------------------------------------------- SIGKILL during saves
@@ -314,7 +394,9 @@ DELAY_S = 0.02  # RAGEN_CHECKPOINT_TEST_DELAY_S: each save stage sleeps this lon
 
 @pytest.mark.slow
 @pytest.mark.parametrize("estimator", ["grpo", "gae"])
-def test_sigkill_during_checkpoint_writes_always_resumes_exactly(tmp_path: Path, estimator: str) -> None:
+def test_sigkill_during_checkpoint_writes_always_resumes_exactly(
+    tmp_path: Path, estimator: str
+) -> None:
     """Issue 19: 12 trials per algorithm (24 in all) of `ragen-train starpo` (2 steps, a
     checkpoint every step, keep 1, so pruning runs inside the save too) SIGKILLed at a seeded
     random moment inside the save of step 2, then `--resume latest`: every resume succeeds
@@ -323,32 +405,65 @@ def test_sigkill_during_checkpoint_writes_always_resumes_exactly(tmp_path: Path,
     are forked from one warm interpreter (tests/helpers/kill_driver.py) to keep the runs cheap."""
     rng = random.Random(19 if estimator == "grpo" else 20)
     stages = 8 if estimator == "grpo" else 10
-    args = ["starpo", "--config", "quickstart", *BASE, "trainer.total_steps=2", "trainer.keep_checkpoints=1",
-            f"algorithm.adv_estimator={estimator}"]
-    jobs = [{"args": [*args, f"trainer.out_dir={tmp_path / 'full'}"], "log": str(tmp_path / "full.log")}]
+    args = [
+        "starpo",
+        "--config",
+        "quickstart",
+        *BASE,
+        "trainer.total_steps=2",
+        "trainer.keep_checkpoints=1",
+        f"algorithm.adv_estimator={estimator}",
+    ]
+    jobs = [
+        {"args": [*args, f"trainer.out_dir={tmp_path / 'full'}"], "log": str(tmp_path / "full.log")}
+    ]
     plan = []
     for i in range(TRIALS):
         out = tmp_path / f"t{i:02d}"
         k, delay = 2, rng.uniform(0.0, stages * DELAY_S)
         plan.append((out, k))
-        jobs.append({"args": [*args, f"trainer.out_dir={out}"], "log": str(out) + ".log",
-                     "env": {ckpt.TEST_DELAY_ENV: str(DELAY_S)},
-                     "kill": {"watch": str(out / "checkpoints" / f".step_{k:06d}.tmp-save"), "delay_s": delay,
-                              "timeout_s": 120}})
-        jobs.append({"args": [*args, f"trainer.out_dir={out}", "--resume", "latest"], "log": str(out) + ".resume.log"})
+        jobs.append(
+            {
+                "args": [*args, f"trainer.out_dir={out}"],
+                "log": str(out) + ".log",
+                "env": {ckpt.TEST_DELAY_ENV: str(DELAY_S)},
+                "kill": {
+                    "watch": str(out / "checkpoints" / f".step_{k:06d}.tmp-save"),
+                    "delay_s": delay,
+                    "timeout_s": 120,
+                },
+            }
+        )
+        jobs.append(
+            {
+                "args": [*args, f"trainer.out_dir={out}", "--resume", "latest"],
+                "log": str(out) + ".resume.log",
+            }
+        )
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     env.pop(ckpt.TEST_DELAY_ENV, None)
-    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "helpers" / "kill_driver.py")], input=json.dumps({"jobs": jobs}),
-                          capture_output=True, text=True, timeout=900, env=env)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "helpers" / "kill_driver.py")],
+        input=json.dumps({"jobs": jobs}),
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = [json.loads(line) for line in proc.stdout.splitlines()]
     assert len(results) == 1 + 2 * TRIALS
     assert results[0]["rc"] == 0, (tmp_path / "full.log").read_text()[-3000:]
 
     def final(out: Path) -> dict[str, torch.Tensor]:
-        t = {f"policy.{k}": v for k, v in load_file(str(out / "final_model" / "model.safetensors")).items()}
+        t = {
+            f"policy.{k}": v
+            for k, v in load_file(str(out / "final_model" / "model.safetensors")).items()
+        }
         if estimator == "gae":
-            crit = load_file(str(out / "checkpoints" / "step_000002" / "critic" / "model.safetensors"))
+            crit = load_file(
+                str(out / "checkpoints" / "step_000002" / "critic" / "model.safetensors")
+            )
             t.update({f"critic.{k}": v for k, v in crit.items()})
         return t
 

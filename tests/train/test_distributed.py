@@ -21,13 +21,28 @@ def run(cmd: list[str], cwd: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("estimator", "strategy"), [("grpo", "ddp"), ("gae", "ddp"), ("grpo", "fsdp2"),
-                                                     ("gae", "fsdp2")])
+@pytest.mark.parametrize(
+    ("estimator", "strategy"),
+    [("grpo", "ddp"), ("gae", "ddp"), ("grpo", "fsdp2"), ("gae", "fsdp2")],
+)
 def test_two_processes_match_one(tmp_path: Path, estimator: str, strategy: str) -> None:
     one, two = tmp_path / "one.pt", tmp_path / "two.pt"
     run([sys.executable, str(SCRIPT), str(one), estimator], tmp_path)
-    run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--standalone",
-         str(SCRIPT), str(two), estimator, f"trainer.distributed={strategy}"], tmp_path)
+    run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc_per_node",
+            "2",
+            "--standalone",
+            str(SCRIPT),
+            str(two),
+            estimator,
+            f"trainer.distributed={strategy}",
+        ],
+        tmp_path,
+    )
     a, b = torch.load(one), torch.load(two)
     assert a.keys() == b.keys()
     from transformers import AutoModelForCausalLM
@@ -37,6 +52,8 @@ def test_two_processes_match_one(tmp_path: Path, estimator: str, strategy: str) 
     init = AutoModelForCausalLM.from_pretrained(tiny_model_path()).state_dict()
     moved = 0
     for k in a:
-        assert torch.allclose(a[k], b[k], atol=1e-6, rtol=1e-4), f"{k}: max diff {(a[k] - b[k]).abs().max()}"
+        assert torch.allclose(a[k], b[k], atol=1e-6, rtol=1e-4), (
+            f"{k}: max diff {(a[k] - b[k]).abs().max()}"
+        )
         moved += not torch.equal(a[k], init[k])
     assert moved == len(a), "every parameter must have moved (the comparison is not vacuous)"

@@ -35,7 +35,10 @@ def tiny_tok():
 
 
 def two_turn_records(tokenizer, *, odd_tokens: bool = False):
-    responses = {1: "<think>first</think><answer>nope</answer>", 2: "<think>second one</think><answer>again</answer>"}
+    responses = {
+        1: "<think>first</think><answer>nope</answer>",
+        2: "<think>second one</think><answer>again</answer>",
+    }
 
     def script(ep: int, turn: int):
         text = responses[turn]
@@ -43,8 +46,11 @@ def two_turn_records(tokenizer, *, odd_tokens: bool = False):
             return text
         # A non-canonical tokenisation, as a sampler may produce: one token per character.
         ids = [i for ch in text for i in tokenizer(ch, add_special_tokens=False)["input_ids"]]
-        return Generation(text=text, completion_token_ids=ids + [tokenizer.eos_token_id],
-                          completion_tokens=len(ids) + 1)
+        return Generation(
+            text=text,
+            completion_token_ids=ids + [tokenizer.eos_token_id],
+            completion_tokens=len(ids) + 1,
+        )
 
     policy = ScriptedPolicy(script, tokenizer=tokenizer)
     if odd_tokens:
@@ -103,7 +109,7 @@ def test_sampled_non_canonical_tokens_are_trained_as_sampled(tiny_tok) -> None:
     rec = records[0]
     first = rec.turns[0].completion_token_ids
     start = len(rec.turns[0].prompt_token_ids)
-    assert samples[0].input_ids[start:start + len(first)] == first
+    assert samples[0].input_ids[start : start + len(first)] == first
     # Re-tokenising the text would give different (fewer) ids: exactly what we avoid.
     canonical = tiny_tok(tiny_tok.decode(first[:-1]), add_special_tokens=False)["input_ids"]
     assert len(canonical) < len(first) - 1
@@ -113,7 +119,9 @@ def test_sample_whose_prompts_do_not_extend_is_flagged_and_dropped(tiny_tok) -> 
     records, _ = two_turn_records(tiny_tok)
     rec = records[0]
     rec.turns[1].prompt_token_ids = list(rec.turns[1].prompt_token_ids)
-    rec.turns[1].prompt_token_ids[len(rec.turns[0].prompt_token_ids) + 1] ^= 1  # tamper inside turn 1's completion
+    rec.turns[1].prompt_token_ids[len(rec.turns[0].prompt_token_ids) + 1] ^= (
+        1  # tamper inside turn 1's completion
+    )
     samples, stats = build_samples(records)
     assert samples == [] and stats.dropped == {"not_prefix": 1}
 

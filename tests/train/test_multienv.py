@@ -14,18 +14,42 @@ from ragen_train.filtering import FilterConfig, group_scores, select_groups
 from ragen_train.logger import read_metrics
 from ragen_train.multienv import GroupAllocator, select_groups_per_env, train_envs, val_envs
 
-TWO_ENVS = json.dumps([{"id": "ragen/Sokoban-Easy-v0", "tag": "sokoban", "weight": 1},
-                       {"id": "ragen/FrozenLake-v0", "tag": "frozenlake", "weight": 1}])
-TWO_VAL = json.dumps([{"id": "ragen/Sokoban-Easy-v0", "tag": "sokoban", "episodes": 3},
-                      {"id": "ragen/FrozenLake-v0", "tag": "frozenlake", "episodes": 2}])
+TWO_ENVS = json.dumps(
+    [
+        {"id": "ragen/Sokoban-Easy-v0", "tag": "sokoban", "weight": 1},
+        {"id": "ragen/FrozenLake-v0", "tag": "frozenlake", "weight": 1},
+    ]
+)
+TWO_VAL = json.dumps(
+    [
+        {"id": "ragen/Sokoban-Easy-v0", "tag": "sokoban", "episodes": 3},
+        {"id": "ragen/FrozenLake-v0", "tag": "frozenlake", "episodes": 2},
+    ]
+)
 
 
 def two_env_cfg(tmp_path: Path, *extra: str) -> StarPOConfig:
-    return load_config("quickstart", [
-        "env.config={}", f"env.train={TWO_ENVS}", f"env.val={TWO_VAL}", f"trainer.out_dir={tmp_path}",
-        "rollout.env_groups=4", "rollout.group_size=2", "rollout.max_new_tokens=8", "rollout.max_turns=2",
-        "trainer.val_every=1", "trainer.total_steps=1", "trainer.save_every=0", "trainer.loggers=jsonl",
-        "trainer.collapse_every=0", "optim.micro_batch_size=8", "optim.lr=1e-3", *extra])
+    return load_config(
+        "quickstart",
+        [
+            "env.config={}",
+            f"env.train={TWO_ENVS}",
+            f"env.val={TWO_VAL}",
+            f"trainer.out_dir={tmp_path}",
+            "rollout.env_groups=4",
+            "rollout.group_size=2",
+            "rollout.max_new_tokens=8",
+            "rollout.max_turns=2",
+            "trainer.val_every=1",
+            "trainer.total_steps=1",
+            "trainer.save_every=0",
+            "trainer.loggers=jsonl",
+            "trainer.collapse_every=0",
+            "optim.micro_batch_size=8",
+            "optim.lr=1e-3",
+            *extra,
+        ],
+    )
 
 
 def test_two_env_starpo_run_logs_per_env_metrics_and_validates_on_both(tmp_path: Path) -> None:
@@ -47,15 +71,22 @@ def test_two_env_starpo_run_logs_per_env_metrics_and_validates_on_both(tmp_path:
             assert f"val/{tag}/success" in v and f"val/{tag}/return" in v
     # The plain keys are the means over all episodes (2 groups x 2 members per env in training;
     # 3 + 2 validation episodes).
-    assert t["train/return"] == pytest.approx((t["train/sokoban/return"] + t["train/frozenlake/return"]) / 2)
+    assert t["train/return"] == pytest.approx(
+        (t["train/sokoban/return"] + t["train/frozenlake/return"]) / 2
+    )
     v = val[-1]
-    assert v["val/return"] == pytest.approx((3 * v["val/sokoban/return"] + 2 * v["val/frozenlake/return"]) / 5)
+    assert v["val/return"] == pytest.approx(
+        (3 * v["val/sokoban/return"] + 2 * v["val/frozenlake/return"]) / 5
+    )
     # Each env played its own seed stream with its own turn limits.
     records = trainer.rollout(1)
     assert {r.env_id for r in records} == {"ragen/Sokoban-Easy-v0", "ragen/FrozenLake-v0"}
     assert sorted({(r.env_id, r.seed) for r in records}) == [
-        ("ragen/FrozenLake-v0", 2), ("ragen/FrozenLake-v0", 3), ("ragen/Sokoban-Easy-v0", 2),
-        ("ragen/Sokoban-Easy-v0", 3)]
+        ("ragen/FrozenLake-v0", 2),
+        ("ragen/FrozenLake-v0", 3),
+        ("ragen/Sokoban-Easy-v0", 2),
+        ("ragen/Sokoban-Easy-v0", 3),
+    ]
 
 
 def test_single_env_config_form_is_unchanged(tmp_path: Path) -> None:
@@ -89,7 +120,12 @@ def test_weights_set_the_share_of_groups_and_every_env_walks_its_own_seeds() -> 
 def test_filter_scope_per_env_ranks_each_envs_groups_apart() -> None:
     """A reward_std top-p selection ranked globally keeps only the large-reward env's groups;
     per env it keeps the most informative groups of each."""
-    values = {0: [0.0, 10.0], 1: [0.0, 8.0], 2: [0.0, 1.0], 3: [0.0, 0.5]}  # groups 0,1 Sokoban; 2,3 FrozenLake
+    values = {
+        0: [0.0, 10.0],
+        1: [0.0, 8.0],
+        2: [0.0, 1.0],
+        3: [0.0, 0.5],
+    }  # groups 0,1 Sokoban; 2,3 FrozenLake
     env_of_group = {0: 0, 1: 0, 2: 1, 3: 1}
     cfg = FilterConfig(strategy="top_p", value=0.5, metric="reward_std")
     global_kept = select_groups(group_scores(values, "reward_std"), cfg).kept
@@ -103,23 +139,35 @@ def test_filter_scope_per_env_ranks_each_envs_groups_apart() -> None:
 def test_per_env_filter_scope_in_a_run(tmp_path: Path) -> None:
     from ragen_train.trainer import StarPOTrainer
 
-    trainer = StarPOTrainer(two_env_cfg(tmp_path, "algorithm.filter.scope=per_env", "algorithm.filter.value=0.5",
-                                        "trainer.val_every=0"))
+    trainer = StarPOTrainer(
+        two_env_cfg(
+            tmp_path,
+            "algorithm.filter.scope=per_env",
+            "algorithm.filter.value=0.5",
+            "trainer.val_every=0",
+        )
+    )
     metrics = trainer.train_step()
     assert metrics["filter/groups"] == 4.0
     for tag in ("sokoban", "frozenlake"):
         assert 0.0 <= metrics[f"filter/{tag}/kept_ratio"] <= 1.0
 
 
-@pytest.mark.parametrize("override, field", [
-    ('env.train=[{"id": "ragen/Sokoban-v0"}, {"id": "ragen/Sokoban-v0"}]', "env.train[1].tag"),
-    ('env.train=[{"id": "ragen/Sokoban-v0", "weight": 0}]', "env.train[0].weight"),
-    ('env.train=[{"tag": "x"}]', "env.train[0].id"),
-    ('env.train=[{"id": "ragen/Sokobann-v0"}]', "env.train[0].id"),
-    ('env.val=[{"id": "ragen/Sokoban-v0", "config": {"risky_prob": 0.5}}]', "env.val[0].config.risky_prob"),
-    ('env.val=[{"id": "ragen/Sokoban-v0", "episodes": 0}]', "env.val[0].episodes"),
-    ("algorithm.filter.scope=per_group", "algorithm.filter.scope"),
-])
+@pytest.mark.parametrize(
+    "override, field",
+    [
+        ('env.train=[{"id": "ragen/Sokoban-v0"}, {"id": "ragen/Sokoban-v0"}]', "env.train[1].tag"),
+        ('env.train=[{"id": "ragen/Sokoban-v0", "weight": 0}]', "env.train[0].weight"),
+        ('env.train=[{"tag": "x"}]', "env.train[0].id"),
+        ('env.train=[{"id": "ragen/Sokobann-v0"}]', "env.train[0].id"),
+        (
+            'env.val=[{"id": "ragen/Sokoban-v0", "config": {"risky_prob": 0.5}}]',
+            "env.val[0].config.risky_prob",
+        ),
+        ('env.val=[{"id": "ragen/Sokoban-v0", "episodes": 0}]', "env.val[0].episodes"),
+        ("algorithm.filter.scope=per_group", "algorithm.filter.scope"),
+    ],
+)
 def test_bad_env_lists_name_the_entry(override: str, field: str) -> None:
     with pytest.raises(TrainConfigError) as err:
         load_config("quickstart", [override])
@@ -127,10 +175,21 @@ def test_bad_env_lists_name_the_entry(override: str, field: str) -> None:
 
 
 def test_short_form_of_the_env_lists() -> None:
-    cfg = load_config("quickstart", ["env.train=ragen/Sokoban-v0:3,ragen/FrozenLake-v0",
-                                     "env.val=[ragen/Sokoban-v0:16, ragen/FrozenLake-v0]"])
-    assert [(e.id, e.weight) for e in cfg.env.train] == [("ragen/Sokoban-v0", 3.0), ("ragen/FrozenLake-v0", 1.0)]
-    assert [(e.tag, e.episodes) for e in val_envs(cfg)] == [("Sokoban-v0", 16), ("FrozenLake-v0", None)]
+    cfg = load_config(
+        "quickstart",
+        [
+            "env.train=ragen/Sokoban-v0:3,ragen/FrozenLake-v0",
+            "env.val=[ragen/Sokoban-v0:16, ragen/FrozenLake-v0]",
+        ],
+    )
+    assert [(e.id, e.weight) for e in cfg.env.train] == [
+        ("ragen/Sokoban-v0", 3.0),
+        ("ragen/FrozenLake-v0", 1.0),
+    ]
+    assert [(e.tag, e.episodes) for e in val_envs(cfg)] == [
+        ("Sokoban-v0", 16),
+        ("FrozenLake-v0", None),
+    ]
     with pytest.raises(TrainConfigError) as err:
         load_config("quickstart", ["env.train=ragen/Sokoban-v0:heavy"])
     assert err.value.field == "env.train[0]" and "<env id>:<weight>" in err.value.reason

@@ -24,37 +24,79 @@ def test_progress_lines_first_throttled_last() -> None:
     for step in range(1, 11):
         now[0] = step * 2.0  # one step every 2 s
         p(step, {"sft/loss": 1.0 / step})
-    assert [ln.split("  ")[0] for ln in lines] == ["[ragen] SFT step 1/10", "[ragen] SFT step 4/10",
-                                                   "[ragen] SFT step 7/10", "[ragen] SFT step 10/10"]
+    assert [ln.split("  ")[0] for ln in lines] == [
+        "[ragen] SFT step 1/10",
+        "[ragen] SFT step 4/10",
+        "[ragen] SFT step 7/10",
+        "[ragen] SFT step 10/10",
+    ]
     assert lines[-1] == "[ragen] SFT step 10/10  loss 0.100  (20 s)"
 
 
 def test_quickstart_sft_reports_its_steps(tmp_path: Path) -> None:
     from ragen_train.pipeline import run_sft_then_starpo
 
-    cfg = load_config("quickstart", [
-        f"trainer.out_dir={tmp_path}", "trainer.total_steps=1", "trainer.val_every=0", "trainer.save_every=0",
-        "trainer.val_before_train=false", "rollout.env_groups=1", "rollout.group_size=2", "rollout.max_new_tokens=4",
-        "trainer.loggers=jsonl", "trainer.collapse_every=0", "sft.episodes=8", "sft.steps=3", "sft.batch_size=4",
-        "sft.micro_batch_size=4"])
+    cfg = load_config(
+        "quickstart",
+        [
+            f"trainer.out_dir={tmp_path}",
+            "trainer.total_steps=1",
+            "trainer.val_every=0",
+            "trainer.save_every=0",
+            "trainer.val_before_train=false",
+            "rollout.env_groups=1",
+            "rollout.group_size=2",
+            "rollout.max_new_tokens=4",
+            "trainer.loggers=jsonl",
+            "trainer.collapse_every=0",
+            "sft.episodes=8",
+            "sft.steps=3",
+            "sft.batch_size=4",
+            "sft.micro_batch_size=4",
+        ],
+    )
     lines: list[str] = []
     run_sft_then_starpo(cfg, eval_episodes=2, log=lines.append)
     assert f"[ragen] SFT: playing 8 demonstration episodes ({cfg.sft.demo_policy})" in lines
     steps = [ln for ln in lines if ln.startswith("[ragen] SFT step")]
-    assert steps[0].startswith("[ragen] SFT step 1/3  loss ") and steps[-1].startswith("[ragen] SFT step 3/3  loss ")
+    assert steps[0].startswith("[ragen] SFT step 1/3  loss ") and steps[-1].startswith(
+        "[ragen] SFT step 3/3  loss "
+    )
 
 
 def test_ctrl_c_says_how_to_resume(tmp_path: Path) -> None:
     out = tmp_path / "run"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ragen_train", "starpo", "--config", "quickstart", f"trainer.out_dir={out}",
-         "trainer.total_steps=1000", "trainer.save_every=1", "trainer.val_every=0", "rollout.env_groups=1",
-         "rollout.group_size=2", "rollout.max_new_tokens=4", "trainer.loggers=jsonl", "trainer.collapse_every=0"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+        [
+            sys.executable,
+            "-m",
+            "ragen_train",
+            "starpo",
+            "--config",
+            "quickstart",
+            f"trainer.out_dir={out}",
+            "trainer.total_steps=1000",
+            "trainer.save_every=1",
+            "trainer.val_every=0",
+            "rollout.env_groups=1",
+            "rollout.group_size=2",
+            "rollout.max_new_tokens=4",
+            "trainer.loggers=jsonl",
+            "trainer.collapse_every=0",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
     try:
         deadline = time.monotonic() + 240
-        while not list((out / "checkpoints").glob("step_*/manifest.json")) and time.monotonic() < deadline:
+        while (
+            not list((out / "checkpoints").glob("step_*/manifest.json"))
+            and time.monotonic() < deadline
+        ):
             assert proc.poll() is None, proc.communicate()[1][-2000:]
             time.sleep(0.5)
         proc.send_signal(signal.SIGINT)  # what Ctrl-C sends
@@ -64,13 +106,17 @@ def test_ctrl_c_says_how_to_resume(tmp_path: Path) -> None:
             proc.kill()
     assert proc.returncode == 130, err[-2000:]
     last = [ln for ln in err.splitlines() if ln.strip()][-1]
-    assert last.startswith("interrupted: continue from checkpoint step ") and \
-        f"`ragen-train starpo --resume {out}`" in last, err[-2000:]
+    assert (
+        last.startswith("interrupted: continue from checkpoint step ")
+        and f"`ragen-train starpo --resume {out}`" in last
+    ), err[-2000:]
     assert "Traceback" not in err
 
 
 def test_interrupt_before_any_checkpoint_says_there_is_nothing_to_resume(tmp_path: Path) -> None:
     msg = interrupted_message(tmp_path, 10, command="quickstart")
-    assert msg == (f"interrupted: nothing to resume in {tmp_path} — no checkpoint was written yet (one every "
-                   "trainer.save_every=10 steps); run the quickstart again")
+    assert msg == (
+        f"interrupted: nothing to resume in {tmp_path} — no checkpoint was written yet (one every "
+        "trainer.save_every=10 steps); run the quickstart again"
+    )
     assert "trainer.save_every=0" in interrupted_message(tmp_path, 0)

@@ -23,9 +23,16 @@ def test_train_budget_stops_fit_before_the_step_that_would_overrun(tmp_path: Pat
     """A real tiny StarPO run planned for 1000 steps, on a clock that reads 5 s later at every
     call (so each step lasts 5 s and starts 5 s after the previous one ended): with a 32 s
     budget, step 3 ends at 30 s and the next would end near 35 s, so fit() stops after 3."""
-    cfg = apply_overrides(load_config("tiny-bandit-grpo"), [
-        f"trainer.out_dir={tmp_path / 'run'}", "trainer.total_steps=1000", "trainer.val_every=0",
-        "rollout.env_groups=2", "rollout.group_size=2"])
+    cfg = apply_overrides(
+        load_config("tiny-bandit-grpo"),
+        [
+            f"trainer.out_dir={tmp_path / 'run'}",
+            "trainer.total_steps=1000",
+            "trainer.val_every=0",
+            "rollout.env_groups=2",
+            "rollout.group_size=2",
+        ],
+    )
     trainer = StarPOTrainer(cfg)
     ticks = itertools.count(5, 5)
     _script()._stop_within(trainer, 32.0, 0.0, clock=lambda: float(next(ticks)))

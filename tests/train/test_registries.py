@@ -36,7 +36,12 @@ def test_issue14_item2_registry_lookups_fail_naming_the_known_names() -> None:
     reg.register("alpha", colour="red")(1)
     reg.add("beta", 2, colour="blue")
     assert reg.names() == ("alpha", "beta") and reg.names(colour="blue") == ("beta",)
-    assert reg.get("beta") == 2 and reg.meta("alpha", "colour") == "red" and "alpha" in reg and len(reg) == 2
+    assert (
+        reg.get("beta") == 2
+        and reg.meta("alpha", "colour") == "red"
+        and "alpha" in reg
+        and len(reg) == 2
+    )
     with pytest.raises(UnknownNameError) as exc:
         reg.get("alpah")
     assert isinstance(exc.value, KeyError) and isinstance(exc.value, ValueError)
@@ -59,22 +64,36 @@ def test_issue14_item2_config_choices_and_schema_enums_are_the_registry_names() 
     assert exc.value.field == "algorithm.kl_estimator"
 
 
-def test_issue14_item2_estimator_metadata_not_names_drive_the_trainer_config_and_mappings(tmp_path: Path) -> None:
+def test_issue14_item2_estimator_metadata_not_names_drive_the_trainer_config_and_mappings(
+    tmp_path: Path,
+) -> None:
     """A plug-in estimator registered at run time is accepted by the config, gets the group
     size check of an outcome estimator and maps to TRL/verl through its own metadata."""
     from ragen_train.backends.trl_backend import trl_settings
     from ragen_train.backends.verl_backend import verl_settings
 
-    register_estimator("grpo_plugin", level="outcome", needs_critic=False, trl={"scale_rewards": "group"},
-                       verl={"algorithm.adv_estimator": "grpo", "algorithm.norm_adv_by_std_in_grpo": True})(grpo)
+    register_estimator(
+        "grpo_plugin",
+        level="outcome",
+        needs_critic=False,
+        trl={"scale_rewards": "group"},
+        verl={"algorithm.adv_estimator": "grpo", "algorithm.norm_adv_by_std_in_grpo": True},
+    )(grpo)
     try:
-        cfg = load_config("quickstart", [f"trainer.out_dir={tmp_path}", "algorithm.adv_estimator=grpo_plugin"])
+        cfg = load_config(
+            "quickstart", [f"trainer.out_dir={tmp_path}", "algorithm.adv_estimator=grpo_plugin"]
+        )
         with pytest.raises(TrainConfigError, match="needs groups of at least 2") as exc:
             apply_overrides(cfg, ["rollout.group_size=1"])
         assert exc.value.field == "rollout.group_size"
         assert trl_settings(cfg).args["scale_rewards"] == "group"
-        verl = verl_settings(cfg, train_files="t.parquet", val_files="v.parquet", agent_loop_config="a.yaml").as_dict()
-        assert verl["algorithm.adv_estimator"] == "grpo" and verl["algorithm.norm_adv_by_std_in_grpo"] == "true"
+        verl = verl_settings(
+            cfg, train_files="t.parquet", val_files="v.parquet", agent_loop_config="a.yaml"
+        ).as_dict()
+        assert (
+            verl["algorithm.adv_estimator"] == "grpo"
+            and verl["algorithm.norm_adv_by_std_in_grpo"] == "true"
+        )
         assert "critic.optim.lr" not in verl
     finally:
         ADVANTAGE_ESTIMATORS.remove("grpo_plugin")
@@ -86,7 +105,9 @@ def test_issue14_item2_estimator_metadata_not_names_drive_the_trainer_config_and
 def test_issue14_item2_estimator_metadata_is_complete(name: str) -> None:
     meta = ADVANTAGE_ESTIMATORS.entry(name).meta
     assert meta["level"] in ("outcome", "token")
-    assert meta["needs_critic"] == (meta["level"] == "token")  # today's token-level estimators read values
+    assert meta["needs_critic"] == (
+        meta["level"] == "token"
+    )  # today's token-level estimators read values
     assert (meta["trl"] is None) == bool(meta["trl_why"])
     assert (meta["verl"] is None) == bool(meta["verl_why"])
 
@@ -94,14 +115,22 @@ def test_issue14_item2_estimator_metadata_is_complete(name: str) -> None:
 def test_issue14_item2_aggregation_and_kl_dispatch_through_the_registries() -> None:
     loss = torch.tensor([[1.0, 2.0, 3.0], [4.0, 0.0, 0.0]])
     mask = torch.tensor([[1.0, 1.0, 1.0], [1.0, 0.0, 0.0]])
-    expected = {"token-mean": 10 / 4, "seq-mean-token-mean": (2.0 + 4.0) / 2, "seq-mean-token-sum": (6 + 4) / 2,
-                "seq-mean-token-sum-norm": (6 + 4) / 2 / 3}
+    expected = {
+        "token-mean": 10 / 4,
+        "seq-mean-token-mean": (2.0 + 4.0) / 2,
+        "seq-mean-token-sum": (6 + 4) / 2,
+        "seq-mean-token-sum-norm": (6 + 4) / 2 / 3,
+    }
     assert {m: aggregate(loss, mask, m).item() for m in AGG_MODES} == pytest.approx(expected)
     x = torch.tensor([0.5])
     got = {k: kl_penalty(x, torch.zeros(1), k).item() for k in KL_ESTIMATORS}
     assert got == pytest.approx({"k1": 0.5, "k2": 0.125, "k3": 0.10653066, "abs": 0.5})
-    assert {k: KL_ESTIMATORS.meta(k, "verl") for k in KL_ESTIMATORS} == {"k1": "kl", "k2": "mse", "k3": "low_var_kl",
-                                                                        "abs": "abs"}
+    assert {k: KL_ESTIMATORS.meta(k, "verl") for k in KL_ESTIMATORS} == {
+        "k1": "kl",
+        "k2": "mse",
+        "k3": "low_var_kl",
+        "abs": "abs",
+    }
 
 
 def test_issue14_item2_presets_command_lists_the_registered_names() -> None:
@@ -111,8 +140,14 @@ def test_issue14_item2_presets_command_lists_the_registered_names() -> None:
 
     res = CliRunner().invoke(app, ["presets"])
     assert res.exit_code == 0
-    lines = {line.split(":")[0]: line for line in res.stdout.splitlines() if line.startswith("algorithm.")}
-    assert lines["algorithm.adv_estimator"].endswith("grpo, dr_grpo, rloo, gae (critic), bilevel_gae (critic)")
+    lines = {
+        line.split(":")[0]: line
+        for line in res.stdout.splitlines()
+        if line.startswith("algorithm.")
+    }
+    assert lines["algorithm.adv_estimator"].endswith(
+        "grpo, dr_grpo, rloo, gae (critic), bilevel_gae (critic)"
+    )
     assert all(m in lines["algorithm.loss_agg_mode"] for m in AGG_MODES)
     assert all(k in lines["algorithm.kl_estimator"] for k in KL_ESTIMATORS)
     help_text = CliRunner().invoke(app, ["starpo", "--help"], env={"COLUMNS": "200"}).stdout
@@ -133,16 +168,29 @@ def test_issue14_item3_rollout_protocol_fields_are_the_rollout_configs() -> None
     for name in PROTOCOL_FIELDS:
         assert name in bench, name
         # the per-env budgets default to None (= the env's agent_defaults); the rest are the bench's defaults
-        assert section[name] == (None if name in ("max_turns", "max_actions_per_turn") else bench[name]), name
+        assert section[name] == (
+            None if name in ("max_turns", "max_actions_per_turn") else bench[name]
+        ), name
     assert section["format_penalty"] == RolloutConfig.format_penalty == -0.1
-    assert (section["temperature"], section["top_p"]) == (SamplingParams.temperature, SamplingParams.top_p)
+    assert (section["temperature"], section["top_p"]) == (
+        SamplingParams.temperature,
+        SamplingParams.top_p,
+    )
     cfg = load_config("tiny-sokoban-grpo")
     proto = agent_protocol(cfg, temperature=0.25)
     assert set(proto) == {*PROTOCOL_FIELDS, "sampling"}
-    assert proto["sampling"] == {"temperature": 0.25, "top_p": cfg.rollout.top_p,
-                                 "max_new_tokens": cfg.rollout.max_new_tokens}
-    assert proto["max_turns"] == cfg.rollout.max_turns and proto["format_penalty"] == cfg.rollout.format_penalty
-    RolloutConfig(**{k: v for k, v in proto.items() if k != "sampling" and v is not None})  # the same shape
+    assert proto["sampling"] == {
+        "temperature": 0.25,
+        "top_p": cfg.rollout.top_p,
+        "max_new_tokens": cfg.rollout.max_new_tokens,
+    }
+    assert (
+        proto["max_turns"] == cfg.rollout.max_turns
+        and proto["format_penalty"] == cfg.rollout.format_penalty
+    )
+    RolloutConfig(
+        **{k: v for k, v in proto.items() if k != "sampling" and v is not None}
+    )  # the same shape
 
 
 def test_issue14_item5_look_alike_names_are_renamed() -> None:

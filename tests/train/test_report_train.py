@@ -27,12 +27,24 @@ def trained(tmp_path_factory) -> tuple[Path, Path]:
     at step 2 and a 4-episode evaluation of it."""
     tmp = tmp_path_factory.mktemp("train")
     out = tmp / "out"
-    res = _run("-m", "ragen_train.cli", "starpo", "--config", "quickstart", "model.path=tiny",
-               "trainer.total_steps=2", "trainer.val_every=1", "trainer.val_episodes=4", "trainer.save_every=2",
-               f"trainer.out_dir={out}")
+    res = _run(
+        "-m",
+        "ragen_train.cli",
+        "starpo",
+        "--config",
+        "quickstart",
+        "model.path=tiny",
+        "trainer.total_steps=2",
+        "trainer.val_every=1",
+        "trainer.val_episodes=4",
+        "trainer.save_every=2",
+        f"trainer.out_dir={out}",
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     model = next((out / "checkpoints").glob("step_*/model"))
-    res = _run("-m", "ragen_train.cli", "eval", str(model), "--episodes", "4", "--out", str(tmp / "runs"))
+    res = _run(
+        "-m", "ragen_train.cli", "eval", str(model), "--episodes", "4", "--out", str(tmp / "runs")
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     return out, tmp / "runs"
 
@@ -53,12 +65,16 @@ def test_train_report_has_the_png_panels_with_every_logged_point(trained, tmp_pa
 
 
 @pytest.mark.slow
-def test_train_report_links_evaluation_reports_and_curves_are_interactive(browser, trained, tmp_path):
+def test_train_report_links_evaluation_reports_and_curves_are_interactive(
+    browser, trained, tmp_path
+):
     from selenium.webdriver.common.by import By
 
     out, runs = trained
     files = write_train_report(out, tmp_path / "r.html", runs_roots=[runs])
-    assert find_eval_runs(out, [runs]) and len(files) == 2 and files[1].parent.name == "eval_reports"
+    assert (
+        find_eval_runs(out, [runs]) and len(files) == 2 and files[1].parent.name == "eval_reports"
+    )
     browser.get(file_url(files[0]))
     box = browser.find_element(By.CSS_SELECTOR, "input[data-series-toggle=panel0-s0]")
     series = browser.find_element(By.ID, "panel0-s0")
@@ -82,7 +98,9 @@ def test_train_report_cli(trained, tmp_path):
     assert (out / "report.html").is_file() and "1 evaluation report" in res.stdout
     res = _run("-m", "ragen_train.cli", "report", str(tmp_path))
     assert res.returncode == 2
-    assert res.stderr.strip().splitlines() == [f"error: {tmp_path} is not a training output directory (no metrics.jsonl)"]
+    assert res.stderr.strip().splitlines() == [
+        f"error: {tmp_path} is not a training output directory (no metrics.jsonl)"
+    ]
 
 
 def test_chart_ticks_on_a_range_below_float_resolution_terminate():
@@ -108,9 +126,17 @@ def test_train_report_shows_before_and_after_evaluation_of_a_recipe(trained, tmp
     out, _ = trained
     copy = tmp_path / "out"
     shutil.copytree(out, copy)
-    (copy / "summary.json").write_text(json.dumps({  # the shape ragen_train.pipeline writes
-        "untrained": {"val/success": 0.0}, "before_rl": {"val/success": 0.578, "val/return": 0.1},
-        "after_rl": {"val/success": 0.992, "val/return": 0.9}, "eval_split": "test", "eval_episodes": 512}))
+    (copy / "summary.json").write_text(
+        json.dumps(
+            {  # the shape ragen_train.pipeline writes
+                "untrained": {"val/success": 0.0},
+                "before_rl": {"val/success": 0.578, "val/return": 0.1},
+                "after_rl": {"val/success": 0.992, "val/return": 0.9},
+                "eval_split": "test",
+                "eval_episodes": 512,
+            }
+        )
+    )
     html = write_train_report(copy, runs_roots=[])[0].read_text()
     assert "Held-out evaluation (test split, 512 episodes)" in html
     row = re.search(r"<tr><td>val/success</td>(.*?)</tr>", html).group(1)

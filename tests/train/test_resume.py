@@ -13,15 +13,33 @@ from pathlib import Path
 
 import pytest
 
-ARGS = ["trainer.total_steps=6", "trainer.save_every=1", "trainer.val_every=0",
-        "rollout.env_groups=2", "rollout.group_size=4", "rollout.max_new_tokens=16", "trainer.loggers=jsonl",
-        "optim.lr=1e-3", "trainer.collapse_every=2", "trainer.keep_checkpoints=2"]
+ARGS = [
+    "trainer.total_steps=6",
+    "trainer.save_every=1",
+    "trainer.val_every=0",
+    "rollout.env_groups=2",
+    "rollout.group_size=4",
+    "rollout.max_new_tokens=16",
+    "trainer.loggers=jsonl",
+    "optim.lr=1e-3",
+    "trainer.collapse_every=2",
+    "trainer.keep_checkpoints=2",
+]
 SKIP = ("time",)  # wall-clock metrics (time, time/*, *timing*) differ run to run
 
 
 def cli(out: Path, *extra: str, preset: str = "quickstart") -> list[str]:
-    return [sys.executable, "-m", "ragen_train.cli", "starpo", "--config", preset, *ARGS, f"trainer.out_dir={out}",
-            *extra]
+    return [
+        sys.executable,
+        "-m",
+        "ragen_train.cli",
+        "starpo",
+        "--config",
+        preset,
+        *ARGS,
+        f"trainer.out_dir={out}",
+        *extra,
+    ]
 
 
 def rows(out: Path) -> dict[int, dict]:
@@ -56,8 +74,13 @@ def kill_and_resume(tmp_path: Path, preset: str) -> None:
     assert sorted(reference) == [1, 2, 3, 4, 5, 6]
 
     broken = tmp_path / "broken"
-    proc = subprocess.Popen(cli(broken, preset=preset), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        cli(broken, preset=preset),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        start_new_session=True,
+    )
     pointer = broken / "checkpoints" / "latest"
     deadline = time.time() + 600
     while time.time() < deadline and proc.poll() is None:
@@ -68,8 +91,13 @@ def kill_and_resume(tmp_path: Path, preset: str) -> None:
     proc.wait()
     k = int(pointer.read_text().strip().split("_")[1])
     assert 2 <= k < 6, "the kill must land part-way"
-    subprocess.run(cli(broken, "--resume", "latest", preset=preset), check=True, capture_output=True, timeout=900,
-                   env=env)
+    subprocess.run(
+        cli(broken, "--resume", "latest", preset=preset),
+        check=True,
+        capture_output=True,
+        timeout=900,
+        env=env,
+    )
     resumed = rows(broken)
     assert sorted(resumed) == [1, 2, 3, 4, 5, 6]
     for step in range(k + 1, 7):
@@ -83,7 +111,9 @@ def test_kill_and_resume_matches_uninterrupted(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("preset", ["tiny-bandit-ppo", "tiny-sokoban-grpo", "tiny-sokoban-ppo"])
-def test_kill_and_resume_matches_uninterrupted_for_ppo_and_every_preset_family(tmp_path: Path, preset: str) -> None:
+def test_kill_and_resume_matches_uninterrupted_for_ppo_and_every_preset_family(
+    tmp_path: Path, preset: str
+) -> None:
     """Issue 16 item 7: PPO (GAE + critic; its values come from eval mode, so a resumed critic
     gives the same values as the uninterrupted one) and every CPU preset family (Bandit and
     Sokoban, GRPO and PPO; ``quickstart`` is tiny-bandit-grpo) resume exactly.  The GPU task

@@ -22,16 +22,27 @@ from ragen_train.logger import MetricLogger
 runner = CliRunner()
 
 # A training protocol that differs from the env's defaults in every setting eval must copy.
-PROTOCOL = ["rollout.enable_think=false", "rollout.system_prompt=minimal", "rollout.context_mode=last_k",
-            "rollout.context_window=3", "rollout.max_new_tokens=24", "rollout.max_turns=2",
-            "rollout.max_actions_per_turn=1", "rollout.format_penalty=-0.5", "rollout.max_invalid_answers=2",
-            "trainer.val_temperature=0.3", "env.test_split=validation"]
+PROTOCOL = [
+    "rollout.enable_think=false",
+    "rollout.system_prompt=minimal",
+    "rollout.context_mode=last_k",
+    "rollout.context_window=3",
+    "rollout.max_new_tokens=24",
+    "rollout.max_turns=2",
+    "rollout.max_actions_per_turn=1",
+    "rollout.format_penalty=-0.5",
+    "rollout.max_invalid_answers=2",
+    "trainer.val_temperature=0.3",
+    "env.test_split=validation",
+]
 
 
 def fake_model(path: Path) -> Path:
     """A folder that looks like a Hugging Face model (enough for the checks before loading)."""
     path.mkdir(parents=True, exist_ok=True)
-    (path / "config.json").write_text(json.dumps({"model_type": "llama", "architectures": ["LlamaForCausalLM"]}))
+    (path / "config.json").write_text(
+        json.dumps({"model_type": "llama", "architectures": ["LlamaForCausalLM"]})
+    )
     return path
 
 
@@ -41,7 +52,12 @@ def fake_run(tmp_path: Path, overrides: list[str] | None = None) -> tuple[Path, 
     cfg = load_config("quickstart", [f"trainer.out_dir={run}", *(overrides or [])])
     run.mkdir()
     (run / "config.json").write_text(json.dumps(cfg.to_dict(), indent=2))
-    for sub in ("final_model", "sft_model", "checkpoints/step_000002/model", "checkpoints/step_000004/model"):
+    for sub in (
+        "final_model",
+        "sft_model",
+        "checkpoints/step_000002/model",
+        "checkpoints/step_000004/model",
+    ):
         fake_model(run / sub)
     return run, cfg
 
@@ -64,8 +80,18 @@ def test_eval_takes_the_whole_training_protocol_from_config_json(tmp_path: Path)
     # exactly what the trainer's validation plays (same function, val temperature)
     assert plan.resolved == rollout_config_for(cfg, 0.3)
     r = plan.resolved
-    assert (r.enable_think, r.system_prompt, r.context_mode, r.context_window) == (False, "minimal", "last_k", 3)
-    assert (r.max_turns, r.max_actions_per_turn, r.format_penalty, r.max_invalid_answers) == (2, 1, -0.5, 2)
+    assert (r.enable_think, r.system_prompt, r.context_mode, r.context_window) == (
+        False,
+        "minimal",
+        "last_k",
+        3,
+    )
+    assert (r.max_turns, r.max_actions_per_turn, r.format_penalty, r.max_invalid_answers) == (
+        2,
+        1,
+        -0.5,
+        2,
+    )
     assert (r.sampling.max_new_tokens, r.sampling.temperature) == (24, 0.3)
     assert plan.env_id == "ragen/Bandit-PairsAB-v0" and plan.env_config == {"risky_prob": 1.0}
     assert plan.split == "validation" and plan.overridden == [] and plan.notes == []
@@ -82,20 +108,44 @@ def test_training_config_is_found_for_every_model_layout(tmp_path: Path, sub: st
 def test_checkpoint_without_run_config_uses_its_state_json(tmp_path: Path) -> None:
     run, cfg = fake_run(tmp_path, ["rollout.max_new_tokens=12"])
     (run / "config.json").unlink()
-    (run / "checkpoints" / "step_000002" / "state.json").write_text(json.dumps({"step": 2, "config": cfg.to_dict()}))
+    (run / "checkpoints" / "step_000002" / "state.json").write_text(
+        json.dumps({"step": 2, "config": cfg.to_dict()})
+    )
     plan = plan_eval(run / "checkpoints" / "step_000002" / "model")
     assert plan.source.name == "state.json" and plan.resolved.sampling.max_new_tokens == 12
 
 
 def test_eval_options_override_single_settings(tmp_path: Path) -> None:
     run, _ = fake_run(tmp_path, PROTOCOL)
-    plan = plan_eval(run / "final_model", split="train", temperature=0.0, max_new_tokens=8, context_mode="full",
-                     think=True, episodes=5)
+    plan = plan_eval(
+        run / "final_model",
+        split="train",
+        temperature=0.0,
+        max_new_tokens=8,
+        context_mode="full",
+        think=True,
+        episodes=5,
+    )
     r = plan.resolved
-    assert (r.enable_think, r.context_mode, r.sampling.max_new_tokens, r.sampling.temperature) == (True, "full", 8, 0.0)
-    assert (r.system_prompt, r.max_turns, r.format_penalty) == ("minimal", 2, -0.5)  # the rest stays
+    assert (r.enable_think, r.context_mode, r.sampling.max_new_tokens, r.sampling.temperature) == (
+        True,
+        "full",
+        8,
+        0.0,
+    )
+    assert (r.system_prompt, r.max_turns, r.format_penalty) == (
+        "minimal",
+        2,
+        -0.5,
+    )  # the rest stays
     assert (plan.split, plan.episodes) == ("train", 5)
-    assert plan.overridden == ["--split", "--temperature", "--max-new-tokens", "--context-mode", "--think/--no-think"]
+    assert plan.overridden == [
+        "--split",
+        "--temperature",
+        "--max-new-tokens",
+        "--context-mode",
+        "--think/--no-think",
+    ]
 
 
 def test_eval_on_another_env_drops_env_specific_settings(tmp_path: Path) -> None:
@@ -106,7 +156,9 @@ def test_eval_on_another_env_drops_env_specific_settings(tmp_path: Path) -> None
     defaults = ragen_envs.get_entry("ragen/Sokoban-v0").agent_defaults
     assert plan.env_config == {}  # the Bandit's risky_prob would not fit
     assert plan.resolved.max_turns == defaults["max_turns"]
-    assert plan.resolved.enable_think is False and plan.resolved.sampling.max_new_tokens == 24  # the model's protocol
+    assert (
+        plan.resolved.enable_think is False and plan.resolved.sampling.max_new_tokens == 24
+    )  # the model's protocol
     assert any("not the trained env" in n for n in plan.notes)
 
 
@@ -124,22 +176,31 @@ def test_eval_without_training_config_uses_env_defaults_and_says_so(tmp_path: Pa
 
 def test_run_folder_lists_its_model_folders(tmp_path: Path) -> None:
     run, _ = fake_run(tmp_path)
-    assert model_folders(run) == [run / "final_model", run / "sft_model", run / "checkpoints/step_000004/model",
-                                  run / "checkpoints/step_000002/model"]
+    assert model_folders(run) == [
+        run / "final_model",
+        run / "sft_model",
+        run / "checkpoints/step_000004/model",
+        run / "checkpoints/step_000002/model",
+    ]
     with pytest.raises(EvalSetupError, match="training run folder") as exc:
         plan_eval(run)
     assert exc.value.option == "CHECKPOINT" and "final_model" in str(exc.value)
 
 
-@pytest.mark.parametrize(("args", "prefix", "mentions"), [
-    (["--env", "ragen/Sokobn-v0"], "error: --env:", "did you mean"),
-    (["--episodes", "-5"], "error: --episodes:", ">= 1"),
-    (["--split", "dev"], "error: --split:", "train, validation, test"),
-    (["--context-mode", "bogus"], "error: --context-mode:", "single_turn"),
-    (["--max-new-tokens", "0"], "error: --max-new-tokens:", ">= 1"),
-    (["--temperature", "-1"], "error: --temperature:", ">= 0"),
-])
-def test_eval_mistakes_are_one_line(tmp_path: Path, args: list[str], prefix: str, mentions: str) -> None:
+@pytest.mark.parametrize(
+    ("args", "prefix", "mentions"),
+    [
+        (["--env", "ragen/Sokobn-v0"], "error: --env:", "did you mean"),
+        (["--episodes", "-5"], "error: --episodes:", ">= 1"),
+        (["--split", "dev"], "error: --split:", "train, validation, test"),
+        (["--context-mode", "bogus"], "error: --context-mode:", "single_turn"),
+        (["--max-new-tokens", "0"], "error: --max-new-tokens:", ">= 1"),
+        (["--temperature", "-1"], "error: --temperature:", ">= 0"),
+    ],
+)
+def test_eval_mistakes_are_one_line(
+    tmp_path: Path, args: list[str], prefix: str, mentions: str
+) -> None:
     run, _ = fake_run(tmp_path)
     line = one_error_line(runner.invoke(app, ["eval", str(run / "final_model"), *args]), prefix)
     assert mentions in line
@@ -164,8 +225,12 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return run
 
 
-def test_eval_runs_the_training_protocol_and_prints_it_on_stdout(trained: Path, tmp_path: Path) -> None:
-    res = runner.invoke(app, ["eval", str(trained / "final_model"), "--episodes", "2", "--out", str(tmp_path)])
+def test_eval_runs_the_training_protocol_and_prints_it_on_stdout(
+    trained: Path, tmp_path: Path
+) -> None:
+    res = runner.invoke(
+        app, ["eval", str(trained / "final_model"), "--episodes", "2", "--out", str(tmp_path)]
+    )
     assert res.exit_code == 0, (res.stdout, res.stderr, res.exception)
     assert res.stderr == ""
     assert f"protocol from the training config {trained / 'config.json'}" in res.stdout
@@ -173,15 +238,31 @@ def test_eval_runs_the_training_protocol_and_prints_it_on_stdout(trained: Path, 
     assert run_json["env_id"] == "ragen/Bandit-PairsAB-v0"
     assert run_json["env_config"] == {"split": "test", "risky_prob": 1.0}
     r = run_json["rollout"]
-    assert (r["enable_think"], r["system_prompt"], r["context_mode"]) == (False, "minimal", "single_turn")
+    assert (r["enable_think"], r["system_prompt"], r["context_mode"]) == (
+        False,
+        "minimal",
+        "single_turn",
+    )
     assert (r["sampling"]["max_new_tokens"], r["sampling"]["temperature"]) == (8, 0.5)
 
 
 def test_eval_without_training_config_warns_on_stderr(trained: Path, tmp_path: Path) -> None:
     lone = tmp_path / "lone"
     shutil.copytree(trained / "final_model", lone)
-    res = runner.invoke(app, ["eval", str(lone), "--env", "ragen/Bandit-v0", "--episodes", "1", "--no-think",
-                              "--out", str(tmp_path / "runs")])
+    res = runner.invoke(
+        app,
+        [
+            "eval",
+            str(lone),
+            "--env",
+            "ragen/Bandit-v0",
+            "--episodes",
+            "1",
+            "--no-think",
+            "--out",
+            str(tmp_path / "runs"),
+        ],
+    )
     assert res.exit_code == 0, (res.stdout, res.stderr, res.exception)
     assert res.stderr.startswith("warning: no training config found")
     assert "env's defaults" in res.stdout
@@ -193,16 +274,22 @@ def test_eval_without_training_config_warns_on_stderr(trained: Path, tmp_path: P
 def test_config_file_errors_are_one_line(tmp_path: Path) -> None:
     p = tmp_path / "bad.yaml"
     p.write_text("name: x\noptim:\n  lr: [1\n")
-    line = one_error_line(runner.invoke(app, ["show-config", "--config", str(p)]), "config error: --config:")
+    line = one_error_line(
+        runner.invoke(app, ["show-config", "--config", str(p)]), "config error: --config:"
+    )
     assert "bad.yaml" in line and "line" in line
 
 
 def test_unknown_logger_is_one_line(tmp_path: Path) -> None:
-    line = one_error_line(runner.invoke(app, ["show-config", "trainer.loggers=jsonl,foo"]), "config error:")
+    line = one_error_line(
+        runner.invoke(app, ["show-config", "trainer.loggers=jsonl,foo"]), "config error:"
+    )
     assert "trainer.loggers" in line and "'foo'" in line
 
 
-def test_cuda_without_cuda_names_model_device(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cuda_without_cuda_names_model_device(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from ragen_train.modeling import check_device
     from ragen_train.trainer import StarPOTrainer
 
@@ -216,8 +303,10 @@ def test_cuda_without_cuda_names_model_device(tmp_path: Path, monkeypatch: pytes
     with pytest.raises(TrainConfigError, match="CUDA is not available") as exc:
         StarPOTrainer(cfg)
     assert exc.value.field == "model.device"
-    line = one_error_line(runner.invoke(app, ["starpo", f"trainer.out_dir={tmp_path / 'o'}", "model.device=cuda"]),
-                          "config error:")
+    line = one_error_line(
+        runner.invoke(app, ["starpo", f"trainer.out_dir={tmp_path / 'o'}", "model.device=cuda"]),
+        "config error:",
+    )
     assert "model.device" in line
 
 
@@ -227,14 +316,25 @@ def test_presets_and_show_config_go_to_stdout() -> None:
     assert res.exit_code == 0 and res.stderr == ""
     assert any(line.startswith("tiny-sokoban-grpo") for line in res.stdout.splitlines())
     res = runner.invoke(app, ["show-config", "--config", "quickstart"])
-    assert res.exit_code == 0 and res.stderr == "" and json.loads(res.stdout)["name"] == "quickstart"
+    assert (
+        res.exit_code == 0 and res.stderr == "" and json.loads(res.stdout)["name"] == "quickstart"
+    )
 
 
-def test_metric_lines_are_one_line_on_stdout_and_sft_lines_show_the_loss(tmp_path: Path,
-                                                                          capsys: pytest.CaptureFixture) -> None:
+def test_metric_lines_are_one_line_on_stdout_and_sft_lines_show_the_loss(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     log = MetricLogger(tmp_path, ["jsonl", "console"])
-    row = {"train/success": 0.5, "train/return": 0.25, "train/format_valid_rate": 1.0, "actor/pg_loss": -0.012,
-           "actor/entropy": 3.21, "actor/grad_norm": 0.77, "filter/kept_ratio": 1.0, "time/step_s": 12.3}
+    row = {
+        "train/success": 0.5,
+        "train/return": 0.25,
+        "train/format_valid_rate": 1.0,
+        "actor/pg_loss": -0.012,
+        "actor/entropy": 3.21,
+        "actor/grad_norm": 0.77,
+        "filter/kept_ratio": 1.0,
+        "time/step_s": 12.3,
+    }
     log.log(7, row)
     log.log(10, {"sft/loss": 1.2345, "sft/confident_frac": 0.5, "sft/lr": 2e-3}, phase="sft")
     log.close()
@@ -242,27 +342,45 @@ def test_metric_lines_are_one_line_on_stdout_and_sft_lines_show_the_loss(tmp_pat
     lines = captured.out.splitlines()
     assert captured.err == "" and len(lines) == 2, captured.out  # not wrapped at 80 columns
     assert len(lines[0]) > 80 and lines[0].startswith("train    7") and lines[0].endswith("s 12.3")
-    assert lines[1].startswith("sft   10") and "loss 1.2345" in lines[1] and "lr 2.0e-03" in lines[1]
+    assert (
+        lines[1].startswith("sft   10") and "loss 1.2345" in lines[1] and "lr 2.0e-03" in lines[1]
+    )
     with pytest.raises(ValueError, match="unknown logger"):
         MetricLogger(tmp_path, ["jsonl", "foo"])
 
 
 # ------------------------------------------------------------------ resume
 def tiny_cfg(out: Path, *extra: str):
-    return load_config("quickstart", [f"trainer.out_dir={out}", "trainer.total_steps=1", "trainer.save_every=1",
-                                      "trainer.val_every=0", "rollout.env_groups=1", "rollout.group_size=2",
-                                      "rollout.max_new_tokens=4", "trainer.loggers=jsonl", "optim.lr=2e-4", *extra])
+    return load_config(
+        "quickstart",
+        [
+            f"trainer.out_dir={out}",
+            "trainer.total_steps=1",
+            "trainer.save_every=1",
+            "trainer.val_every=0",
+            "rollout.env_groups=1",
+            "rollout.group_size=2",
+            "rollout.max_new_tokens=4",
+            "trainer.loggers=jsonl",
+            "optim.lr=2e-4",
+            *extra,
+        ],
+    )
 
 
 def test_resume_without_checkpoint_hints_at_save_every(tmp_path: Path) -> None:
     from ragen_train.trainer import StarPOTrainer
 
     out = tmp_path / "never"
-    with pytest.raises(FileNotFoundError, match=r"trainer\.save_every.*0 = never.*this config: 0") as exc:
+    with pytest.raises(
+        FileNotFoundError, match=r"trainer\.save_every.*0 = never.*this config: 0"
+    ) as exc:
         StarPOTrainer(tiny_cfg(out, "trainer.save_every=0"), resume="latest")
     assert "set trainer.save_every > 0" in str(exc.value)
     assert not (out / "config.json").exists()  # nothing written before the error
-    line = one_error_line(runner.invoke(app, ["starpo", f"trainer.out_dir={out}", "--resume", "latest"]), "error:")
+    line = one_error_line(
+        runner.invoke(app, ["starpo", f"trainer.out_dir={out}", "--resume", "latest"]), "error:"
+    )
     assert "trainer.save_every" in line
 
 
@@ -296,8 +414,15 @@ def test_pipeline_summary_names_start_point_and_saved_sft_model(tmp_path: Path) 
     from ragen_train.pipeline import run_sft_then_starpo
 
     out = tmp_path / "pipe"
-    cfg = tiny_cfg(out, "sft.episodes=4", "sft.steps=1", "sft.batch_size=4", "sft.micro_batch_size=4",
-                   "trainer.val_before_train=false", "trainer.save_every=0")
+    cfg = tiny_cfg(
+        out,
+        "sft.episodes=4",
+        "sft.steps=1",
+        "sft.batch_size=4",
+        "sft.micro_batch_size=4",
+        "trainer.val_before_train=false",
+        "trainer.save_every=0",
+    )
     run_sft_then_starpo(cfg, eval_episodes=1, log=lambda m: None)
     summary = json.loads((out / "summary.json").read_text())
     assert "sft_model" not in summary
@@ -305,8 +430,12 @@ def test_pipeline_summary_names_start_point_and_saved_sft_model(tmp_path: Path) 
     assert (out / "sft_model" / "config.json").is_file()
 
     again = tmp_path / "again"
-    run_sft_then_starpo(replace(cfg, trainer=replace(cfg.trainer, out_dir=str(again))), eval_episodes=1,
-                        log=lambda m: None, sft_model=out / "sft_model")
+    run_sft_then_starpo(
+        replace(cfg, trainer=replace(cfg.trainer, out_dir=str(again))),
+        eval_episodes=1,
+        log=lambda m: None,
+        sft_model=out / "sft_model",
+    )
     summary = json.loads((again / "summary.json").read_text())
     assert summary["started_from"] == str(out / "sft_model") and summary["sft_model_dir"] is None
     assert not (again / "sft_model").exists()

@@ -27,35 +27,50 @@ def test_every_preset_validates_against_the_schema(name: str) -> None:
 
 
 def test_checked_in_schema_matches_the_dataclasses() -> None:
-    assert json.loads(SCHEMA_PATH.read_text()) == config_json_schema(), \
-        "regenerate: python -c 'import json; from ragen_train.config import config_json_schema; " \
+    assert json.loads(SCHEMA_PATH.read_text()) == config_json_schema(), (
+        "regenerate: python -c 'import json; from ragen_train.config import config_json_schema; "
         "print(json.dumps(config_json_schema(), indent=2))' > schemas/train_config.schema.json"
+    )
 
 
 def test_overrides_are_typed() -> None:
-    cfg = load_config("quickstart", ["optim.lr=1e-5", "rollout.env_groups=3", "algorithm.dual_clip=null",
-                                     "trainer.loggers=jsonl,tensorboard", "env.config={\"split_by\": \"names\"}",
-                                     "rollout.enable_think=false"])
+    cfg = load_config(
+        "quickstart",
+        [
+            "optim.lr=1e-5",
+            "rollout.env_groups=3",
+            "algorithm.dual_clip=null",
+            "trainer.loggers=jsonl,tensorboard",
+            'env.config={"split_by": "names"}',
+            "rollout.enable_think=false",
+        ],
+    )
     assert cfg.optim.lr == 1e-5 and cfg.rollout.env_groups == 3 and cfg.algorithm.dual_clip is None
     assert cfg.trainer.loggers == ["jsonl", "tensorboard"]
     assert cfg.env.config == {"split_by": "names"} and cfg.rollout.enable_think is False
 
 
-@pytest.mark.parametrize(("override", "field"), [
-    ("optim.lr=fast", "optim.lr"),
-    ("optim.lrr=1", "optim.lrr"),
-    ("nosuch.x=1", "nosuch"),
-    ("algorithm.adv_estimator=remax", "algorithm.adv_estimator"),
-    ("algorithm.loss_agg_mode=mean", "algorithm.loss_agg_mode"),
-    ("rollout.group_size=1", "rollout.group_size"),
-    ("rollout.env_groups=0", "rollout.env_groups"),
-    ("algorithm.kl_estimator=low-var-kl", "algorithm.kl_estimator"),
-    ("rollout.temperature=0", "rollout.temperature"),
-    ("rollout.max_turns=2.5", "rollout.max_turns"),
-    ("env.id=ragen/Sokobn-v0", "env.id"),
-    ("env.config.risky_prob=2", "env.config.risky_prob"),
-    ("env.id=ragen/Sokoban-v0", "env.config.risky_prob"),  # the Bandit preset's env setting does not fit Sokoban
-])
+@pytest.mark.parametrize(
+    ("override", "field"),
+    [
+        ("optim.lr=fast", "optim.lr"),
+        ("optim.lrr=1", "optim.lrr"),
+        ("nosuch.x=1", "nosuch"),
+        ("algorithm.adv_estimator=remax", "algorithm.adv_estimator"),
+        ("algorithm.loss_agg_mode=mean", "algorithm.loss_agg_mode"),
+        ("rollout.group_size=1", "rollout.group_size"),
+        ("rollout.env_groups=0", "rollout.env_groups"),
+        ("algorithm.kl_estimator=low-var-kl", "algorithm.kl_estimator"),
+        ("rollout.temperature=0", "rollout.temperature"),
+        ("rollout.max_turns=2.5", "rollout.max_turns"),
+        ("env.id=ragen/Sokobn-v0", "env.id"),
+        ("env.config.risky_prob=2", "env.config.risky_prob"),
+        (
+            "env.id=ragen/Sokoban-v0",
+            "env.config.risky_prob",
+        ),  # the Bandit preset's env setting does not fit Sokoban
+    ],
+)
 def test_bad_overrides_name_the_field(override: str, field: str) -> None:
     with pytest.raises(TrainConfigError) as exc:
         load_config("quickstart", [override])
@@ -88,22 +103,34 @@ def test_json_config_file_roundtrip(tmp_path: Path) -> None:
 def test_defaults_follow_ragen_base_yaml() -> None:
     c = StarPOConfig()
     # reference section 3.7: clip 0.2/0.28, entropy 0.001, gamma=lam=1, turn gamma 0.95, lr 1e-6 / 1e-5
-    assert (c.algorithm.clip_low, c.algorithm.clip_high, c.algorithm.entropy_coef) == (0.2, 0.28, 0.001)
+    assert (c.algorithm.clip_low, c.algorithm.clip_high, c.algorithm.entropy_coef) == (
+        0.2,
+        0.28,
+        0.001,
+    )
     assert (c.algorithm.gamma, c.algorithm.lam, c.algorithm.turn_gamma) == (1.0, 1.0, 0.95)
     assert (c.optim.lr, c.optim.critic_lr, c.algorithm.dual_clip) == (1e-6, 1e-5, 3.0)
     assert apply_overrides(c, []) == c
 
 
-@pytest.mark.parametrize(("name", "text", "expected"), [
-    ("bad.yaml", "name: x\noptim:\n  lr: 1e-5\n  beta1: [0.9\n", r"bad\.yaml: invalid YAML at line \d+"),
-    ("tab.yaml", "name: x\n\toptim: 1\n", r"tab\.yaml: invalid YAML at line 2"),
-    ("bad.json", '{"name": "x",\n "optim": }', r"bad\.json: invalid JSON at line 2, column 11"),
-    ("list.json", "[1, 2]", r"list\.json holds a list, expected a mapping"),
-    ("list.yaml", "- 1\n- 2\n", r"list\.yaml holds a list"),
-    ("empty.yaml", "", r"empty\.yaml is empty"),
-])
-def test_unreadable_config_files_are_config_errors_naming_file_and_line(tmp_path: Path, name: str, text: str,
-                                                                        expected: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "text", "expected"),
+    [
+        (
+            "bad.yaml",
+            "name: x\noptim:\n  lr: 1e-5\n  beta1: [0.9\n",
+            r"bad\.yaml: invalid YAML at line \d+",
+        ),
+        ("tab.yaml", "name: x\n\toptim: 1\n", r"tab\.yaml: invalid YAML at line 2"),
+        ("bad.json", '{"name": "x",\n "optim": }', r"bad\.json: invalid JSON at line 2, column 11"),
+        ("list.json", "[1, 2]", r"list\.json holds a list, expected a mapping"),
+        ("list.yaml", "- 1\n- 2\n", r"list\.yaml holds a list"),
+        ("empty.yaml", "", r"empty\.yaml is empty"),
+    ],
+)
+def test_unreadable_config_files_are_config_errors_naming_file_and_line(
+    tmp_path: Path, name: str, text: str, expected: str
+) -> None:
     p = tmp_path / name
     p.write_text(text)
     with pytest.raises(TrainConfigError, match=expected) as exc:
@@ -131,17 +158,34 @@ def test_unknown_logger_names_the_field() -> None:
 HINT = "override env.config={}"
 
 
-@pytest.mark.parametrize(("overrides", "field", "hint"), [
-    # the Bandit preset's risky_prob is unknown to Sokoban: the hint helps
-    (["env.id=ragen/Sokoban-v0"], "env.config.risky_prob", True),
-    # a known field with a bad value the user wrote: the preset is not the cause
-    (["env.id=ragen/Sokoban-v0", "env.config={}", "env.config.dim_room=abc"], "env.config.dim_room", False),
-    (["env.config.risky_prob=2"], "env.config.risky_prob", False),
-    # a misspelt field the user typed: the preset is not the cause either
-    (["env.id=ragen/Sokoban-v0", "env.config={}", "env.config.dim_rom=[6,6]"], "env.config.dim_rom", False),
-    (["env.id=ragen/Sokoban-v0", 'env.config={"dim_rom": [6, 6]}'], "env.config.dim_rom", False),
-])
-def test_env_config_hint_only_for_unknown_fields_from_the_preset(overrides: list[str], field: str, hint: bool) -> None:
+@pytest.mark.parametrize(
+    ("overrides", "field", "hint"),
+    [
+        # the Bandit preset's risky_prob is unknown to Sokoban: the hint helps
+        (["env.id=ragen/Sokoban-v0"], "env.config.risky_prob", True),
+        # a known field with a bad value the user wrote: the preset is not the cause
+        (
+            ["env.id=ragen/Sokoban-v0", "env.config={}", "env.config.dim_room=abc"],
+            "env.config.dim_room",
+            False,
+        ),
+        (["env.config.risky_prob=2"], "env.config.risky_prob", False),
+        # a misspelt field the user typed: the preset is not the cause either
+        (
+            ["env.id=ragen/Sokoban-v0", "env.config={}", "env.config.dim_rom=[6,6]"],
+            "env.config.dim_rom",
+            False,
+        ),
+        (
+            ["env.id=ragen/Sokoban-v0", 'env.config={"dim_rom": [6, 6]}'],
+            "env.config.dim_rom",
+            False,
+        ),
+    ],
+)
+def test_env_config_hint_only_for_unknown_fields_from_the_preset(
+    overrides: list[str], field: str, hint: bool
+) -> None:
     with pytest.raises(TrainConfigError) as exc:
         load_config("quickstart", overrides)
     assert exc.value.field == field
@@ -159,22 +203,35 @@ def test_env_config_fields_written_in_a_file_get_no_preset_hint(tmp_path: Path) 
 
 
 # ------------------------------------------------ issue 20 item 9: NaN and out-of-range numbers
-@pytest.mark.parametrize(("override", "field", "reason"), [
-    ("optim.lr=NaN", "optim.lr", "must be a finite number, got nan"),  # used to reach torch as a NaN
-    ("optim.lr=Infinity", "optim.lr", "must be a finite number"),
-    ("optim.lr=1e999", "optim.lr", "must be a finite number"),
-    ("rollout.temperature=NaN", "rollout.temperature", "must be a finite number"),  # used to train, exit 0
-    ("rollout.format_penalty=-inf", "rollout.format_penalty", "must be a finite number"),
-    ("algorithm.clip_low=-3", "algorithm.clip_low", "must be in [0, 1], got -3.0"),
-    ("algorithm.gamma=2", "algorithm.gamma", "must be in [0, 1], got 2.0"),
-    ("algorithm.lam=-0.5", "algorithm.lam", "must be in [0, 1]"),
-    ("optim.beta2=1", "optim.beta2", "must be in [0, 1), got 1.0"),
-    ("rollout.top_p=0", "rollout.top_p", "must be in (0, 1], got 0.0"),
-    ("algorithm.dual_clip=1", "algorithm.dual_clip", "must be > 1, got 1.0"),
-    ("trainer.val_temperature=-1", "trainer.val_temperature", "must be >= 0"),
-    ("env.config.risky_prob=NaN", "env.config.risky_prob", "must be a finite number, got nan"),
-])
-def test_issue20_item9_nan_and_out_of_range_overrides_name_the_field(override: str, field: str, reason: str) -> None:
+@pytest.mark.parametrize(
+    ("override", "field", "reason"),
+    [
+        (
+            "optim.lr=NaN",
+            "optim.lr",
+            "must be a finite number, got nan",
+        ),  # used to reach torch as a NaN
+        ("optim.lr=Infinity", "optim.lr", "must be a finite number"),
+        ("optim.lr=1e999", "optim.lr", "must be a finite number"),
+        (
+            "rollout.temperature=NaN",
+            "rollout.temperature",
+            "must be a finite number",
+        ),  # used to train, exit 0
+        ("rollout.format_penalty=-inf", "rollout.format_penalty", "must be a finite number"),
+        ("algorithm.clip_low=-3", "algorithm.clip_low", "must be in [0, 1], got -3.0"),
+        ("algorithm.gamma=2", "algorithm.gamma", "must be in [0, 1], got 2.0"),
+        ("algorithm.lam=-0.5", "algorithm.lam", "must be in [0, 1]"),
+        ("optim.beta2=1", "optim.beta2", "must be in [0, 1), got 1.0"),
+        ("rollout.top_p=0", "rollout.top_p", "must be in (0, 1], got 0.0"),
+        ("algorithm.dual_clip=1", "algorithm.dual_clip", "must be > 1, got 1.0"),
+        ("trainer.val_temperature=-1", "trainer.val_temperature", "must be >= 0"),
+        ("env.config.risky_prob=NaN", "env.config.risky_prob", "must be a finite number, got nan"),
+    ],
+)
+def test_issue20_item9_nan_and_out_of_range_overrides_name_the_field(
+    override: str, field: str, reason: str
+) -> None:
     with pytest.raises(TrainConfigError) as exc:
         load_config("quickstart", [override])
     assert exc.value.field == field
@@ -184,7 +241,9 @@ def test_issue20_item9_nan_and_out_of_range_overrides_name_the_field(override: s
 def test_issue20_item9_nan_in_a_config_file_names_the_field_and_the_file(tmp_path: Path) -> None:
     cfg = load_config("quickstart").to_dict()
     p = tmp_path / "cfg.json"
-    p.write_text(json.dumps(cfg).replace('"gamma": 1.0', '"gamma": NaN'))  # Python's json writes/reads NaN
+    p.write_text(
+        json.dumps(cfg).replace('"gamma": 1.0', '"gamma": NaN')
+    )  # Python's json writes/reads NaN
     with pytest.raises(TrainConfigError) as exc:
         load_config(str(p))
     assert exc.value.field == "algorithm.gamma" and str(p) in str(exc.value)

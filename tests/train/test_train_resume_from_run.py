@@ -19,10 +19,22 @@ runner = CliRunner()
 
 def run_cfg(out: Path, *extra: str):
     # Settings that differ from the quickstart preset, so a resume that ignored the run's config shows.
-    return load_config("quickstart", [f"trainer.out_dir={out}", "trainer.total_steps=1", "trainer.save_every=1",
-                                      "trainer.val_every=0", "rollout.env_groups=1", "rollout.group_size=2",
-                                      "rollout.max_new_tokens=4", "trainer.loggers=jsonl", "optim.lr=2e-4",
-                                      "trainer.collapse_every=0", *extra])
+    return load_config(
+        "quickstart",
+        [
+            f"trainer.out_dir={out}",
+            "trainer.total_steps=1",
+            "trainer.save_every=1",
+            "trainer.val_every=0",
+            "rollout.env_groups=1",
+            "rollout.group_size=2",
+            "rollout.max_new_tokens=4",
+            "trainer.loggers=jsonl",
+            "optim.lr=2e-4",
+            "trainer.collapse_every=0",
+            *extra,
+        ],
+    )
 
 
 def error_line(result) -> str:
@@ -32,7 +44,9 @@ def error_line(result) -> str:
     return lines[0]
 
 
-def test_resume_dir_reads_the_runs_own_config_and_continues_where_the_run_now_is(tmp_path: Path) -> None:
+def test_resume_dir_reads_the_runs_own_config_and_continues_where_the_run_now_is(
+    tmp_path: Path,
+) -> None:
     from ragen_train.trainer import StarPOTrainer
 
     first = tmp_path / "first"
@@ -43,10 +57,17 @@ def test_resume_dir_reads_the_runs_own_config_and_continues_where_the_run_now_is
     assert result.exit_code == 0, result.output + result.stderr
     assert f"config: {moved / 'config.json'}" in result.stdout
     saved = json.loads((moved / "config.json").read_text())
-    assert saved["rollout"]["group_size"] == 2 and saved["optim"]["lr"] == 2e-4  # the run's, not the preset's
+    assert (
+        saved["rollout"]["group_size"] == 2 and saved["optim"]["lr"] == 2e-4
+    )  # the run's, not the preset's
     assert saved["trainer"]["out_dir"] == str(moved) and saved["trainer"]["total_steps"] == 2
-    assert [r["step"] for r in read_metrics(moved / "metrics.jsonl") if r["phase"] == "train"] == [1, 2]
-    assert [r["step"] for r in read_metrics(first / "metrics.jsonl") if r["phase"] == "train"] == [1]
+    assert [r["step"] for r in read_metrics(moved / "metrics.jsonl") if r["phase"] == "train"] == [
+        1,
+        2,
+    ]
+    assert [r["step"] for r in read_metrics(first / "metrics.jsonl") if r["phase"] == "train"] == [
+        1
+    ]
 
 
 def test_resume_a_checkpoint_dir_reads_the_config_of_its_run(tmp_path: Path) -> None:
@@ -75,7 +96,9 @@ def test_no_checkpoint_errors_name_the_cause(tmp_path: Path) -> None:
         trainer.logger.log(trainer.step + 1, trainer.train_step())
     trainer.logger.close()
     line = error_line(runner.invoke(app, ["starpo", "--resume", str(killed)]))
-    assert "stopped at step 2, before its first checkpoint at step 5 (trainer.save_every=5)" in line, line
+    assert (
+        "stopped at step 2, before its first checkpoint at step 5 (trainer.save_every=5)" in line
+    ), line
     assert "set trainer.save_every > 0" not in line
 
     never = tmp_path / "never"
@@ -98,7 +121,9 @@ def test_resume_is_refused_by_a_backend_registered_without_resume(tmp_path: Path
     from ragen_train.backends import TRAINER_BACKENDS
 
     assert TRAINER_BACKENDS.names(resume=True) == ("native", "trl")
-    result = runner.invoke(app, ["starpo", "--backend", "verl", "--resume", "latest", f"trainer.out_dir={tmp_path}"])
+    result = runner.invoke(
+        app, ["starpo", "--backend", "verl", "--resume", "latest", f"trainer.out_dir={tmp_path}"]
+    )
     assert result.exit_code != 0
     assert "--resume is supported by the native and trl back-ends, not 'verl'" in error_line(result)
     assert not (tmp_path / "metrics.jsonl").exists()

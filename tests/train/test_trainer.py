@@ -19,17 +19,33 @@ from ragen_train.trainer import StarPOTrainer, rollout_config_for
 
 
 def tiny_cfg(tmp_path: Path, *extra: str):
-    return load_config("quickstart", [
-        f"trainer.out_dir={tmp_path}", "rollout.env_groups=2", "rollout.group_size=4", "rollout.max_new_tokens=16",
-        "trainer.val_episodes=4", "trainer.val_every=1", "trainer.total_steps=2", "optim.micro_batch_size=3",
-        "trainer.loggers=jsonl", *extra])
+    return load_config(
+        "quickstart",
+        [
+            f"trainer.out_dir={tmp_path}",
+            "rollout.env_groups=2",
+            "rollout.group_size=4",
+            "rollout.max_new_tokens=16",
+            "trainer.val_episodes=4",
+            "trainer.val_every=1",
+            "trainer.total_steps=2",
+            "optim.micro_batch_size=3",
+            "trainer.loggers=jsonl",
+            *extra,
+        ],
+    )
 
 
 def mixed_samples(trainer: StarPOTrainer, n_groups: int = 4, group_size: int = 4):
     """Token-exact samples with reward variance inside groups (oracle and random actions)."""
     policy = TokenizingPolicy(MixedPolicy(0.5, seed=3), trainer.tokenizer)
-    specs = [EpisodeSpec(index=g * group_size + m, env_id="ragen/Bandit-Pairs-v0", seed=g, group=g, member=m)
-             for g in range(n_groups) for m in range(group_size)]
+    specs = [
+        EpisodeSpec(
+            index=g * group_size + m, env_id="ragen/Bandit-Pairs-v0", seed=g, group=g, member=m
+        )
+        for g in range(n_groups)
+        for m in range(group_size)
+    ]
     records = RolloutEngine(policy, rollout_config_for(trainer.cfg, 1.0)).run(specs)
     samples, _ = build_samples(records, layout=trainer.layout)
     return samples
@@ -37,23 +53,38 @@ def mixed_samples(trainer: StarPOTrainer, n_groups: int = 4, group_size: int = 4
 
 @pytest.mark.parametrize("estimator", ["grpo", "gae"])
 def test_update_changes_every_trainable_parameter(tmp_path: Path, estimator: str) -> None:
-    extra = ["optim.lr=1e-2", f"algorithm.adv_estimator={estimator}", "optim.critic_lr=1e-2", "algorithm.kl_coef=0.01",
-             "algorithm.entropy_coef=0.01"]
+    extra = [
+        "optim.lr=1e-2",
+        f"algorithm.adv_estimator={estimator}",
+        "optim.critic_lr=1e-2",
+        "algorithm.kl_coef=0.01",
+        "algorithm.entropy_coef=0.01",
+    ]
     trainer = StarPOTrainer(tiny_cfg(tmp_path, *extra))
     samples = mixed_samples(trainer)
     assert len({s.score for s in samples}) > 1
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if p.requires_grad}
-    critic_before = ({n: p.detach().clone() for n, p in trainer.critic.named_parameters()}
-                     if trainer.critic is not None else {})
+    critic_before = (
+        {n: p.detach().clone() for n, p in trainer.critic.named_parameters()}
+        if trainer.critic is not None
+        else {}
+    )
     metrics = trainer._update(samples, 1.0)
     for name, p in trainer.model.named_parameters():
         if p.requires_grad:
             assert not torch.equal(before[name], p.detach()), f"{name} did not change"
-    for name, p in (trainer.critic.named_parameters() if trainer.critic is not None else []):
+    for name, p in trainer.critic.named_parameters() if trainer.critic is not None else []:
         assert not torch.equal(critic_before[name], p.detach()), f"critic {name} did not change"
     assert metrics and all(math.isfinite(v) for v in metrics.values()), metrics
-    for key in ("actor/pg_loss", "actor/entropy", "actor/grad_norm", "actor/clipfrac", "actor/approx_kl",
-                "actor/kl_loss", "adv/abs_mean"):
+    for key in (
+        "actor/pg_loss",
+        "actor/entropy",
+        "actor/grad_norm",
+        "actor/clipfrac",
+        "actor/approx_kl",
+        "actor/kl_loss",
+        "adv/abs_mean",
+    ):
         assert key in metrics
     assert metrics["adv/abs_mean"] > 0
     if estimator == "gae":
@@ -81,8 +112,12 @@ def test_reference_model_only_loaded_with_kl(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_fit_writes_finite_metrics_checkpoint_and_curves(tmp_path: Path) -> None:
-    cfg = tiny_cfg(tmp_path, "trainer.save_every=2", "algorithm.filter.value=0.5",
-                   "algorithm.filter.strategy=top_p")
+    cfg = tiny_cfg(
+        tmp_path,
+        "trainer.save_every=2",
+        "algorithm.filter.value=0.5",
+        "algorithm.filter.strategy=top_p",
+    )
     trainer = StarPOTrainer(cfg)
     last = trainer.fit()
     assert "val/success" in last
@@ -100,16 +135,22 @@ def test_fit_writes_finite_metrics_checkpoint_and_curves(tmp_path: Path) -> None
             assert r["rollout/logprob_abs_diff"] < 1e-3
     assert (tmp_path / "checkpoints" / "latest").read_text().strip() == "step_000002"
     model_dir = tmp_path / "checkpoints" / "step_000002" / "model"
-    assert (model_dir / "model.safetensors").is_file() and (model_dir / "tokenizer_config.json").is_file()
+    assert (model_dir / "model.safetensors").is_file() and (
+        model_dir / "tokenizer_config.json"
+    ).is_file()
     from ragen_train.plot import plot_metrics
 
     png = plot_metrics(tmp_path / "metrics.jsonl", tmp_path / "curves.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_untrained_model_without_valid_answers_warns_that_there_is_no_signal(tmp_path: Path) -> None:
+def test_untrained_model_without_valid_answers_warns_that_there_is_no_signal(
+    tmp_path: Path,
+) -> None:
     """RL from the random-init tiny model cannot learn (no valid answer, constant groups): say so."""
-    trainer = StarPOTrainer(tiny_cfg(tmp_path, "trainer.total_steps=1", "trainer.val_every=0", "trainer.save_every=0"))
+    trainer = StarPOTrainer(
+        tiny_cfg(tmp_path, "trainer.total_steps=1", "trainer.val_every=0", "trainer.save_every=0")
+    )
     with pytest.warns(RuntimeWarning, match="no learning signal"):
         trainer.fit()
     rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
@@ -120,7 +161,9 @@ def test_rollout_where_every_episode_fails_in_the_env_raises(tmp_path: Path) -> 
     """A broken env setup stops training with the env's message instead of training on zeros."""
     trainer = StarPOTrainer(tiny_cfg(tmp_path))
     trainer.cfg.env.config["no_such_field"] = 1  # bypasses load_config's check on purpose
-    with pytest.raises(RuntimeError, match="every episode failed in the environment.*no_such_field"):
+    with pytest.raises(
+        RuntimeError, match="every episode failed in the environment.*no_such_field"
+    ):
         trainer.rollout(0)
     with pytest.raises(RuntimeError, match="no_such_field"):
         trainer.evaluate(episodes=2)
@@ -135,15 +178,35 @@ def test_learning_demo_script_runs_end_to_end(tmp_path: Path) -> None:
     root = Path(__file__).resolve().parents[2]
     out = tmp_path / "demo"
     proc = subprocess.run(
-        [sys.executable, str(root / "examples" / "learning_demo.py"), "--env", "bandit", "--out", str(out),
-         "--eval-episodes", "16", "--no-check", "trainer.total_steps=2", "trainer.val_every=1", "sft.steps=4",
-         "sft.episodes=64", "rollout.env_groups=2", "rollout.group_size=4", "trainer.val_episodes=8"],
-        capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            str(root / "examples" / "learning_demo.py"),
+            "--env",
+            "bandit",
+            "--out",
+            str(out),
+            "--eval-episodes",
+            "16",
+            "--no-check",
+            "trainer.total_steps=2",
+            "trainer.val_every=1",
+            "sft.steps=4",
+            "sft.episodes=64",
+            "rollout.env_groups=2",
+            "rollout.group_size=4",
+            "trainer.val_episodes=8",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     res = json.loads((out / "results.json").read_text())
     runs = {r["algorithm"]: r for r in res["runs"]}
     assert set(runs) == {"grpo", "ppo"}
-    assert runs["ppo"]["sft_model"] == runs["grpo"]["sft_model"]  # both start from one SFT checkpoint
+    assert (
+        runs["ppo"]["sft_model"] == runs["grpo"]["sft_model"]
+    )  # both start from one SFT checkpoint
     assert runs["grpo"]["estimator"] == "grpo" and runs["ppo"]["estimator"] == "gae"
     for r in runs.values():
         assert 0.0 <= r["before"] <= 1.0 and 0.0 <= r["after"] <= 1.0
@@ -155,12 +218,16 @@ def test_learning_demo_script_runs_end_to_end(tmp_path: Path) -> None:
 
 def test_new_run_refuses_an_out_dir_that_holds_a_run_unless_overwrite(tmp_path: Path) -> None:
     (tmp_path / "metrics.jsonl").write_text('{"step": 30}\n')
-    with pytest.raises(FileExistsError, match="already holds a run.*--resume latest.*trainer.overwrite=true"):
+    with pytest.raises(
+        FileExistsError, match="already holds a run.*--resume latest.*trainer.overwrite=true"
+    ):
         StarPOTrainer(tiny_cfg(tmp_path))
     assert (tmp_path / "metrics.jsonl").read_text() == '{"step": 30}\n'  # nothing touched
     (tmp_path / "checkpoints" / "step_000030").mkdir(parents=True)
     StarPOTrainer(tiny_cfg(tmp_path, "trainer.overwrite=true"))
-    assert (tmp_path / "metrics.jsonl").read_text() == "" and not (tmp_path / "checkpoints").exists()
+    assert (tmp_path / "metrics.jsonl").read_text() == "" and not (
+        tmp_path / "checkpoints"
+    ).exists()
 
 
 def test_pruning_keeps_the_newest_checkpoint_not_the_highest_step(tmp_path: Path) -> None:
@@ -180,14 +247,20 @@ def test_pruning_keeps_the_newest_checkpoint_not_the_highest_step(tmp_path: Path
 
 
 @pytest.mark.parametrize("kl_in_reward", [False, True])
-def test_kl_beta_positive_zero_variance_groups_are_not_masked(tmp_path: Path, kl_in_reward: bool) -> None:
+def test_kl_beta_positive_zero_variance_groups_are_not_masked(
+    tmp_path: Path, kl_in_reward: bool
+) -> None:
     """Issue 16 item 10 (docs/training.md, "KL and zero-variance groups"): with KL β > 0 a kept
     zero-variance group is *not* masked.  Its policy-gradient term is 0 (advantages 0), but its
     tokens stay in the KL term, so the update still moves the policy towards the reference;
     with ``kl_in_reward`` the KL shaping even gives it non-zero advantages.  Only the filter
     (``include_zero=false``) removes such groups."""
-    extra = ["optim.lr=1e-2", "algorithm.entropy_coef=0.0", "algorithm.kl_coef=0.5",
-             f"algorithm.kl_in_reward={str(kl_in_reward).lower()}"]
+    extra = [
+        "optim.lr=1e-2",
+        "algorithm.entropy_coef=0.0",
+        "algorithm.kl_coef=0.5",
+        f"algorithm.kl_in_reward={str(kl_in_reward).lower()}",
+    ]
     trainer = StarPOTrainer(tiny_cfg(tmp_path, *extra))
     samples = mixed_samples(trainer, n_groups=2)
     for s in samples:  # every group constant: no reward signal at all
@@ -199,7 +272,9 @@ def test_kl_beta_positive_zero_variance_groups_are_not_masked(tmp_path: Path, kl
             p.add_(0.05 * torch.randn(p.shape, generator=gen))
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
     metrics = trainer._update(samples, 1.0)
-    changed = [n for n, p in trainer.model.named_parameters() if not torch.equal(before[n], p.detach())]
+    changed = [
+        n for n, p in trainer.model.named_parameters() if not torch.equal(before[n], p.detach())
+    ]
     assert changed, "zero-variance groups were masked out of the KL update"
     assert metrics["actor/grad_norm"] > 0
     if kl_in_reward:
@@ -207,7 +282,9 @@ def test_kl_beta_positive_zero_variance_groups_are_not_masked(tmp_path: Path, kl
     else:
         assert metrics["adv/abs_mean"] == 0.0 and metrics["actor/kl_loss"] > 0
     # Without KL the same batch has no gradient at all (masking would make KL behave the same).
-    plain = StarPOTrainer(tiny_cfg(tmp_path / "plain", "optim.lr=1e-2", "algorithm.entropy_coef=0.0"))
+    plain = StarPOTrainer(
+        tiny_cfg(tmp_path / "plain", "optim.lr=1e-2", "algorithm.entropy_coef=0.0")
+    )
     m0 = plain._update(samples, 1.0)
     assert m0["actor/grad_norm"] == 0.0 and m0["adv/abs_mean"] == 0.0
     doc = (Path(__file__).resolve().parents[2] / "docs" / "training.md").read_text()
@@ -231,7 +308,9 @@ def test_ppo_values_and_old_logprobs_come_from_eval_mode(tmp_path: Path) -> None
     trainer.critic.train()
     second = trainer._forward_stats(batch)
     assert "old_logp" in first and "values" in first
-    assert torch.equal(first["values"], second["values"]) and torch.equal(first["old_logp"], second["old_logp"])
+    assert torch.equal(first["values"], second["values"]) and torch.equal(
+        first["old_logp"], second["old_logp"]
+    )
     trainer.critic.eval()
     with torch.no_grad():
         want = token_values(trainer.critic, batch.input_ids, batch.attention_mask)
@@ -241,7 +320,9 @@ def test_ppo_values_and_old_logprobs_come_from_eval_mode(tmp_path: Path) -> None
 
 
 @pytest.mark.slow
-def test_degenerate_outputs_are_logged_warned_once_and_stop_training_with_checkpoint_kept(tmp_path: Path) -> None:
+def test_degenerate_outputs_are_logged_warned_once_and_stop_training_with_checkpoint_kept(
+    tmp_path: Path,
+) -> None:
     """Issue 16 item 5 (RAGEN #52: responses turned into ``!!!!!!``): ``train/degenerate_rate``
     is logged every step also without think blocks (quickstart); the first step above
     ``trainer.degenerate_warn_rate`` warns once; after ``degenerate_stop_steps`` such steps in a
@@ -251,8 +332,14 @@ def test_degenerate_outputs_are_logged_warned_once_and_stop_training_with_checkp
     from ragen_bench.diagnostics import DegenerateOutputWarning
     from tests.helpers.scripted import ScriptedPolicy
 
-    cfg = tiny_cfg(tmp_path, "trainer.total_steps=8", "trainer.val_every=0", "trainer.save_every=5",
-                   "trainer.degenerate_stop_steps=3", "trainer.degenerate_warn_rate=0.5")
+    cfg = tiny_cfg(
+        tmp_path,
+        "trainer.total_steps=8",
+        "trainer.val_every=0",
+        "trainer.save_every=5",
+        "trainer.degenerate_stop_steps=3",
+        "trainer.degenerate_warn_rate=0.5",
+    )
     assert cfg.rollout.enable_think is False
     trainer = StarPOTrainer(cfg)
     calls = [0]
@@ -288,8 +375,13 @@ def test_degenerate_watch_thresholds_and_config_fields() -> None:
     watch = DegenerateWatch(0.5, 2)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        assert [watch.update(r, s) for s, r in enumerate([0.6, 0.5, 0.9, None, 0.7], 1)] == \
-            [False, False, False, False, True]
+        assert [watch.update(r, s) for s, r in enumerate([0.6, 0.5, 0.9, None, 0.7], 1)] == [
+            False,
+            False,
+            False,
+            False,
+            True,
+        ]
     assert len(caught) == 1 and watch.first_step == 3
     never = DegenerateWatch(0.0, 0)
     with warnings.catch_warnings():

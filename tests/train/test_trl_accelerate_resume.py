@@ -14,21 +14,51 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("trl", reason="the TRL back-end needs trl (pip install 'ragen[trl]')")
-pytest.importorskip("accelerate", reason="accelerate launch needs accelerate (pip install 'ragen[trl]')")
+pytest.importorskip(
+    "accelerate", reason="accelerate launch needs accelerate (pip install 'ragen[trl]')"
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 # Entropy bonus: the tiny model's answers are all invalid (equal rewards, zero advantages), so
 # without it the weights would not depend on what was sampled and the comparison would be empty.
-COMMON = ["rollout.env_groups=2", "rollout.group_size=2", "rollout.max_new_tokens=8", "trainer.val_every=0",
-          "trainer.save_every=1", "trainer.loggers=jsonl", "trainer.collapse_every=0", "optim.lr=1e-2",
-          "algorithm.entropy_coef=0.05"]
+COMMON = [
+    "rollout.env_groups=2",
+    "rollout.group_size=2",
+    "rollout.max_new_tokens=8",
+    "trainer.val_every=0",
+    "trainer.save_every=1",
+    "trainer.loggers=jsonl",
+    "trainer.collapse_every=0",
+    "optim.lr=1e-2",
+    "algorithm.entropy_coef=0.05",
+]
 
 
 def accelerate_launch(out: Path, *args: str) -> subprocess.CompletedProcess[str]:
     exe = shutil.which("accelerate") or str(Path(sys.executable).with_name("accelerate"))
-    cmd = [exe, "launch", "--num_processes", "1", "--num_machines", "1", "--mixed_precision", "no",
-           "--dynamo_backend", "no", "--cpu", "-m", "ragen_train", "starpo", "--backend", "trl",
-           "--config", "quickstart", f"trainer.out_dir={out}", *COMMON, *args]
+    cmd = [
+        exe,
+        "launch",
+        "--num_processes",
+        "1",
+        "--num_machines",
+        "1",
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+        "--cpu",
+        "-m",
+        "ragen_train",
+        "starpo",
+        "--backend",
+        "trl",
+        "--config",
+        "quickstart",
+        f"trainer.out_dir={out}",
+        *COMMON,
+        *args,
+    ]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
 
@@ -63,8 +93,28 @@ def test_accelerate_launch_trl_run_resumes_to_the_uninterrupted_result(tmp_path:
 
 def test_resume_without_a_trl_checkpoint_names_the_cause(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-m", "ragen_train", "starpo", "--backend", "trl", "--config", "quickstart",
-                           f"trainer.out_dir={tmp_path}", "trainer.save_every=0", "--resume", "latest"],
-                          capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ragen_train",
+            "starpo",
+            "--backend",
+            "trl",
+            "--config",
+            "quickstart",
+            f"trainer.out_dir={tmp_path}",
+            "trainer.save_every=0",
+            "--resume",
+            "latest",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=ROOT,
+    )
     assert proc.returncode == 2
-    assert "no TRL checkpoint to resume from" in proc.stderr and "trainer.save_every=0" in proc.stderr, proc.stderr
+    assert (
+        "no TRL checkpoint to resume from" in proc.stderr and "trainer.save_every=0" in proc.stderr
+    ), proc.stderr

@@ -24,50 +24,109 @@ HAVE_VERL = importlib.util.find_spec("verl") is not None
 
 
 def settings(*overrides: str):
-    cfg = load_config("quickstart", ["trainer.out_dir=/tmp/x", "trainer.total_steps=20", *overrides])
-    return cfg, verl_settings(cfg, train_files="t.parquet", val_files="v.parquet", agent_loop_config="a.yaml").as_dict()
+    cfg = load_config(
+        "quickstart", ["trainer.out_dir=/tmp/x", "trainer.total_steps=20", *overrides]
+    )
+    return cfg, verl_settings(
+        cfg, train_files="t.parquet", val_files="v.parquet", agent_loop_config="a.yaml"
+    ).as_dict()
 
 
 def test_quickstart_overrides() -> None:
     cfg, o = settings()
-    assert o["algorithm.adv_estimator"] == "grpo" and o["algorithm.norm_adv_by_std_in_grpo"] == "true"
-    assert o["actor_rollout_ref.rollout.n"] == "8" and o["data.train_batch_size"] == "8"  # group_size, env_groups
-    assert o["actor_rollout_ref.actor.ppo_mini_batch_size"] == "8"  # groups per optimizer step (mini_batches=1)
-    assert (o["actor_rollout_ref.actor.clip_ratio_low"], o["actor_rollout_ref.actor.clip_ratio_high"],
-            o["actor_rollout_ref.actor.clip_ratio_c"]) == ("0.2", "0.28", "3.0")
+    assert (
+        o["algorithm.adv_estimator"] == "grpo" and o["algorithm.norm_adv_by_std_in_grpo"] == "true"
+    )
+    assert (
+        o["actor_rollout_ref.rollout.n"] == "8" and o["data.train_batch_size"] == "8"
+    )  # group_size, env_groups
+    assert (
+        o["actor_rollout_ref.actor.ppo_mini_batch_size"] == "8"
+    )  # groups per optimizer step (mini_batches=1)
+    assert (
+        o["actor_rollout_ref.actor.clip_ratio_low"],
+        o["actor_rollout_ref.actor.clip_ratio_high"],
+        o["actor_rollout_ref.actor.clip_ratio_c"],
+    ) == ("0.2", "0.28", "3.0")
     assert o["actor_rollout_ref.actor.loss_agg_mode"] == "token-mean"
-    assert o["actor_rollout_ref.actor.use_kl_loss"] == "false" and o["algorithm.use_kl_in_reward"] == "false"
-    assert o["data.shuffle"] == "false" and o["trainer.total_training_steps"] == "20" and o["trainer.test_freq"] == "5"
+    assert (
+        o["actor_rollout_ref.actor.use_kl_loss"] == "false"
+        and o["algorithm.use_kl_in_reward"] == "false"
+    )
+    assert (
+        o["data.shuffle"] == "false"
+        and o["trainer.total_training_steps"] == "20"
+        and o["trainer.test_freq"] == "5"
+    )
     assert o["actor_rollout_ref.rollout.agent.default_agent_loop"] == "ragen_agent"
     assert o["actor_rollout_ref.rollout.val_kwargs.temperature"] == "0.5"
-    assert Path(o["actor_rollout_ref.model.path"]).is_dir()  # "tiny" resolved to the built model directory
+    assert Path(
+        o["actor_rollout_ref.model.path"]
+    ).is_dir()  # "tiny" resolved to the built model directory
 
 
-@pytest.mark.parametrize("overrides, expect", [
-    (["algorithm.adv_estimator=dr_grpo", "algorithm.loss_agg_mode=seq-mean-token-sum-norm", "algorithm.norm_len=64"],
-     {"algorithm.norm_adv_by_std_in_grpo": "false", "actor_rollout_ref.actor.loss_scale_factor": "64.0"}),
-    (["algorithm.adv_estimator=gae", "optim.critic_lr=3e-5"],
-     {"algorithm.adv_estimator": "gae", "critic.optim.lr": "3e-05", "critic.cliprange_value": "0.5"}),
-    (["algorithm.kl_coef=0.01", "algorithm.kl_estimator=k2"],
-     {"actor_rollout_ref.actor.use_kl_loss": "true", "actor_rollout_ref.actor.kl_loss_type": "mse",
-      "actor_rollout_ref.actor.kl_loss_coef": "0.01"}),
-    (["algorithm.kl_coef=0.01", "algorithm.kl_in_reward=true"],
-     {"algorithm.use_kl_in_reward": "true", "algorithm.kl_penalty": "low_var_kl", "algorithm.kl_ctrl.kl_coef": "0.01"}),
-    (["algorithm.filter.include_zero=false"], {"algorithm.filter_groups.enable": "true"}),
-    (["optim.mini_batches=4", "optim.ppo_epochs=2"],
-     {"actor_rollout_ref.actor.ppo_mini_batch_size": "2", "actor_rollout_ref.actor.ppo_epochs": "2"}),
-])
+@pytest.mark.parametrize(
+    "overrides, expect",
+    [
+        (
+            [
+                "algorithm.adv_estimator=dr_grpo",
+                "algorithm.loss_agg_mode=seq-mean-token-sum-norm",
+                "algorithm.norm_len=64",
+            ],
+            {
+                "algorithm.norm_adv_by_std_in_grpo": "false",
+                "actor_rollout_ref.actor.loss_scale_factor": "64.0",
+            },
+        ),
+        (
+            ["algorithm.adv_estimator=gae", "optim.critic_lr=3e-5"],
+            {
+                "algorithm.adv_estimator": "gae",
+                "critic.optim.lr": "3e-05",
+                "critic.cliprange_value": "0.5",
+            },
+        ),
+        (
+            ["algorithm.kl_coef=0.01", "algorithm.kl_estimator=k2"],
+            {
+                "actor_rollout_ref.actor.use_kl_loss": "true",
+                "actor_rollout_ref.actor.kl_loss_type": "mse",
+                "actor_rollout_ref.actor.kl_loss_coef": "0.01",
+            },
+        ),
+        (
+            ["algorithm.kl_coef=0.01", "algorithm.kl_in_reward=true"],
+            {
+                "algorithm.use_kl_in_reward": "true",
+                "algorithm.kl_penalty": "low_var_kl",
+                "algorithm.kl_ctrl.kl_coef": "0.01",
+            },
+        ),
+        (["algorithm.filter.include_zero=false"], {"algorithm.filter_groups.enable": "true"}),
+        (
+            ["optim.mini_batches=4", "optim.ppo_epochs=2"],
+            {
+                "actor_rollout_ref.actor.ppo_mini_batch_size": "2",
+                "actor_rollout_ref.actor.ppo_epochs": "2",
+            },
+        ),
+    ],
+)
 def test_algorithm_settings_map(overrides: list[str], expect: dict[str, str]) -> None:
     _, o = settings(*overrides)
     for k, v in expect.items():
         assert o[k] == v, k
 
 
-@pytest.mark.parametrize("override, field", [
-    ("algorithm.adv_estimator=bilevel_gae", "algorithm.adv_estimator"),
-    ("algorithm.filter.value=0.5", "algorithm.filter"),
-    ("algorithm.filter.loss_scaling=linear", "algorithm.filter.loss_scaling"),
-])
+@pytest.mark.parametrize(
+    "override, field",
+    [
+        ("algorithm.adv_estimator=bilevel_gae", "algorithm.adv_estimator"),
+        ("algorithm.filter.value=0.5", "algorithm.filter"),
+        ("algorithm.filter.loss_scaling=linear", "algorithm.filter.loss_scaling"),
+    ],
+)
 def test_unsupported_settings_are_refused(override: str, field: str) -> None:
     with pytest.raises(TrainConfigError) as err:
         settings(override)
@@ -75,13 +134,20 @@ def test_unsupported_settings_are_refused(override: str, field: str) -> None:
 
 
 def test_dataset_rows_give_the_native_seeds_and_splits() -> None:
-    cfg = load_config("quickstart", ["rollout.env_groups=3", "trainer.total_steps=4", "trainer.val_episodes=5"])
+    cfg = load_config(
+        "quickstart", ["rollout.env_groups=3", "trainer.total_steps=4", "trainer.val_episodes=5"]
+    )
     train, val = dataset_rows(cfg)
     assert len(train) == 12 and len(val) == 5
     for k in range(4):  # rows of step k (data.train_batch_size = env_groups, no shuffling)
         for g in range(3):
             info = row_fields(train[k * 3 + g])
-            assert (info["ragen_seed"], info["ragen_group"], info["ragen_step"], info["ragen_split"]) == (k * 3 + g, g, k, "train")
+            assert (
+                info["ragen_seed"],
+                info["ragen_group"],
+                info["ragen_step"],
+                info["ragen_split"],
+            ) == (k * 3 + g, g, k, "train")
     assert [row_fields(r)["ragen_seed"] for r in val] == [0, 1, 2, 3, 4]
     assert {row_fields(r)["ragen_split"] for r in val} == {"validation"}
     with pytest.raises(KeyError, match="ragen_seed"):
@@ -95,19 +161,31 @@ def test_launch_files(tmp_path: Path) -> None:
     assert pq.read_table(launch.files["train"]).num_rows == 3 * 8
     text = launch.files["launch"].read_text()
     assert text.startswith("#!/usr/bin/env bash") and "python3 -m verl.trainer.main_ppo" in text
-    assert 'trainer.n_gpus_per_node="${RAGEN_VERL_GPUS_PER_NODE:-4}"' in text and str(launch.files["agent_loop"]) in text
+    assert (
+        'trainer.n_gpus_per_node="${RAGEN_VERL_GPUS_PER_NODE:-4}"' in text
+        and str(launch.files["agent_loop"]) in text
+    )
     assert "trainer.n_gpus_per_node=4" in launch.command
     import subprocess
 
-    assert subprocess.run(["bash", "-n", str(launch.files["launch"])]).returncode == 0  # valid shell
+    assert (
+        subprocess.run(["bash", "-n", str(launch.files["launch"])]).returncode == 0
+    )  # valid shell
     yaml_text = launch.files["agent_loop"].read_text()
     assert "_target_: ragen_train.backends.verl_agent_loop.RagenAgentLoop" in yaml_text
     carried = json.loads(yaml_text.split("ragen_settings: ", 1)[1])  # a JSON string in YAML
     yaml = pytest.importorskip("yaml")
     (entry,) = yaml.safe_load(yaml_text)  # what verl's OmegaConf.load reads
-    assert entry["name"] == "ragen_agent" and entry["ragen_settings"] == carried and "${" not in carried
+    assert (
+        entry["name"] == "ragen_agent"
+        and entry["ragen_settings"] == carried
+        and "${" not in carried
+    )
     loop = RagenLoopSettings.from_json(carried)
-    assert loop.env_id == "ragen/Bandit-PairsAB-v0" and loop.rollout_config().context_mode == "single_turn"
+    assert (
+        loop.env_id == "ragen/Bandit-PairsAB-v0"
+        and loop.rollout_config().context_mode == "single_turn"
+    )
 
 
 @pytest.mark.skipif(HAVE_VERL, reason="verl is installed here")
@@ -117,7 +195,10 @@ def test_agent_loop_class_import_is_guarded_and_cli_says_so(tmp_path: Path) -> N
 
     with pytest.raises(ImportError, match="verl"):
         m.RagenAgentLoop  # noqa: B018
-    res = CliRunner().invoke(app, ["starpo", "--backend", "verl", "--config", "quickstart", f"trainer.out_dir={tmp_path}"])
+    res = CliRunner().invoke(
+        app,
+        ["starpo", "--backend", "verl", "--config", "quickstart", f"trainer.out_dir={tmp_path}"],
+    )
     assert res.exit_code == 2 and "verl" in res.output
     assert (tmp_path / "verl" / "launch.sh").is_file()  # prepared before refusing to run
     res = CliRunner().invoke(app, ["starpo", "--backend", "nope", "--config", "quickstart"])
@@ -125,17 +206,45 @@ def test_agent_loop_class_import_is_guarded_and_cli_says_so(tmp_path: Path) -> N
 
 
 def test_episode_log_becomes_native_metric_rows() -> None:
-    cfg = load_config("quickstart", ["rollout.env_groups=2", "rollout.group_size=2", "trainer.total_steps=2",
-                                     "trainer.val_every=1", "trainer.val_episodes=2"])
+    cfg = load_config(
+        "quickstart",
+        [
+            "rollout.env_groups=2",
+            "rollout.group_size=2",
+            "trainer.total_steps=2",
+            "trainer.val_every=1",
+            "trainer.val_episodes=2",
+        ],
+    )
+
     def line(phase, step, seed, group, ret, success):
-        return {"phase": phase, "step": step, "seed": seed, "group": group, "status": "success" if success else "failure",
-                "success": success, "return": ret, "metrics": {"success": float(success), "return": ret}}
+        return {
+            "phase": phase,
+            "step": step,
+            "seed": seed,
+            "group": group,
+            "status": "success" if success else "failure",
+            "success": success,
+            "return": ret,
+            "metrics": {"success": float(success), "return": ret},
+        }
+
     log = [line("val", -1, 0, 0, 0.0, False), line("val", -1, 1, 1, 1.0, True)]
     for k in range(2):
-        log += [line("train", k, 2 * k + g, g, float(m == 0 and k == 1), m == 0 and k == 1) for g in range(2) for m in range(2)]
+        log += [
+            line("train", k, 2 * k + g, g, float(m == 0 and k == 1), m == 0 and k == 1)
+            for g in range(2)
+            for m in range(2)
+        ]
         log += [line("val", -1, 0, 0, 1.0, True), line("val", -1, 1, 1, 1.0, True)]
     rows = metrics_from_episode_log(log, cfg)
-    assert [(s, p) for s, p, _ in rows] == [(0, "val"), (1, "train"), (1, "val"), (2, "train"), (2, "val")]
+    assert [(s, p) for s, p, _ in rows] == [
+        (0, "val"),
+        (1, "train"),
+        (1, "val"),
+        (2, "train"),
+        (2, "val"),
+    ]
     assert rows[0][2]["val/success"] == 0.5 and rows[2][2]["val/success"] == 1.0
     assert rows[1][2]["train/success"] == 0.0 and rows[3][2]["train/success"] == 0.5
     assert rows[3][2]["train/pass@2"] == 1.0 and rows[3][2]["train/in_group_reward_std"] == 0.5

@@ -35,30 +35,57 @@ def _model_dir() -> Path | None:
 
 
 MODEL = _model_dir()
-_SKIP = ("vllm is not importable (CPU: scripts/install_vllm_cpu.sh)" if not vllm_available() else
-         "no real model: run ../shared/tools/small-model or set RAGEN_REAL_MODEL=<model dir>" if MODEL is None else "")
+_SKIP = (
+    "vllm is not importable (CPU: scripts/install_vllm_cpu.sh)"
+    if not vllm_available()
+    else "no real model: run ../shared/tools/small-model or set RAGEN_REAL_MODEL=<model dir>"
+    if MODEL is None
+    else ""
+)
 if _SKIP:
     print(f"skipping tests/train/test_vllm_engine.py: {_SKIP}")
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800),
-              pytest.mark.skipif(bool(_SKIP), reason=_SKIP or "-")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(1800),
+    pytest.mark.skipif(bool(_SKIP), reason=_SKIP or "-"),
+]
 
 
 def _config(out_dir: Path, **over: object):
     from ragen_train.config import apply_overrides, load_config
 
     cfg = load_config("tiny-bandit-grpo")
-    args = [f"model.path={MODEL}", "model.dtype=float32", "model.lora.rank=8", "model.lora.alpha=16",
-            "rollout.engine=vllm", "rollout.vllm.kv_cache_gb=1", "rollout.env_groups=2", "rollout.group_size=2",
-            "rollout.max_new_tokens=8", "rollout.batch_size=8", "optim.lr=5e-3", "optim.micro_batch_size=4",
-            "algorithm.entropy_coef=0.05", "trainer.total_steps=2", "trainer.val_every=0", "trainer.save_every=0",
-            "trainer.collapse_every=0", f"trainer.out_dir={out_dir}", "trainer.loggers=[\"jsonl\"]"]
+    args = [
+        f"model.path={MODEL}",
+        "model.dtype=float32",
+        "model.lora.rank=8",
+        "model.lora.alpha=16",
+        "rollout.engine=vllm",
+        "rollout.vllm.kv_cache_gb=1",
+        "rollout.env_groups=2",
+        "rollout.group_size=2",
+        "rollout.max_new_tokens=8",
+        "rollout.batch_size=8",
+        "optim.lr=5e-3",
+        "optim.micro_batch_size=4",
+        "algorithm.entropy_coef=0.05",
+        "trainer.total_steps=2",
+        "trainer.val_every=0",
+        "trainer.save_every=0",
+        "trainer.collapse_every=0",
+        f"trainer.out_dir={out_dir}",
+        'trainer.loggers=["jsonl"]',
+    ]
     args += [f"{k}={v}" for k, v in over.items()]
     return apply_overrides(cfg, args)
 
 
 def _continuation(tokenizer) -> tuple[list[int], list[int]]:
-    prompt = tokenizer.apply_chat_template([{"role": "user", "content": "Pick an arm: A or B."}],
-                                           add_generation_prompt=True, tokenize=False)
+    prompt = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "Pick an arm: A or B."}],
+        add_generation_prompt=True,
+        tokenize=False,
+    )
     p = tokenizer(prompt, add_special_tokens=False)["input_ids"]
     c = tokenizer("<answer>A</answer>", add_special_tokens=False)["input_ids"]
     return list(p), list(c)
@@ -67,8 +94,11 @@ def _continuation(tokenizer) -> tuple[list[int], list[int]]:
 def _engine_logprobs(engine, prompt: list[int], cont: list[int]) -> list[float]:
     import vllm
 
-    out = engine.llm.generate([{"prompt_token_ids": prompt + cont}],
-                              vllm.SamplingParams(max_tokens=1, temperature=0, prompt_logprobs=0), use_tqdm=False)
+    out = engine.llm.generate(
+        [{"prompt_token_ids": prompt + cont}],
+        vllm.SamplingParams(max_tokens=1, temperature=0, prompt_logprobs=0),
+        use_tqdm=False,
+    )
     plp = out[0].prompt_logprobs
     return [float(plp[len(prompt) + i][tok].logprob) for i, tok in enumerate(cont)]
 
@@ -81,7 +111,7 @@ def _trainer_logprobs(trainer, prompt: list[int], cont: list[int]) -> list[float
     ids = torch.tensor([prompt + cont])
     with torch.no_grad():
         lp, _ = token_logprobs(trainer.model, ids, torch.ones_like(ids))
-    return lp[0, len(prompt) - 1:].tolist()
+    return lp[0, len(prompt) - 1 :].tolist()
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +127,10 @@ def test_two_starpo_steps_with_vllm_engine_sync_the_trained_weights(trainer) -> 
     assert trainer.engine_name == "vllm" and trainer.tis
     prompt, cont = _continuation(trainer.tokenizer)
     before = _engine_logprobs(trainer.vllm_engine, prompt, cont)
-    assert max(abs(a - b) for a, b in zip(before, _trainer_logprobs(trainer, prompt, cont))) < LOGPROB_TOL
+    assert (
+        max(abs(a - b) for a, b in zip(before, _trainer_logprobs(trainer, prompt, cont)))
+        < LOGPROB_TOL
+    )
     for step in range(2):
         m = trainer.train_step()
         assert "actor/grad_norm" in m and m["actor/grad_norm"] > 0, m
@@ -115,7 +148,9 @@ def test_two_starpo_steps_with_vllm_engine_sync_the_trained_weights(trainer) -> 
     assert moved > 10 * LOGPROB_TOL, (after, before)
 
 
-def test_vllm_and_hf_engines_give_the_same_masks_and_rewards_for_a_scripted_episode(trainer) -> None:
+def test_vllm_and_hf_engines_give_the_same_masks_and_rewards_for_a_scripted_episode(
+    trainer,
+) -> None:
     """Greedy decoding makes the episode scripted: both engines must pick the same tokens,
     and then the samples the trainer builds (ids, loss masks, rewards) must be identical."""
     from ragen_bench.policies.hf import HFPolicy
@@ -125,15 +160,31 @@ def test_vllm_and_hf_engines_give_the_same_masks_and_rewards_for_a_scripted_epis
     from ragen_train.modeling import unwrap
     from ragen_train.trainer import rollout_config_for
 
-    cfg = apply_overrides(trainer.cfg, ["env.id=ragen/FrozenLake-v0", "env.config={}", "rollout.max_turns=2",
-                                        "rollout.max_new_tokens=12"])
+    cfg = apply_overrides(
+        trainer.cfg,
+        [
+            "env.id=ragen/FrozenLake-v0",
+            "env.config={}",
+            "rollout.max_turns=2",
+            "rollout.max_new_tokens=12",
+        ],
+    )
     rcfg = rollout_config_for(cfg, temperature=0.0)
-    specs = [EpisodeSpec(index=i, env_id=cfg.env.id, seed=100 + i, group=i, env_config={"split": "validation"})
-             for i in range(2)]
+    specs = [
+        EpisodeSpec(
+            index=i, env_id=cfg.env.id, seed=100 + i, group=i, env_config={"split": "validation"}
+        )
+        for i in range(2)
+    ]
     hf = HFPolicy(unwrap(trainer.model), trainer.tokenizer, device="cpu", max_batch_size=8)
-    recs = {name: RolloutEngine(policy, rcfg).run(specs) for name, policy in
-            (("vllm", trainer.policy), ("hf", hf))}
-    out = {name: build_samples(r, layout="trajectory", reward_placement="last_token")[0] for name, r in recs.items()}
+    recs = {
+        name: RolloutEngine(policy, rcfg).run(specs)
+        for name, policy in (("vllm", trainer.policy), ("hf", hf))
+    }
+    out = {
+        name: build_samples(r, layout="trajectory", reward_placement="last_token")[0]
+        for name, r in recs.items()
+    }
     assert [len(r.turns) for r in recs["vllm"]] == [len(r.turns) for r in recs["hf"]]
     for a, b in zip(out["vllm"], out["hf"]):
         assert a.input_ids == b.input_ids

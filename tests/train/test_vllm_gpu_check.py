@@ -24,7 +24,9 @@ def test_gpu_check_script_runs_on_cpu_with_the_tiny_config(tmp_path: Path) -> No
     size = report["sizes"][0]
     assert "error" not in size, size.get("traceback")
     assert size["update_tokens_per_s"] > 0 and size["rollout_tokens_per_s"] > 0
-    assert size["update_flops_per_s"] == pytest.approx(6 * size["params"] * size["update_tokens_per_s"])
+    assert size["update_flops_per_s"] == pytest.approx(
+        6 * size["params"] * size["update_tokens_per_s"]
+    )
     assert size["mfu"] is None  # no peak is known for a CPU
     single = saved["starpo_single_process"]
     assert single["ok"], single.get("traceback")

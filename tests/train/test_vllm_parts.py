@@ -33,7 +33,9 @@ def test_lora_merged_for_the_sync_equals_peft_merge_and_unload() -> None:
     for k, v in reference.items():
         torch.testing.assert_close(merged[k], v.detach(), rtol=0, atol=1e-6)
     q = "model.layers.0.self_attn.q_proj.weight"
-    assert not torch.allclose(merged[q], model.get_base_model().model.layers[0].self_attn.q_proj.base_layer.weight)
+    assert not torch.allclose(
+        merged[q], model.get_base_model().model.layers[0].self_attn.q_proj.base_layer.weight
+    )
     assert merged_named_weights(model, torch.bfloat16).__next__()[1].dtype == torch.bfloat16
 
 
@@ -42,7 +44,9 @@ def test_tis_weights_are_the_capped_ratio_inside_the_mask() -> None:
     rollout = torch.tensor([[-1.5, -2.0, -3.0, -1.0]])
     mask = torch.tensor([[1.0, 1.0, 1.0, 0.0]])
     w = tis_weights(old, rollout, cap=2.0, mask=mask)
-    assert w.tolist()[0] == pytest.approx([math.exp(0.5), 1.0, 2.0, 1.0])  # e^2.5 capped at 2; outside mask 1
+    assert w.tolist()[0] == pytest.approx(
+        [math.exp(0.5), 1.0, 2.0, 1.0]
+    )  # e^2.5 capped at 2; outside mask 1
     assert not w.requires_grad
     with pytest.raises(ValueError, match="cap"):
         tis_weights(old, rollout, cap=0.5)
@@ -64,7 +68,9 @@ def test_rollout_engine_vllm_without_vllm_is_a_one_line_config_error(tmp_path) -
 
     if vllm_available():
         pytest.skip("vllm is installed here: the error path cannot be reached")
-    cfg = apply_overrides(load_config("tiny-bandit-grpo"), ["rollout.engine=vllm", f"trainer.out_dir={tmp_path}"])
+    cfg = apply_overrides(
+        load_config("tiny-bandit-grpo"), ["rollout.engine=vllm", f"trainer.out_dir={tmp_path}"]
+    )
     with pytest.raises(TrainConfigError, match="rollout.engine.*vllm is not importable"):
         StarPOTrainer(cfg)
 
@@ -78,7 +84,10 @@ def test_real_model_presets_validate_and_follow_ragen2_recipes() -> None:
     for n in names:
         validate(PRESETS[n]())
     g = PRESETS["ragen2-drgrpo-sokoban-3b"]()
-    assert (g.algorithm.adv_estimator, g.algorithm.loss_agg_mode) == ("dr_grpo", "seq-mean-token-sum")
+    assert (g.algorithm.adv_estimator, g.algorithm.loss_agg_mode) == (
+        "dr_grpo",
+        "seq-mean-token-sum",
+    )
     assert (g.algorithm.filter.value, g.algorithm.filter.top_p_mode) == (0.9, "softmax")
     assert g.rollout.engine == "vllm" and g.rollout.vllm.gpu_memory_utilization == 0.3
     c = PRESETS["cpu-bandit-lora"]()
@@ -93,10 +102,14 @@ def test_format_reminder_is_the_last_line_of_each_user_message_only_when_on() ->
 
     for on in (False, True):
         policy = ScriptedPolicy(lambda i, t: "<answer>Left</answer>")
-        RolloutEngine(policy, RolloutConfig(max_turns=2, enable_think=False, format_reminder=on)).run(
-            [EpisodeSpec(index=0, env_id="ragen/FrozenLake-v0", seed=0, group=0)])
+        RolloutEngine(
+            policy, RolloutConfig(max_turns=2, enable_think=False, format_reminder=on)
+        ).run([EpisodeSpec(index=0, env_id="ragen/FrozenLake-v0", seed=0, group=0)])
         last = policy.requests[0].messages[-1]["content"].splitlines()[-1]
-        assert (last == "Reply with your action(s) inside <answer></answer> tags, e.g. <answer>ACTION</answer>") == on
+        assert (
+            last
+            == "Reply with your action(s) inside <answer></answer> tags, e.g. <answer>ACTION</answer>"
+        ) == on
 
 
 def test_vllm_start_hides_modules_its_kernel_scan_cannot_read() -> None:

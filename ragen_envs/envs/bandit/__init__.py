@@ -7,6 +7,9 @@ Modules: :mod:`.env` (:class:`BanditEnv`, the environment and its oracle),
 
 from ..._lazy import lazy_exports
 
-__getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    ".env": ["BanditEnv"],
-})
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        ".env": ["BanditEnv"],
+    },
+)

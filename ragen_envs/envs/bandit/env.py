@@ -138,8 +138,15 @@ class BanditEnv(TextEnv):
             riskies = [p[1] for s in ARM_PAIRS.values() for p in s]
 
             def build(rng: np.random.Generator) -> tuple[str, str, bool] | None:
-                a, b = steadies[int(rng.integers(len(steadies)))], riskies[int(rng.integers(len(riskies)))]
-                return (a, b, bool(rng.integers(2))) if in_split(f"bandit-pair|{a}|{b}", split) else None
+                a, b = (
+                    steadies[int(rng.integers(len(steadies)))],
+                    riskies[int(rng.integers(len(riskies)))],
+                )
+                return (
+                    (a, b, bool(rng.integers(2)))
+                    if in_split(f"bandit-pair|{a}|{b}", split)
+                    else None
+                )
 
             (steady, risky, swap), _ = sample_instance(self.np_random, build, max_attempts=10_000)
         self._arms = (risky, steady) if swap else (steady, risky)
@@ -196,7 +203,11 @@ class BanditEnv(TextEnv):
             # One uniform draw, as RAGEN's env does: np_random.random() < risky_prob, or
             # the same event decided on the raw PCG64 output (core.raw_uniform).
             bits = self._bits
-            if bits.random_raw() < self._raw_threshold if bits is not None else self.np_random.random() < self._risky_prob:
+            if (
+                bits.random_raw() < self._raw_threshold
+                if bits is not None
+                else self.np_random.random() < self._risky_prob
+            ):
                 outcome = paid
         self._last = outcome[0]
         return outcome[5]
@@ -208,7 +219,9 @@ class BanditEnv(TextEnv):
             if pull is None:
                 self._last = None
                 what = "label" if self.action_names == LABELS else "arm name"
-                return self.invalid(f"not an {what}: expected one of {list(self.action_names or ())}")
+                return self.invalid(
+                    f"not an {what}: expected one of {list(self.action_names or ())}"
+                )
         return self._pull(pull)
 
     #: (arms, action names, payoffs) -> {action text: pull}; see :meth:`_pull_table`.
@@ -238,8 +251,15 @@ class BanditEnv(TextEnv):
                     (obs, tr.reward, *tr.first_step, tr)
                     for r in ((0.0, risky_reward) if risky else (steady_reward,) * 2)
                     for obs in (f"You pulled {arm} and received {r:g} points.",)
-                    for tr in (Transition(reward=r, terminated=True, success=chose_best, observation=obs,
-                                          info={"arm": arm, "chose_best": chose_best}).reusable(),)
+                    for tr in (
+                        Transition(
+                            reward=r,
+                            terminated=True,
+                            success=chose_best,
+                            observation=obs,
+                            info={"arm": arm, "chose_best": chose_best},
+                        ).reusable(),
+                    )
                 )
                 table[name] = table[name.casefold()] = (risky, unpaid, paid)
             self._PULL_TABLES[key] = table
@@ -263,16 +283,28 @@ class BanditEnv(TextEnv):
             "Pull exactly one arm: choose the one you expect to pay more points on average.",
         ]
         if self.action_names == LABELS:
-            return join_lines(head + [f"The arms are labelled A ({a}) and B ({b}); the available actions are A, B.",
-                                      "Answer with the label of the arm, for example <answer>A</answer>."])
-        return join_lines(head + [f"The available actions are the arm names: {a}, {b}.",
-                                  f"Answer with the arm name, for example <answer>{a}</answer>."])
+            return join_lines(
+                head
+                + [
+                    f"The arms are labelled A ({a}) and B ({b}); the available actions are A, B.",
+                    "Answer with the label of the arm, for example <answer>A</answer>.",
+                ]
+            )
+        return join_lines(
+            head
+            + [
+                f"The available actions are the arm names: {a}, {b}.",
+                f"Answer with the arm name, for example <answer>{a}</answer>.",
+            ]
+        )
 
     def oracle_actions(self) -> list[str]:
         """Pull the higher-mean arm (maximises the expected return)."""
         if self.status.is_terminal:
             return []
-        return [LABELS[self._arms.index(self._best)]] if self.action_names == LABELS else [self._best]
+        return (
+            [LABELS[self._arms.index(self._best)]] if self.action_names == LABELS else [self._best]
+        )
 
     def sample_action(self, rng: np.random.Generator) -> str:  # noqa: D102 - base doc
         return super().sample_action(rng)

@@ -15,10 +15,16 @@ register_env(
     entry_point="ragen_envs.envs.bandit:BanditEnv",
     description="Two-armed bandit with meaningful arm names; pick the higher-mean arm.",
     presets={
-        "Pairs": ("Bandit whose splits share the arm names but never a pairing: held-out instances are "
-                  "new combinations of known names.", {"split_by": "pairs"}),
-        "PairsAB": ("Bandit-Pairs with the arms labelled A and B; the answer is the letter "
-                    "(a multiple-choice format).", {"split_by": "pairs", "answer_with": "label"}),
+        "Pairs": (
+            "Bandit whose splits share the arm names but never a pairing: held-out instances are "
+            "new combinations of known names.",
+            {"split_by": "pairs"},
+        ),
+        "PairsAB": (
+            "Bandit-Pairs with the arms labelled A and B; the answer is the letter "
+            "(a multiple-choice format).",
+            {"split_by": "pairs", "answer_with": "label"},
+        ),
     },
     agent_defaults={"max_turns": 1, "max_actions_per_turn": 1},
 )

@@ -7,9 +7,12 @@ Modules: :mod:`.checker` (the answer checker), :mod:`.solver` (the exhaustive or
 
 from ..._lazy import lazy_exports
 
-__getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    ".checker": ["AnswerStatus", "CheckResult", "check_answer"],
-    ".env": ["CountdownEnv"],
-    ".instances": ["DataError", "Instance", "canonical_key", "split_key"],
-    ".solver": ["is_solvable", "solve"],
-})
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        ".checker": ["AnswerStatus", "CheckResult", "check_answer"],
+        ".env": ["CountdownEnv"],
+        ".instances": ["DataError", "Instance", "canonical_key", "split_key"],
+        ".solver": ["is_solvable", "solve"],
+    },
+)

@@ -58,8 +58,15 @@ _RHS_RE = re.compile(r"[0-9]+")
 
 _BINOPS: dict[type, str] = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
 _FORBIDDEN_BINOPS: dict[type, str] = {
-    ast.Pow: "**", ast.FloorDiv: "//", ast.Mod: "%", ast.MatMult: "@",
-    ast.LShift: "<<", ast.RShift: ">>", ast.BitOr: "|", ast.BitAnd: "&", ast.BitXor: "^",
+    ast.Pow: "**",
+    ast.FloorDiv: "//",
+    ast.Mod: "%",
+    ast.MatMult: "@",
+    ast.LShift: "<<",
+    ast.RShift: ">>",
+    ast.BitOr: "|",
+    ast.BitAnd: "&",
+    ast.BitXor: "^",
 }
 
 
@@ -112,7 +119,9 @@ _new_result = object.__new__
 
 def format_value(value: Fraction) -> str:
     """``Fraction(7, 2) -> "7/2"``, ``Fraction(6) -> "6"``."""
-    return str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
+    return (
+        str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
+    )
 
 
 def _invalid(reason: str) -> CheckResult:
@@ -292,8 +301,9 @@ def _numbers_text(values: Sequence[int]) -> str:
     return "[" + ", ".join(str(v) for v in shown) + "]"
 
 
-def check_answer(answer: object, numbers: Sequence[int], target: int, *,
-                 max_chars: int = DEFAULT_MAX_CHARS) -> CheckResult:
+def check_answer(
+    answer: object, numbers: Sequence[int], target: int, *, max_chars: int = DEFAULT_MAX_CHARS
+) -> CheckResult:
     """Check a Countdown answer.
 
     Args:

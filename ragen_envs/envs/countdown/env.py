@@ -60,7 +60,10 @@ class CountdownEnv(TextEnv):
         self._data: SplitData | None = None
         c = self.config  # read once: the config is fixed for the env's lifetime
         self._max_chars = int(c["max_answer_chars"])
-        self._success_reward, self._format_reward = float(c["success_reward"]), float(c["format_reward"])
+        self._success_reward, self._format_reward = (
+            float(c["success_reward"]),
+            float(c["format_reward"]),
+        )
         self._head_of: object = None  # the instance self._head was rendered for
         self._head = ""
         if self.config["data_path"] is not None:
@@ -97,14 +100,21 @@ class CountdownEnv(TextEnv):
             c = self.config
             self._instance, self._attempts = sample_instance(
                 self.np_random,
-                lambda rng: generate_attempt(rng, count_range=c["count_range"],
-                                             number_range=c["number_range"],
-                                             target_range=c["target_range"], split=c["split"]),
+                lambda rng: generate_attempt(
+                    rng,
+                    count_range=c["count_range"],
+                    number_range=c["number_range"],
+                    target_range=c["target_range"],
+                    split=c["split"],
+                ),
                 max_attempts=MAX_ATTEMPTS,
             )
 
     def _reset_info(self) -> dict[str, Any]:
-        info: dict[str, Any] = {"numbers": list(self._instance.numbers), "target": self._instance.target}
+        info: dict[str, Any] = {
+            "numbers": list(self._instance.numbers),
+            "target": self._instance.target,
+        }
         if self._attempts is not None:
             info["generation_attempts"] = self._attempts
         if self._instance.data_index is not None:
@@ -154,21 +164,23 @@ class CountdownEnv(TextEnv):
     @property
     def instruction(self) -> str:
         c = self.config
-        return join_lines([
-            "You are playing Countdown: combine the given numbers with +, -, * and / so that"
-            " the result equals the target.",
-            "Rules: use every given number exactly once (a number listed twice must be used twice);"
-            " use only the binary operators + - * / and parentheses; write whole numbers only"
-            " (no other numbers, no decimals, no unary minus, no ** or //). Division is exact:"
-            " 7/2 is 3.5, not 3.",
-            "Answer with one expression, optionally followed by '= <target>'. Multiplication may"
-            " also be written × and division ÷.",
-            f"A correct expression scores {c['success_reward']:g}. An expression that uses exactly"
-            f" the given numbers but misses the target scores {c['format_reward']:g} and ends the"
-            f" game. A malformed answer scores {c['invalid_action_reward']:g} and you may answer"
-            f" again (at most {c['max_steps']} answers in all).",
-            "Example: for 'Target: 24 | Numbers: [3, 8, 1, 2]' answer <answer>(8 - 2) * (3 + 1)</answer>.",
-        ])
+        return join_lines(
+            [
+                "You are playing Countdown: combine the given numbers with +, -, * and / so that"
+                " the result equals the target.",
+                "Rules: use every given number exactly once (a number listed twice must be used twice);"
+                " use only the binary operators + - * / and parentheses; write whole numbers only"
+                " (no other numbers, no decimals, no unary minus, no ** or //). Division is exact:"
+                " 7/2 is 3.5, not 3.",
+                "Answer with one expression, optionally followed by '= <target>'. Multiplication may"
+                " also be written × and division ÷.",
+                f"A correct expression scores {c['success_reward']:g}. An expression that uses exactly"
+                f" the given numbers but misses the target scores {c['format_reward']:g} and ends the"
+                f" game. A malformed answer scores {c['invalid_action_reward']:g} and you may answer"
+                f" again (at most {c['max_steps']} answers in all).",
+                "Example: for 'Target: 24 | Numbers: [3, 8, 1, 2]' answer <answer>(8 - 2) * (3 + 1)</answer>.",
+            ]
+        )
 
     # ---------------------------------------------------------- baselines
     def oracle_actions(self) -> list[str]:
@@ -233,12 +245,22 @@ def _left_fold(numbers: tuple[int, ...]) -> Tree:
 
 def _instance_from_options(options: Mapping[str, Any]) -> Instance:
     nums, target = options.get("nums"), options.get("target")
-    ok_nums = (isinstance(nums, (list, tuple)) and 1 <= len(nums) <= MAX_SOLVER_NUMBERS
-               and all(isinstance(n, (int, np.integer)) and not isinstance(n, bool) and 0 <= n <= 10**9
-                       for n in nums))
+    ok_nums = (
+        isinstance(nums, (list, tuple))
+        and 1 <= len(nums) <= MAX_SOLVER_NUMBERS
+        and all(
+            isinstance(n, (int, np.integer)) and not isinstance(n, bool) and 0 <= n <= 10**9
+            for n in nums
+        )
+    )
     if not ok_nums:
-        raise ValueError(f"options['nums'] must be 1 to {MAX_SOLVER_NUMBERS} integers in [0, 1e9], got {nums!r}")
-    if not isinstance(target, (int, np.integer)) or isinstance(target, bool) or not 0 <= target <= 10**9:
+        raise ValueError(
+            f"options['nums'] must be 1 to {MAX_SOLVER_NUMBERS} integers in [0, 1e9], got {nums!r}"
+        )
+    if (
+        not isinstance(target, (int, np.integer))
+        or isinstance(target, bool)
+        or not 0 <= target <= 10**9
+    ):
         raise ValueError(f"options['target'] must be an integer in [0, 1e9], got {target!r}")
     return Instance(tuple(int(n) for n in nums), int(target))
-

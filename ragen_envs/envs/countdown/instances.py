@@ -46,8 +46,16 @@ import numpy as np
 from ...seeding import in_split, instance_split
 from .solver import MAX_SOLVER_NUMBERS, Tree, apply_op, render, solve
 
-__all__ = ["DataError", "Instance", "SplitData", "canonical_key", "generate_attempt", "load_split",
-           "random_tree", "split_key"]
+__all__ = [
+    "DataError",
+    "Instance",
+    "SplitData",
+    "canonical_key",
+    "generate_attempt",
+    "load_split",
+    "random_tree",
+    "split_key",
+]
 
 #: Largest number or target accepted from a JSONL file.
 MAX_DATA_VALUE = 10**9
@@ -88,14 +96,18 @@ class Instance:
 
 def canonical_key(numbers: Sequence[int], target: int) -> bytes:
     """``b'countdown:[[sorted numbers],target]'``: equal for equal instances."""
-    return b"countdown:" + json.dumps([sorted(int(n) for n in numbers), int(target)],
-                                      separators=(",", ":")).encode()
+    return (
+        b"countdown:"
+        + json.dumps([sorted(int(n) for n in numbers), int(target)], separators=(",", ":")).encode()
+    )
 
 
 def split_key(numbers: Sequence[int]) -> bytes:
     """``b'countdown-numbers:[sorted numbers]'``: the key whose hash decides the split."""
-    return b"countdown-numbers:" + json.dumps(sorted(int(n) for n in numbers),
-                                              separators=(",", ":")).encode()
+    return (
+        b"countdown-numbers:"
+        + json.dumps(sorted(int(n) for n in numbers), separators=(",", ":")).encode()
+    )
 
 
 def random_tree(numbers: Sequence[int], u: np.ndarray) -> tuple[Fraction | None, Tree]:
@@ -125,9 +137,15 @@ def random_tree(numbers: Sequence[int], u: np.ndarray) -> tuple[Fraction | None,
     return pool[0]
 
 
-def generate_attempt(rng: np.random.Generator, *, count_range: Sequence[int],
-                     number_range: Sequence[int], target_range: Sequence[int],
-                     split: str | None, trees: int = TREES_PER_ATTEMPT) -> Instance | None:
+def generate_attempt(
+    rng: np.random.Generator,
+    *,
+    count_range: Sequence[int],
+    number_range: Sequence[int],
+    target_range: Sequence[int],
+    split: str | None,
+    trees: int = TREES_PER_ATTEMPT,
+) -> Instance | None:
     """One generation attempt (module docstring); ``None`` when the attempt fails.
 
     Draws the numbers once and rejects them unless :func:`split_key` is in ``split``;
@@ -167,7 +185,9 @@ class SplitData:
 def _int_field(obj: dict, name: str, where: str) -> int:
     value = obj.get(name)
     if type(value) is not int or not 0 <= value <= MAX_DATA_VALUE:
-        raise DataError(f"{where}: {name!r} must be an integer in [0, {MAX_DATA_VALUE}], got {value!r}")
+        raise DataError(
+            f"{where}: {name!r} must be an integer in [0, {MAX_DATA_VALUE}], got {value!r}"
+        )
     return value
 
 
@@ -180,7 +200,9 @@ def _parse_line(line: str, where: str) -> tuple[tuple[int, ...], int]:
         raise DataError(f"{where}: expected a JSON object with 'nums' and 'target'")
     nums = obj.get("nums")
     if not isinstance(nums, list) or not 1 <= len(nums) <= MAX_SOLVER_NUMBERS:
-        raise DataError(f"{where}: 'nums' must be a list of 1 to {MAX_SOLVER_NUMBERS} integers, got {nums!r}")
+        raise DataError(
+            f"{where}: 'nums' must be a list of 1 to {MAX_SOLVER_NUMBERS} integers, got {nums!r}"
+        )
     values = tuple(_int_field({"nums item": v}, "nums item", where) for v in nums)
     return values, _int_field(obj, "target", where)
 

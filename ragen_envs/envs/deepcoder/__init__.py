@@ -16,6 +16,9 @@ Modules, one job each:
 
 from ..._lazy import lazy_exports
 
-__getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    ".env": ["DeepCoderEnv"],
-})
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        ".env": ["DeepCoderEnv"],
+    },
+)

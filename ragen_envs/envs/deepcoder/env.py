@@ -62,8 +62,12 @@ class DeepCoderEnv(DatasetEnv):
         super().__init__(render_mode=render_mode, **config)
         c = self.config
         self._tracker = AttemptTracker.from_config(self.env_key, c)
-        self._sandbox = SandboxConfig(cpu_time_s=float(c["time_limit_s"]), wall_time_s=float(c["wall_time_limit_s"]),
-                                      memory_mb=int(c["memory_limit_mb"]), namespaces=c["sandbox_namespaces"])
+        self._sandbox = SandboxConfig(
+            cpu_time_s=float(c["time_limit_s"]),
+            wall_time_s=float(c["wall_time_limit_s"]),
+            memory_mb=int(c["memory_limit_mb"]),
+            namespaces=c["sandbox_namespaces"],
+        )
         self._feedback: str | None = None
 
     # ------------------------------------------------------------- data hooks
@@ -94,17 +98,28 @@ class DeepCoderEnv(DatasetEnv):
     def _step(self, action: str) -> Transition:
         code = extract_code(action)
         if code is None:
-            return self.invalid("no program found: put a complete Python program in the answer block")
+            return self.invalid(
+                "no program found: put a complete Python program in the answer block"
+            )
         c = self.config
         if len(code) > int(c["max_code_chars"]):
             return self.invalid(f"the program is longer than {int(c['max_code_chars'])} characters")
         try:
             ast.parse(code)
         except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
-            return self.invalid(f"the program does not parse: {type(exc).__name__}: {str(exc)[:300]}")
-        report = judge(code, self._item, sandbox=self._sandbox, tol=float(c["float_tolerance"]),
-                       max_tests=c["max_tests"], stop_on_first_failure=bool(c["stop_on_first_failure"]),
-                       workers=int(c["parallel_tests"]), feedback_chars=int(c["feedback_chars"]))
+            return self.invalid(
+                f"the program does not parse: {type(exc).__name__}: {str(exc)[:300]}"
+            )
+        report = judge(
+            code,
+            self._item,
+            sandbox=self._sandbox,
+            tol=float(c["float_tolerance"]),
+            max_tests=c["max_tests"],
+            stop_on_first_failure=bool(c["stop_on_first_failure"]),
+            workers=int(c["parallel_tests"]),
+            feedback_chars=int(c["feedback_chars"]),
+        )
         attempt = self._tracker.attempts
         reward = self._tracker.record(report.pass_rate)
         left = self._tracker.remaining
@@ -118,14 +133,23 @@ class DeepCoderEnv(DatasetEnv):
             self._feedback = summary + " No attempts are left."
         else:
             detail = failure.feedback if failure is not None else ""
-            self._feedback = (f"{summary}\nFirst failing test ({failure.status if failure else 'unknown'}):\n{detail}\n"
-                              f"You have {left} attempt{'s' if left != 1 else ''} left; answer with a corrected, "
-                              "complete program.")
+            self._feedback = (
+                f"{summary}\nFirst failing test ({failure.status if failure else 'unknown'}):\n{detail}\n"
+                f"You have {left} attempt{'s' if left != 1 else ''} left; answer with a corrected, "
+                "complete program."
+            )
         return Transition(
-            reward=reward, terminated=terminated, success=success,
-            info={"tests_passed": report.passed, "tests_total": report.total, "pass_rate": report.pass_rate,
-                  "attempt": attempt, "attempts_left": left,
-                  "first_failure_status": failure.status if failure is not None else None},
+            reward=reward,
+            terminated=terminated,
+            success=success,
+            info={
+                "tests_passed": report.passed,
+                "tests_total": report.total,
+                "pass_rate": report.pass_rate,
+                "attempt": attempt,
+                "attempts_left": left,
+                "first_failure_status": failure.status if failure is not None else None,
+            },
         )
 
     def _item_text(self) -> str:
@@ -134,21 +158,26 @@ class DeepCoderEnv(DatasetEnv):
     @property
     def instruction(self) -> str:
         c = self.config
-        retry = attempts_rule(c, "after a failed attempt you see the first failing test. Attempt k (from 0) is "
-                                 "worth {decay}^k times the share of tests it passes.",
-                              "your reward is the share of tests your program passes.")
-        return join_lines([
-            "You are solving a programming problem in Python 3.",
-            "Write a complete program (for stdin/stdout problems) or the complete requested function "
-            "definition (for function problems), using only the standard library.",
-            f"It runs in a sandbox without network access, with {float(c['time_limit_s']):g} s of CPU time and "
-            f"{int(c['memory_limit_mb'])} MB of memory per test.",
-            "Numbers in the output may differ from the expected ones by a relative or absolute error of "
-            f"{float(c['float_tolerance']):g}; whitespace between output tokens does not matter.",
-            retry,
-            "Put the code in the answer block, optionally in a ```python fence, for example:",
-            "<answer>```python\nprint(sum(map(int, input().split())))\n```</answer>",
-        ])
+        retry = attempts_rule(
+            c,
+            "after a failed attempt you see the first failing test. Attempt k (from 0) is "
+            "worth {decay}^k times the share of tests it passes.",
+            "your reward is the share of tests your program passes.",
+        )
+        return join_lines(
+            [
+                "You are solving a programming problem in Python 3.",
+                "Write a complete program (for stdin/stdout problems) or the complete requested function "
+                "definition (for function problems), using only the standard library.",
+                f"It runs in a sandbox without network access, with {float(c['time_limit_s']):g} s of CPU time and "
+                f"{int(c['memory_limit_mb'])} MB of memory per test.",
+                "Numbers in the output may differ from the expected ones by a relative or absolute error of "
+                f"{float(c['float_tolerance']):g}; whitespace between output tokens does not matter.",
+                retry,
+                "Put the code in the answer block, optionally in a ```python fence, for example:",
+                "<answer>```python\nprint(sum(map(int, input().split())))\n```</answer>",
+            ]
+        )
 
     def oracle_actions(self) -> list[str]:
         """The problem's reference solution.

@@ -92,22 +92,52 @@ class _AssertRewriter(ast.NodeTransformer):
                 ast.Assign([ast.Name("__ragen_l", ast.Store())], test.left),
                 ast.Assign([ast.Name("__ragen_r", ast.Store())], test.comparators[0]),
             ]
-            test = ast.Compare(ast.Name("__ragen_l", ast.Load()), [ast.Eq()], [ast.Name("__ragen_r", ast.Load())])
-            got = ast.Subscript(ast.Call(ast.Name("repr", ast.Load()), [ast.Name("__ragen_l", ast.Load())], []),
-                                ast.Slice(None, ast.Constant(200), None), ast.Load())
-            detail = ast.BinOp(ast.BinOp(ast.Constant(f"assert {src}  (got "), ast.Add(), got), ast.Add(),
-                               ast.Constant(")"))
+            test = ast.Compare(
+                ast.Name("__ragen_l", ast.Load()), [ast.Eq()], [ast.Name("__ragen_r", ast.Load())]
+            )
+            got = ast.Subscript(
+                ast.Call(ast.Name("repr", ast.Load()), [ast.Name("__ragen_l", ast.Load())], []),
+                ast.Slice(None, ast.Constant(200), None),
+                ast.Load(),
+            )
+            detail = ast.BinOp(
+                ast.BinOp(ast.Constant(f"assert {src}  (got "), ast.Add(), got),
+                ast.Add(),
+                ast.Constant(")"),
+            )
         ok_name = ast.Name("__ragen_ok", ast.Store())
         body = [*pre, ast.Assign([ok_name], ast.Call(ast.Name("bool", ast.Load()), [test], []))]
-        record_ok = ast.Expr(ast.Call(ast.Name("__ragen_record", ast.Load()),
-                                      [ast.Constant(idx), ast.Name("__ragen_ok", ast.Load()), detail], []))
+        record_ok = ast.Expr(
+            ast.Call(
+                ast.Name("__ragen_record", ast.Load()),
+                [ast.Constant(idx), ast.Name("__ragen_ok", ast.Load()), detail],
+                [],
+            )
+        )
         handler = ast.ExceptHandler(
-            type=ast.Name("BaseException", ast.Load()), name="__ragen_e",
-            body=[ast.Expr(ast.Call(ast.Name("__ragen_record", ast.Load()),
-                                    [ast.Constant(idx), ast.Constant(False),
-                                     ast.BinOp(ast.Constant(f"assert {src} raised "), ast.Add(),
-                                               ast.Call(ast.Name("repr", ast.Load()),
-                                                        [ast.Name("__ragen_e", ast.Load())], []))], []))],
+            type=ast.Name("BaseException", ast.Load()),
+            name="__ragen_e",
+            body=[
+                ast.Expr(
+                    ast.Call(
+                        ast.Name("__ragen_record", ast.Load()),
+                        [
+                            ast.Constant(idx),
+                            ast.Constant(False),
+                            ast.BinOp(
+                                ast.Constant(f"assert {src} raised "),
+                                ast.Add(),
+                                ast.Call(
+                                    ast.Name("repr", ast.Load()),
+                                    [ast.Name("__ragen_e", ast.Load())],
+                                    [],
+                                ),
+                            ),
+                        ],
+                        [],
+                    )
+                )
+            ],
         )
         new = ast.Try(body=body, handlers=[handler], orelse=[record_ok], finalbody=[])
         return ast.copy_location(new, node)

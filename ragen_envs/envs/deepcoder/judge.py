@@ -32,8 +32,17 @@ from ...sandbox import SandboxConfig, SandboxResult, SandboxStatus, run_python
 from .harness import call_harness, check_harness
 from .problems import CallTest, CheckTest, CodeProblem, StdioTest
 
-__all__ = ["JudgeReport", "SandboxFailure", "TestOutcome", "extract_code", "judge", "outputs_match", "reference_passes", "tests_count",
-           "values_match"]
+__all__ = [
+    "JudgeReport",
+    "SandboxFailure",
+    "TestOutcome",
+    "extract_code",
+    "judge",
+    "outputs_match",
+    "reference_passes",
+    "tests_count",
+    "values_match",
+]
 
 _LANG = re.compile(r"[ \t]*([A-Za-z0-9_+#.-]*)")
 _PY_LANGS = {"", "python", "py", "python3", "py3"}
@@ -65,9 +74,9 @@ def _fenced_blocks(text: str) -> list[tuple[str, str]]:
         lang = _LANG.match(text, start + 3, eol).group(1)
         end = text.find("```", eol + 1)
         if end < 0:
-            blocks.append((lang, text[eol + 1:]))
+            blocks.append((lang, text[eol + 1 :]))
             break
-        blocks.append((lang, text[eol + 1:end]))
+        blocks.append((lang, text[eol + 1 : end]))
         pos = end + 3
     return blocks
 
@@ -127,9 +136,13 @@ def values_match(got: Any, expected: Any, tol: float = 1e-6) -> bool:
             return got == expected
         return abs(got - expected) <= tol * max(1.0, abs(expected))
     if isinstance(got, (list, tuple)) and isinstance(expected, (list, tuple)):
-        return len(got) == len(expected) and all(values_match(g, e, tol) for g, e in zip(got, expected))
+        return len(got) == len(expected) and all(
+            values_match(g, e, tol) for g, e in zip(got, expected)
+        )
     if isinstance(got, dict) and isinstance(expected, dict):
-        return got.keys() == expected.keys() and all(values_match(got[k], expected[k], tol) for k in got)
+        return got.keys() == expected.keys() and all(
+            values_match(got[k], expected[k], tol) for k in got
+        )
     return got == expected
 
 
@@ -219,15 +232,20 @@ def _status_text(res: SandboxResult, n: int = 300) -> str:
     return f"{res.status.value.replace('_', ' ')}: {_error_tail(res, n)}"
 
 
-def _run_stdio(code: str, test: StdioTest, index: int, cfg: SandboxConfig, tol: float, n: int) -> TestOutcome:
+def _run_stdio(
+    code: str, test: StdioTest, index: int, cfg: SandboxConfig, tol: float, n: int
+) -> TestOutcome:
     res = _check_sandbox(run_python(code, stdin=test.input, config=cfg))
     head = f"Input:\n{_cut(test.input, n)}\nExpected output:\n{_cut(test.output, n)}"
     if res.status is SandboxStatus.OK:
         if outputs_match(res.stdout, test.output, tol):
             return TestOutcome(index, True, "passed")
-        return TestOutcome(index, False, "wrong_answer", f"{head}\nYour output:\n{_cut(res.stdout, n)}")
-    return TestOutcome(index, False, res.status.value,
-                       f"{head}\nYour program failed: {_status_text(res, n)}")
+        return TestOutcome(
+            index, False, "wrong_answer", f"{head}\nYour output:\n{_cut(res.stdout, n)}"
+        )
+    return TestOutcome(
+        index, False, res.status.value, f"{head}\nYour program failed: {_status_text(res, n)}"
+    )
 
 
 def _show(value: Any) -> str:
@@ -238,18 +256,36 @@ def _show(value: Any) -> str:
         return f"<{type(value).__name__} too large to show>"
 
 
-def _run_call(code: str, test: CallTest, index: int, cfg: SandboxConfig, tol: float, n: int) -> TestOutcome:
-    res = _check_sandbox(run_python(code, config=cfg, harness=call_harness(test.fn_name, test.args)))
+def _run_call(
+    code: str, test: CallTest, index: int, cfg: SandboxConfig, tol: float, n: int
+) -> TestOutcome:
+    res = _check_sandbox(
+        run_python(code, config=cfg, harness=call_harness(test.fn_name, test.args))
+    )
     args = ", ".join(_show(a) for a in test.args)
     head = f"Call: {test.fn_name}({_cut(args, n)})\nExpected: {_cut(_show(test.expected), n)}"
-    verdict = [v for v in res.verdict if type(v) is tuple and len(v) == 2 and v[0] in ("value", "repr", "raise")]
+    verdict = [
+        v
+        for v in res.verdict
+        if type(v) is tuple and len(v) == 2 and v[0] in ("value", "repr", "raise")
+    ]
     if res.status is SandboxStatus.OK and verdict:
         kind, got = verdict[-1]
         if kind == "raise":
-            return TestOutcome(index, False, "runtime_error", f"{head}\nYour code failed: runtime error: {_cut(str(got), n)}")
+            return TestOutcome(
+                index,
+                False,
+                "runtime_error",
+                f"{head}\nYour code failed: runtime error: {_cut(str(got), n)}",
+            )
         text = got if kind == "repr" else _show(got)
         ok = values_match(got, test.expected, tol)
-        if not ok and test.accept_wrapped and isinstance(test.expected, list) and len(test.expected) == 1:
+        if (
+            not ok
+            and test.accept_wrapped
+            and isinstance(test.expected, list)
+            and len(test.expected) == 1
+        ):
             ok = values_match(got, test.expected[0], tol)
         if ok:
             return TestOutcome(index, True, "passed")
@@ -258,12 +294,19 @@ def _run_call(code: str, test: CallTest, index: int, cfg: SandboxConfig, tol: fl
     return TestOutcome(index, False, status, f"{head}\nYour code failed: {_status_text(res, n)}")
 
 
-def _run_check(code: str, test: CheckTest, first_index: int, cfg: SandboxConfig, n: int) -> list[TestOutcome]:
+def _run_check(
+    code: str, test: CheckTest, first_index: int, cfg: SandboxConfig, n: int
+) -> list[TestOutcome]:
     harness, count = check_harness(test.code, test.entry_point)
     res = _check_sandbox(run_python(code, config=cfg, harness=harness))
     state: dict[int, tuple[bool, str]] = {}
     for entry in res.verdict:
-        if not (type(entry) is tuple and len(entry) == 3 and type(entry[0]) is int and type(entry[1]) is bool):
+        if not (
+            type(entry) is tuple
+            and len(entry) == 3
+            and type(entry[0]) is int
+            and type(entry[1]) is bool
+        ):
             continue
         idx, ok, detail = entry
         if not 0 <= idx < count:
@@ -275,19 +318,42 @@ def _run_check(code: str, test: CheckTest, first_index: int, cfg: SandboxConfig,
     for i in range(count):
         if i in state:
             ok, detail = state[i]
-            outcomes.append(TestOutcome(first_index + i, ok, "passed" if ok else "wrong_answer",
-                                        "" if ok else _cut(detail, 2 * n)))
+            outcomes.append(
+                TestOutcome(
+                    first_index + i,
+                    ok,
+                    "passed" if ok else "wrong_answer",
+                    "" if ok else _cut(detail, 2 * n),
+                )
+            )
         else:
-            why = _status_text(res, n) if res.status is not SandboxStatus.OK else f"not reached: {_error_tail(res, n)}"
-            outcomes.append(TestOutcome(first_index + i, False,
-                                        res.status.value if res.status is not SandboxStatus.OK else "not_run",
-                                        f"assert {i} did not run ({why})"))
+            why = (
+                _status_text(res, n)
+                if res.status is not SandboxStatus.OK
+                else f"not reached: {_error_tail(res, n)}"
+            )
+            outcomes.append(
+                TestOutcome(
+                    first_index + i,
+                    False,
+                    res.status.value if res.status is not SandboxStatus.OK else "not_run",
+                    f"assert {i} did not run ({why})",
+                )
+            )
     return outcomes
 
 
-def judge(code: str, problem: CodeProblem, *, sandbox: SandboxConfig | None = None, tol: float = 1e-6,
-          max_tests: int | None = None, stop_on_first_failure: bool = False, workers: int = 1,
-          feedback_chars: int = 300) -> JudgeReport:
+def judge(
+    code: str,
+    problem: CodeProblem,
+    *,
+    sandbox: SandboxConfig | None = None,
+    tol: float = 1e-6,
+    max_tests: int | None = None,
+    stop_on_first_failure: bool = False,
+    workers: int = 1,
+    feedback_chars: int = 300,
+) -> JudgeReport:
     """Run ``code`` on ``problem``'s tests; each program runs in the sandbox.
 
     Args:
@@ -316,7 +382,9 @@ def judge(code: str, problem: CodeProblem, *, sandbox: SandboxConfig | None = No
     except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
         msg = f"{type(exc).__name__}: {exc}"
         n_total = tests_count(problem, max_tests)
-        return JudgeReport(tuple(TestOutcome(i, False, "syntax_error", msg) for i in range(n_total)), msg)
+        return JudgeReport(
+            tuple(TestOutcome(i, False, "syntax_error", msg) for i in range(n_total)), msg
+        )
     outcomes: list[TestOutcome] = []
     simple = [t for t in tests if not isinstance(t, CheckTest)]
     if max_tests is not None:
@@ -337,7 +405,9 @@ def judge(code: str, problem: CodeProblem, *, sandbox: SandboxConfig | None = No
         results = []
         for i in range(len(simple)):
             if failed:
-                results.append(TestOutcome(len(outcomes) + i, False, "not_run", "skipped after a failure"))
+                results.append(
+                    TestOutcome(len(outcomes) + i, False, "not_run", "skipped after a failure")
+                )
                 continue
             r = run_one(i)
             results.append(r)
@@ -370,4 +440,3 @@ def reference_passes(problem: CodeProblem, **kwargs: Any) -> JudgeReport:
     if not problem.reference_solution:
         raise ValueError(f"problem {problem.id} has no reference solution")
     return judge(problem.reference_solution, problem, **kwargs)
-

@@ -213,7 +213,9 @@ def problem_from_record(record: Mapping[str, Any], fmt: str = "auto") -> CodePro
     fmt = detect_format(record) if fmt == "auto" else fmt
     reader = _READERS.get(fmt)
     if reader is None:
-        raise ProblemFormatError(f"unknown code problem format {fmt!r}; known: {', '.join(FORMATS)}")
+        raise ProblemFormatError(
+            f"unknown code problem format {fmt!r}; known: {', '.join(FORMATS)}"
+        )
     try:
         problem = reader(record)
     except (KeyError, TypeError, ValueError) as exc:
@@ -229,10 +231,16 @@ def problem_from_record(record: Mapping[str, Any], fmt: str = "auto") -> CodePro
 # ------------------------------------------------------------------- readers
 def _read_ragen(r: Mapping[str, Any]) -> CodeProblem:
     tests = tuple(StdioTest(_text(t["input"]), _text(t["output"])) for t in r["tests"])
-    return CodeProblem(str(r["id"]), str(r.get("source", "ragen")), str(r["prompt"]), tests,
-                       r.get("reference_solution"), r.get("starter_code"),
-                       {k: v for k, v in r.items() if k not in ("id", "prompt", "tests", "reference_solution")},
-                       str(r["prompt"]))
+    return CodeProblem(
+        str(r["id"]),
+        str(r.get("source", "ragen")),
+        str(r["prompt"]),
+        tests,
+        r.get("reference_solution"),
+        r.get("starter_code"),
+        {k: v for k, v in r.items() if k not in ("id", "prompt", "tests", "reference_solution")},
+        str(r["prompt"]),
+    )
 
 
 def _read_humaneval(r: Mapping[str, Any]) -> CodeProblem:
@@ -242,16 +250,27 @@ def _read_humaneval(r: Mapping[str, Any]) -> CodeProblem:
         f"(the `def {entry}` line, its body and any imports or helper functions it needs).\n\n"
         f"```python\n{r['prompt']}```"
     )
-    return CodeProblem(str(r["task_id"]), "humaneval", prompt, (CheckTest(str(r["test"]), entry),),
-                       str(r["prompt"]) + str(r["canonical_solution"]), str(r["prompt"]),
-                       {"entry_point": entry}, str(r["prompt"]))
+    return CodeProblem(
+        str(r["task_id"]),
+        "humaneval",
+        prompt,
+        (CheckTest(str(r["test"]), entry),),
+        str(r["prompt"]) + str(r["canonical_solution"]),
+        str(r["prompt"]),
+        {"entry_point": entry},
+        str(r["prompt"]),
+    )
 
 
 def _mbpp_entry_point(asserts: Sequence[str], code: Any) -> str:
     """The function the first assert calls (else the first ``def`` of the reference code)."""
     for line in asserts:
         for node in ast.walk(ast.parse(line)):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id not in dir(builtins):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id not in dir(builtins)
+            ):
                 return node.func.id
     if isinstance(code, str):
         for node in ast.parse(code).body:
@@ -265,24 +284,45 @@ def _read_mbpp(r: Mapping[str, Any]) -> CodeProblem:
     for name in ("test_list", "challenge_test_list"):
         value = r.get(name) or []
         if not isinstance(value, list) or not all(isinstance(a, str) for a in value):
-            raise ProblemFormatError(f"mbpp record {r.get('task_id')!r}: {name} must be a list of assert strings")
+            raise ProblemFormatError(
+                f"mbpp record {r.get('task_id')!r}: {name} must be a list of assert strings"
+            )
     shown = [a.strip() for a in r["test_list"] if a.strip()]
     hidden = [a.strip() for a in r.get("challenge_test_list") or [] if a.strip()]
     setup = r.get("test_setup_code") or "\n".join(str(x) for x in r.get("test_imports") or [])
     try:
         entry = _mbpp_entry_point(shown + hidden, r.get("code"))
-        body = "".join("    " + line + "\n" for a in shown + hidden for line in a.splitlines()) or "    pass\n"
+        body = (
+            "".join("    " + line + "\n" for a in shown + hidden for line in a.splitlines())
+            or "    pass\n"
+        )
         check = f"{setup}\n\ndef check(candidate):\n{body}"
         ast.parse(check)
     except SyntaxError as exc:
-        raise ProblemFormatError(f"mbpp record {r.get('task_id')!r}: a test does not parse: {exc}") from None
+        raise ProblemFormatError(
+            f"mbpp record {r.get('task_id')!r}: a test does not parse: {exc}"
+        ) from None
     tests_text = "\n".join(shown)
-    prompt = (f"{text}\n\nYour code should pass these tests:\n\n```python\n{tests_text}\n```\n\n"
-              f"Answer with the complete Python function `{entry}` (and any imports or helpers it needs).")
+    prompt = (
+        f"{text}\n\nYour code should pass these tests:\n\n```python\n{tests_text}\n```\n\n"
+        f"Answer with the complete Python function `{entry}` (and any imports or helpers it needs)."
+    )
     ident = str(r.get("task_id") if r.get("task_id") not in (None, "") else _short_id(text))
-    meta = {k: v for k, v in r.items() if k not in ("text", "prompt", "code", "test_list", "challenge_test_list")}
-    return CodeProblem(f"mbpp/{ident}", "mbpp", prompt, (CheckTest(check, entry),),
-                       str(r["code"]) if r.get("code") else None, None, {**meta, "entry_point": entry}, text)
+    meta = {
+        k: v
+        for k, v in r.items()
+        if k not in ("text", "prompt", "code", "test_list", "challenge_test_list")
+    }
+    return CodeProblem(
+        f"mbpp/{ident}",
+        "mbpp",
+        prompt,
+        (CheckTest(check, entry),),
+        str(r["code"]) if r.get("code") else None,
+        None,
+        {**meta, "entry_point": entry},
+        text,
+    )
 
 
 def _taco_like_tests(io_spec: Any) -> tuple[Test, ...]:
@@ -294,9 +334,15 @@ def _taco_like_tests(io_spec: Any) -> tuple[Test, ...]:
         raise ProblemFormatError(f"{len(inputs)} inputs but {len(outputs)} outputs")
     fn = spec.get("fn_name")
     if fn:
-        return tuple(CallTest(str(fn), tuple(_as_json(i) if isinstance(_as_json(i), list) else [_as_json(i)]),
-                              _as_json(o), accept_wrapped=True)
-                     for i, o in zip(inputs, outputs))
+        return tuple(
+            CallTest(
+                str(fn),
+                tuple(_as_json(i) if isinstance(_as_json(i), list) else [_as_json(i)]),
+                _as_json(o),
+                accept_wrapped=True,
+            )
+            for i, o in zip(inputs, outputs)
+        )
     return tuple(StdioTest(_text(i), _text(o)) for i, o in zip(inputs, outputs))
 
 
@@ -315,9 +361,16 @@ def _read_apps(r: Mapping[str, Any], source: str = "apps") -> CodeProblem:
     prompt = str(r["question"])
     if starter:
         prompt += f"\n\nUse this starter code:\n```python\n{starter}\n```"
-    return CodeProblem(f"{source}/{ident}", source, prompt, tests, _first_solution(r.get("solutions")), starter,
-                       {k: v for k, v in r.items() if k not in ("question", "input_output", "solutions")},
-                       str(r["question"]))
+    return CodeProblem(
+        f"{source}/{ident}",
+        source,
+        prompt,
+        tests,
+        _first_solution(r.get("solutions")),
+        starter,
+        {k: v for k, v in r.items() if k not in ("question", "input_output", "solutions")},
+        str(r["question"]),
+    )
 
 
 def _read_taco(r: Mapping[str, Any]) -> CodeProblem:
@@ -351,7 +404,9 @@ def decode_lcb_tests(value: Any) -> list[dict[str, Any]]:
             if isinstance(data, (bytes, str)):
                 data = json.loads(data)
         except Exception as exc:  # noqa: BLE001 - any decoding failure
-            raise ProblemFormatError(f"cannot decode LiveCodeBench test cases: {type(exc).__name__}: {exc}") from None
+            raise ProblemFormatError(
+                f"cannot decode LiveCodeBench test cases: {type(exc).__name__}: {exc}"
+            ) from None
     if not isinstance(data, list):
         raise ProblemFormatError("LiveCodeBench test cases are not a list")
     return data
@@ -366,14 +421,20 @@ def _lcb_tests(cases: Sequence[Mapping[str, Any]], func_name: str | None) -> tup
     for c in cases:
         ttype = c.get("testtype") or c.get("type")
         meta = c.get("metadata") or {}
-        fn = func_name or (meta.get("func_name") if isinstance(meta, Mapping) else None) or c.get("fn_name")
+        fn = (
+            func_name
+            or (meta.get("func_name") if isinstance(meta, Mapping) else None)
+            or c.get("fn_name")
+        )
         if ttype in ("functional", "function_call"):
             if not fn:
                 raise ProblemFormatError("functional test without a function name")
             inp = c["input"]
             args = _lcb_call_args(inp) if isinstance(inp, str) else tuple(inp)
             out = c["output"]
-            tests.append(CallTest(str(fn), args, _as_json(out), accept_wrapped=ttype == "function_call"))
+            tests.append(
+                CallTest(str(fn), args, _as_json(out), accept_wrapped=ttype == "function_call")
+            )
         else:
             tests.append(StdioTest(_text(c["input"]), _text(c["output"])))
     return tuple(tests)
@@ -382,16 +443,25 @@ def _lcb_tests(cases: Sequence[Mapping[str, Any]], func_name: str | None) -> tup
 def _read_lcb(r: Mapping[str, Any]) -> CodeProblem:
     meta = _as_json(r.get("metadata") or "{}")
     fn = meta.get("func_name") if isinstance(meta, Mapping) else None
-    cases = decode_lcb_tests(r.get("public_test_cases")) + decode_lcb_tests(r.get("private_test_cases"))
+    cases = decode_lcb_tests(r.get("public_test_cases")) + decode_lcb_tests(
+        r.get("private_test_cases")
+    )
     starter = r.get("starter_code") or None
     prompt = str(r.get("question_title", "")).strip()
     prompt = (prompt + "\n\n" if prompt else "") + str(r["question_content"])
     if starter:
         prompt += f"\n\nUse this starter code:\n```python\n{starter}\n```"
     ident = str(r.get("question_id") or _short_id(str(r["question_content"])))
-    return CodeProblem(f"livecodebench/{ident}", "livecodebench", prompt, _lcb_tests(cases, fn), None, starter,
-                       {k: v for k, v in r.items() if k not in ("public_test_cases", "private_test_cases")},
-                       str(r["question_content"]))
+    return CodeProblem(
+        f"livecodebench/{ident}",
+        "livecodebench",
+        prompt,
+        _lcb_tests(cases, fn),
+        None,
+        starter,
+        {k: v for k, v in r.items() if k not in ("public_test_cases", "private_test_cases")},
+        str(r["question_content"]),
+    )
 
 
 def _read_deepcoder(r: Mapping[str, Any]) -> CodeProblem:
@@ -409,10 +479,24 @@ def _read_deepcoder(r: Mapping[str, Any]) -> CodeProblem:
     if starter:
         prompt += f"\n\nUse this starter code:\n```python\n{starter}\n```"
     ident = str(r.get("id") or r.get("problem_id") or _short_id(prompt))
-    return CodeProblem(f"deepcoder/{ident}", "deepcoder", prompt, tests, _first_solution(r.get("solutions")), starter,
-                       {k: v for k, v in r.items() if k not in ("problem", "tests", "solutions")},
-                       str(r["problem"]))
+    return CodeProblem(
+        f"deepcoder/{ident}",
+        "deepcoder",
+        prompt,
+        tests,
+        _first_solution(r.get("solutions")),
+        starter,
+        {k: v for k, v in r.items() if k not in ("problem", "tests", "solutions")},
+        str(r["problem"]),
+    )
 
 
-_READERS = {"ragen": _read_ragen, "humaneval": _read_humaneval, "mbpp": _read_mbpp, "apps": _read_apps, "taco": _read_taco,
-            "livecodebench": _read_lcb, "deepcoder": _read_deepcoder}
+_READERS = {
+    "ragen": _read_ragen,
+    "humaneval": _read_humaneval,
+    "mbpp": _read_mbpp,
+    "apps": _read_apps,
+    "taco": _read_taco,
+    "livecodebench": _read_lcb,
+    "deepcoder": _read_deepcoder,
+}

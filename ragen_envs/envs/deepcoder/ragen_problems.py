@@ -55,7 +55,10 @@ PROBLEMS: tuple[StdioProblem, ...] = (
         "import sys\ndata = sys.stdin.read().split()\nt = int(data[0])\nfor i in range(t):\n"
         "    print(int(data[1 + 2 * i]) + int(data[2 + 2 * i]))\n",
         ("2\n1 2\n10 -4\n", "1\n0 0\n"),
-        lambda g: f"{(t := _r(g, 1, 6))}\n" + "".join(f"{_r(g, -10**9, 10**9)} {_r(g, -10**9, 10**9)}\n" for _ in range(t)),
+        lambda g: (
+            f"{(t := _r(g, 1, 6))}\n"
+            + "".join(f"{_r(g, -(10**9), 10**9)} {_r(g, -(10**9), 10**9)}\n" for _ in range(t))
+        ),
         lambda s: "\n".join(str(a + b) for a, b in zip(_ints(s)[1::2], _ints(s)[2::2])) + "\n",
     ),
     StdioProblem(
@@ -65,8 +68,19 @@ PROBLEMS: tuple[StdioProblem, ...] = (
         "n = int(input())\na = list(map(int, input().split()))\nbest = cur = a[0]\nfor x in a[1:]:\n"
         "    cur = max(x, cur + x)\n    best = max(best, cur)\nprint(best)\n",
         ("5\n-2 3 -1 4 -10\n", "3\n-5 -1 -7\n"),
-        lambda g: f"{(n := _r(g, 1, 30))}\n" + " ".join(str(_r(g, -50, 50)) for _ in range(n)) + "\n",
-        lambda s: str(max(sum(_ints(s)[1:][i:j]) for i in range(_ints(s)[0]) for j in range(i + 1, _ints(s)[0] + 1))) + "\n",
+        lambda g: (
+            f"{(n := _r(g, 1, 30))}\n" + " ".join(str(_r(g, -50, 50)) for _ in range(n)) + "\n"
+        ),
+        lambda s: (
+            str(
+                max(
+                    sum(_ints(s)[1:][i:j])
+                    for i in range(_ints(s)[0])
+                    for j in range(i + 1, _ints(s)[0] + 1)
+                )
+            )
+            + "\n"
+        ),
     ),
     StdioProblem(
         "count-vowels",
@@ -103,7 +117,14 @@ PROBLEMS: tuple[StdioProblem, ...] = (
         "        sieve[i * i :: i] = bytearray(len(range(i * i, n + 1, i)))\nprint(sum(sieve))\n",
         ("10\n", "1\n"),
         lambda g: f"{_r(g, 1, 5000)}\n",
-        lambda s: str(sum(all(k % d for d in range(2, int(k ** 0.5) + 1)) for k in range(2, _ints(s)[0] + 1))) + "\n",
+        lambda s: (
+            str(
+                sum(
+                    all(k % d for d in range(2, int(k**0.5) + 1)) for k in range(2, _ints(s)[0] + 1)
+                )
+            )
+            + "\n"
+        ),
     ),
     StdioProblem(
         "circle-area",
@@ -150,7 +171,9 @@ PROBLEMS: tuple[StdioProblem, ...] = (
         "input()\nvals = sorted(set(map(int, input().split())))\nprint(vals[-2] if len(vals) > 1 else 'NONE')\n",
         ("5\n4 1 4 3 2\n", "3\n7 7 7\n"),
         lambda g: f"{(n := _r(g, 1, 8))}\n" + " ".join(str(_r(g, 1, 6)) for _ in range(n)) + "\n",
-        lambda s: (str(sorted(set(_ints(s)[1:]))[-2]) if len(set(_ints(s)[1:])) > 1 else "NONE") + "\n",
+        lambda s: (
+            (str(sorted(set(_ints(s)[1:]))[-2]) if len(set(_ints(s)[1:])) > 1 else "NONE") + "\n"
+        ),
     ),
     StdioProblem(
         "run-length",
@@ -168,7 +191,11 @@ PROBLEMS: tuple[StdioProblem, ...] = (
         "counts), otherwise NO.",
         "a, b = input().split()\nprint('YES' if sorted(a) == sorted(b) else 'NO')\n",
         ("listen silent\n", "abc abd\n"),
-        lambda g: (lambda w: f"{w} {''.join(sorted(w)) if _r(g, 0, 1) else _word(g, 'abc', len(w), len(w))}\n")(_word(g, "abc", 1, 6)),
+        lambda g: (
+            lambda w: (
+                f"{w} {''.join(sorted(w)) if _r(g, 0, 1) else _word(g, 'abc', len(w), len(w))}\n"
+            )
+        )(_word(g, "abc", 1, 6)),
         lambda s: ("YES" if sorted(s.split()[0]) == sorted(s.split()[1]) else "NO") + "\n",
     ),
     StdioProblem(
@@ -217,7 +244,14 @@ PROBLEMS: tuple[StdioProblem, ...] = (
         "s = [ch.lower() for ch in input() if ch.isalnum()]\nprint('YES' if s == s[::-1] else 'NO')\n",
         ("A man, a plan, a canal: Panama\n", "race a car\n"),
         lambda g: (lambda w: (w + w[::-1] if _r(g, 0, 1) else w) + "\n")(_word(g, "abAB, ", 1, 6)),
-        lambda s: ("YES" if (t := [c.lower() for c in s.split("\n")[0] if c.isalnum()]) == t[::-1] else "NO") + "\n",
+        lambda s: (
+            (
+                "YES"
+                if (t := [c.lower() for c in s.split("\n")[0] if c.isalnum()]) == t[::-1]
+                else "NO"
+            )
+            + "\n"
+        ),
     ),
     StdioProblem(
         "coin-ways",
@@ -227,7 +261,9 @@ PROBLEMS: tuple[StdioProblem, ...] = (
         "for c in coins:\n    for v in range(c, a + 1):\n        ways[v] = (ways[v] + ways[v - c]) % 1000000007\n"
         "print(ways[a])\n",
         ("5 3\n1 2 5\n", "3 1\n2\n"),
-        lambda g: (lambda cs: f"{_r(g, 0, 40)} {len(cs)}\n{' '.join(map(str, cs))}\n")(sorted(set(_r(g, 1, 9) for _ in range(_r(g, 1, 4))))),
+        lambda g: (lambda cs: f"{_r(g, 0, 40)} {len(cs)}\n{' '.join(map(str, cs))}\n")(
+            sorted(set(_r(g, 1, 9) for _ in range(_r(g, 1, 4))))
+        ),
         lambda s: str(_coin_ways(_ints(s)[0], _ints(s)[2:])) + "\n",
     ),
     StdioProblem(
@@ -250,7 +286,11 @@ PROBLEMS: tuple[StdioProblem, ...] = (
         "duplicates count separately).",
         "n, k = map(int, input().split())\nprint(sorted(map(int, input().split()))[k - 1])\n",
         ("5 2\n9 1 8 1 7\n", "1 1\n-3\n"),
-        lambda g: (lambda n: f"{n} {_r(g, 1, n)}\n" + " ".join(str(_r(g, -20, 20)) for _ in range(n)) + "\n")(_r(g, 1, 9)),
+        lambda g: (
+            lambda n: (
+                f"{n} {_r(g, 1, n)}\n" + " ".join(str(_r(g, -20, 20)) for _ in range(n)) + "\n"
+            )
+        )(_r(g, 1, 9)),
         lambda s: str(sorted(_ints(s)[2:])[_ints(s)[1] - 1]) + "\n",
     ),
     StdioProblem(
@@ -259,7 +299,9 @@ PROBLEMS: tuple[StdioProblem, ...] = (
         "absolute or relative error of 1e-6 are accepted.",
         "n = int(input())\nprint(sum(map(int, input().split())) / n)\n",
         ("4\n1 2 3 5\n", "3\n-1 -1 -2\n"),
-        lambda g: f"{(n := _r(g, 1, 9))}\n" + " ".join(str(_r(g, -100, 100)) for _ in range(n)) + "\n",
+        lambda g: (
+            f"{(n := _r(g, 1, 9))}\n" + " ".join(str(_r(g, -100, 100)) for _ in range(n)) + "\n"
+        ),
         lambda s: f"{sum(_ints(s)[1:]) / _ints(s)[0]:.10f}\n",
     ),
 )
@@ -277,13 +319,15 @@ def _balanced(s: str) -> str:
 
 def _matrix(g: np.random.Generator) -> str:
     r, c = _r(g, 1, 4), _r(g, 1, 4)
-    return f"{r} {c}\n" + "".join(" ".join(str(_r(g, -9, 9)) for _ in range(c)) + "\n" for _ in range(r))
+    return f"{r} {c}\n" + "".join(
+        " ".join(str(_r(g, -9, 9)) for _ in range(c)) + "\n" for _ in range(r)
+    )
 
 
 def _transpose(s: str) -> str:
     lines = s.strip().split("\n")
     r, c = map(int, lines[0].split())
-    m = [ln.split() for ln in lines[1:1 + r]]
+    m = [ln.split() for ln in lines[1 : 1 + r]]
     return "".join(" ".join(m[i][j] for i in range(r)) + "\n" for j in range(c))
 
 
@@ -376,7 +420,7 @@ def _grid(g: np.random.Generator) -> str:
 def _grid_path(s: str) -> int:
     lines = s.strip().split("\n")
     h, w = map(int, lines[0].split())
-    g = lines[1:1 + h]
+    g = lines[1 : 1 + h]
     start = next((i, j) for i in range(h) for j in range(w) if g[i][j] == "S")
     seen, frontier, steps = {start}, deque([(start, 0)]), -1
     while frontier:
@@ -400,11 +444,22 @@ def build_records(n_random: int = 4, seed: int = 0) -> list[dict]:
     for p in PROBLEMS:
         inputs = list(p.examples)
         for j in range(n_random):
-            inputs.append(p.make_input(np.random.default_rng(derive_seed("code-stdio", seed, p.slug, j))))
+            inputs.append(
+                p.make_input(np.random.default_rng(derive_seed("code-stdio", seed, p.slug, j)))
+            )
         tests = [{"input": i, "output": p.solve(i)} for i in inputs]
         example = tests[0]
-        prompt = (f"{p.statement}\n\nExample input:\n{example['input']}\nExample output:\n{example['output']}\n"
-                  "Write a Python 3 program that reads standard input and writes standard output.")
-        records.append({"id": f"ragen-stdio/{p.slug}", "source": "ragen", "prompt": prompt, "tests": tests,
-                        "reference_solution": p.reference})
+        prompt = (
+            f"{p.statement}\n\nExample input:\n{example['input']}\nExample output:\n{example['output']}\n"
+            "Write a Python 3 program that reads standard input and writes standard output."
+        )
+        records.append(
+            {
+                "id": f"ragen-stdio/{p.slug}",
+                "source": "ragen",
+                "prompt": prompt,
+                "tests": tests,
+                "reference_solution": p.reference,
+            }
+        )
     return records

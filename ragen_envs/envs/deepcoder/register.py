@@ -18,8 +18,10 @@ register_env(
     entry_point="ragen_envs.envs.deepcoder:DeepCoderEnv",
     description="Write a Python program that passes the problem's tests (HumanEval + our stdin/stdout set), run in a sandbox.",
     presets={
-        "HumanEval": ("HumanEval only (function completion, one test per assert).",
-                      {"data_source": "bundled:humaneval"}),
+        "HumanEval": (
+            "HumanEval only (function completion, one test per assert).",
+            {"data_source": "bundled:humaneval"},
+        ),
     },
     procedural=False,
     agent_defaults={"max_turns": 1, "max_actions_per_turn": 1},

@@ -8,8 +8,18 @@ Spec: ``docs/envs/frozenlake.md``.
 
 from ..._lazy import lazy_exports
 
-__getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    ".dynamics": ["ACTIONS", "Dynamics", "OptimalPolicy", "build_dynamics", "solve", "value_iteration"],
-    ".env": ["FrozenLakeEnv"],
-    ".maps": ["STANDARD_MAPS", "FrozenMap", "random_map_attempt"],
-})
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        ".dynamics": [
+            "ACTIONS",
+            "Dynamics",
+            "OptimalPolicy",
+            "build_dynamics",
+            "solve",
+            "value_iteration",
+        ],
+        ".env": ["FrozenLakeEnv"],
+        ".maps": ["STANDARD_MAPS", "FrozenMap", "random_map_attempt"],
+    },
+)

@@ -113,8 +113,14 @@ def build_dynamics(fmap: FrozenMap, success_rate: float, goal_reward: float = 1.
     reward = [goal_reward if ch == GOAL else 0.0 for ch in text]
     ends = [ch in (HOLE, GOAL) for ch in text]
     # each action's possible directions (Gymnasium's order) with their probabilities
-    spread = [tuple((d, success_rate if d == a else fail) for d in ((a - 1) % 4, a, (a + 1) % 4)
-                    if (success_rate if d == a else fail) > 0.0) for a in range(4)]
+    spread = [
+        tuple(
+            (d, success_rate if d == a else fail)
+            for d in ((a - 1) % 4, a, (a + 1) % 4)
+            if (success_rate if d == a else fail) > 0.0
+        )
+        for a in range(4)
+    ]
     dirs = tuple(tuple(d for d, _ in pairs) for pairs in spread)
     P: list[tuple[tuple[Outcome, ...], ...]] = []
     D: list[tuple[tuple[int, ...], ...]] = []
@@ -125,8 +131,12 @@ def build_dynamics(fmap: FrozenMap, success_rate: float, goal_reward: float = 1.
             continue
         r, c = divmod(s, ncol)
         # neighbour in each direction (Left, Down, Right, Up); the edge keeps the agent in place
-        nbr = (r * ncol + max(c - 1, 0), min(r + 1, nrow - 1) * ncol + c,
-               r * ncol + min(c + 1, ncol - 1), max(r - 1, 0) * ncol + c)
+        nbr = (
+            r * ncol + max(c - 1, 0),
+            min(r + 1, nrow - 1) * ncol + c,
+            r * ncol + min(c + 1, ncol - 1),
+            max(r - 1, 0) * ncol + c,
+        )
         row_p = []
         for pairs in spread:
             entries = []
@@ -158,8 +168,15 @@ class OptimalPolicy:
     iterations: int
 
 
-def value_iteration(T: np.ndarray, R: np.ndarray, *, gamma: float = 1.0, tol: float = 1e-13,
-                    max_iter: int = 1_000_000, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, int]:
+def value_iteration(
+    T: np.ndarray,
+    R: np.ndarray,
+    *,
+    gamma: float = 1.0,
+    tol: float = 1e-13,
+    max_iter: int = 1_000_000,
+    allowed: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, int]:
     """Value iteration ``V <- max_a (R + gamma * T V)`` from ``V = 0``.
 
     Args:
@@ -214,7 +231,9 @@ def _reach_layers(T: np.ndarray, terminal: np.ndarray, goal: int) -> tuple[np.nd
     return layer, first
 
 
-def _evaluate(T: np.ndarray, R: np.ndarray, policy: np.ndarray, unknown: np.ndarray, gamma: float) -> np.ndarray:
+def _evaluate(
+    T: np.ndarray, R: np.ndarray, policy: np.ndarray, unknown: np.ndarray, gamma: float
+) -> np.ndarray:
     """Exact value of ``policy``: solve ``(I - gamma T_pi) v = r_pi`` on the ``unknown``
     states, with every other state fixed at value 0."""
     n = T.shape[0]
@@ -227,9 +246,16 @@ def _evaluate(T: np.ndarray, R: np.ndarray, policy: np.ndarray, unknown: np.ndar
     return v
 
 
-def _policy_iteration(T: np.ndarray, R: np.ndarray, policy: np.ndarray, unknown: np.ndarray,
-                      allowed: np.ndarray, gamma: float, improve_tol: float = 1e-12,
-                      max_iter: int = 10_000) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+def _policy_iteration(
+    T: np.ndarray,
+    R: np.ndarray,
+    policy: np.ndarray,
+    unknown: np.ndarray,
+    allowed: np.ndarray,
+    gamma: float,
+    improve_tol: float = 1e-12,
+    max_iter: int = 10_000,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Howard's policy iteration (Sutton & Barto 2018, §4.3) that switches an action only
     on a strict improvement of more than ``improve_tol``.
 
@@ -250,7 +276,9 @@ def _policy_iteration(T: np.ndarray, R: np.ndarray, policy: np.ndarray, unknown:
 
 
 @lru_cache(maxsize=4096)
-def solve(fmap: FrozenMap, success_rate: float, *, gamma: float = 0.95, tie_tol: float = 1e-9) -> OptimalPolicy:
+def solve(
+    fmap: FrozenMap, success_rate: float, *, gamma: float = 0.95, tie_tol: float = 1e-9
+) -> OptimalPolicy:
     """The optimal policy of ``fmap`` (cached per map and slipperiness).
 
     Stage 1 computes ``V*`` (maximum probability of reaching the goal) exactly by policy

@@ -127,12 +127,16 @@ class FrozenLakeEnv(TextEnv):
         m = self.lake
         name = self.match_action(action)
         if name is None:
-            return self.invalid(f"unknown action: expected one of {list(ACTIONS)}",
-                                position=list(m.coords(self._state)))
+            return self.invalid(
+                f"unknown action: expected one of {list(ACTIONS)}",
+                position=list(m.coords(self._state)),
+            )
         a = ACTIONS.index(name)
         entries = self.dynamics.transitions[self._state][a]
         dirs = self.dynamics.directions[self._state][a]
-        u = float(self.np_random.random())  # one draw per valid step (Gymnasium's categorical_sample)
+        u = float(
+            self.np_random.random()
+        )  # one draw per valid step (Gymnasium's categorical_sample)
         k, acc = len(entries) - 1, 0.0
         for i, (prob, *_rest) in enumerate(entries):
             acc += prob
@@ -148,8 +152,12 @@ class FrozenLakeEnv(TextEnv):
             terminated=bool(terminated),
             action_is_effective=moved,
             success=m.tile(nxt) == GOAL,
-            info={"action": name, "direction": direction, "slipped": direction != name,
-                  "position": list(m.coords(nxt))},
+            info={
+                "action": name,
+                "direction": direction,
+                "slipped": direction != name,
+                "position": list(m.coords(nxt)),
+            },
         )
 
     def _observation(self) -> str:
@@ -163,19 +171,25 @@ class FrozenLakeEnv(TextEnv):
             slip = "The ice is not slippery: every action moves you exactly as intended."
         else:
             side = (1.0 - p) / 2.0
-            slip = (f"The ice is slippery: an action moves you in the intended direction with probability {p:.4g}"
-                    f" and in each of the two perpendicular directions with probability {side:.4g};"
-                    " you never move backwards.")
-        return join_lines([
-            "You are on a frozen lake. Walk to the goal without falling into a hole.",
-            "Symbols: " + ", ".join(f"{sym} = {text}" for sym, text in LEGEND) + ".",
-            None if fmt == "grid" else "Coordinates are (row, col), counted from 0, row 0 at the top.",
-            "Actions: Left, Down, Right, Up (case-insensitive). Each action moves you one cell;"
-            " walking into the edge of the lake leaves you where you are.",
-            slip,
-            "Reaching the goal gives reward 1 and ends the game; falling into a hole ends it with reward 0.",
-            "Answer with one or more actions separated by ||, for example <answer>Left || Down</answer>.",
-        ])
+            slip = (
+                f"The ice is slippery: an action moves you in the intended direction with probability {p:.4g}"
+                f" and in each of the two perpendicular directions with probability {side:.4g};"
+                " you never move backwards."
+            )
+        return join_lines(
+            [
+                "You are on a frozen lake. Walk to the goal without falling into a hole.",
+                "Symbols: " + ", ".join(f"{sym} = {text}" for sym, text in LEGEND) + ".",
+                None
+                if fmt == "grid"
+                else "Coordinates are (row, col), counted from 0, row 0 at the top.",
+                "Actions: Left, Down, Right, Up (case-insensitive). Each action moves you one cell;"
+                " walking into the edge of the lake leaves you where you are.",
+                slip,
+                "Reaching the goal gives reward 1 and ends the game; falling into a hole ends it with reward 0.",
+                "Answer with one or more actions separated by ||, for example <answer>Left || Down</answer>.",
+            ]
+        )
 
     # -------------------------------------------------------------- oracle
     def oracle_actions(self) -> list[str]:

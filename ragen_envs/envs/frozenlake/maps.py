@@ -26,10 +26,13 @@ from gymnasium.envs.toy_text.frozen_lake import MAPS as _GYMNASIUM_MAPS
 #: Gymnasium's fixed maps (``FrozenLake-v1`` with ``map_name="4x4"`` / ``"8x8"``), imported
 #: from ``gymnasium.envs.toy_text.frozen_lake.MAPS`` (Gymnasium 1.x); start top-left, goal
 #: bottom-right.
-STANDARD_MAPS: dict[str, tuple[str, ...]] = {name: tuple(rows) for name, rows in _GYMNASIUM_MAPS.items()}
+STANDARD_MAPS: dict[str, tuple[str, ...]] = {
+    name: tuple(rows) for name, rows in _GYMNASIUM_MAPS.items()
+}
 
 #: Tile letters.
 START, FROZEN, HOLE, GOAL = "S", "F", "H", "G"
+
 
 @dataclass(frozen=True)
 class FrozenMap:
@@ -115,7 +118,12 @@ class FrozenMap:
             if s == goal:
                 return dist[s]
             r, c = divmod(s, ncol)
-            for t, ok in ((s - 1, c > 0), (s + 1, c < ncol - 1), (s - ncol, r > 0), (s + ncol, r < nrow - 1)):
+            for t, ok in (
+                (s - 1, c > 0),
+                (s + 1, c < ncol - 1),
+                (s - ncol, r > 0),
+                (s + ncol, r < nrow - 1),
+            ):
                 if ok and t not in dist and text[t] != HOLE:
                     dist[t] = dist[s] + 1
                     queue.append(t)
@@ -147,6 +155,6 @@ def random_map_attempt(rng: np.random.Generator, size: int, p: float) -> FrozenM
         goal += 1
     tiles[start] = START
     tiles[goal] = GOAL
-    rows = tuple("".join(tiles[r * size:(r + 1) * size]) for r in range(size))
+    rows = tuple("".join(tiles[r * size : (r + 1) * size]) for r in range(size))
     fmap = FrozenMap(rows)
     return fmap if fmap.has_path() else None

@@ -55,22 +55,24 @@ def _fmt(fmap: FrozenMap, state: int) -> str:
 def render_coord(fmap: FrozenMap, state: int) -> str:
     """Coordinate lists::
 
-        Board size: 4 rows x 4 cols (zero-indexed).
-        Start: (0, 0)
-        Goal: (3, 3)
-        Player: (0, 0)            # or "Player on goal: ..." / "Player in hole: ..."
-        Holes: (1, 1), (1, 3)     # "Holes: none" when there are none
+    Board size: 4 rows x 4 cols (zero-indexed).
+    Start: (0, 0)
+    Goal: (3, 3)
+    Player: (0, 0)            # or "Player on goal: ..." / "Player in hole: ..."
+    Holes: (1, 1), (1, 3)     # "Holes: none" when there are none
     """
     tile = fmap.tile(state)
     where = "Player in hole" if tile == HOLE else "Player on goal" if tile == GOAL else "Player"
     holes = ", ".join(_fmt(fmap, h) for h in fmap.holes) or "none"
-    return "\n".join([
-        f"Board size: {fmap.nrow} rows x {fmap.ncol} cols (zero-indexed).",
-        f"Start: {_fmt(fmap, fmap.start)}",
-        f"Goal: {_fmt(fmap, fmap.goal)}",
-        f"{where}: {_fmt(fmap, state)}",
-        f"Holes: {holes}",
-    ])
+    return "\n".join(
+        [
+            f"Board size: {fmap.nrow} rows x {fmap.ncol} cols (zero-indexed).",
+            f"Start: {_fmt(fmap, fmap.start)}",
+            f"Goal: {_fmt(fmap, fmap.goal)}",
+            f"{where}: {_fmt(fmap, state)}",
+            f"Holes: {holes}",
+        ]
+    )
 
 
 def render(fmap: FrozenMap, state: int, observation_format: str) -> str:

@@ -8,8 +8,11 @@ beside them.  Spec: ``docs/envs/game2048.md``.
 
 from ..._lazy import lazy_exports
 
-__getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    ".board": ["MOVES", "legal_moves", "merge_reward", "move", "slide_line", "spawn"],
-    ".env": ["Game2048Env"],
-    ".expectimax": ["best_move", "heuristic"],
-})
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        ".board": ["MOVES", "legal_moves", "merge_reward", "move", "slide_line", "spawn"],
+        ".env": ["Game2048Env"],
+        ".expectimax": ["best_move", "heuristic"],
+    },
+)

@@ -86,8 +86,9 @@ def legal_moves(board: Sequence[int]) -> list[str]:
     return [m for m in MOVES if move(b, m)[0] != b]
 
 
-def spawn(board: Sequence[int], rng: np.random.Generator,
-          two_probability: float) -> tuple[tuple[int, ...], tuple[int, int]]:
+def spawn(
+    board: Sequence[int], rng: np.random.Generator, two_probability: float
+) -> tuple[tuple[int, ...], tuple[int, int]]:
     """Put one tile on a uniformly chosen empty cell.
 
     Draws, in order, ``rng.integers(n_empty)`` (the cell, among the empty cells in
@@ -130,15 +131,17 @@ def parse_board(rows: Sequence[Sequence[int]]) -> tuple[int, ...]:
 
 def rows_of(board: Sequence[int]) -> list[list[int]]:
     """The board as 4 lists of 4 values (the ``info["board"]`` format)."""
-    return [list(board[r * SIZE:(r + 1) * SIZE]) for r in range(SIZE)]
+    return [list(board[r * SIZE : (r + 1) * SIZE]) for r in range(SIZE)]
 
 
 def render(board: Sequence[int]) -> str:
     """The grid, one row per line, tiles right-aligned to the widest, ``.`` for empty::
 
-        2 . . .
-        . 4 . .
+    2 . . .
+    . 4 . .
     """
     width = max(len(str(v)) for v in board)
-    return "\n".join(" ".join(f"{v if v else '.':>{width}}" for v in board[r * SIZE:(r + 1) * SIZE])
-                     for r in range(SIZE))
+    return "\n".join(
+        " ".join(f"{v if v else '.':>{width}}" for v in board[r * SIZE : (r + 1) * SIZE])
+        for r in range(SIZE)
+    )

@@ -15,6 +15,7 @@ from .expectimax import best_move
 #: another split, 20-90% of the time, so the bound is never reached in practice).
 MAX_ATTEMPTS = 1_000
 
+
 class Game2048Env(TextEnv):
     """2048 on a 4x4 board: slide and merge tiles until one reaches the target tile.
 
@@ -75,7 +76,9 @@ class Game2048Env(TextEnv):
             if max(board) >= self._target:
                 raise ValueError(f"the board already holds the target tile {self._target}")
             if not legal_moves(board):
-                raise ValueError("no move is legal on this board: the game would be over before it starts")
+                raise ValueError(
+                    "no move is legal on this board: the game would be over before it starts"
+                )
             self._board, self._attempts = board, 1
         else:
             split = self.config["split"]
@@ -84,12 +87,19 @@ class Game2048Env(TextEnv):
                 board = self._start_board(rng)
                 return board if in_split(_key(board), split) else None
 
-            self._board, self._attempts = sample_instance(self.np_random, build, max_attempts=MAX_ATTEMPTS)
+            self._board, self._attempts = sample_instance(
+                self.np_random, build, max_attempts=MAX_ATTEMPTS
+            )
         self._legal = legal_moves(self._board)
 
     def _reset_info(self) -> dict[str, Any]:
-        return {"board": rows_of(self._board), "score": 0, "max_tile": max(self._board),
-                "target_tile": self._target, "generation_attempts": self._attempts}
+        return {
+            "board": rows_of(self._board),
+            "score": 0,
+            "max_tile": max(self._board),
+            "target_tile": self._target,
+            "generation_attempts": self._attempts,
+        }
 
     @property
     def board(self) -> tuple[int, ...]:
@@ -105,11 +115,16 @@ class Game2048Env(TextEnv):
     def _step(self, action: str) -> Transition:
         name = self.match_action(action)
         if name is None:
-            return self.invalid(f"unknown action: expected one of {list(MOVES)}", **self._board_info())
+            return self.invalid(
+                f"unknown action: expected one of {list(MOVES)}", **self._board_info()
+            )
         after, merged = move(self._board, name)
         if after == self._board:
-            return Transition(reward=float(self.config["illegal_move_reward"]), action_is_effective=False,
-                              info={"action": name, "merge_score": 0, "spawn": None, **self._board_info()})
+            return Transition(
+                reward=float(self.config["illegal_move_reward"]),
+                action_is_effective=False,
+                info={"action": name, "merge_score": 0, "spawn": None, **self._board_info()},
+            )
         self._board, (cell, value) = spawn(after, self.np_random, self._p2)
         self._score += merged
         self._legal = legal_moves(self._board)
@@ -119,8 +134,12 @@ class Game2048Env(TextEnv):
             reward=merge_reward(merged),
             terminated=won or lost,
             success=won,
-            info={"action": name, "merge_score": merged,
-                  "spawn": {"cell": [cell // SIZE, cell % SIZE], "value": value}, **self._board_info()},
+            info={
+                "action": name,
+                "merge_score": merged,
+                "spawn": {"cell": [cell // SIZE, cell % SIZE], "value": value},
+                **self._board_info(),
+            },
         )
 
     def _board_info(self) -> dict[str, Any]:
@@ -128,27 +147,32 @@ class Game2048Env(TextEnv):
 
     def _observation(self) -> str:
         legal = self._legal
-        return join_lines([
-            render(self._board),
-            f"Score: {self._score}. Largest tile: {max(self._board)}. Target tile: {self._target}.",
-            "Moves that change the board: " + (", ".join(legal) if legal else "none (game over)"),
-        ])
+        return join_lines(
+            [
+                render(self._board),
+                f"Score: {self._score}. Largest tile: {max(self._board)}. Target tile: {self._target}.",
+                "Moves that change the board: "
+                + (", ".join(legal) if legal else "none (game over)"),
+            ]
+        )
 
     @property
     def instruction(self) -> str:
         c = self.config
-        return join_lines([
-            f"You are playing 2048 on a 4x4 board. Reach a tile of {self._target} to win.",
-            "The board shows the tile values row by row; . is an empty cell.",
-            "Actions: Up, Right, Down, Left (case-insensitive). A move slides every tile as far as possible in that"
-            " direction; two equal tiles that meet merge into one tile of their sum (each tile merges at most once"
-            " per move). After every move that changes the board a new tile appears on a random empty cell"
-            f" (a 2 with probability {self._p2:g}, else a 4).",
-            "A move that merges tiles whose new values sum to M gives reward 0.1 * log2(M + 1); a move without"
-            f" merges gives 0; a move that changes nothing gives {c['illegal_move_reward']:g}.",
-            f"The game is won when a tile reaches {self._target} and lost when no move changes the board.",
-            "Answer with one or more moves separated by ||, for example <answer>Left || Down</answer>.",
-        ])
+        return join_lines(
+            [
+                f"You are playing 2048 on a 4x4 board. Reach a tile of {self._target} to win.",
+                "The board shows the tile values row by row; . is an empty cell.",
+                "Actions: Up, Right, Down, Left (case-insensitive). A move slides every tile as far as possible in that"
+                " direction; two equal tiles that meet merge into one tile of their sum (each tile merges at most once"
+                " per move). After every move that changes the board a new tile appears on a random empty cell"
+                f" (a 2 with probability {self._p2:g}, else a 4).",
+                "A move that merges tiles whose new values sum to M gives reward 0.1 * log2(M + 1); a move without"
+                f" merges gives 0; a move that changes nothing gives {c['illegal_move_reward']:g}.",
+                f"The game is won when a tile reaches {self._target} and lost when no move changes the board.",
+                "Answer with one or more moves separated by ||, for example <answer>Left || Down</answer>.",
+            ]
+        )
 
     # ------------------------------------------------------------ baseline
     def oracle_actions(self) -> list[str]:
@@ -170,7 +194,7 @@ class Game2048Env(TextEnv):
             checkpoints, moves = self._plan
             for k, point in enumerate(checkpoints):
                 if point == here:
-                    return moves[k:k + budget]
+                    return moves[k : k + budget]
         rng = copy.deepcopy(self.np_random)
         board = self._board
         checkpoints, moves = [], []

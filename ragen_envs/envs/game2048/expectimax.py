@@ -40,7 +40,7 @@ def line_score(line: tuple[int, ...]) -> float:
     empty = sum(1 for r in ranks if r == 0)
     merges, prev, counter, total = 0, 0, 0, 0.0
     for r in ranks:
-        total += r ** 3.5
+        total += r**3.5
         if r == 0:
             continue
         if prev == r:
@@ -54,9 +54,9 @@ def line_score(line: tuple[int, ...]) -> float:
     mono_left = mono_right = 0.0
     for a, b in zip(ranks, ranks[1:]):
         if a > b:
-            mono_left += a ** 4 - b ** 4
+            mono_left += a**4 - b**4
         else:
-            mono_right += b ** 4 - a ** 4
+            mono_right += b**4 - a**4
     return _LOST + 270.0 * empty + 700.0 * merges - 47.0 * min(mono_left, mono_right) - 11.0 * total
 
 
@@ -101,7 +101,9 @@ def search_depth(board: Sequence[int]) -> int:
     return 2 if sum(1 for v in board if v == 0) <= DEEP_WHEN_EMPTY else 1
 
 
-def best_move(board: Sequence[int], depth: int | None = None, two_probability: float = 0.9) -> str | None:
+def best_move(
+    board: Sequence[int], depth: int | None = None, two_probability: float = 0.9
+) -> str | None:
     """The expectimax move for ``board`` (first of :data:`.board.MOVES` on ties), or
     ``None`` when no move is legal.
 

@@ -19,12 +19,18 @@ register_env(
     env_key="game2048",
     entry_point="ragen_envs.envs.game2048:Game2048Env",
     description="2048 on a 4x4 board, reach the 128 tile within 150 moves; RAGEN's merge reward, "
-                "-0.1 for a move that changes nothing.",
+    "-0.1 for a move that changes nothing.",
     presets={
-        "Target64": ("2048, reach the 64 tile within 80 moves.", {"target_tile": 64, "max_steps": 80},
-                     {"max_turns": 20, "max_actions_per_turn": 4}),
-        "Target256": ("2048, reach the 256 tile within 300 moves.", {"target_tile": 256, "max_steps": 300},
-                      {"max_turns": 50, "max_actions_per_turn": 6}),
+        "Target64": (
+            "2048, reach the 64 tile within 80 moves.",
+            {"target_tile": 64, "max_steps": 80},
+            {"max_turns": 20, "max_actions_per_turn": 4},
+        ),
+        "Target256": (
+            "2048, reach the 256 tile within 300 moves.",
+            {"target_tile": 256, "max_steps": 300},
+            {"max_turns": 50, "max_actions_per_turn": 6},
+        ),
     },
     base_kwargs={},
     agent_defaults={"max_turns": 30, "max_actions_per_turn": 5},

@@ -46,10 +46,27 @@ from .verifier import Verifier, VerifierError, make_verifier, resolve_spec
 __all__ = ["AUTOMATION_TACTICS", "LeanEnv", "RANDOM_TACTICS"]
 
 #: The oracle's fallback when no proof is known: Mathlib's closing automation, in turn.
-AUTOMATION_TACTICS = ("norm_num", "simp", "linarith", "nlinarith", "omega", "positivity", "ring_nf", "decide", "aesop")
+AUTOMATION_TACTICS = (
+    "norm_num",
+    "simp",
+    "linarith",
+    "nlinarith",
+    "omega",
+    "positivity",
+    "ring_nf",
+    "decide",
+    "aesop",
+)
 
 #: The random baseline's vocabulary: the automation, plus tactics that split or do nothing.
-RANDOM_TACTICS = AUTOMATION_TACTICS + ("constructor", "intro h", "ring", "field_simp", "skip", "rfl")
+RANDOM_TACTICS = AUTOMATION_TACTICS + (
+    "constructor",
+    "intro h",
+    "ring",
+    "field_simp",
+    "skip",
+    "rfl",
+)
 
 
 def _clean_tactic(action: str) -> str:
@@ -95,9 +112,11 @@ class LeanEnv(DatasetEnv):
     oracle_is_exact = False
     #: Why ``ragen-bench run --backend oracle`` refuses this env (``ragen_bench.runner.plan_run``):
     #: a run labelled "oracle" is read as the upper bound, and this env has none.
-    no_oracle_reason = ("theorem proving has no oracle: oracle_actions() only replays a proof the verifier has "
-                        "recorded, else tries Mathlib's automation tactics (docs/envs/lean.md); for a baseline "
-                        "run --backend random, or evaluate a model")
+    no_oracle_reason = (
+        "theorem proving has no oracle: oracle_actions() only replays a proof the verifier has "
+        "recorded, else tries Mathlib's automation tactics (docs/envs/lean.md); for a baseline "
+        "run --backend random, or evaluate a model"
+    )
 
     def __init__(self, render_mode: str | None = None, **config: Any):
         super().__init__(render_mode=render_mode, **config)
@@ -114,7 +133,9 @@ class LeanEnv(DatasetEnv):
         return (type(self).__name__, c["data_source"], c["default_header"], c["split_mode"])
 
     def _load_items(self) -> Sequence[Theorem]:
-        return load_theorems(self.config["data_source"], default_header=self.config["default_header"])
+        return load_theorems(
+            self.config["data_source"], default_header=self.config["default_header"]
+        )
 
     def _item_key(self, item: Theorem) -> str:
         return canonical_key(item.name)
@@ -134,7 +155,9 @@ class LeanEnv(DatasetEnv):
         if "theorem" in options:
             names = [t.name for t in self.split_items()]
             if options["theorem"] not in names:
-                raise KeyError(f"no theorem {options['theorem']!r} in split {self.config['split']!r}")
+                raise KeyError(
+                    f"no theorem {options['theorem']!r} in split {self.config['split']!r}"
+                )
             options = {**options, "index": names.index(options["theorem"])}
         super()._reset(options)
 
@@ -180,7 +203,8 @@ class LeanEnv(DatasetEnv):
             raise ConnectionError(
                 f"{' '.join(str(exc).split())}; point the env at a Lean verifier with --env-config "
                 "verifier=http://HOST:PORT (Kimina) | repl:COMMAND | replay:FILE (ragen-train: "
-                "env.config.verifier=...), or set RAGEN_LEAN_VERIFIER (docs/envs/lean.md)") from None
+                "env.config.verifier=...), or set RAGEN_LEAN_VERIFIER (docs/envs/lean.md)"
+            ) from None
 
     def close(self) -> None:
         """Stop the verifier's connections and processes."""
@@ -208,7 +232,9 @@ class LeanEnv(DatasetEnv):
         if not tactic.strip():
             return self.invalid("empty tactic: answer with one Lean 4 tactic")
         if len(tactic) > int(c["max_tactic_chars"]):
-            return self.invalid(f"the tactic is {len(tactic)} characters long; the limit is {int(c['max_tactic_chars'])}")
+            return self.invalid(
+                f"the tactic is {len(tactic)} characters long; the limit is {int(c['max_tactic_chars'])}"
+            )
         bad = _bad_character(tactic)
         if bad is not None:
             return self.invalid(f"the tactic contains the control character {bad}")
@@ -225,11 +251,20 @@ class LeanEnv(DatasetEnv):
     def _env_error(self, message: str) -> Transition:
         self._error = message
         self._error_pending = True
-        return Transition(reward=0.0, terminated=False, action_is_valid=True, action_is_effective=False,
-                          info={"tactic_outcome": "env_error", "verifier_error": message,
-                                "tactics_checked": self._checked, "tactics_accepted": self._accepted,
-                                "proof_complete": False,
-                                "verifier_attempts": self._verifier.attempts if self._verifier is not None else 1})
+        return Transition(
+            reward=0.0,
+            terminated=False,
+            action_is_valid=True,
+            action_is_effective=False,
+            info={
+                "tactic_outcome": "env_error",
+                "verifier_error": message,
+                "tactics_checked": self._checked,
+                "tactics_accepted": self._accepted,
+                "proof_complete": False,
+                "verifier_attempts": self._verifier.attempts if self._verifier is not None else 1,
+            },
+        )
 
     def _apply(self, tactic: str, check: TacticCheck, attempts: int) -> Transition:
         c = self.config
@@ -243,7 +278,11 @@ class LeanEnv(DatasetEnv):
             reward += float(c["timeout_reward"])
         elif check.outcome != ACCEPTED or uses_sorry:
             outcome = "rejected"
-            note = "rejected: uses sorry/admit" if uses_sorry else f"rejected: {check.reason or 'Lean error'}"
+            note = (
+                "rejected: uses sorry/admit"
+                if uses_sorry
+                else f"rejected: {check.reason or 'Lean error'}"
+            )
             reward += float(c["rejected_reward"])
         else:
             self._accepted += 1
@@ -261,8 +300,13 @@ class LeanEnv(DatasetEnv):
                     progress = True
                     reward += float(c["accepted_reward"])
                 self._seen.add(after)
-                note = ("progress" if progress else "accepted, progress reward cap reached" if new
-                        else "accepted, back to a state seen before")
+                note = (
+                    "progress"
+                    if progress
+                    else "accepted, progress reward cap reached"
+                    if new
+                    else "accepted, back to a state seen before"
+                )
                 if check.complete:
                     self._complete = terminated = True
                     reward += float(c["success_reward"])
@@ -270,42 +314,72 @@ class LeanEnv(DatasetEnv):
         if not terminated and self._steps + 1 >= self._max_steps:
             reward += float(c["step_limit_reward"])
         self._log.append(LogEntry(outcome in ("accepted", "no_progress"), tactic, note))
-        return Transition(reward=reward, terminated=terminated, action_is_valid=True, action_is_effective=effective,
-                          success=terminated, info={
-                              "tactic_outcome": outcome, "progress": progress, "uses_sorry": uses_sorry,
-                              "goals_open": len(self._goals or ()), "tactics_checked": self._checked,
-                              "tactics_accepted": self._accepted, "proof_complete": self._complete,
-                              "verifier_attempts": int(attempts)})
+        return Transition(
+            reward=reward,
+            terminated=terminated,
+            action_is_valid=True,
+            action_is_effective=effective,
+            success=terminated,
+            info={
+                "tactic_outcome": outcome,
+                "progress": progress,
+                "uses_sorry": uses_sorry,
+                "goals_open": len(self._goals or ()),
+                "tactics_checked": self._checked,
+                "tactics_accepted": self._accepted,
+                "proof_complete": self._complete,
+                "verifier_attempts": int(attempts),
+            },
+        )
 
     def _observation(self) -> str:
         c = self.config
         t = self._item
         return render_observation(
-            name=t.name, informal=t.informal, statement=t.statement, proof=self._proof, checked=self._checked,
-            accepted=self._accepted, log=list(self._log), messages=self._messages[: int(c["messages_shown"])],
-            goals=self._goals, data_goal=t.goal, complete=self._complete, error=self._error,
-            proof_lines=int(c["proof_lines_shown"]), message_chars=int(c["message_chars"]),
-            goals_shown=int(c["goals_shown"]))
+            name=t.name,
+            informal=t.informal,
+            statement=t.statement,
+            proof=self._proof,
+            checked=self._checked,
+            accepted=self._accepted,
+            log=list(self._log),
+            messages=self._messages[: int(c["messages_shown"])],
+            goals=self._goals,
+            data_goal=t.goal,
+            complete=self._complete,
+            error=self._error,
+            proof_lines=int(c["proof_lines_shown"]),
+            message_chars=int(c["message_chars"]),
+            goals_shown=int(c["goals_shown"]),
+        )
 
     @property
     def instruction(self) -> str:
         c = self.config
         cap = c["max_progress_rewards"]
-        progress = "a state not seen before" + (f" (at most {int(cap)} times)" if cap is not None else "")
-        terms = [(c["step_reward"], "per tactic"), (c["accepted_reward"], f"when it changes the open goals to {progress}"),
-                 (c["rejected_reward"], "when Lean rejects it"), (c["timeout_reward"], "when Lean times out"),
-                 (c["success_reward"], "when it completes the proof")]
+        progress = "a state not seen before" + (
+            f" (at most {int(cap)} times)" if cap is not None else ""
+        )
+        terms = [
+            (c["step_reward"], "per tactic"),
+            (c["accepted_reward"], f"when it changes the open goals to {progress}"),
+            (c["rejected_reward"], "when Lean rejects it"),
+            (c["timeout_reward"], "when Lean times out"),
+            (c["success_reward"], "when it completes the proof"),
+        ]
         rewards = "; ".join(f"{float(v):+g} {what}" for v, what in terms if float(v) != 0.0)
-        return join_lines([
-            "You are proving a theorem in Lean 4 with Mathlib, one tactic at a time.",
-            "Each action is one Lean 4 tactic (it may span several lines); it is checked after the tactics "
-            "accepted so far, and a rejected tactic is not kept.",
-            "Several tactics in one answer are separated by ||, for example:",
-            "<answer>norm_num at h₀ || nlinarith [sq_nonneg (x - 1)]</answer>",
-            f"Rewards: {rewards}.",
-            "A tactic that leaves the goals unchanged (a comment, skip, a repeated have) earns nothing beyond the "
-            "per-tactic cost. sorry and admit are never accepted.",
-        ])
+        return join_lines(
+            [
+                "You are proving a theorem in Lean 4 with Mathlib, one tactic at a time.",
+                "Each action is one Lean 4 tactic (it may span several lines); it is checked after the tactics "
+                "accepted so far, and a rejected tactic is not kept.",
+                "Several tactics in one answer are separated by ||, for example:",
+                "<answer>norm_num at h₀ || nlinarith [sq_nonneg (x - 1)]</answer>",
+                f"Rewards: {rewards}.",
+                "A tactic that leaves the goals unchanged (a comment, skip, a repeated have) earns nothing beyond the "
+                "per-tactic cost. sorry and admit are never accepted.",
+            ]
+        )
 
     # -------------------------------------------------------------- baselines
     def oracle_actions(self) -> list[str]:

@@ -60,7 +60,9 @@ class KiminaVerifier(Verifier):
         try:
             import httpx
         except ImportError:
-            raise MissingExtraError("httpx", "lean", "the Lean env's Kimina Lean Server back-end") from None
+            raise MissingExtraError(
+                "httpx", "lean", "the Lean env's Kimina Lean Server back-end"
+            ) from None
         self._httpx = httpx
         self.url = url
         self.lean_timeout = int(math.ceil(float(config["lean_timeout_s"])))
@@ -73,14 +75,20 @@ class KiminaVerifier(Verifier):
         key = os.environ.get(key_env) if key_env else None
         self.key_env = key_env
         headers = {"Authorization": f"Bearer {key}"} if key else {}
-        self._client = httpx.Client(base_url=url, headers=headers, trust_env=False,
-                                    timeout=httpx.Timeout(self.request_timeout, connect=min(10.0, self.request_timeout)))
+        self._client = httpx.Client(
+            base_url=url,
+            headers=headers,
+            trust_env=False,
+            timeout=httpx.Timeout(self.request_timeout, connect=min(10.0, self.request_timeout)),
+        )
         self._healthy = False
         self._ids = itertools.count()
         self._attempts = 1
 
     # ----------------------------------------------------------------- HTTP
-    def _request(self, method: str, path: str, *, json: Any = None, timeout: float | None = None) -> Any:
+    def _request(
+        self, method: str, path: str, *, json: Any = None, timeout: float | None = None
+    ) -> Any:
         httpx = self._httpx
         where = f"{self.url}{path}"
         tries = 1 + self.retries
@@ -90,10 +98,16 @@ class KiminaVerifier(Verifier):
             if attempt:
                 time.sleep(self.backoff * 2 ** (attempt - 1))
             try:
-                r = self._client.request(method, path, json=json,
-                                         timeout=timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT)
+                r = self._client.request(
+                    method,
+                    path,
+                    json=json,
+                    timeout=timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT,
+                )
             except httpx.TimeoutException as exc:
-                last = f"no answer within {timeout or self.request_timeout:g} s ({type(exc).__name__})"
+                last = (
+                    f"no answer within {timeout or self.request_timeout:g} s ({type(exc).__name__})"
+                )
                 continue
             except httpx.TransportError as exc:
                 last = f"cannot connect ({type(exc).__name__}: {exc})"
@@ -103,15 +117,25 @@ class KiminaVerifier(Verifier):
                 last = f"HTTP {r.status_code} {detail}"
                 continue
             if r.status_code in (401, 403):
-                how = f"set ${self.key_env} to the server's key" if self.key_env else "set api_key_env"
-                raise VerifierError(f"Kimina Lean Server {where} refused the request (HTTP {r.status_code} {detail}); {how}")
+                how = (
+                    f"set ${self.key_env} to the server's key"
+                    if self.key_env
+                    else "set api_key_env"
+                )
+                raise VerifierError(
+                    f"Kimina Lean Server {where} refused the request (HTTP {r.status_code} {detail}); {how}"
+                )
             if r.status_code >= 400:
-                raise VerifierError(f"Kimina Lean Server {where} answered HTTP {r.status_code} {detail} "
-                                    "(is this a Kimina Lean Server?)")
+                raise VerifierError(
+                    f"Kimina Lean Server {where} answered HTTP {r.status_code} {detail} "
+                    "(is this a Kimina Lean Server?)"
+                )
             try:
                 return r.json()
             except ValueError:
-                raise VerifierError(f"Kimina Lean Server {where} answered non-JSON: {detail!r}") from None
+                raise VerifierError(
+                    f"Kimina Lean Server {where} answered non-JSON: {detail!r}"
+                ) from None
         raise VerifierError(f"Kimina Lean Server {where}: {last} (after {tries} tries)")
 
     def _ensure_healthy(self) -> None:
@@ -119,34 +143,52 @@ class KiminaVerifier(Verifier):
             return
         body = self._request("GET", "/health", timeout=self.start_timeout)
         if not (isinstance(body, Mapping) and body.get("status") == "ok"):
-            raise VerifierError(f"Kimina Lean Server {self.url}/health answered {body!r:.200} instead of "
-                                '{"status": "ok"}')
+            raise VerifierError(
+                f"Kimina Lean Server {self.url}/health answered {body!r:.200} instead of "
+                '{"status": "ok"}'
+            )
         self._healthy = True
 
     def _run(self, theorem: Theorem, tactics: Sequence[str]) -> TacticCheck:
         self._ensure_healthy()
         code, probe_line = build_proof(theorem, tactics, probe=True)
         sid = f"{theorem.name}#{next(self._ids)}"
-        body = self._request("POST", "/api/check", json={
-            "snippets": [{"id": sid, "code": code}], "timeout": self.lean_timeout,
-            "debug": False, "reuse": True, "infotree": None})
+        body = self._request(
+            "POST",
+            "/api/check",
+            json={
+                "snippets": [{"id": sid, "code": code}],
+                "timeout": self.lean_timeout,
+                "debug": False,
+                "reuse": True,
+                "infotree": None,
+            },
+        )
         where = f"Kimina Lean Server {self.url}/api/check"
         results = body.get("results") if isinstance(body, Mapping) else None
         if not isinstance(results, list) or not results:
             raise VerifierError(f"{where} answered without 'results': {body!r:.200}")
-        result = next((r for r in results if isinstance(r, Mapping) and r.get("id") == sid), results[0])
+        result = next(
+            (r for r in results if isinstance(r, Mapping) and r.get("id") == sid), results[0]
+        )
         if not isinstance(result, Mapping):
             raise VerifierError(f"{where} answered a result that is not an object: {result!r:.200}")
         error = result.get("error")
         if error is not None:
             spent = result.get("time")
             if isinstance(spent, (int, float)) and spent >= self.lean_timeout - 1e-6:
-                return TacticCheck(TIMEOUT, reason=f"Lean timed out after {self.lean_timeout} s",
-                                   messages=(LeanMessage("error", str(error)),))
+                return TacticCheck(
+                    TIMEOUT,
+                    reason=f"Lean timed out after {self.lean_timeout} s",
+                    messages=(LeanMessage("error", str(error)),),
+                )
             raise VerifierError(f"{where}: {error}")
         try:
-            return command_check(result.get("response"), probe_line=probe_line,
-                                 first_line=(theorem.header + theorem.statement).count("\n") + 1)
+            return command_check(
+                result.get("response"),
+                probe_line=probe_line,
+                first_line=(theorem.header + theorem.statement).count("\n") + 1,
+            )
         except ProtocolError as exc:
             raise VerifierError(f"{where}: {exc}") from None
 
@@ -155,8 +197,10 @@ class KiminaVerifier(Verifier):
         check = self._run(theorem, ())
         if check.outcome != "accepted" or check.complete:
             first = check.messages[0].text if check.messages else check.reason
-            raise VerifierError(f"the statement of {theorem.name} does not check on {self.url}: "
-                                f"{check.outcome} ({first[:200]})")
+            raise VerifierError(
+                f"the statement of {theorem.name} does not check on {self.url}: "
+                f"{check.outcome} ({first[:200]})"
+            )
         return check.goals
 
     def check(self, theorem: Theorem, proof: Sequence[str], tactic: str) -> TacticCheck:

@@ -22,8 +22,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["ACCEPTED", "REJECTED", "TIMEOUT", "LeanMessage", "ProtocolError", "TacticCheck", "command_check",
-           "goal_signature", "mentions_sorry", "messages_of", "state_signature", "tactic_check"]
+__all__ = [
+    "ACCEPTED",
+    "REJECTED",
+    "TIMEOUT",
+    "LeanMessage",
+    "ProtocolError",
+    "TacticCheck",
+    "command_check",
+    "goal_signature",
+    "mentions_sorry",
+    "messages_of",
+    "state_signature",
+    "tactic_check",
+]
 
 Outcome = Literal["accepted", "rejected", "timeout"]
 ACCEPTED: Outcome = "accepted"
@@ -93,9 +105,15 @@ def messages_of(answer: Mapping[str, Any]) -> tuple[LeanMessage, ...]:
     out = []
     for m in _field(answer, "messages", list, []):
         if not isinstance(m, Mapping) or not isinstance(m.get("severity"), str):
-            raise ProtocolError(f"a message must be an object with a string 'severity', got {m!r:.200}")
+            raise ProtocolError(
+                f"a message must be an object with a string 'severity', got {m!r:.200}"
+            )
         pos = m.get("pos")
-        line = pos.get("line") if isinstance(pos, Mapping) and isinstance(pos.get("line"), int) else None
+        line = (
+            pos.get("line")
+            if isinstance(pos, Mapping) and isinstance(pos.get("line"), int)
+            else None
+        )
         data = m.get("data")
         out.append(LeanMessage(m["severity"], data if isinstance(data, str) else str(data), line))
     return tuple(out)
@@ -122,8 +140,12 @@ def tactic_check(answer: Mapping[str, Any]) -> TacticCheck:
         raise ProtocolError(f"a REPL answer must be a JSON object, got {type(answer).__name__}")
     if "proofState" not in answer:
         if isinstance(answer.get("message"), str):
-            return TacticCheck(REJECTED, reason="Lean error", messages=(LeanMessage("error", answer["message"]),))
-        raise ProtocolError(f"a tactic answer needs 'proofState' or 'message', got keys {sorted(answer)}")
+            return TacticCheck(
+                REJECTED, reason="Lean error", messages=(LeanMessage("error", answer["message"]),)
+            )
+        raise ProtocolError(
+            f"a tactic answer needs 'proofState' or 'message', got keys {sorted(answer)}"
+        )
     messages = messages_of(answer)
     goals = tuple(str(g) for g in _field(answer, "goals", list, []))
     if _has_error(messages):
@@ -139,7 +161,9 @@ def tactic_check(answer: Mapping[str, Any]) -> TacticCheck:
     return TacticCheck(ACCEPTED, goals=goals, messages=messages)
 
 
-def command_check(response: Mapping[str, Any], *, probe_line: int, first_line: int = 1) -> TacticCheck:
+def command_check(
+    response: Mapping[str, Any], *, probe_line: int, first_line: int = 1
+) -> TacticCheck:
     """Classify a command answer (REPL ``{"cmd"}`` / Kimina ``response``) of a whole proof
     that ends with the probe line ``all_goals sorry`` at 1-based line ``probe_line``; the
     tactics start at line ``first_line``.
@@ -157,11 +181,16 @@ def command_check(response: Mapping[str, Any], *, probe_line: int, first_line: i
         ProtocolError: the answer is a REPL error ``{"message"}`` or malformed.
     """
     if not isinstance(response, Mapping):
-        raise ProtocolError(f"a command answer must be a JSON object, got {type(response).__name__}")
+        raise ProtocolError(
+            f"a command answer must be a JSON object, got {type(response).__name__}"
+        )
     if "env" not in response and isinstance(response.get("message"), str):
         raise ProtocolError(f"the REPL refused the command: {response['message'][:300]}")
-    messages = tuple(m for m in messages_of(response) if m.severity == "error" or
-                     (m.line is not None and first_line <= m.line < probe_line))
+    messages = tuple(
+        m
+        for m in messages_of(response)
+        if m.severity == "error" or (m.line is not None and first_line <= m.line < probe_line)
+    )
     if _has_error(messages):
         return TacticCheck(REJECTED, reason="Lean error", messages=messages)
     goals = []

@@ -50,17 +50,33 @@ def _indent(text: str, prefix: str) -> str:
     return "\n".join([prefix + lines[0]] + [" " * len(prefix) + line for line in lines[1:]])
 
 
-def render_observation(*, name: str, informal: str, statement: str, proof: Sequence[str], checked: int,
-                       accepted: int, log: Sequence[LogEntry], messages: Sequence[LeanMessage],
-                       goals: Sequence[str] | None, data_goal: str | None, complete: bool, error: str | None,
-                       proof_lines: int, message_chars: int, goals_shown: int) -> str:
+def render_observation(
+    *,
+    name: str,
+    informal: str,
+    statement: str,
+    proof: Sequence[str],
+    checked: int,
+    accepted: int,
+    log: Sequence[LogEntry],
+    messages: Sequence[LeanMessage],
+    goals: Sequence[str] | None,
+    data_goal: str | None,
+    complete: bool,
+    error: str | None,
+    proof_lines: int,
+    message_chars: int,
+    goals_shown: int,
+) -> str:
     """The observation (module docstring).
 
     ``goals`` is ``None`` before the first check, when ``data_goal`` (the data set's
     recorded initial goal, if any) is shown instead; ``messages`` are the last check's,
     cut to ``message_chars`` characters each.
     """
-    parts = [f"Theorem {name}: {checked} tactic{'s' if checked != 1 else ''} checked, {accepted} accepted."]
+    parts = [
+        f"Theorem {name}: {checked} tactic{'s' if checked != 1 else ''} checked, {accepted} accepted."
+    ]
     if informal:
         parts.append(f"Problem: {informal}")
     parts.append("Statement:\n" + statement.rstrip())
@@ -68,24 +84,39 @@ def render_observation(*, name: str, informal: str, statement: str, proof: Seque
     if lines:
         shown = lines[-proof_lines:]
         start = len(lines) - len(shown) + 1
-        head = (f"Proof so far (last {len(shown)} of {len(lines)} lines):" if len(shown) < len(lines)
-                else "Proof so far:")
-        parts.append(head + "\n" + "\n".join(f"{start + i:3d} | {ln}" for i, ln in enumerate(shown)))
+        head = (
+            f"Proof so far (last {len(shown)} of {len(lines)} lines):"
+            if len(shown) < len(lines)
+            else "Proof so far:"
+        )
+        parts.append(
+            head + "\n" + "\n".join(f"{start + i:3d} | {ln}" for i, ln in enumerate(shown))
+        )
     else:
         parts.append("Proof so far: (empty)")
     if log:
-        parts.append("Recent tactics:\n" + "\n".join(
-            f"  {'✓' if e.accepted else '✗'} {_one_line(e.tactic, 80)} ({e.note})" for e in log))
+        parts.append(
+            "Recent tactics:\n"
+            + "\n".join(
+                f"  {'✓' if e.accepted else '✗'} {_one_line(e.tactic, 80)} ({e.note})" for e in log
+            )
+        )
     if messages:
-        parts.append("Lean messages:\n" + "\n".join(
-            _indent(_one_line(m.text, message_chars), f"  {m.severity}: ") for m in messages))
+        parts.append(
+            "Lean messages:\n"
+            + "\n".join(
+                _indent(_one_line(m.text, message_chars), f"  {m.severity}: ") for m in messages
+            )
+        )
     if complete:
         parts.append("Goals: none, the proof is complete.")
     elif goals is not None:
         shown_goals = list(goals)[:goals_shown]
         more = f" (first {len(shown_goals)} shown)" if len(goals) > len(shown_goals) else ""
-        parts.append(f"Open goals ({len(goals)}){more}:\n" + "\n".join(
-            _indent(g, f"  [{i}] ") for i, g in enumerate(shown_goals, 1)))
+        parts.append(
+            f"Open goals ({len(goals)}){more}:\n"
+            + "\n".join(_indent(g, f"  [{i}] ") for i, g in enumerate(shown_goals, 1))
+        )
     elif data_goal:
         parts.append("Goal (from the data set, before any check):\n" + _indent(data_goal, "  "))
     if error:

@@ -76,22 +76,43 @@ class ReplProcess:
 
     def __init__(self, command: Sequence[str], cwd: str | None, memory_mb: int | None = None):
         self.command = list(command)
-        limit = None if memory_mb is None else functools.partial(_limit_memory, int(memory_mb) << 20)
+        limit = (
+            None if memory_mb is None else functools.partial(_limit_memory, int(memory_mb) << 20)
+        )
         try:
-            self.proc = subprocess.Popen(self.command, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.PIPE, text=True, encoding="utf-8", errors="replace",
-                                         bufsize=1, start_new_session=True, preexec_fn=limit)
+            self.proc = subprocess.Popen(
+                self.command,
+                cwd=cwd,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                encoding="utf-8",
+                errors="replace",
+                bufsize=1,
+                start_new_session=True,
+                preexec_fn=limit,
+            )
         except FileNotFoundError:
-            raise _Permanent(f"Lean REPL executable not found: {self.command[0]!r} (command {' '.join(self.command)!r}"
-                                f"{f', in {cwd}' if cwd else ''}); install Lean and the REPL or set the verifier "
-                                "to 'repl:<command>'") from None
+            raise _Permanent(
+                f"Lean REPL executable not found: {self.command[0]!r} (command {' '.join(self.command)!r}"
+                f"{f', in {cwd}' if cwd else ''}); install Lean and the REPL or set the verifier "
+                "to 'repl:<command>'"
+            ) from None
         except OSError as exc:
-            raise VerifierError(f"cannot start the Lean REPL {' '.join(self.command)!r}: {exc}") from None
+            raise VerifierError(
+                f"cannot start the Lean REPL {' '.join(self.command)!r}: {exc}"
+            ) from None
         self._lines: queue.Queue[str | None] = queue.Queue()
         self._stderr: collections.deque[str] = collections.deque(maxlen=20)
-        threading.Thread(target=_drain, args=(self.proc.stdout, self._lines.put), daemon=True).start()
-        threading.Thread(target=_drain, args=(self.proc.stderr, lambda s: s and self._stderr.append(s)),
-                         daemon=True).start()
+        threading.Thread(
+            target=_drain, args=(self.proc.stdout, self._lines.put), daemon=True
+        ).start()
+        threading.Thread(
+            target=_drain,
+            args=(self.proc.stderr, lambda s: s and self._stderr.append(s)),
+            daemon=True,
+        ).start()
         self._finalizer = weakref.finalize(self, _kill, self.proc)
 
     def stderr_tail(self) -> str:
@@ -213,9 +234,13 @@ class ReplVerifier(Verifier):
             return proc.ask(command, timeout)
         except _Silent:
             proc.close()
-            raise VerifierError(f"{self._label()} gave no answer to the {what} within {timeout:g} s") from None
+            raise VerifierError(
+                f"{self._label()} gave no answer to the {what} within {timeout:g} s"
+            ) from None
         except _Dead:
-            raise VerifierError(f"{self._label()} failed on the {what}: it {_ended(proc)}") from None
+            raise VerifierError(
+                f"{self._label()} failed on the {what}: it {_ended(proc)}"
+            ) from None
 
     def _retrying(self, fn: Any) -> Any:
         last: VerifierError | None = None
@@ -246,8 +271,10 @@ class ReplVerifier(Verifier):
             answer = self._ask({"cmd": header}, self.start_timeout, "header command")
             errors = [m for m in _messages(answer, self._label()) if m.severity == "error"]
             if not isinstance(answer, Mapping) or not isinstance(answer.get("env"), int) or errors:
-                raise _Permanent(f"{self._label()}: the header does not elaborate: "
-                                    f"{(errors[0].text if errors else repr(answer))[:200]}")
+                raise _Permanent(
+                    f"{self._label()}: the header does not elaborate: "
+                    f"{(errors[0].text if errors else repr(answer))[:200]}"
+                )
             self._header_env[header] = answer["env"]
         return self._header_env[header]
 
@@ -262,9 +289,20 @@ class ReplVerifier(Verifier):
         answer = self._ask(cmd, self.start_timeout, "statement command")
         errors = [m for m in _messages(answer, self._label()) if m.severity == "error"]
         sorries = answer.get("sorries") if isinstance(answer, Mapping) else None
-        if errors or not isinstance(sorries, list) or len(sorries) != 1 or "proofState" not in sorries[0]:
-            detail = errors[0].text if errors else f"expected one sorry with a proofState, got {answer!r:.150}"
-            raise _Permanent(f"{self._label()}: the statement of {theorem.name} does not elaborate: {detail[:200]}")
+        if (
+            errors
+            or not isinstance(sorries, list)
+            or len(sorries) != 1
+            or "proofState" not in sorries[0]
+        ):
+            detail = (
+                errors[0].text
+                if errors
+                else f"expected one sorry with a proofState, got {answer!r:.150}"
+            )
+            raise _Permanent(
+                f"{self._label()}: the statement of {theorem.name} does not elaborate: {detail[:200]}"
+            )
         self._states = {k: v for k, v in self._states.items() if k[0] == theorem.name}
         self._states[key] = int(sorries[0]["proofState"])
         self._goals[theorem.name] = (str(sorries[0].get("goal", "")),)
@@ -275,7 +313,9 @@ class ReplVerifier(Verifier):
         try:
             return proc.ask({"tactic": tactic, "proofState": state}, timeout)
         except _Dead:
-            raise VerifierError(f"{self._label()} failed on tactic {tactic[:60]!r}: it {_ended(proc)}") from None
+            raise VerifierError(
+                f"{self._label()} failed on tactic {tactic[:60]!r}: it {_ended(proc)}"
+            ) from None
 
     def _state_for(self, theorem: Theorem, proof: tuple[str, ...]) -> int:
         """proofState after ``proof`` in this process, replaying it after a restart."""
@@ -292,11 +332,15 @@ class ReplVerifier(Verifier):
                 answer = self._tactic(state, tactic, self.start_timeout)
             except _Silent:
                 self._restart_lazily()
-                raise VerifierError(f"{self._label()} gave no answer replaying accepted tactic {tactic[:60]!r}") from None
+                raise VerifierError(
+                    f"{self._label()} gave no answer replaying accepted tactic {tactic[:60]!r}"
+                ) from None
             check = _classify(answer, self._label())
             if check.outcome != ACCEPTED:
-                raise VerifierError(f"{self._label()}: replaying accepted tactic {tactic[:60]!r} after a restart "
-                                    f"was {check.outcome} ({check.reason})")
+                raise VerifierError(
+                    f"{self._label()}: replaying accepted tactic {tactic[:60]!r} after a restart "
+                    f"was {check.outcome} ({check.reason})"
+                )
             state = int(answer["proofState"])
             self._states[(theorem.name, proof[: i + 1])] = state
         return state
@@ -319,8 +363,11 @@ class ReplVerifier(Verifier):
 
         answer = self._retrying(once)
         if answer is None:
-            return TacticCheck(TIMEOUT, reason=f"Lean timed out after {self.tactic_timeout:g} s",
-                               messages=(LeanMessage("error", f"no answer within {self.tactic_timeout:g} s"),))
+            return TacticCheck(
+                TIMEOUT,
+                reason=f"Lean timed out after {self.tactic_timeout:g} s",
+                messages=(LeanMessage("error", f"no answer within {self.tactic_timeout:g} s"),),
+            )
         check = _classify(answer, self._label())
         if check.outcome == ACCEPTED and not check.complete:
             self._states[(theorem.name, (*proof, tactic))] = int(answer["proofState"])

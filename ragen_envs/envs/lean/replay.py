@@ -70,13 +70,21 @@ def load_recording(path: str) -> Recording:
         if "format" in entry:
             unrecorded = entry.get("unrecorded", "error")
             if unrecorded not in ("error", "reject"):
-                raise VerifierError(f"{where(i)}: 'unrecorded' must be 'error' or 'reject', got {unrecorded!r}")
+                raise VerifierError(
+                    f"{where(i)}: 'unrecorded' must be 'error' or 'reject', got {unrecorded!r}"
+                )
             continue
         theorem, tactics = entry.get("theorem"), entry.get("tactics")
-        if not isinstance(theorem, str) or not isinstance(tactics, list) or \
-                not all(isinstance(t, str) for t in tactics) or "answer" not in entry:
-            raise VerifierError(f"{where(i)}: an answer needs 'theorem' (string), 'tactics' (list of strings) "
-                                "and 'answer'")
+        if (
+            not isinstance(theorem, str)
+            or not isinstance(tactics, list)
+            or not all(isinstance(t, str) for t in tactics)
+            or "answer" not in entry
+        ):
+            raise VerifierError(
+                f"{where(i)}: an answer needs 'theorem' (string), 'tactics' (list of strings) "
+                "and 'answer'"
+            )
         answers[(theorem, tuple(tactics))] = entry["answer"]
     return Recording(str(p), unrecorded, answers)
 
@@ -91,25 +99,39 @@ class ReplayVerifier(Verifier):
 
     def open_goals(self, theorem: Theorem) -> tuple[str, ...]:
         answer = self.recording.lookup(theorem.name, ())
-        if isinstance(answer, dict) and isinstance(answer.get("sorries"), list) and answer["sorries"]:
+        if (
+            isinstance(answer, dict)
+            and isinstance(answer.get("sorries"), list)
+            and answer["sorries"]
+        ):
             return (str(answer["sorries"][0].get("goal", "")),)
         if theorem.goal is not None:
             return (theorem.goal,)
-        raise VerifierError(f"replay {self.recording.path}: no recorded statement answer and no 'goal' "
-                            f"for theorem {theorem.name}")
+        raise VerifierError(
+            f"replay {self.recording.path}: no recorded statement answer and no 'goal' "
+            f"for theorem {theorem.name}"
+        )
 
     def check(self, theorem: Theorem, proof: Sequence[str], tactic: str) -> TacticCheck:
         tactics = (*proof, tactic)
         answer = self.recording.lookup(theorem.name, tactics)
         if answer is None:
             if self.recording.unrecorded == "reject":
-                return TacticCheck(REJECTED, reason="unrecorded",
-                                   messages=(LeanMessage("error", "no recorded answer (replay back-end)"),))
-            raise VerifierError(f"replay {self.recording.path}: no recorded answer for theorem {theorem.name} "
-                                f"after {list(tactics)!r:.200}")
+                return TacticCheck(
+                    REJECTED,
+                    reason="unrecorded",
+                    messages=(LeanMessage("error", "no recorded answer (replay back-end)"),),
+                )
+            raise VerifierError(
+                f"replay {self.recording.path}: no recorded answer for theorem {theorem.name} "
+                f"after {list(tactics)!r:.200}"
+            )
         if answer == "timeout":
-            return TacticCheck(TIMEOUT, reason="Lean timed out (recorded)",
-                               messages=(LeanMessage("error", "timed out (recorded)"),))
+            return TacticCheck(
+                TIMEOUT,
+                reason="Lean timed out (recorded)",
+                messages=(LeanMessage("error", "timed out (recorded)"),),
+            )
         try:
             return tactic_check(answer)
         except ProtocolError as exc:

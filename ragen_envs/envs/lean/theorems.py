@@ -38,8 +38,16 @@ from ...data.loaders import DataSourceError, load_source
 from ...data.splits import canonical_key
 from ...seeding import split_position
 
-__all__ = ["BUILTIN_SOURCES", "MINIF2F_HEADER", "VALIDATION_SHARE", "Theorem", "line_of_record", "load_theorems",
-           "source_split", "theorem_from_record"]
+__all__ = [
+    "BUILTIN_SOURCES",
+    "MINIF2F_HEADER",
+    "VALIDATION_SHARE",
+    "Theorem",
+    "line_of_record",
+    "load_theorems",
+    "source_split",
+    "theorem_from_record",
+]
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
@@ -47,8 +55,10 @@ DATA_DIR = Path(__file__).resolve().parent / "data"
 BUILTIN_SOURCES = {"minif2f": DATA_DIR / "minif2f.jsonl"}
 
 #: The header of every miniF2F record (Mathlib, Aesop, no heartbeat limit, the usual opens).
-MINIF2F_HEADER = ("import Mathlib\nimport Aesop\n\nset_option maxHeartbeats 0\n\n"
-                  "open BigOperators Real Nat Topology Rat\n\n")
+MINIF2F_HEADER = (
+    "import Mathlib\nimport Aesop\n\nset_option maxHeartbeats 0\n\n"
+    "open BigOperators Real Nat Topology Rat\n\n"
+)
 
 #: Share of a source's ``valid`` half that becomes ``validation`` (the rest is ``train``).
 VALIDATION_SHARE = 0.2
@@ -93,7 +103,9 @@ def _bad(where: str, message: str) -> DataSourceError:
     return DataSourceError(f"{where}: {message}")
 
 
-def theorem_from_record(record: Mapping[str, Any], *, default_header: str, where: str = "record") -> Theorem:
+def theorem_from_record(
+    record: Mapping[str, Any], *, default_header: str, where: str = "record"
+) -> Theorem:
     """Build a :class:`Theorem` from one record (see the module docstring).
 
     Raises:
@@ -104,7 +116,9 @@ def theorem_from_record(record: Mapping[str, Any], *, default_header: str, where
         raise _bad(where, f"expected a JSON object, got {type(record).__name__}")
     for key in ("name", "formal_statement"):
         if key not in record:
-            raise _bad(where, f"missing field {key!r} (a theorem record needs name and formal_statement)")
+            raise _bad(
+                where, f"missing field {key!r} (a theorem record needs name and formal_statement)"
+            )
     for key in ("name", "formal_statement", "header", "informal_prefix", "goal", "split"):
         value = record.get(key)
         if value is not None and not isinstance(value, str):
@@ -116,15 +130,23 @@ def theorem_from_record(record: Mapping[str, Any], *, default_header: str, where
     if statement.endswith(":="):
         statement += " by"
     if not statement.endswith(":= by"):
-        raise _bad(where, f"field 'formal_statement' of {name!r} must end in ':= by' (the proof is tactics), "
-                          f"got ...{statement[-40:]!r}")
+        raise _bad(
+            where,
+            f"field 'formal_statement' of {name!r} must end in ':= by' (the proof is tactics), "
+            f"got ...{statement[-40:]!r}",
+        )
     header = record.get("header")
     header = default_header if header is None else header
     if header and not header.endswith("\n"):
         header += "\n"
-    return Theorem(name=name, statement=statement + "\n", header=header,
-                   informal=_informal(record.get("informal_prefix") or ""),
-                   goal=record.get("goal"), split=record.get("split"))
+    return Theorem(
+        name=name,
+        statement=statement + "\n",
+        header=header,
+        informal=_informal(record.get("informal_prefix") or ""),
+        goal=record.get("goal"),
+        split=record.get("split"),
+    )
 
 
 def line_of_record(path: Path, index: int) -> int | None:
@@ -149,9 +171,11 @@ def resolve_source(spec: str) -> str:
         DataSourceError: an unknown ``builtin:`` name.
     """
     if spec.startswith("builtin:"):
-        name = spec[len("builtin:"):]
+        name = spec[len("builtin:") :]
         if name not in BUILTIN_SOURCES:
-            raise DataSourceError(f"no built-in Lean data set {name!r}; built-in: {', '.join(sorted(BUILTIN_SOURCES))}")
+            raise DataSourceError(
+                f"no built-in Lean data set {name!r}; built-in: {', '.join(sorted(BUILTIN_SOURCES))}"
+            )
         return str(BUILTIN_SOURCES[name])
     return spec
 
@@ -169,7 +193,7 @@ def load_theorems(spec: str, *, default_header: str = MINIF2F_HEADER) -> list[Th
     """
     resolved = resolve_source(spec)
     records = load_source(resolved)
-    path = Path(resolved[len("file:"):] if resolved.startswith("file:") else resolved).expanduser()
+    path = Path(resolved[len("file:") :] if resolved.startswith("file:") else resolved).expanduser()
     jsonl = path.is_file() and path.name.lower().endswith((".jsonl", ".ndjson"))
     theorems: list[Theorem] = []
     seen: dict[str, int] = {}
@@ -178,8 +202,11 @@ def load_theorems(spec: str, *, default_header: str = MINIF2F_HEADER) -> list[Th
         where = f"{resolved}:{line}" if line is not None else f"{resolved}: record {i + 1}"
         theorem = theorem_from_record(record, default_header=default_header, where=where)
         if theorem.name in seen:
-            raise _bad(where, f"theorem name {theorem.name!r} repeats record {seen[theorem.name] + 1} "
-                              "(names identify theorems and decide their split)")
+            raise _bad(
+                where,
+                f"theorem name {theorem.name!r} repeats record {seen[theorem.name] + 1} "
+                "(names identify theorems and decide their split)",
+            )
         seen[theorem.name] = i
         theorems.append(theorem)
     if not theorems:

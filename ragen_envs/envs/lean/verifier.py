@@ -34,8 +34,18 @@ from typing import Any
 from .protocol import TacticCheck
 from .theorems import Theorem
 
-__all__ = ["DEFAULT_SPEC", "ENV_VAR", "PROBE", "VerifierError", "Verifier", "VerifierSpec", "build_proof",
-           "make_verifier", "parse_spec", "resolve_spec"]
+__all__ = [
+    "DEFAULT_SPEC",
+    "ENV_VAR",
+    "PROBE",
+    "VerifierError",
+    "Verifier",
+    "VerifierSpec",
+    "build_proof",
+    "make_verifier",
+    "parse_spec",
+    "resolve_spec",
+]
 
 #: Where the Kimina Lean Server listens by default (its ``LEAN_SERVER_PORT`` default, and RAGEN's).
 DEFAULT_SPEC = "http://127.0.0.1:8000"
@@ -88,17 +98,19 @@ def parse_spec(spec: str) -> VerifierSpec:
         return VerifierSpec("kimina", url=text.rstrip("/"))
     if text.startswith("repl:"):
         try:
-            command = tuple(shlex.split(text[len("repl:"):]))
+            command = tuple(shlex.split(text[len("repl:") :]))
         except ValueError as exc:
             raise ValueError(f"cannot split the REPL command {text!r}: {exc}") from None
         return VerifierSpec("repl", command=command or DEFAULT_REPL_COMMAND)
     if text.startswith("replay:"):
-        path = text[len("replay:"):].strip()
+        path = text[len("replay:") :].strip()
         if not path:
             raise ValueError("replay: needs a file, e.g. replay:answers.jsonl")
         return VerifierSpec("replay", path=os.path.expanduser(path))
-    raise ValueError(f"unknown verifier {spec!r}: use http(s)://host:port (Kimina Lean Server), "
-                     "repl:<command> (Lean REPL, e.g. 'repl:lake exe repl') or replay:<file>")
+    raise ValueError(
+        f"unknown verifier {spec!r}: use http(s)://host:port (Kimina Lean Server), "
+        "repl:<command> (Lean REPL, e.g. 'repl:lake exe repl') or replay:<file>"
+    )
 
 
 def resolve_spec(configured: str | None) -> VerifierSpec:
@@ -149,7 +161,9 @@ class Verifier:
         """
         raise NotImplementedError
 
-    def check(self, theorem: Theorem, proof: Sequence[str], tactic: str) -> TacticCheck:  # pragma: no cover
+    def check(
+        self, theorem: Theorem, proof: Sequence[str], tactic: str
+    ) -> TacticCheck:  # pragma: no cover
         """Lean's verdict on ``tactic`` after the accepted tactics ``proof``.
 
         Raises:

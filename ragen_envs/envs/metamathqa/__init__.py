@@ -14,6 +14,9 @@ Modules, one job each:
 
 from ..._lazy import lazy_exports
 
-__getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    ".env": ["MathItem", "MetaMathQAEnv", "math_item_from_record"],
-})
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        ".env": ["MathItem", "MetaMathQAEnv", "math_item_from_record"],
+    },
+)

@@ -56,7 +56,11 @@ class MathItem:
 def _detect(record: Mapping[str, Any]) -> str:
     if "query" in record and "response" in record:
         return "metamathqa"
-    if "question" in record and isinstance(record.get("answer"), str) and "####" in record["answer"]:
+    if (
+        "question" in record
+        and isinstance(record.get("answer"), str)
+        and "####" in record["answer"]
+    ):
         return "gsm8k"
     if "question" in record and "answer" in record:
         return "qa"
@@ -88,12 +92,16 @@ def math_item_from_record(record: Mapping[str, Any], fmt: str = "auto") -> MathI
             question = key_text = str(record["question"])
             answer = normalize_answer(str(record["answer"])) or None
         else:
-            raise DataSourceError(f"unknown math data format {fmt!r}; known: auto, metamathqa, gsm8k, qa")
+            raise DataSourceError(
+                f"unknown math data format {fmt!r}; known: auto, metamathqa, gsm8k, qa"
+            )
     except KeyError as exc:
         raise DataSourceError(f"{fmt} record lacks the field {exc.args[0]!r}") from None
     if not answer:
         return None
-    ident = record.get("id") or f"{fmt}-{hashlib.blake2b(question.encode(), digest_size=6).hexdigest()}"
+    ident = (
+        record.get("id") or f"{fmt}-{hashlib.blake2b(question.encode(), digest_size=6).hexdigest()}"
+    )
     return MathItem(str(ident), question, answer, key_text, record.get(SOURCE_SPLIT_KEY))
 
 
@@ -145,12 +153,18 @@ class MetaMathQAEnv(DatasetEnv):
     def _step(self, action: str) -> Transition:
         limit = int(self.config["max_answer_chars"])
         if len(action) > limit:
-            return self.invalid(f"the answer is longer than {limit} characters; give only the final answer")
+            return self.invalid(
+                f"the answer is longer than {limit} characters; give only the final answer"
+            )
         extracted = extract_answer(action)
         if extracted is None or not any(ch.isalnum() for ch in extracted.text):
-            return self.invalid("no final answer found: put only the final answer in the answer block, "
-                                "e.g. <answer>42</answer>")
-        correct = answers_equal(extracted.text, self._item.answer, checker=self.config["equivalence"])
+            return self.invalid(
+                "no final answer found: put only the final answer in the answer block, "
+                "e.g. <answer>42</answer>"
+            )
+        correct = answers_equal(
+            extracted.text, self._item.answer, checker=self.config["equivalence"]
+        )
         attempt = self._tracker.attempts
         reward = self._tracker.record(1.0 if correct else 0.0)
         left = self._tracker.remaining
@@ -160,12 +174,21 @@ class MetaMathQAEnv(DatasetEnv):
         elif terminated:
             self._feedback = f"Your answer {extracted.text} is incorrect. No attempts are left."
         else:
-            self._feedback = (f"Your answer {extracted.text} is incorrect. You have {left} attempt"
-                              f"{'s' if left != 1 else ''} left; think again and give a new final answer.")
+            self._feedback = (
+                f"Your answer {extracted.text} is incorrect. You have {left} attempt"
+                f"{'s' if left != 1 else ''} left; think again and give a new final answer."
+            )
         return Transition(
-            reward=reward, terminated=terminated, success=correct,
-            info={"extracted_answer": extracted.text, "answer_source": extracted.source, "correct": correct,
-                  "attempt": attempt, "attempts_left": left},
+            reward=reward,
+            terminated=terminated,
+            success=correct,
+            info={
+                "extracted_answer": extracted.text,
+                "answer_source": extracted.source,
+                "correct": correct,
+                "attempt": attempt,
+                "attempts_left": left,
+            },
         )
 
     def _item_text(self) -> str:
@@ -173,18 +196,23 @@ class MetaMathQAEnv(DatasetEnv):
 
     @property
     def instruction(self) -> str:
-        retry = attempts_rule(self.config, "a correct answer at attempt k (counting from 0) earns {decay}^k points, "
-                                           "a wrong one earns 0 and you may try again.",
-                              "a correct answer earns 1 point.")
-        return join_lines([
-            "You are solving a math word problem.",
-            "Reason step by step, then give only the final answer in the answer block: a number "
-            "(no units), a fraction or an expression.",
-            "If you write more than the answer, put the final answer in \\boxed{...}; otherwise the "
-            "last number you write is taken as the answer.",
-            retry,
-            "Example: <answer>42</answer> or <answer>\\frac{3}{4}</answer>.",
-        ])
+        retry = attempts_rule(
+            self.config,
+            "a correct answer at attempt k (counting from 0) earns {decay}^k points, "
+            "a wrong one earns 0 and you may try again.",
+            "a correct answer earns 1 point.",
+        )
+        return join_lines(
+            [
+                "You are solving a math word problem.",
+                "Reason step by step, then give only the final answer in the answer block: a number "
+                "(no units), a fraction or an expression.",
+                "If you write more than the answer, put the final answer in \\boxed{...}; otherwise the "
+                "last number you write is taken as the answer.",
+                retry,
+                "Example: <answer>42</answer> or <answer>\\frac{3}{4}</answer>.",
+            ]
+        )
 
     def oracle_actions(self) -> list[str]:
         """The gold answer."""

@@ -105,7 +105,9 @@ def require_checker(checker: str) -> None:
         try:
             import math_verify  # noqa: F401
         except ImportError:
-            raise MissingExtraError("math-verify", "math", "the math_verify answer checker") from None
+            raise MissingExtraError(
+                "math-verify", "math", "the math_verify answer checker"
+            ) from None
     if checker in ("math_verify", "sympy"):
         try:
             import sympy  # noqa: F401
@@ -165,7 +167,9 @@ def _math_verify_equal(pred: str, gold: str) -> bool:
 
 
 # ------------------------------------------------------------- sympy fallback
-_TOKEN = re.compile(r"\s*(?:(?P<num>\d+(?:\.\d*)?|\.\d+)|(?P<cmd>\\[A-Za-z]+)|(?P<var>[A-Za-z])|(?P<op>[-+*/^(){}\[\]]))")
+_TOKEN = re.compile(
+    r"\s*(?:(?P<num>\d+(?:\.\d*)?|\.\d+)|(?P<cmd>\\[A-Za-z]+)|(?P<var>[A-Za-z])|(?P<op>[-+*/^(){}\[\]]))"
+)
 
 
 class _Parser:
@@ -179,7 +183,7 @@ class _Parser:
         while pos < len(text):
             m = _TOKEN.match(text, pos)
             if not m or m.end() == pos:
-                raise ValueError(f"unexpected character at {pos}: {text[pos:pos + 10]!r}")
+                raise ValueError(f"unexpected character at {pos}: {text[pos : pos + 10]!r}")
             kind = m.lastgroup or ""
             self.tokens.append((kind, m.group(kind)))
             pos = m.end()
@@ -206,7 +210,11 @@ class _Parser:
         while (tok := self.peek()) is not None and tok[1] in "+-" and tok[0] == "op":
             self.take()
             rhs = self.term()
-            value = self.sp.Add(value, rhs if tok[1] == "+" else self.sp.Mul(-1, rhs, evaluate=False), evaluate=False)
+            value = self.sp.Add(
+                value,
+                rhs if tok[1] == "+" else self.sp.Mul(-1, rhs, evaluate=False),
+                evaluate=False,
+            )
         return value
 
     def term(self) -> Any:
@@ -217,7 +225,9 @@ class _Parser:
                 value = self.sp.Mul(value, self.unary(), evaluate=False)
             elif tok[1] in ("/", "\\div"):
                 self.take()
-                value = self.sp.Mul(value, self.sp.Pow(self.unary(), -1, evaluate=False), evaluate=False)
+                value = self.sp.Mul(
+                    value, self.sp.Pow(self.unary(), -1, evaluate=False), evaluate=False
+                )
             elif tok[0] in ("num", "var") or tok[1] in ("(", "{", "\\frac", "\\sqrt", "\\pi"):
                 value = self.sp.Mul(value, self.unary(), evaluate=False)  # implicit product
             else:
@@ -276,7 +286,9 @@ class _Parser:
                 self.take("[")
                 index = self.expr()
                 self.take("]")
-            radicand = self.group() if (n2 := self.peek()) is not None and n2[1] == "{" else self.atom()
+            radicand = (
+                self.group() if (n2 := self.peek()) is not None and n2[1] == "{" else self.atom()
+            )
             return self.sp.root(radicand, index) if index is not None else self.sp.sqrt(radicand)
         if val == "\\pi":
             self.take()

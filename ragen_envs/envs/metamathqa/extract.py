@@ -99,12 +99,12 @@ def _after_last(pattern: re.Pattern[str] | str, text: str) -> str | None:
         idx = text.rfind(pattern)
         if idx < 0:
             return None
-        rest = text[idx + len(pattern):]
+        rest = text[idx + len(pattern) :]
     else:
         matches = list(pattern.finditer(text))
         if not matches:
             return None
-        rest = text[matches[-1].end():]
+        rest = text[matches[-1].end() :]
     return rest.strip().split("\n", 1)[0]
 
 
@@ -115,7 +115,7 @@ def _strip_outer(s: str) -> str:
         changed = False
         for left, right in (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]")):
             if len(s) >= len(left) + len(right) and s.startswith(left) and s.endswith(right):
-                s = s[len(left):len(s) - len(right)].strip()
+                s = s[len(left) : len(s) - len(right)].strip()
                 changed = True
     return s
 
@@ -135,10 +135,25 @@ def normalize_answer(answer: str) -> str:
     """Canonical spelling of an answer candidate (rules in the module docstring)."""
     s = _strip_outer(str(answer))
     s = _unwrap_text(s)
-    for old, new in (("\\left", ""), ("\\right", ""), ("\\!", ""), ("\\,", ""), ("\\;", ""), ("\\:", ""),
-                     ("\\ ", " "), ("~", " "), ("{,}", ""), ("\\dfrac", "\\frac"), ("\\tfrac", "\\frac"),
-                     ("^\\circ", ""), ("^{\\circ}", ""), ("°", ""), ("\\%", ""), ("\\$", ""),
-                     ("\\displaystyle", "")):
+    for old, new in (
+        ("\\left", ""),
+        ("\\right", ""),
+        ("\\!", ""),
+        ("\\,", ""),
+        ("\\;", ""),
+        ("\\:", ""),
+        ("\\ ", " "),
+        ("~", " "),
+        ("{,}", ""),
+        ("\\dfrac", "\\frac"),
+        ("\\tfrac", "\\frac"),
+        ("^\\circ", ""),
+        ("^{\\circ}", ""),
+        ("°", ""),
+        ("\\%", ""),
+        ("\\$", ""),
+        ("\\displaystyle", ""),
+    ):
         s = s.replace(old, new)
     s = re.sub(r"[$€£¥]", "", s)
     s = _THOUSANDS.sub("", s)

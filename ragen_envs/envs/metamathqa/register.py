@@ -18,10 +18,15 @@ register_env(
     entry_point="ragen_envs.envs.metamathqa:MetaMathQAEnv",
     description="Math word problems (MetaMathQA format); final answer extracted and checked by math-verify.",
     presets={
-        "GSM8K": ("The same env over GSM8K-format data ('#### X' gold answers).",
-                  {"data_source": "bundled:math-templates-gsm8k", "data_format": "gsm8k"}),
-        "MultiAttempt": ("Three attempts per question; attempt k earns 0.5**k (RAGEN's 1/2**k).",
-                         {"max_attempts": 3, "max_steps": 5}, {"max_turns": 3, "max_actions_per_turn": 1}),
+        "GSM8K": (
+            "The same env over GSM8K-format data ('#### X' gold answers).",
+            {"data_source": "bundled:math-templates-gsm8k", "data_format": "gsm8k"},
+        ),
+        "MultiAttempt": (
+            "Three attempts per question; attempt k earns 0.5**k (RAGEN's 1/2**k).",
+            {"max_attempts": 3, "max_steps": 5},
+            {"max_turns": 3, "max_actions_per_turn": 1},
+        ),
     },
     procedural=False,
     agent_defaults={"max_turns": 1, "max_actions_per_turn": 1},

@@ -9,8 +9,21 @@ beside them.  Spec: ``docs/envs/rubikscube.md``.
 
 from ..._lazy import lazy_exports
 
-__getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    ".cube": ["ACTIONS", "COLOURS", "MOVES", "SOLVED", "apply", "check_state", "is_solved", "parse_state", "render_net"],
-    ".env": ["RubiksCubeEnv", "scramble"],
-    ".solver": ["distance", "distance_table", "solve"],
-})
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        ".cube": [
+            "ACTIONS",
+            "COLOURS",
+            "MOVES",
+            "SOLVED",
+            "apply",
+            "check_state",
+            "is_solved",
+            "parse_state",
+            "render_net",
+        ],
+        ".env": ["RubiksCubeEnv", "scramble"],
+        ".solver": ["distance", "distance_table", "solve"],
+    },
+)

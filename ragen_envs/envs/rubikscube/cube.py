@@ -36,9 +36,30 @@ FACES: tuple[str, ...] = ("U", "L", "F", "R", "B", "D")
 COLOURS: tuple[str, ...] = ("W", "O", "G", "R", "B", "Y")
 COLOUR_NAMES: tuple[str, ...] = ("white", "orange", "green", "red", "blue", "yellow")
 
-_NORMAL = {"U": (0, 1, 0), "L": (-1, 0, 0), "F": (0, 0, 1), "R": (1, 0, 0), "B": (0, 0, -1), "D": (0, -1, 0)}
-_RIGHT = {"U": (1, 0, 0), "L": (0, 0, 1), "F": (1, 0, 0), "R": (0, 0, -1), "B": (-1, 0, 0), "D": (1, 0, 0)}
-_UP = {"U": (0, 0, -1), "L": (0, 1, 0), "F": (0, 1, 0), "R": (0, 1, 0), "B": (0, 1, 0), "D": (0, 0, 1)}
+_NORMAL = {
+    "U": (0, 1, 0),
+    "L": (-1, 0, 0),
+    "F": (0, 0, 1),
+    "R": (1, 0, 0),
+    "B": (0, 0, -1),
+    "D": (0, -1, 0),
+}
+_RIGHT = {
+    "U": (1, 0, 0),
+    "L": (0, 0, 1),
+    "F": (1, 0, 0),
+    "R": (0, 0, -1),
+    "B": (-1, 0, 0),
+    "D": (1, 0, 0),
+}
+_UP = {
+    "U": (0, 0, -1),
+    "L": (0, 1, 0),
+    "F": (0, 1, 0),
+    "R": (0, 1, 0),
+    "B": (0, 1, 0),
+    "D": (0, 0, 1),
+}
 
 #: The twelve actions in RAGEN's order (its ids 1..12): clockwise turn, then its inverse.
 ACTIONS: tuple[str, ...] = ("U", "U'", "D", "D'", "L", "L'", "R", "R'", "F", "F'", "B", "B'")
@@ -133,7 +154,9 @@ ROTATIONS: tuple[tuple[int, ...], ...] = _whole_cube_rotations()
 
 def is_solved(state: bytes) -> bool:
     """Every face shows one colour (in any orientation of the whole cube, as RAGEN)."""
-    return all(state[b] == state[b + 1] == state[b + 2] == state[b + 3] for b in (0, 4, 8, 12, 16, 20))
+    return all(
+        state[b] == state[b + 1] == state[b + 2] == state[b + 3] for b in (0, 4, 8, 12, 16, 20)
+    )
 
 
 # ------------------------------------------------------------------ corner cubies
@@ -144,7 +167,9 @@ def _corner_slots() -> tuple[tuple[tuple[int, int, int], ...], tuple[tuple[int, 
     outside the corner, so the orientation of a cubie is the index (0, 1, 2) of its
     U/D-coloured sticker in that list.
     """
-    corners = sorted({tuple(int(v) for v in p) for p in POSITION}, key=lambda c: (-c[1], -c[2], c[0]))
+    corners = sorted(
+        {tuple(int(v) for v in p) for p in POSITION}, key=lambda c: (-c[1], -c[2], c[0])
+    )
     slots = []
     for c in corners:
         idx = [i for i in range(24) if tuple(POSITION[i]) == c]
@@ -160,7 +185,9 @@ def _corner_slots() -> tuple[tuple[tuple[int, int, int], ...], tuple[tuple[int, 
 #: The eight corner positions, U layer first; :data:`CORNER_STICKERS` gives their stickers.
 CORNERS, CORNER_STICKERS = _corner_slots()
 #: Colour triple (in slot order) of the cubie that sits in each corner of the solved cube.
-CUBIE_COLOURS: tuple[tuple[int, int, int], ...] = tuple(tuple(SOLVED[i] for i in s) for s in CORNER_STICKERS)
+CUBIE_COLOURS: tuple[tuple[int, int, int], ...] = tuple(
+    tuple(SOLVED[i] for i in s) for s in CORNER_STICKERS
+)
 #: The fixed cubie of the solved-state coordinate: the D-B-L corner (yellow, blue, orange).
 ANCHOR = CORNERS.index((-1, -1, -1))
 _UD = (0, 5)  # colours of the U and D faces (W, Y)
@@ -250,7 +277,9 @@ def parse_state(text: str) -> bytes:
     letters = [ch for ch in text.upper() if not ch.isspace() and ch not in ",[]()|:"]
     bad = sorted({ch for ch in letters if ch not in COLOURS})
     if bad:
-        raise ValueError(f"unknown sticker letter(s) {', '.join(map(repr, bad))}; use {' '.join(COLOURS)}")
+        raise ValueError(
+            f"unknown sticker letter(s) {', '.join(map(repr, bad))}; use {' '.join(COLOURS)}"
+        )
     if len(letters) != 24:
         raise ValueError(f"a 2x2 cube has 24 stickers, got {len(letters)}")
     return bytes(COLOURS.index(ch) for ch in letters)
@@ -279,26 +308,31 @@ def check_state(state: bytes) -> None:
         if found is None:
             name = "".join(COLOURS[c] for c in cols)
             where = ",".join(FACES[i // 4] + str(i % 4) for i in slot)
-            raise ValueError(f"the corner at stickers {where} shows {name}, which is no corner of the cube "
-                             "(opposite colours or a mirrored corner)")
+            raise ValueError(
+                f"the corner at stickers {where} shows {name}, which is no corner of the cube "
+                "(opposite colours or a mirrored corner)"
+            )
         perm.append(found[0])
         ori.append(found[1])
     if len(set(perm)) != 8:
         raise ValueError("some corner cubie appears twice")
     if sum(ori) % 3:
-        raise ValueError(f"the corner twists sum to {sum(ori) % 3} mod 3 (a twisted corner): unsolvable")
+        raise ValueError(
+            f"the corner twists sum to {sum(ori) % 3} mod 3 (a twisted corner): unsolvable"
+        )
 
 
 def render_net(state: bytes) -> str:
     """The unfolded net, one letter per sticker::
 
-              W W
-              W W
-          O O G G R R B B
-          O O G G R R B B
-              Y Y
-              Y Y
+        W W
+        W W
+    O O G G R R B B
+    O O G G R R B B
+        Y Y
+        Y Y
     """
+
     def row(face: int, r: int) -> str:
         b = 4 * face + 2 * r
         return f"{COLOURS[state[b]]} {COLOURS[state[b + 1]]}"

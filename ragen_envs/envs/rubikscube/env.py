@@ -98,8 +98,9 @@ class RubiksCubeEnv(TextEnv):
             state, turns = scramble(rng, depth)
             return None if is_solved(state) or not in_split(state, split) else (state, turns)
 
-        (self._state, self._scramble), self._attempts = sample_instance(self.np_random, build,
-                                                                        max_attempts=MAX_ATTEMPTS)
+        (self._state, self._scramble), self._attempts = sample_instance(
+            self.np_random, build, max_attempts=MAX_ATTEMPTS
+        )
 
     def _reset_info(self) -> dict[str, Any]:
         return {
@@ -123,15 +124,22 @@ class RubiksCubeEnv(TextEnv):
     def _step(self, action: str) -> Transition:
         name = self._aliases.get(action.strip().casefold())
         if name is None:
-            return self.invalid(f"unknown action: expected one of {' '.join(ACTIONS)}",
-                                state=self.sticker_text, distance=solver.distance(self._state))
+            return self.invalid(
+                f"unknown action: expected one of {' '.join(ACTIONS)}",
+                state=self.sticker_text,
+                distance=solver.distance(self._state),
+            )
         self._state = apply(self._state, name)
         solved = is_solved(self._state)
         return Transition(
             reward=float(self.config["solved_reward"]) if solved else 0.0,
             terminated=solved,
             success=solved,
-            info={"action": name, "state": self.sticker_text, "distance": solver.distance(self._state)},
+            info={
+                "action": name,
+                "state": self.sticker_text,
+                "distance": solver.distance(self._state),
+            },
         )
 
     def _observation(self) -> str:
@@ -140,19 +148,21 @@ class RubiksCubeEnv(TextEnv):
     @property
     def instruction(self) -> str:
         names = ", ".join(f"{c} = {n}" for c, n in zip(cube.COLOURS, cube.COLOUR_NAMES))
-        return join_lines([
-            "You are solving a scrambled 2x2x2 Rubik's Cube. It is solved when every face shows a single colour.",
-            "The observation is the unfolded cube, one letter per sticker:",
-            "the Up face on top; below it, left to right, the Left, Front, Right and Back faces; the Down face at"
-            " the bottom. Each face is drawn as seen from outside the cube (Up with Back at its top edge, Down with"
-            " Front at its top edge).",
-            f"Colours: {names}.",
-            "Actions: U, D, L, R, F, B turn that face a quarter turn clockwise as seen looking at the face;"
-            " U', D', L', R', F', B' turn it counterclockwise.",
-            f"Solving the cube gives reward {self.config['solved_reward']:g} and ends the game;"
-            " every other turn gives 0.",
-            "Answer with one or more actions separated by ||, for example <answer>R || U'</answer>.",
-        ])
+        return join_lines(
+            [
+                "You are solving a scrambled 2x2x2 Rubik's Cube. It is solved when every face shows a single colour.",
+                "The observation is the unfolded cube, one letter per sticker:",
+                "the Up face on top; below it, left to right, the Left, Front, Right and Back faces; the Down face at"
+                " the bottom. Each face is drawn as seen from outside the cube (Up with Back at its top edge, Down with"
+                " Front at its top edge).",
+                f"Colours: {names}.",
+                "Actions: U, D, L, R, F, B turn that face a quarter turn clockwise as seen looking at the face;"
+                " U', D', L', R', F', B' turn it counterclockwise.",
+                f"Solving the cube gives reward {self.config['solved_reward']:g} and ends the game;"
+                " every other turn gives 0.",
+                "Answer with one or more actions separated by ||, for example <answer>R || U'</answer>.",
+            ]
+        )
 
     # -------------------------------------------------------------- oracle
     def oracle_actions(self) -> list[str]:

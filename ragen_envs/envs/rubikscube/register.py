@@ -17,14 +17,17 @@ register_env(
     env_key="rubikscube",
     entry_point="ragen_envs.envs.rubikscube:RubiksCubeEnv",
     description="2x2x2 Rubik's Cube scrambled by one random quarter turn (RAGEN's rubikscube); "
-                "optimal-solver oracle.",
+    "optimal-solver oracle.",
     presets={
         "Depth2": ("2x2x2 cube, 2 random quarter turns.", {"scramble_depth": 2}),
         "Depth3": ("2x2x2 cube, 3 random quarter turns.", {"scramble_depth": 3}),
         "Depth5": ("2x2x2 cube, 5 random quarter turns.", {"scramble_depth": 5}),
         "Depth8": ("2x2x2 cube, 8 random quarter turns.", {"scramble_depth": 8}),
-        "Scrambled": ("2x2x2 cube, 30 random quarter turns (about a random position; optimal <= 14 turns).",
-                      {"scramble_depth": 30}, {"max_turns": 10, "max_actions_per_turn": 4}),
+        "Scrambled": (
+            "2x2x2 cube, 30 random quarter turns (about a random position; optimal <= 14 turns).",
+            {"scramble_depth": 30},
+            {"max_turns": 10, "max_actions_per_turn": 4},
+        ),
     },
     agent_defaults={"max_turns": 5, "max_actions_per_turn": 4},
 )

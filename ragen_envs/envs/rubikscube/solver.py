@@ -46,7 +46,7 @@ def _perm_rank(items: Sequence[int]) -> int:
     """Lehmer rank of a permutation of ``0..n-1`` (lexicographic order, 0 = identity)."""
     n, rank = len(items), 0
     for i, x in enumerate(items):
-        rank = rank * (n - i) + sum(1 for y in items[i + 1:] if y < x)
+        rank = rank * (n - i) + sum(1 for y in items[i + 1 :] if y < x)
     return rank
 
 
@@ -86,10 +86,10 @@ def _move_tables() -> tuple[np.ndarray, np.ndarray]:
     (lexicographic, as :func:`_perm_rank`); twist coordinate ``o`` has the base-3
     digits of row ``o`` of ``itertools.product(range(3), repeat=6)``.
     """
-    perms = np.array(list(itertools.permutations(range(7))), dtype=np.int32)      # (5040, 7)
+    perms = np.array(list(itertools.permutations(range(7))), dtype=np.int32)  # (5040, 7)
     digits = np.array(list(itertools.product(range(3), repeat=6)), dtype=np.int32)  # (729, 6)
-    twists = np.concatenate([digits, (-digits.sum(axis=1) % 3)[:, None]], axis=1)   # (729, 7)
-    later = np.triu(np.ones((7, 7), dtype=bool), 1)                                  # [i, j]: j > i
+    twists = np.concatenate([digits, (-digits.sum(axis=1) % 3)[:, None]], axis=1)  # (729, 7)
+    later = np.triu(np.ones((7, 7), dtype=bool), 1)  # [i, j]: j > i
     fact = np.array([math.factorial(6 - i) for i in range(7)], dtype=np.int32)
     place = 3 ** np.arange(5, -1, -1, dtype=np.int32)
     perm_t = np.empty((6, 5040), dtype=np.int32)
@@ -97,7 +97,9 @@ def _move_tables() -> tuple[np.ndarray, np.ndarray]:
     for m, name in enumerate(FIXED_TURNS):
         src, twist = _turn_effect(name)
         moved = perms[:, src]
-        smaller_later = ((moved[:, None, :] < moved[:, :, None]) & later).sum(axis=2)  # Lehmer digits
+        smaller_later = ((moved[:, None, :] < moved[:, :, None]) & later).sum(
+            axis=2
+        )  # Lehmer digits
         perm_t[m] = smaller_later @ fact
         ori_t[m] = ((twists[:, src] + np.array(twist, dtype=np.int32)) % 3)[:, :6] @ place
     return perm_t, ori_t
@@ -155,4 +157,3 @@ def solve(state: bytes) -> list[str]:
 def level_sizes() -> list[int]:
     """Number of positions at each distance 0, 1, ..., 14 (see the module docstring)."""
     return np.bincount(distance_table().astype(np.int64)).tolist()
-

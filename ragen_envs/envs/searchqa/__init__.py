@@ -17,6 +17,9 @@ schemas.  Importing this package imports neither ``bm25s`` nor an HTTP client.
 
 from ..._lazy import lazy_exports
 
-__getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    ".env": ["SearchQAEnv", "parse_search_action"],
-})
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        ".env": ["SearchQAEnv", "parse_search_action"],
+    },
+)

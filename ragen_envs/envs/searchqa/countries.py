@@ -33,8 +33,15 @@ from typing import Any
 
 from ...seeding import derive_seed
 
-__all__ = ["CONTINENTS", "Country", "FACTS_PATH", "build_documents", "build_questions", "load_countries",
-           "population_text"]
+__all__ = [
+    "CONTINENTS",
+    "Country",
+    "FACTS_PATH",
+    "build_documents",
+    "build_questions",
+    "load_countries",
+    "population_text",
+]
 
 #: The table of facts (tab-separated, ``#`` comments).
 FACTS_PATH = Path(__file__).resolve().parent / "country_facts.tsv"
@@ -80,8 +87,17 @@ def load_countries(path: Path = FACTS_PATH) -> list[Country]:
         cells = line.split("\t")
         if len(cells) != 9:
             raise ValueError(f"{path}:{lineno}: expected 9 tab-separated columns, got {len(cells)}")
-        c = Country(cells[0].strip(), _split(cells[1]), cells[2].strip(), _split(cells[3]), cells[4].strip(),
-                    cells[5].strip(), _split(cells[6]), _split(cells[7]), float(cells[8]))
+        c = Country(
+            cells[0].strip(),
+            _split(cells[1]),
+            cells[2].strip(),
+            _split(cells[3]),
+            cells[4].strip(),
+            cells[5].strip(),
+            _split(cells[6]),
+            _split(cells[7]),
+            float(cells[8]),
+        )
         if c.continent not in CONTINENTS:
             raise ValueError(f"{path}:{lineno}: unknown continent {c.continent!r}")
         if not c.currency_code:
@@ -103,7 +119,9 @@ def population_text(millions: float) -> str:
 
 
 def _ascii(text: str) -> str:
-    return "".join(ch for ch in unicodedata.normalize("NFKD", text) if not unicodedata.combining(ch))
+    return "".join(
+        ch for ch in unicodedata.normalize("NFKD", text) if not unicodedata.combining(ch)
+    )
 
 
 def _with_ascii(names: tuple[str, ...]) -> list[str]:
@@ -124,8 +142,12 @@ def _join(items: tuple[str, ...]) -> str:
 
 
 def _titles(c: Country) -> dict[str, str]:
-    return {"country": c.name, "economy": f"Economy of {c.name}", "demographics": f"Demographics of {c.name}",
-            "capital": c.capital}
+    return {
+        "country": c.name,
+        "economy": f"Economy of {c.name}",
+        "demographics": f"Demographics of {c.name}",
+        "capital": c.capital,
+    }
 
 
 def build_documents(countries: list[Country]) -> list[dict[str, Any]]:
@@ -135,23 +157,36 @@ def build_documents(countries: list[Country]) -> list[dict[str, Any]]:
     for c in countries:
         t = _titles(c)
         known_as = f" (also known as {_join(c.aliases)})" if c.aliases else ""
-        langs = (f"The official language of {c.name} is {c.languages[0]}." if len(c.languages) == 1 else
-                 f"The official languages of {c.name} are {_join(c.languages)}.")
+        langs = (
+            f"The official language of {c.name} is {c.languages[0]}."
+            if len(c.languages) == 1
+            else f"The official languages of {c.name} are {_join(c.languages)}."
+        )
         texts = {
             "country": f"{c.name}{known_as} is a sovereign country in {c.continent}. Its capital is {c.capital}.",
             "economy": f"The currency of {c.name} is the {c.currency} (ISO 4217 code {c.currency_code}). "
-                       f"Prices, wages and taxes in {c.name} are stated in this currency.",
+            f"Prices, wages and taxes in {c.name} are stated in this currency.",
             "demographics": f"{c.name} has a population of about {population_text(c.population_millions)} people "
-                            f"(a rounded estimate from the early 2020s). {langs}",
+            f"(a rounded estimate from the early 2020s). {langs}",
             "capital": f"{c.capital} is the capital city of {c.name}.",
         }
         base = _slug(c.name)
-        city = _slug(c.capital) if _slug(c.capital) not in country_slugs else f"{_slug(c.capital)}-city"
-        ids = {"country": base, "economy": f"{base}-economy", "demographics": f"{base}-demographics",
-               "capital": city}
+        city = (
+            _slug(c.capital)
+            if _slug(c.capital) not in country_slugs
+            else f"{_slug(c.capital)}-city"
+        )
+        ids = {
+            "country": base,
+            "economy": f"{base}-economy",
+            "demographics": f"{base}-demographics",
+            "capital": city,
+        }
         for kind in ("country", "economy", "demographics", "capital"):
             title, text = t[kind], texts[kind]
-            docs.append({"id": ids[kind], "title": title, "text": text, "contents": f'"{title}"\n{text}'})
+            docs.append(
+                {"id": ids[kind], "title": title, "text": text, "contents": f'"{title}"\n{text}'}
+            )
     return docs
 
 
@@ -171,25 +206,66 @@ def build_questions(countries: list[Country]) -> list[dict[str, Any]]:
             ("continent", f"On which continent is {c.name}?", [c.continent], [t["country"]]),
             ("currency", f"What is the currency of {c.name}?", currency, [t["economy"]]),
             ("language", f"What is an official language of {c.name}?", langs, [t["demographics"]]),
-            ("population", f"What is the approximate population of {c.name}?", pop, [t["demographics"]]),
-            ("country_of_capital", f"{y} is the capital of which country?", country, [t["capital"]]),
-            ("currency_via_capital", f"What currency is used in the country whose capital is {y}?", currency,
-             [t["capital"], t["economy"]]),
-            ("language_via_capital", f"What is an official language of the country whose capital is {y}?", langs,
-             [t["capital"], t["demographics"]]),
-            ("continent_via_capital", f"On which continent is the country whose capital is {y}?", [c.continent],
-             [t["capital"], t["country"]]),
-            ("population_via_capital", f"What is the approximate population of the country whose capital is {y}?",
-             pop, [t["capital"], t["demographics"]]),
+            (
+                "population",
+                f"What is the approximate population of {c.name}?",
+                pop,
+                [t["demographics"]],
+            ),
+            (
+                "country_of_capital",
+                f"{y} is the capital of which country?",
+                country,
+                [t["capital"]],
+            ),
+            (
+                "currency_via_capital",
+                f"What currency is used in the country whose capital is {y}?",
+                currency,
+                [t["capital"], t["economy"]],
+            ),
+            (
+                "language_via_capital",
+                f"What is an official language of the country whose capital is {y}?",
+                langs,
+                [t["capital"], t["demographics"]],
+            ),
+            (
+                "continent_via_capital",
+                f"On which continent is the country whose capital is {y}?",
+                [c.continent],
+                [t["capital"], t["country"]],
+            ),
+            (
+                "population_via_capital",
+                f"What is the approximate population of the country whose capital is {y}?",
+                pop,
+                [t["capital"], t["demographics"]],
+            ),
         ]
         h = derive_seed("searchqa-countries-yesno", c.name)
         if h % 2 == 0:
             specs.append(("yes_no", f"Is {c.name} in {c.continent}?", ["yes"], [t["country"]]))
         else:
             others = [k for k in CONTINENTS if k != c.continent]
-            specs.append(("yes_no", f"Is {c.name} in {others[(h >> 1) % len(others)]}?", ["no"], [t["country"]]))
+            specs.append(
+                (
+                    "yes_no",
+                    f"Is {c.name} in {others[(h >> 1) % len(others)]}?",
+                    ["no"],
+                    [t["country"]],
+                )
+            )
         for qtype, question, answers, titles in specs:
-            out.append({"id": f"countries-{_slug(c.name)}-{qtype.replace('_', '-')}", "question": question,
-                        "answers": list(answers), "supporting_titles": list(titles), "type": qtype,
-                        "hops": len(titles), "entity": c.name})
+            out.append(
+                {
+                    "id": f"countries-{_slug(c.name)}-{qtype.replace('_', '-')}",
+                    "question": question,
+                    "answers": list(answers),
+                    "supporting_titles": list(titles),
+                    "type": qtype,
+                    "hops": len(titles),
+                    "entity": c.name,
+                }
+            )
     return out

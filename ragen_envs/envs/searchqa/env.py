@@ -36,8 +36,24 @@ __all__ = ["SearchQAEnv", "parse_search_action"]
 _ACTION = re.compile(r"\s*(search|finish)\s*\[(.*)\]\s*", re.IGNORECASE | re.DOTALL)
 
 #: Words the random baseline draws its queries from (besides words of the question).
-_RANDOM_WORDS = ("capital", "currency", "language", "population", "continent", "country", "city", "economy",
-                 "demographics", "official", "history", "river", "president", "year", "war", "music")
+_RANDOM_WORDS = (
+    "capital",
+    "currency",
+    "language",
+    "population",
+    "continent",
+    "country",
+    "city",
+    "economy",
+    "demographics",
+    "official",
+    "history",
+    "river",
+    "president",
+    "year",
+    "war",
+    "music",
+)
 
 
 def parse_search_action(text: str) -> tuple[str, str] | None:
@@ -75,8 +91,11 @@ class SearchQAEnv(DatasetEnv):
         c = self.config
         self._retriever: Retriever | None = None
         if c["retriever"] == "http":
-            self._retriever = HttpRetriever(c["retriever_url"], protocol=c["retriever_protocol"],
-                                            timeout_s=c["retriever_timeout_s"])
+            self._retriever = HttpRetriever(
+                c["retriever_url"],
+                protocol=c["retriever_protocol"],
+                timeout_s=c["retriever_timeout_s"],
+            )
         self._queries: list[str] = []
         self._last: tuple[str, list[Hit]] | None = None
         self._final: str | None = None
@@ -126,29 +145,51 @@ class SearchQAEnv(DatasetEnv):
         c = self.config
         parsed = parse_search_action(action)
         if parsed is None:
-            return self.invalid("expected search[<query>] or finish[<answer>], e.g. search[capital of France]")
+            return self.invalid(
+                "expected search[<query>] or finish[<answer>], e.g. search[capital of France]"
+            )
         verb, arg = parsed
         if not arg:
-            return self.invalid(f"empty {verb}[...]: put a {'query' if verb == 'search' else 'answer'} "
-                                "between the brackets")
+            return self.invalid(
+                f"empty {verb}[...]: put a {'query' if verb == 'search' else 'answer'} "
+                "between the brackets"
+            )
         if verb == "search":
             if len(arg) > c["max_query_chars"]:
                 return self.invalid(f"query longer than max_query_chars ({c['max_query_chars']})")
             hits = self.retriever.retrieve([arg], int(c["topk"]))[0]
             self._queries.append(arg)
             self._last = (arg, hits)
-            return Transition(reward=0.0, info={"action_type": "search", "query": arg, "n_results": len(hits),
-                                                "result_ids": [h.document.id for h in hits],
-                                                "searches": len(self._queries)})
+            return Transition(
+                reward=0.0,
+                info={
+                    "action_type": "search",
+                    "query": arg,
+                    "n_results": len(hits),
+                    "result_ids": [h.document.id for h in hits],
+                    "searches": len(self._queries),
+                },
+            )
         if len(arg) > c["max_answer_chars"]:
             return self.invalid(f"answer longer than max_answer_chars ({c['max_answer_chars']})")
         score = score_answer(arg, self._item.answers)
         reward = qa_reward(score, mode=c["reward_mode"], f1_threshold=float(c["f1_threshold"]))
-        self._final = (f"Your answer: {arg}\nGold answer: {self._item.answers[0]}\n"
-                       f"Exact match: {'yes' if score.exact_match else 'no'}; F1: {score.f1:.3f}; reward {reward:g}.")
-        return Transition(reward=reward, terminated=True, success=score.exact_match,
-                          info={"action_type": "finish", "answer": arg, "exact_match": score.exact_match,
-                                "f1": score.f1, "searches": len(self._queries)})
+        self._final = (
+            f"Your answer: {arg}\nGold answer: {self._item.answers[0]}\n"
+            f"Exact match: {'yes' if score.exact_match else 'no'}; F1: {score.f1:.3f}; reward {reward:g}."
+        )
+        return Transition(
+            reward=reward,
+            terminated=True,
+            success=score.exact_match,
+            info={
+                "action_type": "finish",
+                "answer": arg,
+                "exact_match": score.exact_match,
+                "f1": score.f1,
+                "searches": len(self._queries),
+            },
+        )
 
     def _observation(self) -> str:
         c = self.config
@@ -158,8 +199,13 @@ class SearchQAEnv(DatasetEnv):
         if self._last is not None:
             query, hits = self._last
             lines.append(f"Results of search[{query}] (top {c['topk']}):")
-            lines.append(format_hits(hits, max_doc_chars=int(c["max_doc_chars"]),
-                                     max_total_chars=int(c["max_results_chars"])))
+            lines.append(
+                format_hits(
+                    hits,
+                    max_doc_chars=int(c["max_doc_chars"]),
+                    max_total_chars=int(c["max_results_chars"]),
+                )
+            )
         lines.append("Available actions: search[<query>], finish[<answer>]")
         return join_lines(lines)
 
@@ -168,21 +214,23 @@ class SearchQAEnv(DatasetEnv):
         c = self.config
         reward = {
             "em_or_f1": f"1 for an exact match, else your answer's F1 word overlap with the gold answer if it is at "
-                        f"least {float(c['f1_threshold']):g}, else 0",
+            f"least {float(c['f1_threshold']):g}, else 0",
             "em": "1 for an exact match, else 0",
             "f1": "your answer's F1 word overlap with the gold answer",
         }[c["reward_mode"]]
-        return join_lines([
-            "You answer a question by searching a document collection.",
-            "Each turn, take one action:",
-            f"  search[<query>]  retrieves the top {c['topk']} documents for the query (shown with ids and scores);",
-            "  finish[<answer>]  gives your final answer and ends the episode.",
-            f"Answers are compared after lower-casing and removing punctuation and articles; the reward is {reward}. "
-            "Searching earns nothing; give a short answer (a name, a number, yes or no).",
-            f"You have at most {c['max_steps']} actions; text that is not one of the two actions is invalid "
-            f"({float(c['invalid_action_reward']):g}).",
-            "Example: <answer>search[capital of France]</answer>, then <answer>finish[Paris]</answer>.",
-        ])
+        return join_lines(
+            [
+                "You answer a question by searching a document collection.",
+                "Each turn, take one action:",
+                f"  search[<query>]  retrieves the top {c['topk']} documents for the query (shown with ids and scores);",
+                "  finish[<answer>]  gives your final answer and ends the episode.",
+                f"Answers are compared after lower-casing and removing punctuation and articles; the reward is {reward}. "
+                "Searching earns nothing; give a short answer (a name, a number, yes or no).",
+                f"You have at most {c['max_steps']} actions; text that is not one of the two actions is invalid "
+                f"({float(c['invalid_action_reward']):g}).",
+                "Example: <answer>search[capital of France]</answer>, then <answer>finish[Paris]</answer>.",
+            ]
+        )
 
     # ------------------------------------------------------------ baselines
     def oracle_actions(self) -> list[str]:
@@ -192,7 +240,9 @@ class SearchQAEnv(DatasetEnv):
         """
         if self.status.is_terminal:
             return []
-        queries = list(self._item.supporting_titles) or [self._item.question[: self.config["max_query_chars"]]]
+        queries = list(self._item.supporting_titles) or [
+            self._item.question[: self.config["max_query_chars"]]
+        ]
         plan = [f"search[{q}]" for q in queries if q not in self._queries]
         return [*plan, f"finish[{self._item.answers[0]}]"]
 
@@ -207,5 +257,7 @@ class SearchQAEnv(DatasetEnv):
         if rng.random() < 0.75:
             pool = words + list(_RANDOM_WORDS)
             k = int(rng.integers(1, 4))
-            return "search[" + " ".join(pool[int(i)] for i in rng.integers(0, len(pool), size=k)) + "]"
+            return (
+                "search[" + " ".join(pool[int(i)] for i in rng.integers(0, len(pool), size=k)) + "]"
+            )
         return f"finish[{words[int(rng.integers(len(words)))]}]"

@@ -92,8 +92,10 @@ def detect_format(record: Mapping[str, Any]) -> str:
             return "nq_open"
         if "answers" in record:
             return "ragen"
-    raise DataSourceError(f"cannot tell the question format from keys {sorted(record)}; "
-                          f"set data_format to one of {', '.join(FORMATS)}")
+    raise DataSourceError(
+        f"cannot tell the question format from keys {sorted(record)}; "
+        f"set data_format to one of {', '.join(FORMATS)}"
+    )
 
 
 def _as_list(value: Any) -> list[str]:
@@ -123,7 +125,9 @@ def _nq_answers(record: Mapping[str, Any]) -> list[str]:
         tokens = record["document_tokens"]
 
         def span(start: int, end: int) -> str:
-            return " ".join(str(t["token"]) for t in tokens[start:end] if not t.get("html_token", False))
+            return " ".join(
+                str(t["token"]) for t in tokens[start:end] if not t.get("html_token", False)
+            )
     else:
         words = str(record.get("document_text", "")).split(" ")
 
@@ -163,7 +167,11 @@ def qa_item_from_record(record: Mapping[str, Any], fmt: str = "auto") -> QAItem 
             question = str(record["question"])
             answers = _unique(_as_list(record.get("answer")))
             titles = _unique([str(sf[0]) for sf in record.get("supporting_facts") or []])
-            qtype, key, ident = str(record.get("type", "")), question, record.get("_id", record.get("id"))
+            qtype, key, ident = (
+                str(record.get("type", "")),
+                question,
+                record.get("_id", record.get("id")),
+            )
         elif fmt == "nq":
             question = str(record["question_text"])
             answers = _unique(_nq_answers(record))
@@ -176,11 +184,20 @@ def qa_item_from_record(record: Mapping[str, Any], fmt: str = "auto") -> QAItem 
             titles, qtype, key, ident = (), "", question, record.get("id")
         elif fmt == "search_r1":
             question = str(record["question"])
-            gold = record["golden_answers"] if "golden_answers" in record else record["ground_truth"]
+            gold = (
+                record["golden_answers"] if "golden_answers" in record else record["ground_truth"]
+            )
             answers = _unique(_as_list(gold))
-            titles, qtype, key, ident = (), str(record.get("data_source", "")), question, record.get("id")
+            titles, qtype, key, ident = (
+                (),
+                str(record.get("data_source", "")),
+                question,
+                record.get("id"),
+            )
         else:
-            raise DataSourceError(f"unknown question format {fmt!r}; known: auto, {', '.join(FORMATS)}")
+            raise DataSourceError(
+                f"unknown question format {fmt!r}; known: auto, {', '.join(FORMATS)}"
+            )
     except KeyError as exc:
         raise DataSourceError(f"{fmt} record lacks the field {exc.args[0]!r}") from None
     question = question.strip()
@@ -189,4 +206,6 @@ def qa_item_from_record(record: Mapping[str, Any], fmt: str = "auto") -> QAItem 
     if ident is None or str(ident) == "":
         ident = f"{fmt}-{hashlib.blake2b(question.encode('utf-8'), digest_size=6).hexdigest()}"
     hops = int(record.get("hops", 0) or 0) or max(1, len(titles))
-    return QAItem(str(ident), question, answers, titles, qtype, hops, key, record.get(SOURCE_SPLIT_KEY))
+    return QAItem(
+        str(ident), question, answers, titles, qtype, hops, key, record.get(SOURCE_SPLIT_KEY)
+    )

@@ -18,7 +18,7 @@ register_env(
     env_key="searchqa",
     entry_point="ragen_envs.envs.searchqa:SearchQAEnv",
     description="Answer a question with search[query] / finish[answer] over a BM25 index (bundled country passages) "
-                "or a retrieval server; EM/F1 reward.",
+    "or a retrieval server; EM/F1 reward.",
     procedural=False,
     agent_defaults={"max_turns": 5, "max_actions_per_turn": 1},
 )

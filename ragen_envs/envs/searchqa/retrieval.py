@@ -111,7 +111,9 @@ class Document:
             return cls.from_record({**contents, "id": contents.get("id", ident)}, ident)
         if isinstance(contents, str):
             return cls._from_contents(ident, contents)
-        raise DataSourceError(f"a corpus record needs 'contents' or 'text'; got keys {sorted(record)}")
+        raise DataSourceError(
+            f"a corpus record needs 'contents' or 'text'; got keys {sorted(record)}"
+        )
 
     @classmethod
     def _from_contents(cls, ident: str, contents: str) -> Document:
@@ -154,7 +156,11 @@ def documents_from_records(records: Iterable[Mapping[str, Any]]) -> list[Documen
             for title, sentences in rec["context"]:
                 if title not in seen_titles:
                     seen_titles.add(title)
-                    docs.append(Document(str(title), str(title), " ".join(str(s).strip() for s in sentences)))
+                    docs.append(
+                        Document(
+                            str(title), str(title), " ".join(str(s).strip() for s in sentences)
+                        )
+                    )
             continue
         docs.append(Document.from_record(rec, default_id=str(i)))
     return docs
@@ -197,13 +203,18 @@ class BM25Retriever:
 
         start = time.perf_counter()
         self.documents = tuple(documents)
-        self._index = BM25Index([f"{d.title}\n{d.text}" for d in self.documents], extra="search",
-                                purpose="the SearchQA BM25 retriever")
+        self._index = BM25Index(
+            [f"{d.title}\n{d.text}" for d in self.documents],
+            extra="search",
+            purpose="the SearchQA BM25 retriever",
+        )
         self.build_seconds = time.perf_counter() - start
 
     def retrieve(self, queries: Sequence[str], topk: int) -> list[list[Hit]]:
         """Best-first hits per query; ties by corpus order; zero-score documents left out."""
-        return [[Hit(self.documents[i], s) for i, s in self._index.search(q, topk)] for q in queries]
+        return [
+            [Hit(self.documents[i], s) for i, s in self._index.search(q, topk)] for q in queries
+        ]
 
 
 @functools.lru_cache(maxsize=4)
@@ -224,7 +235,9 @@ def parse_search_r1_response(payload: Any, n_queries: int) -> list[list[Hit]]:
     """
     result = payload.get("result") if isinstance(payload, Mapping) else payload
     if not isinstance(result, list) or len(result) != n_queries:
-        raise RetrievalError(f"expected a 'result' list with {n_queries} entries, got {_shape(payload)}")
+        raise RetrievalError(
+            f"expected a 'result' list with {n_queries} entries, got {_shape(payload)}"
+        )
     out: list[list[Hit]] = []
     for per_query in result:
         if not isinstance(per_query, list):
@@ -251,8 +264,10 @@ def parse_ragen_response(payload: Any) -> list[Hit]:
     results = payload.get("results") if isinstance(payload, Mapping) else None
     if not isinstance(results, list):
         raise RetrievalError(f"expected a 'results' list, got {_shape(payload)}")
-    return [Hit(_document(item, j), _score(item.get("score") if isinstance(item, Mapping) else None))
-            for j, item in enumerate(results)]
+    return [
+        Hit(_document(item, j), _score(item.get("score") if isinstance(item, Mapping) else None))
+        for j, item in enumerate(results)
+    ]
 
 
 def _document(doc: Any, j: int) -> Document:
@@ -310,23 +325,37 @@ class HttpRetriever:
 
         if self._opener is None:
             host = urllib.parse.urlsplit(self.url).hostname or ""
-            handlers = [urllib.request.ProxyHandler({})] if host in ("127.0.0.1", "localhost", "::1") else []
+            handlers = (
+                [urllib.request.ProxyHandler({})]
+                if host in ("127.0.0.1", "localhost", "::1")
+                else []
+            )
             self._opener = urllib.request.build_opener(*handlers)
         data = json.dumps(body).encode("utf-8")
-        req = urllib.request.Request(self.url, data=data, method="POST",
-                                     headers={"Content-Type": "application/json", "Accept": "application/json"})
+        req = urllib.request.Request(
+            self.url,
+            data=data,
+            method="POST",
+            headers={"Content-Type": "application/json", "Accept": "application/json"},
+        )
         where = f"retrieval server {self.url} ({self.protocol} protocol)"
         try:
             with self._opener.open(req, timeout=self.timeout_s) as resp:
                 raw = resp.read(MAX_RESPONSE_BYTES + 1)
         except urllib.error.HTTPError as exc:
             detail = exc.read(500).decode("utf-8", errors="replace") if exc.fp is not None else ""
-            raise RetrievalError(f"{where} answered HTTP {exc.code} {exc.reason}: {detail}".rstrip(": ")) from None
+            raise RetrievalError(
+                f"{where} answered HTTP {exc.code} {exc.reason}: {detail}".rstrip(": ")
+            ) from None
         except urllib.error.URLError as exc:
             if isinstance(exc.reason, TimeoutError):
-                raise RetrievalError(f"{where} did not answer within {self.timeout_s:g} s") from None
-            raise RetrievalError(f"cannot reach {where}: {exc.reason} (is the server running? start a local "
-                                 "one with `python -m ragen_envs.envs.searchqa.serve --port 8000`)") from None
+                raise RetrievalError(
+                    f"{where} did not answer within {self.timeout_s:g} s"
+                ) from None
+            raise RetrievalError(
+                f"cannot reach {where}: {exc.reason} (is the server running? start a local "
+                "one with `python -m ragen_envs.envs.searchqa.serve --port 8000`)"
+            ) from None
         except TimeoutError:
             raise RetrievalError(f"{where} did not answer within {self.timeout_s:g} s") from None
         except OSError as exc:
@@ -348,7 +377,10 @@ class HttpRetriever:
         if self.protocol == "search-r1":
             payload = self._post({"queries": queries, "topk": int(topk), "return_scores": True})
             return [hits[:topk] for hits in parse_search_r1_response(payload, len(queries))]
-        return [parse_ragen_response(self._post({"query": q, "top_k": int(topk)}))[:topk] for q in queries]
+        return [
+            parse_ragen_response(self._post({"query": q, "top_k": int(topk)}))[:topk]
+            for q in queries
+        ]
 
 
 # ------------------------------------------------------------- rendering

@@ -79,13 +79,23 @@ def handle_retrieve(retriever: BM25Retriever, body: Any, default_topk: int) -> d
             raise RequestError("'query' must be a string")
         k = _topk(body.get("top_k", body.get("k")), default_topk)
         hits = retriever.retrieve([query], k)[0]
-        results = [{"id": h.document.id, "content": h.document.contents, "score": h.score} for h in hits]
+        results = [
+            {"id": h.document.id, "content": h.document.contents, "score": h.score} for h in hits
+        ]
         return {"query": query, "method": "bm25", "results": results, "num_results": len(results)}
-    raise RequestError("expected {'queries': [...], 'topk': k} (Search-R1) or {'query': q, 'top_k': k} (RAGEN)")
+    raise RequestError(
+        "expected {'queries': [...], 'topk': k} (Search-R1) or {'query': q, 'top_k': k} (RAGEN)"
+    )
 
 
-def make_server(retriever: BM25Retriever, host: str = "127.0.0.1", port: int = 8000, *,
-                default_topk: int = 3, verbose: bool = False) -> ThreadingHTTPServer:
+def make_server(
+    retriever: BM25Retriever,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    *,
+    default_topk: int = 3,
+    verbose: bool = False,
+) -> ThreadingHTTPServer:
     """A threaded HTTP server for ``retriever`` (not started; call ``serve_forever``).
 
     Args:
@@ -107,9 +117,15 @@ def make_server(retriever: BM25Retriever, host: str = "127.0.0.1", port: int = 8
 
         def do_GET(self) -> None:  # noqa: N802 - http.server API
             if self.path.rstrip("/") == "/health":
-                self._send(200, {"status": "healthy", "corpus_size": len(retriever.documents), "index": "bm25"})
+                self._send(
+                    200,
+                    {"status": "healthy", "corpus_size": len(retriever.documents), "index": "bm25"},
+                )
             else:
-                self._send(404, {"error": f"no such endpoint {self.path}; use POST /retrieve or GET /health"})
+                self._send(
+                    404,
+                    {"error": f"no such endpoint {self.path}; use POST /retrieve or GET /health"},
+                )
 
         def do_POST(self) -> None:  # noqa: N802 - http.server API
             if self.path.rstrip("/") != "/retrieve":
@@ -139,8 +155,9 @@ def make_server(retriever: BM25Retriever, host: str = "127.0.0.1", port: int = 8
     return ThreadingHTTPServer((host, port), Handler)
 
 
-def serve_in_thread(retriever: BM25Retriever, host: str = "127.0.0.1", port: int = 0,
-                    **kwargs: Any) -> tuple[ThreadingHTTPServer, str]:
+def serve_in_thread(
+    retriever: BM25Retriever, host: str = "127.0.0.1", port: int = 0, **kwargs: Any
+) -> tuple[ThreadingHTTPServer, str]:
     """Start :func:`make_server` in a daemon thread; return ``(server, retrieve_url)``.
 
     Stop it with ``server.shutdown(); server.server_close()``.  ``port=0`` picks a free port.
@@ -153,20 +170,32 @@ def serve_in_thread(retriever: BM25Retriever, host: str = "127.0.0.1", port: int
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point (see the module docstring)."""
-    parser = argparse.ArgumentParser(prog="python -m ragen_envs.envs.searchqa.serve",
-                                     description="Serve a BM25 index over the Search-R1 / RAGEN retrieval protocol.")
-    parser.add_argument("--corpus", default="bundled:searchqa-countries-corpus",
-                        help="corpus source spec: bundled:<name>, a JSONL/JSON/parquet file or directory")
+    parser = argparse.ArgumentParser(
+        prog="python -m ragen_envs.envs.searchqa.serve",
+        description="Serve a BM25 index over the Search-R1 / RAGEN retrieval protocol.",
+    )
+    parser.add_argument(
+        "--corpus",
+        default="bundled:searchqa-countries-corpus",
+        help="corpus source spec: bundled:<name>, a JSONL/JSON/parquet file or directory",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port (0 = any free port)")
-    parser.add_argument("--topk", type=int, default=3, help="topk when a request names none (default 3)")
+    parser.add_argument(
+        "--topk", type=int, default=3, help="topk when a request names none (default 3)"
+    )
     parser.add_argument("--verbose", action="store_true", help="log every request")
     args = parser.parse_args(argv)
     retriever = local_bm25_retriever(args.corpus)
-    server = make_server(retriever, args.host, args.port, default_topk=args.topk, verbose=args.verbose)
+    server = make_server(
+        retriever, args.host, args.port, default_topk=args.topk, verbose=args.verbose
+    )
     host, port = server.server_address[:2]
-    print(f"Serving {len(retriever.documents)} documents on http://{host}:{port}/retrieve "
-          f"(index built in {retriever.build_seconds:.2f} s)", flush=True)
+    print(
+        f"Serving {len(retriever.documents)} documents on http://{host}:{port}/retrieve "
+        f"(index built in {retriever.build_seconds:.2f} s)",
+        flush=True,
+    )
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -17,9 +17,12 @@ Config and info schemas: ``config.schema.json``, ``info.schema.json`` beside the
 
 from ..._lazy import lazy_exports
 
-__getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    ".env": ["SokobanEnv"],
-    ".room": ["ACTION_NAMES", "Layout", "Puzzle"],
-    ".solver": ["SolverBudgetExceeded", "solve"],
-    ".xsb": ["XSBError", "format_level", "format_levels", "load_xsb", "parse_xsb"],
-})
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        ".env": ["SokobanEnv"],
+        ".room": ["ACTION_NAMES", "Layout", "Puzzle"],
+        ".solver": ["SolverBudgetExceeded", "solve"],
+        ".xsb": ["XSBError", "format_level", "format_levels", "load_xsb", "parse_xsb"],
+    },
+)

@@ -85,9 +85,12 @@ class SokobanEnv(TextEnv):
         else:
             h, w = cfg["dim_room"]
             if not fallback_possible(h, w, cfg["num_boxes"]):
-                raise ConfigError(self.env_key, "num_boxes",
-                                  f"{cfg['num_boxes']} boxes do not fit a {h}x{w} room "
-                                  f"(at most max(dim_room) - 2 = {max(h, w) - 2})")
+                raise ConfigError(
+                    self.env_key,
+                    "num_boxes",
+                    f"{cfg['num_boxes']} boxes do not fit a {h}x{w} room "
+                    f"(at most max(dim_room) - 2 = {max(h, w) - 2})",
+                )
         self._puzzle: Puzzle | None = None
         self._player = 0
         self._boxes: set[int] = set()
@@ -98,7 +101,9 @@ class SokobanEnv(TextEnv):
         self._template: list[str] = []
 
     # --------------------------------------------------------------- reset
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
         """Start an episode (see :meth:`TextEnv.reset`); the seed also picks the fixed level."""
         self._seed_arg = seed
         return super().reset(seed=seed, options=options)
@@ -127,12 +132,22 @@ class SokobanEnv(TextEnv):
             max_distance = min(int(cfg["search_depth"]), int(cfg["max_steps"]))
 
             def build(rng):
-                return generate_room(rng, height=h, width=w, num_boxes=nb, max_distance=max_distance,
-                                     max_states=int(cfg["max_search_states"]), split=cfg["split"])
+                return generate_room(
+                    rng,
+                    height=h,
+                    width=w,
+                    num_boxes=nb,
+                    max_distance=max_distance,
+                    max_states=int(cfg["max_search_states"]),
+                    split=cfg["split"],
+                )
 
             room, self._attempts = sample_instance(
-                self.np_random, build, max_attempts=int(cfg["max_generation_attempts"]),
-                fallback=lambda: fallback_room(h, w, nb, cfg["split"]))
+                self.np_random,
+                build,
+                max_attempts=int(cfg["max_generation_attempts"]),
+                fallback=lambda: fallback_room(h, w, nb, cfg["split"]),
+            )
             self._puzzle = room.puzzle
             self._distance = room.optimal_distance
             self._fallback = room.fallback
@@ -164,8 +179,11 @@ class SokobanEnv(TextEnv):
         assert pz is not None
         name = self.match_action(action)
         if name is None:
-            return self.invalid("not an action: expected one of Up, Down, Left, Right",
-                                pushed=False, boxes_on_target=self._on_target())
+            return self.invalid(
+                "not an action: expected one of Up, Down, Left, Right",
+                pushed=False,
+                boxes_on_target=self._on_target(),
+            )
         move = apply_action(pz.layout, self._player, self._boxes, _ACTION_INDEX[name])
         self._player = move.player
         on = self._on_target()
@@ -181,7 +199,14 @@ class SokobanEnv(TextEnv):
     # ------------------------------------------------------------- render
     def _observation(self) -> str:
         assert self._puzzle is not None
-        return render(self._format, self._puzzle.layout, self._player, self._boxes, self._vocab, self._template)
+        return render(
+            self._format,
+            self._puzzle.layout,
+            self._player,
+            self._boxes,
+            self._vocab,
+            self._template,
+        )
 
     @property
     def instruction(self) -> str:
@@ -204,9 +229,11 @@ class SokobanEnv(TextEnv):
         if fmt in ("grid", "grid_coord"):
             lines.append(f"The meaning of each symbol in the grid: {legend(self._vocab)}.")
         if fmt in ("coord", "grid_coord"):
-            lines.append("Positions are (row, column), zero-indexed from the top-left cell. "
-                         "'Targets' lists every target, 'Boxes' every box, and 'Boxes on target' "
-                         "the boxes already on a target.")
+            lines.append(
+                "Positions are (row, column), zero-indexed from the top-left cell. "
+                "'Targets' lists every target, 'Boxes' every box, and 'Boxes on target' "
+                "the boxes already on a target."
+            )
         lines += [
             f"The available actions are: {', '.join(ACTION_NAMES)}.",
             "You may give several actions in one answer, separated by ||; they are carried out in order.",
@@ -228,7 +255,9 @@ class SokobanEnv(TextEnv):
             return []
         key = (self._player, tuple(sorted(self._boxes)))
         if key != self._plan_key:
-            plan = solve(self._puzzle.layout, key[0], key[1], max_nodes=int(self.config["solver_max_nodes"]))
+            plan = solve(
+                self._puzzle.layout, key[0], key[1], max_nodes=int(self.config["solver_max_nodes"])
+            )
             self._plan = [] if plan is None else [ACTION_NAMES[a] for a in plan]
             self._plan_key = key
         return list(self._plan)

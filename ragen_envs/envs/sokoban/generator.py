@@ -160,10 +160,12 @@ def _fallback_variants(height: int, width: int, num_boxes: int) -> Iterator[tupl
             for cb in range(2, frame_w - 2):
                 for r0 in range(1, frame_h - n):
                     for walled in (False, True):
+
                         def to_flat(r: int, c: int) -> int:
                             if mirror:
                                 c = frame_w - 1 - c
                             return c * width + r if transpose else r * width + c
+
                         walls = bytearray(b"\x01" * (height * width))
                         for r in range(1, frame_h - 1):
                             for c in range(1, frame_w - 1):

@@ -44,10 +44,12 @@ def load_level_source(spec: str) -> tuple[Puzzle, ...]:
 @functools.lru_cache(maxsize=16)
 def _load_cached(spec: str) -> tuple[Puzzle, ...]:
     if spec.startswith(BUILTIN_PREFIX):
-        name = spec[len(BUILTIN_PREFIX):]
+        name = spec[len(BUILTIN_PREFIX) :]
         if name not in builtin_names():
-            raise XSBError(f"no built-in level set {name!r}; available: {', '.join(builtin_names())}",
-                           source=spec)
+            raise XSBError(
+                f"no built-in level set {name!r}; available: {', '.join(builtin_names())}",
+                source=spec,
+            )
         ref = resources.files(__package__) / "levels" / f"{name}.xsb"
         return tuple(parse_xsb(ref.read_text(encoding="utf-8"), source=spec))
     return tuple(parse_xsb(spec, source="<inline levels>"))

@@ -21,25 +21,48 @@ from collections.abc import Iterable, Mapping
 from .room import Layout
 
 #: Cell kinds, in RAGEN's ``grid_lookup`` order 0..6 (reference section 1.3).
-VOCAB_KEYS: tuple[str, ...] = ("wall", "empty", "target", "box_on_target", "box", "player", "player_on_target")
+VOCAB_KEYS: tuple[str, ...] = (
+    "wall",
+    "empty",
+    "target",
+    "box_on_target",
+    "box",
+    "player",
+    "player_on_target",
+)
 
 #: RAGEN's default symbols (``grid_lookup``, reference section 1.3).
 DEFAULT_GRID_VOCAB: dict[str, str] = {
-    "wall": "#", "empty": "_", "target": "O", "box_on_target": "\u221a", "box": "X",
-    "player": "P", "player_on_target": "S",
+    "wall": "#",
+    "empty": "_",
+    "target": "O",
+    "box_on_target": "\u221a",
+    "box": "X",
+    "player": "P",
+    "player_on_target": "S",
 }
 
 #: The alternative symbols of RAGEN's ``SokobanDifferentGridVocab`` preset
 #: (``W . G C B A @`` in ``grid_lookup`` order, reference section 1.2).
 ALT_GRID_VOCAB: dict[str, str] = {
-    "wall": "W", "empty": ".", "target": "G", "box_on_target": "C", "box": "B",
-    "player": "A", "player_on_target": "@",
+    "wall": "W",
+    "empty": ".",
+    "target": "G",
+    "box_on_target": "C",
+    "box": "B",
+    "player": "A",
+    "player_on_target": "@",
 }
 
 #: How the legend names each cell kind.
 VOCAB_MEANINGS: dict[str, str] = {
-    "wall": "wall", "empty": "empty floor", "target": "target", "box_on_target": "box on a target",
-    "box": "box", "player": "player", "player_on_target": "player on a target",
+    "wall": "wall",
+    "empty": "empty floor",
+    "target": "target",
+    "box_on_target": "box on a target",
+    "box": "box",
+    "player": "player",
+    "player_on_target": "player on a target",
 }
 
 OBSERVATION_FORMATS: tuple[str, ...] = ("grid", "coord", "grid_coord")
@@ -57,13 +80,17 @@ def resolve_vocab(overrides: Mapping[str, str] | None) -> dict[str, str]:
         if k not in vocab:
             raise ValueError(f"unknown cell kind {k!r}; known: {', '.join(VOCAB_KEYS)}")
         if not isinstance(v, str) or len(v) != 1 or v in "\r\n":
-            raise ValueError(f"symbol of {k!r} must be one character other than a line break, got {v!r}")
+            raise ValueError(
+                f"symbol of {k!r} must be one character other than a line break, got {v!r}"
+            )
         vocab[k] = v
     seen: dict[str, str] = {}
     for k in VOCAB_KEYS:
         s = vocab[k]
         if s in seen:
-            raise ValueError(f"{k!r} and {seen[s]!r} share the symbol {s!r}; symbols must be distinct")
+            raise ValueError(
+                f"{k!r} and {seen[s]!r} share the symbol {s!r}; symbols must be distinct"
+            )
         seen[s] = k
     return vocab
 
@@ -93,8 +120,13 @@ def grid_template(layout: Layout, vocab: Mapping[str, str]) -> list[str]:
     return out
 
 
-def render_grid(layout: Layout, player: int, boxes: Iterable[int], vocab: Mapping[str, str],
-                template: list[str] | None = None) -> str:
+def render_grid(
+    layout: Layout,
+    player: int,
+    boxes: Iterable[int],
+    vocab: Mapping[str, str],
+    template: list[str] | None = None,
+) -> str:
     """The grid render: one symbol per cell, rows joined by ``\n`` (no trailing newline).
 
     ``template`` is :func:`grid_template` of the same ``layout`` and ``vocab`` when the
@@ -104,7 +136,9 @@ def render_grid(layout: Layout, player: int, boxes: Iterable[int], vocab: Mappin
     cells = (grid_template(layout, vocab) if template is None else template).copy()
     targets = layout.target_set
     w = layout.width
-    cells[player + player // w] = vocab["player_on_target"] if player in targets else vocab["player"]
+    cells[player + player // w] = (
+        vocab["player_on_target"] if player in targets else vocab["player"]
+    )
     for b in boxes:
         cells[b + b // w] = vocab["box_on_target"] if b in targets else vocab["box"]
     return "".join(cells)
@@ -132,19 +166,27 @@ def render_coord(layout: Layout, player: int, boxes: Iterable[int]) -> str:
     targets = layout.target_set
     walls = [i for i, x in enumerate(layout.walls) if x]
     pr, pc = layout.rc(player)
-    return "\n".join([
-        f"Board size: {layout.height} rows x {layout.width} columns; "
-        "positions are (row, column), zero-indexed from the top-left.",
-        f"Walls: {_cells(layout, walls)}",
-        f"Targets: {_cells(layout, targets)}",
-        f"Boxes: {_cells(layout, box_set)}",
-        f"Boxes on target: {_cells(layout, box_set & targets)}",
-        f"Player: ({pr}, {pc})",
-    ])
+    return "\n".join(
+        [
+            f"Board size: {layout.height} rows x {layout.width} columns; "
+            "positions are (row, column), zero-indexed from the top-left.",
+            f"Walls: {_cells(layout, walls)}",
+            f"Targets: {_cells(layout, targets)}",
+            f"Boxes: {_cells(layout, box_set)}",
+            f"Boxes on target: {_cells(layout, box_set & targets)}",
+            f"Player: ({pr}, {pc})",
+        ]
+    )
 
 
-def render(fmt: str, layout: Layout, player: int, boxes: Iterable[int], vocab: Mapping[str, str],
-           template: list[str] | None = None) -> str:
+def render(
+    fmt: str,
+    layout: Layout,
+    player: int,
+    boxes: Iterable[int],
+    vocab: Mapping[str, str],
+    template: list[str] | None = None,
+) -> str:
     """Render in observation format ``fmt`` (``grid``, ``coord`` or ``grid_coord``).
 
     ``template``: :func:`grid_template` of ``layout`` and ``vocab``, if the caller keeps it.
@@ -158,6 +200,10 @@ def render(fmt: str, layout: Layout, player: int, boxes: Iterable[int], vocab: M
     if fmt == "coord":
         return render_coord(layout, player, boxes)
     if fmt == "grid_coord":
-        return ("Coordinates:\n" + render_coord(layout, player, boxes)
-                + "\nGrid map:\n" + render_grid(layout, player, boxes, vocab, template))
+        return (
+            "Coordinates:\n"
+            + render_coord(layout, player, boxes)
+            + "\nGrid map:\n"
+            + render_grid(layout, player, boxes, vocab, template)
+        )
     raise ValueError(f"unknown observation format {fmt!r}; expected one of {OBSERVATION_FORMATS}")

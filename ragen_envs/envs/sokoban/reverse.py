@@ -144,14 +144,21 @@ def reverse_search(
     return ReverseResult(best_depth, tuple(best), len(visited), not full and not frontier, None)
 
 
-def optimal_distance(layout: Layout, player: int, boxes: tuple[int, ...], *, max_states: int,
-                     max_depth: int = 1 << 30) -> int | None:
+def optimal_distance(
+    layout: Layout,
+    player: int,
+    boxes: tuple[int, ...],
+    *,
+    max_states: int,
+    max_depth: int = 1 << 30,
+) -> int | None:
     """Exact optimal solution length (steps) of the state ``(player, boxes)`` by reverse play.
 
     Returns:
         The distance, or ``None`` if the state was not reached within the budgets
         (unsolvable, or too far/large to tell).
     """
-    res = reverse_search(layout, max_depth=max_depth, max_states=max_states,
-                         stop_at=pack(layout, player, boxes))
+    res = reverse_search(
+        layout, max_depth=max_depth, max_states=max_states, stop_at=pack(layout, player, boxes)
+    )
     return res.found

@@ -62,7 +62,9 @@ def push_distances(layout: Layout) -> tuple[int, ...]:
     return tuple(dist)
 
 
-def solve(layout: Layout, player: int, boxes: tuple[int, ...], *, max_nodes: int = 2_000_000) -> tuple[int, ...] | None:
+def solve(
+    layout: Layout, player: int, boxes: tuple[int, ...], *, max_nodes: int = 2_000_000
+) -> tuple[int, ...] | None:
     """A shortest action sequence from ``(player, boxes)`` to a solved state.
 
     Results are memoised per ``(layout, player, boxes, max_nodes)`` (the fixed-level
@@ -85,7 +87,9 @@ def solve(layout: Layout, player: int, boxes: tuple[int, ...], *, max_nodes: int
 
 
 @lru_cache(maxsize=512)
-def _solve(layout: Layout, player: int, boxes: tuple[int, ...], max_nodes: int) -> tuple[int, ...] | None:
+def _solve(
+    layout: Layout, player: int, boxes: tuple[int, ...], max_nodes: int
+) -> tuple[int, ...] | None:
     walls = layout.walls
     deltas = layout.deltas
     dist = push_distances(layout)

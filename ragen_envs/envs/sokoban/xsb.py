@@ -116,13 +116,23 @@ def parse_xsb(text: str, *, source: str = "<xsb>") -> list[Puzzle]:
             title = stripped[1:].strip()
         elif stripped.lower().startswith("title:"):
             title = stripped[6:].strip()
-        elif any(ch.isdigit() for ch in stripped) and "#" in stripped and all(ch in _RLE_CHARS for ch in stripped):
-            raise XSBError("run-length encoded rows are not supported; expand them first",
-                           source=source, level=len(levels) + 1, line=number)
+        elif (
+            any(ch.isdigit() for ch in stripped)
+            and "#" in stripped
+            and all(ch in _RLE_CHARS for ch in stripped)
+        ):
+            raise XSBError(
+                "run-length encoded rows are not supported; expand them first",
+                source=source,
+                level=len(levels) + 1,
+                line=number,
+            )
     flush()
     if not levels:
-        raise XSBError("no level found (a board line holds only '#@+$*. -_' and at least one '#')",
-                       source=source)
+        raise XSBError(
+            "no level found (a board line holds only '#@+$*. -_' and at least one '#')",
+            source=source,
+        )
     return levels
 
 
@@ -149,7 +159,11 @@ def _board_to_puzzle(rows: Sequence[str], title: str, source: str, level: int, l
                 goals.append(i)
     if len(players) != 1:
         where = ", ".join(str(divmod(p, w)) for p in players)
-        raise fail("no player ('@' or '+')" if not players else f"{len(players)} players at {where}; expected one")
+        raise fail(
+            "no player ('@' or '+')"
+            if not players
+            else f"{len(players)} players at {where}; expected one"
+        )
     if not boxes:
         raise fail("no box ('$' or '*')")
     if len(boxes) != len(goals):
@@ -171,7 +185,9 @@ def _board_to_puzzle(rows: Sequence[str], title: str, source: str, level: int, l
     for kind, cells in (("box", boxes), ("goal", goals)):
         for i in cells:
             if not inside[i]:
-                raise fail(f"{kind} at {divmod(i, w)} is outside the walls (the player cannot reach it)")
+                raise fail(
+                    f"{kind} at {divmod(i, w)} is outside the walls (the player cannot reach it)"
+                )
     walls = bytes(0 if inside[i] else 1 for i in range(h * w))
     try:
         layout = Layout(h, w, walls, tuple(sorted(goals)))
@@ -219,7 +235,9 @@ def _exterior(layout: Layout) -> bytearray:
     return out
 
 
-def format_board(puzzle: Puzzle, player: int | None = None, boxes: Iterable[int] | None = None) -> str:
+def format_board(
+    puzzle: Puzzle, player: int | None = None, boxes: Iterable[int] | None = None
+) -> str:
     """The XSB board of ``puzzle`` (or of another state of its layout), rows joined by ``\\n``.
 
     Rows and columns that lie wholly outside the walls are left out, so the text of a

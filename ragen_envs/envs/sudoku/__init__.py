@@ -9,10 +9,13 @@ Modules: :mod:`.grid` (geometry, text form), :mod:`.solver` (exact search),
 
 from ..._lazy import lazy_exports
 
-__getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    ".env": ["SudokuEnv"],
-    ".generator": ["EMPTY_CELLS", "Puzzle", "generate_attempt"],
-    ".grid": ["from_text", "geometry", "to_text"],
-    ".moves": ["Move", "parse_move"],
-    ".solver": ["SearchBudgetExceeded", "count_solutions", "random_solution", "solve"],
-})
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        ".env": ["SudokuEnv"],
+        ".generator": ["EMPTY_CELLS", "Puzzle", "generate_attempt"],
+        ".grid": ["from_text", "geometry", "to_text"],
+        ".moves": ["Move", "parse_move"],
+        ".solver": ["SearchBudgetExceeded", "count_solutions", "random_solution", "solve"],
+    },
+)

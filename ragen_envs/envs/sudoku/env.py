@@ -82,7 +82,10 @@ class SudokuEnv(TextEnv):
             target = EMPTY_CELLS[n][self.config["difficulty"]]
             split = self.config["split"]
             puzzle, self._attempts = sample_instance(
-                self.np_random, lambda rng: generate_attempt(rng, n, target, split), max_attempts=MAX_ATTEMPTS)
+                self.np_random,
+                lambda rng: generate_attempt(rng, n, target, split),
+                max_attempts=MAX_ATTEMPTS,
+            )
         self._g = geometry(puzzle.n)
         self._givens, self._solution = puzzle.givens, puzzle.solution
         self._grid = list(puzzle.givens)
@@ -100,13 +103,19 @@ class SudokuEnv(TextEnv):
         except SearchBudgetExceeded:
             raise ValueError("puzzle too hard to check for a unique solution") from None
         if len(sols) != 1:
-            raise ValueError(f"a puzzle must have exactly one solution, this one has {'none' if not sols else 'several'}")
+            raise ValueError(
+                f"a puzzle must have exactly one solution, this one has {'none' if not sols else 'several'}"
+            )
         if all(givens):
             raise ValueError("the puzzle has no empty cell")
         return Puzzle(tuple(givens), tuple(sols[0]))
 
     def _reset_info(self) -> dict[str, Any]:
-        return {"size": self._g.n, "empty_cells": self.empty_cells, "generation_attempts": self._attempts}
+        return {
+            "size": self._g.n,
+            "empty_cells": self.empty_cells,
+            "generation_attempts": self._attempts,
+        }
 
     # --------------------------------------------------------------- views
     @property
@@ -156,26 +165,41 @@ class SudokuEnv(TextEnv):
         self._grid[cell] = 0
         self._obs = None
         self._last = f"Last accepted move: {move} -> {'cleared' if effective else 'already empty, nothing changed'} (+0)."
-        return Transition(reward=0.0, action_is_effective=effective,
-                          info={"move": str(move), "empty_cells": self.empty_cells})
+        return Transition(
+            reward=0.0,
+            action_is_effective=effective,
+            info={"move": str(move), "empty_cells": self.empty_cells},
+        )
 
     def _place(self, move: Move, cell: int, where: str) -> Transition:
         digit = int(move.digit or 0)
         if self._grid[cell] == digit:
             self._obs = None
             self._last = f"Last accepted move: {move} -> {where} already holds {digit}, nothing changed (+0)."
-            return Transition(reward=0.0, action_is_effective=False,
-                              info={"move": str(move), "empty_cells": self.empty_cells})
+            return Transition(
+                reward=0.0,
+                action_is_effective=False,
+                info={"move": str(move), "empty_cells": self.empty_cells},
+            )
         clash = self.conflicts(cell, digit)
         if clash:
             g = self._g
             cells = [[g.row[j] + 1, g.col[j] + 1] for j in clash]
-            units = [u for u, same in (("row", lambda j: g.row[j] == g.row[cell]),
-                                       ("column", lambda j: g.col[j] == g.col[cell]),
-                                       ("box", lambda j: g.box_of[j] == g.box_of[cell])) if any(same(j) for j in clash)]
+            units = [
+                u
+                for u, same in (
+                    ("row", lambda j: g.row[j] == g.row[cell]),
+                    ("column", lambda j: g.col[j] == g.col[cell]),
+                    ("box", lambda j: g.box_of[j] == g.box_of[cell]),
+                )
+                if any(same(j) for j in clash)
+            ]
             at = ", ".join(f"row {r} col {c}" for r, c in cells)
-            return self._invalid(f"{digit} is already in the same {' and '.join(units)} ({at})",
-                                 move=str(move), conflicts=cells)
+            return self._invalid(
+                f"{digit} is already in the same {' and '.join(units)} ({at})",
+                move=str(move),
+                conflicts=cells,
+            )
         was_empty = not self._grid[cell]
         self._grid[cell] = digit
         reward = 0.0
@@ -189,8 +213,12 @@ class SudokuEnv(TextEnv):
         note = "solved!" if solved else ("placed" if was_empty else "overwritten")
         self._obs = None
         self._last = f"Last accepted move: {move} -> {note} ({reward:+g})."
-        return Transition(reward=reward, terminated=solved, success=solved,
-                          info={"move": str(move), "empty_cells": empty})
+        return Transition(
+            reward=reward,
+            terminated=solved,
+            success=solved,
+            info={"move": str(move), "empty_cells": empty},
+        )
 
     def _rules_hold(self) -> bool:
         """Every row, column and box holds each digit once (checked from scratch)."""
@@ -207,35 +235,39 @@ class SudokuEnv(TextEnv):
     # -------------------------------------------------------- observation
     def _observation(self) -> str:
         if self._obs is None:  # re-rendered only after the state changed
-            self._obs = "\n".join([
-                render_grid(self._grid, self._givens),
-                f"Empty cells: {self.empty_cells}.",
-                self._last,
-            ])
+            self._obs = "\n".join(
+                [
+                    render_grid(self._grid, self._givens),
+                    f"Empty cells: {self.empty_cells}.",
+                    self._last,
+                ]
+            )
         return self._obs
 
     @property
     def instruction(self) -> str:
         n, b = self._g.n, self._g.box
         c = self.config
-        return join_lines([
-            f"You are solving a {n}x{n} Sudoku. Fill every empty cell with a digit from 1 to {n} so that"
-            f" each row, each column and each {b}x{b} box contains every digit exactly once.",
-            "The grid shows [d] for a given digit (it cannot be changed), d for a digit you placed,"
-            " and . for an empty cell. Rows and columns are numbered from 1 (row 1 col 1 is the top-left cell).",
-            "Moves:",
-            "  place N at row R col C   (write digit N into the cell at row R, column C)",
-            "  R,C,N                    (the same move in short form; (R,C,N) also works)",
-            "  clear row R col C        (empty a cell you filled)",
-            "You may change a digit you placed by placing another one in its cell.",
-            f"A move that breaks a rule (the digit is already in the row, column or box; a given cell;"
-            f" a number out of range; an unreadable move) is rejected, costs {-float(c['invalid_action_reward']):g}"
-            " point and leaves the grid unchanged.",
-            f"Rewards: +{float(c['placement_reward']):g} the first time you fill each empty cell, 0 for changing or"
-            f" clearing a cell, +{float(c['completion_reward']):g} when the grid is complete.",
-            "Answer with one or more moves separated by ||, for example <answer>place 4 at row 1 col 3</answer>"
-            " or <answer>1,3,4 || 2,1,3</answer>.",
-        ])
+        return join_lines(
+            [
+                f"You are solving a {n}x{n} Sudoku. Fill every empty cell with a digit from 1 to {n} so that"
+                f" each row, each column and each {b}x{b} box contains every digit exactly once.",
+                "The grid shows [d] for a given digit (it cannot be changed), d for a digit you placed,"
+                " and . for an empty cell. Rows and columns are numbered from 1 (row 1 col 1 is the top-left cell).",
+                "Moves:",
+                "  place N at row R col C   (write digit N into the cell at row R, column C)",
+                "  R,C,N                    (the same move in short form; (R,C,N) also works)",
+                "  clear row R col C        (empty a cell you filled)",
+                "You may change a digit you placed by placing another one in its cell.",
+                f"A move that breaks a rule (the digit is already in the row, column or box; a given cell;"
+                f" a number out of range; an unreadable move) is rejected, costs {-float(c['invalid_action_reward']):g}"
+                " point and leaves the grid unchanged.",
+                f"Rewards: +{float(c['placement_reward']):g} the first time you fill each empty cell, 0 for changing or"
+                f" clearing a cell, +{float(c['completion_reward']):g} when the grid is complete.",
+                "Answer with one or more moves separated by ||, for example <answer>place 4 at row 1 col 3</answer>"
+                " or <answer>1,3,4 || 2,1,3</answer>.",
+            ]
+        )
 
     # -------------------------------------------------------------- oracle
     def oracle_actions(self) -> list[str]:
@@ -260,7 +292,9 @@ class SudokuEnv(TextEnv):
         """``empty cells of the puzzle * placement_reward + completion_reward``: each empty
         cell earns once, then the completion bonus; computed from the puzzle alone."""
         empty = sum(1 for v in self._givens if not v)
-        return empty * float(self.config["placement_reward"]) + float(self.config["completion_reward"])
+        return empty * float(self.config["placement_reward"]) + float(
+            self.config["completion_reward"]
+        )
 
     def sample_action(self, rng: np.random.Generator) -> str:
         """A uniformly random ``place N at row R col C`` with ``N, R, C`` in ``1..n``

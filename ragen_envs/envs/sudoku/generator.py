@@ -92,7 +92,9 @@ def _four_by_four_index() -> tuple[int, tuple[tuple[int, ...], ...]]:
     return (1 << len(grids)) - 1, tuple(tuple(row) for row in has)
 
 
-def has_unique_solution_without(grid: list[int], cell: int, digit: int, budget: int | None = UNIQUENESS_BUDGET) -> bool:
+def has_unique_solution_without(
+    grid: list[int], cell: int, digit: int, budget: int | None = UNIQUENESS_BUDGET
+) -> bool:
     """True when ``grid`` with ``cell`` emptied still has exactly one solution.
 
     ``grid`` must be uniquely solvable with ``grid[cell] == digit``; the answer is
@@ -117,7 +119,9 @@ def has_unique_solution_without(grid: list[int], cell: int, digit: int, budget: 
     return not solve(trial, limit=1, allowed=allowed, budget=budget)
 
 
-def generate_attempt(rng: np.random.Generator, n: int, num_empty: int, split: str | None) -> Puzzle | None:
+def generate_attempt(
+    rng: np.random.Generator, n: int, num_empty: int, split: str | None
+) -> Puzzle | None:
     """One generation attempt (see the module docstring); ``None`` when it fails.
 
     Args:

@@ -70,7 +70,12 @@ def geometry(n: int) -> Geometry:
 def _peers(n: int) -> tuple[tuple[int, ...], ...]:
     g = geometry(n)
     return tuple(
-        tuple(j for j in range(n * n) if j != i and (g.row[j] == g.row[i] or g.col[j] == g.col[i] or g.box_of[j] == g.box_of[i]))
+        tuple(
+            j
+            for j in range(n * n)
+            if j != i
+            and (g.row[j] == g.row[i] or g.col[j] == g.col[i] or g.box_of[j] == g.box_of[i])
+        )
         for i in range(n * n)
     )
 

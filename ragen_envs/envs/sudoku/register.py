@@ -19,12 +19,21 @@ register_env(
     presets={
         "4x4-Medium": ("4x4 Sudoku, medium (8 empty cells).", {"size": 4, "difficulty": "medium"}),
         "4x4-Hard": ("4x4 Sudoku, hard (9 empty cells).", {"size": 4, "difficulty": "hard"}),
-        "9x9-Easy": ("9x9 Sudoku, easy (32 empty cells).", {"size": 9, "difficulty": "easy"},
-                     {"max_turns": 10, "max_actions_per_turn": 5}),
-        "9x9-Medium": ("9x9 Sudoku, medium (40 empty cells).", {"size": 9, "difficulty": "medium"},
-                       {"max_turns": 12, "max_actions_per_turn": 5}),
-        "9x9-Hard": ("9x9 Sudoku, hard (48 empty cells).", {"size": 9, "difficulty": "hard"},
-                     {"max_turns": 14, "max_actions_per_turn": 5}),
+        "9x9-Easy": (
+            "9x9 Sudoku, easy (32 empty cells).",
+            {"size": 9, "difficulty": "easy"},
+            {"max_turns": 10, "max_actions_per_turn": 5},
+        ),
+        "9x9-Medium": (
+            "9x9 Sudoku, medium (40 empty cells).",
+            {"size": 9, "difficulty": "medium"},
+            {"max_turns": 12, "max_actions_per_turn": 5},
+        ),
+        "9x9-Hard": (
+            "9x9 Sudoku, hard (48 empty cells).",
+            {"size": 9, "difficulty": "hard"},
+            {"max_turns": 14, "max_actions_per_turn": 5},
+        ),
     },
     agent_defaults={"max_turns": 5, "max_actions_per_turn": 3},
 )

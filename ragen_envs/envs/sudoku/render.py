@@ -27,7 +27,9 @@ def _cell(value: int, given: bool) -> str:
 
 
 @cache
-def _layout(n: int) -> tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+def _layout(
+    n: int,
+) -> tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
     """A ``str.format`` template with one slot per cell, and the cell tokens (placed or
     empty / given; the last column without its trailing space)."""
     b = geometry(n).box
@@ -35,7 +37,7 @@ def _layout(n: int) -> tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, .
     given = tuple(_cell(v, True) for v in range(n + 1))
 
     def line(label: str, cells: list[str], sep: str) -> str:
-        boxes = [" ".join(cells[k:k + b]) for k in range(0, n, b)]
+        boxes = [" ".join(cells[k : k + b]) for k in range(0, n, b)]
         return (f"{label:>2} " + sep.join(boxes)).rstrip()
 
     header = line("", [f" {c} " for c in range(1, n + 1)], "   ")
@@ -46,7 +48,13 @@ def _layout(n: int) -> tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, .
             rows.append(rule)
         rows.append(line(str(r + 1), ["{}"] * n, " | "))
     template = "\n".join(rows)
-    return (template, placed, given, tuple(t.rstrip() for t in placed), tuple(t.rstrip() for t in given))
+    return (
+        template,
+        placed,
+        given,
+        tuple(t.rstrip() for t in placed),
+        tuple(t.rstrip() for t in given),
+    )
 
 
 def render_grid(grid: Sequence[int], givens: Sequence[int]) -> str:

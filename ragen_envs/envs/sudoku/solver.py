@@ -26,7 +26,9 @@ class SearchBudgetExceeded(RuntimeError):
 
 
 @functools.cache
-def _tables(n: int) -> tuple[tuple[tuple[int, int, int], ...], tuple[int, ...], tuple[tuple[int, ...], ...]]:
+def _tables(
+    n: int,
+) -> tuple[tuple[tuple[int, int, int], ...], tuple[int, ...], tuple[tuple[int, ...], ...]]:
     """Per-side look-up tables of the search, built once.
 
     Returns ``(units, count_of, digits_of)``: ``units[i]`` is cell ``i``'s row, column
@@ -37,12 +39,20 @@ def _tables(n: int) -> tuple[tuple[tuple[int, int, int], ...], tuple[int, ...], 
     g = geometry(n)
     units = tuple((g.row[i], n + g.col[i], 2 * n + g.box_of[i]) for i in range(g.cells))
     masks = range(1 << (n + 1))
-    return (units, tuple(m.bit_count() for m in masks),
-            tuple(tuple(d for d in range(1, n + 1) if m >> d & 1) for m in masks))
+    return (
+        units,
+        tuple(m.bit_count() for m in masks),
+        tuple(tuple(d for d in range(1, n + 1) if m >> d & 1) for m in masks),
+    )
 
 
-def _branch(empty: list[int], used: list[int], free: list[int], units: Sequence[tuple[int, int, int]],
-            count_of: Sequence[int]) -> tuple[int, int]:
+def _branch(
+    empty: list[int],
+    used: list[int],
+    free: list[int],
+    units: Sequence[tuple[int, int, int]],
+    count_of: Sequence[int],
+) -> tuple[int, int]:
     """The branching choice of a search node: ``(k, mask)`` for cell ``empty[k]`` with
     candidate mask ``mask``, or ``(-1, 0)`` for a dead end.
 
@@ -119,7 +129,7 @@ def _walk_fill_tree(n: int, rng: np.random.Generator, budget: int | None) -> lis
         digits, children, grid = node
         if grid is not None:
             return grid
-        for j in (permutation(len(digits)).tolist() if len(digits) > 1 else (0,)):
+        for j in permutation(len(digits)).tolist() if len(digits) > 1 else (0,):
             found = walk(children[j])
             if found is not None:
                 return found
@@ -129,9 +139,14 @@ def _walk_fill_tree(n: int, rng: np.random.Generator, budget: int | None) -> lis
     return None if found is None else list(found)
 
 
-def _search(grid: Sequence[int], allowed: Sequence[int] | None, budget: int | None, limit: int,
-            rng: np.random.Generator | None,
-            trace: Callable[[tuple[int, ...] | None, list[int] | None], None] | None = None) -> list[list[int]]:
+def _search(
+    grid: Sequence[int],
+    allowed: Sequence[int] | None,
+    budget: int | None,
+    limit: int,
+    rng: np.random.Generator | None,
+    trace: Callable[[tuple[int, ...] | None, list[int] | None], None] | None = None,
+) -> list[list[int]]:
     """The depth-first search behind :func:`solve` (see the module docstring).
 
     The branching cell is the first empty cell, in the order of the ``empty`` list
@@ -216,8 +231,14 @@ def _search(grid: Sequence[int], allowed: Sequence[int] | None, budget: int | No
     return solutions
 
 
-def solve(grid: Sequence[int], *, limit: int = 2, allowed: Sequence[int] | None = None,
-          budget: int | None = None, rng: np.random.Generator | None = None) -> list[list[int]]:
+def solve(
+    grid: Sequence[int],
+    *,
+    limit: int = 2,
+    allowed: Sequence[int] | None = None,
+    budget: int | None = None,
+    rng: np.random.Generator | None = None,
+) -> list[list[int]]:
     """Up to ``limit`` solutions of ``grid``.
 
     Args:
@@ -245,7 +266,9 @@ def count_solutions(grid: Sequence[int], limit: int = 2, budget: int | None = No
     return len(solve(grid, limit=limit, budget=budget))
 
 
-def random_solution(n: int, rng: np.random.Generator, budget: int | None = None) -> list[int] | None:
+def random_solution(
+    n: int, rng: np.random.Generator, budget: int | None = None
+) -> list[int] | None:
     """A random complete ``n x n`` grid by randomised backtracking from the empty grid.
 
     The grid of ``solve([0] * (n * n), limit=1, budget=budget, rng=rng)``; for ``n = 4``

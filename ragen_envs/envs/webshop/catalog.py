@@ -45,8 +45,12 @@ NO_PRICE_BOUND = 1_000_000.0
 
 
 def _asin(seed: int, j: int) -> str:
-    h = int.from_bytes(hashlib.blake2b(f"{int(seed)}:{int(j)}".encode(), digest_size=8,
-                                       person=b"ragen-webshop-as").digest(), "little")
+    h = int.from_bytes(
+        hashlib.blake2b(
+            f"{int(seed)}:{int(j)}".encode(), digest_size=8, person=b"ragen-webshop-as"
+        ).digest(),
+        "little",
+    )
     chars = []
     for _ in range(8):
         h, r = divmod(h, 36)
@@ -101,12 +105,25 @@ def _make_product(seed: int, j: int, row: list[float]) -> Product:
     title = _title_case(" ".join([brand, *title_atts, pt.name, suffix]).strip())
     nouns = (*words(brand), *pt.nouns, *(w for w in words(suffix) if w in ("men", "women")))
     bullets = tuple(a[:1].upper() + a[1:] for a in attributes) + tuple(
-        f"Available {name}s: {', '.join(vals)}" for name, vals in options.items())
-    description = (f"The {brand} {pt.name}: {_join_and(list(attributes))}. "
-                   f"Part of our {pt.path[-1]} range; ships in a plain box.")
-    return Product(asin=_asin(seed, j), title=title, category=pt.category, query=pt.name,
-                   product_category=" › ".join(pt.path), name_nouns=tuple(nouns), attributes=attributes,
-                   options=options, price=price, bullet_points=bullets, description=description)
+        f"Available {name}s: {', '.join(vals)}" for name, vals in options.items()
+    )
+    description = (
+        f"The {brand} {pt.name}: {_join_and(list(attributes))}. "
+        f"Part of our {pt.path[-1]} range; ships in a plain box."
+    )
+    return Product(
+        asin=_asin(seed, j),
+        title=title,
+        category=pt.category,
+        query=pt.name,
+        product_category=" › ".join(pt.path),
+        name_nouns=tuple(nouns),
+        attributes=attributes,
+        options=options,
+        price=price,
+        bullet_points=bullets,
+        description=description,
+    )
 
 
 @functools.lru_cache(maxsize=8)
@@ -141,7 +158,7 @@ def price_upper_bound(price: float, u1: float, u2: float) -> float:
     if len(above) < 2:
         return NO_PRICE_BOUND
     first = min(int(u1 * len(above)), len(above) - 1)
-    rest = above[:first] + above[first + 1:]
+    rest = above[:first] + above[first + 1 :]
     second = rest[min(int(u2 * len(rest)), len(rest) - 1)]
     return max(above[first], second)
 
@@ -158,15 +175,30 @@ def _make_goal(k: int, product: Product, row: list[float]) -> Goal:
         text += " with " + ", and ".join(f"{name}: {value}" for name, value in options)
     if bound < NO_PRICE_BOUND:
         text += f", and price lower than {bound:.2f} dollars"
-    return Goal(id=f"{product.asin}-g{k}", asin=product.asin, instruction=text, attributes=attributes,
-                options=options, price_upper=bound, query=product.query,
-                product_category=product.product_category, name_nouns=product.name_nouns)
+    return Goal(
+        id=f"{product.asin}-g{k}",
+        asin=product.asin,
+        instruction=text,
+        attributes=attributes,
+        options=options,
+        price_upper=bound,
+        query=product.query,
+        product_category=product.product_category,
+        name_nouns=product.name_nouns,
+    )
 
 
 @functools.lru_cache(maxsize=8)
 def generate_goals(seed: int, size: int, goals_per_product: int = 1) -> tuple[Goal, ...]:
     """``goals_per_product`` goals for every product of ``generate_catalog(seed, size)``."""
     products = generate_catalog(seed, size)
-    rows = np.random.default_rng([int(seed), 1]).random((size * goals_per_product, _GOAL_DRAWS)).tolist()
-    return tuple(_make_goal(k, p, rows[j * goals_per_product + k])
-                 for j, p in enumerate(products) for k in range(goals_per_product))
+    rows = (
+        np.random.default_rng([int(seed), 1])
+        .random((size * goals_per_product, _GOAL_DRAWS))
+        .tolist()
+    )
+    return tuple(
+        _make_goal(k, p, rows[j * goals_per_product + k])
+        for j, p in enumerate(products)
+        for k in range(goals_per_product)
+    )

@@ -25,8 +25,17 @@ SEARCH_RETURN_N = 50
 
 def _search_text(p: Product) -> str:
     opts = " ".join(v for vals in p.options.values() for v in vals)
-    return "\n".join([p.title, p.product_category, p.query, " ".join(p.attributes), opts,
-                      " ".join(p.bullet_points), p.description])
+    return "\n".join(
+        [
+            p.title,
+            p.product_category,
+            p.query,
+            " ".join(p.attributes),
+            opts,
+            " ".join(p.bullet_points),
+            p.description,
+        ]
+    )
 
 
 @dataclass
@@ -53,8 +62,11 @@ class Shop:
 
         start = time.perf_counter()
         self.by_asin = {p.asin.upper(): i for i, p in enumerate(self.products)}
-        self._index = BM25Index([_search_text(p) for p in self.products], extra="webshop",
-                                purpose="the WebShop search engine")
+        self._index = BM25Index(
+            [_search_text(p) for p in self.products],
+            extra="webshop",
+            purpose="the WebShop search engine",
+        )
         vocab = {w for p in self.products for w in words(" ".join([p.query, *p.attributes]))}
         self.vocabulary = tuple(sorted(vocab))
         self.build_seconds += time.perf_counter() - start
@@ -65,7 +77,9 @@ class Shop:
 
 
 @functools.lru_cache(maxsize=4)
-def get_shop(source: str, catalog_seed: int, catalog_size: int, goals_per_product: int, goal_source: str) -> Shop:
+def get_shop(
+    source: str, catalog_seed: int, catalog_size: int, goals_per_product: int, goal_source: str
+) -> Shop:
     """The shop of a configuration, built once per process.
 
     Args:

@@ -34,7 +34,14 @@ from .reward import RewardBreakdown, option_value_matches, webshop_reward
 __all__ = ["WebShopEnv", "parse_shop_action"]
 
 _ACTION = re.compile(r"\s*(search|click)\s*\[(.*)\]\s*", re.IGNORECASE | re.DOTALL)
-BACK, NEXT, PREV, DESC, FEAT, BUY = "back to search", "next >", "< prev", "description", "features", "buy now"
+BACK, NEXT, PREV, DESC, FEAT, BUY = (
+    "back to search",
+    "next >",
+    "< prev",
+    "description",
+    "features",
+    "buy now",
+)
 
 
 def parse_shop_action(text: str) -> tuple[str, str] | None:
@@ -81,8 +88,13 @@ class WebShopEnv(DatasetEnv):
     def shop(self) -> Shop:
         """The shop of this config (built once per process)."""
         c = self.config
-        return get_shop(c["data_source"], int(c["catalog_seed"]), int(c["catalog_size"]),
-                        int(c["goals_per_product"]), c["goal_source"])
+        return get_shop(
+            c["data_source"],
+            int(c["catalog_seed"]),
+            int(c["catalog_size"]),
+            int(c["goals_per_product"]),
+            c["goal_source"],
+        )
 
     @property
     def goal(self) -> Goal:
@@ -92,8 +104,14 @@ class WebShopEnv(DatasetEnv):
     # ------------------------------------------------------------- data hooks
     def _table_key(self) -> Hashable:
         c = self.config
-        return (type(self).__name__, c["data_source"], c["catalog_seed"], c["catalog_size"], c["goals_per_product"],
-                c["goal_source"])
+        return (
+            type(self).__name__,
+            c["data_source"],
+            c["catalog_seed"],
+            c["catalog_size"],
+            c["goals_per_product"],
+            c["goal_source"],
+        )
 
     def _load_items(self) -> Sequence[Goal]:
         return self.shop.goals
@@ -122,7 +140,7 @@ class WebShopEnv(DatasetEnv):
 
     def _page_products(self) -> list[int]:
         per = int(self.config["results_per_page"])
-        return self._results[(self._page_no - 1) * per: self._page_no * per]
+        return self._results[(self._page_no - 1) * per : self._page_no * per]
 
     def clickables(self) -> list[str]:
         """The click targets of the current page, in display order (lower case)."""
@@ -151,28 +169,44 @@ class WebShopEnv(DatasetEnv):
     def _step(self, action: str) -> Transition:
         parsed = parse_shop_action(action)
         if parsed is None:
-            return self.invalid("expected search[<query>] or click[<target>] with a target listed in the observation")
+            return self.invalid(
+                "expected search[<query>] or click[<target>] with a target listed in the observation"
+            )
         verb, arg = parsed
         if verb == "search":
             if self._page != "search":
-                return self.invalid("search[...] is only available on the search page; click[back to search] first")
+                return self.invalid(
+                    "search[...] is only available on the search page; click[back to search] first"
+                )
             if not arg:
                 return self.invalid("empty search query")
             if len(arg) > self.config["max_query_chars"]:
-                return self.invalid(f"query longer than max_query_chars ({self.config['max_query_chars']})")
+                return self.invalid(
+                    f"query longer than max_query_chars ({self.config['max_query_chars']})"
+                )
             self._query = arg
             self._results = self._shop.search(arg)
             self._page, self._page_no = "results", 1
-            return Transition(0.0, info={"page": self._page, "query": arg, "n_results": len(self._results)})
+            return Transition(
+                0.0, info={"page": self._page, "query": arg, "n_results": len(self._results)}
+            )
         target = _norm(arg)
         if target not in self.clickables():
-            return self.invalid(f"click[{arg}] is not available on this page; use one of the listed actions")
+            return self.invalid(
+                f"click[{arg}] is not available on this page; use one of the listed actions"
+            )
         return self._click(target)
 
     def _click(self, target: str) -> Transition:
         effective = True
         if target == BACK:
-            self._page, self._query, self._results, self._product, self._selected = "search", "", [], None, {}
+            self._page, self._query, self._results, self._product, self._selected = (
+                "search",
+                "",
+                [],
+                None,
+                {},
+            )
         elif target == NEXT:
             self._page_no += 1
         elif target == PREV:
@@ -187,7 +221,9 @@ class WebShopEnv(DatasetEnv):
         elif target == BUY:
             return self._buy()
         elif self._page == "results":
-            self._product = next(i for i in self._page_products() if self._shop.products[i].asin.lower() == target)
+            self._product = next(
+                i for i in self._page_products() if self._shop.products[i].asin.lower() == target
+            )
             self._page, self._selected = "item", {}
         else:  # an option value on the item page
             p = self._shop.products[self._product]
@@ -203,10 +239,21 @@ class WebShopEnv(DatasetEnv):
         self._page = "done"
         success = br.reward >= 1.0 - 1e-9
         reward = br.reward if self.config["reward_mode"] == "raw" else (1.0 if success else 0.0)
-        return Transition(reward, terminated=True, success=success, info={
-            "page": "done", "purchased_asin": p.asin, "selected_options": dict(self._selected),
-            "raw_reward": br.reward, "r_type": br.r_type, "attribute_matches": br.attribute_matches,
-            "option_matches": br.option_matches, "price_ok": br.price_ok})
+        return Transition(
+            reward,
+            terminated=True,
+            success=success,
+            info={
+                "page": "done",
+                "purchased_asin": p.asin,
+                "selected_options": dict(self._selected),
+                "raw_reward": br.reward,
+                "r_type": br.r_type,
+                "attribute_matches": br.attribute_matches,
+                "option_matches": br.option_matches,
+                "price_ok": br.price_ok,
+            },
+        )
 
     # ----------------------------------------------------------- rendering
     def _product_line(self, rank: int, p: Product) -> str:
@@ -219,32 +266,50 @@ class WebShopEnv(DatasetEnv):
             lines += ["Page: search", "Type a query into the search box."]
         elif page == "results":
             if self._results:
-                lines.append(f"Page: results of search[{self._query}], page {self._page_no} of {self._n_pages()} "
-                             f"({len(self._results)} products)")
+                lines.append(
+                    f"Page: results of search[{self._query}], page {self._page_no} of {self._n_pages()} "
+                    f"({len(self._results)} products)"
+                )
                 start = (self._page_no - 1) * int(self.config["results_per_page"])
-                lines += [self._product_line(start + k + 1, self._shop.products[i])
-                          for k, i in enumerate(self._page_products())]
+                lines += [
+                    self._product_line(start + k + 1, self._shop.products[i])
+                    for k, i in enumerate(self._page_products())
+                ]
             else:
                 lines.append(f"Page: results of search[{self._query}]: no product matches.")
         elif page in ("item", "description", "features"):
             p = self._shop.products[self._product]
             if page == "item":
-                lines += [f"Page: item {p.asin.lower()}", f"Title: {p.title}", f"Price: ${p.price:.2f}"]
+                lines += [
+                    f"Page: item {p.asin.lower()}",
+                    f"Title: {p.title}",
+                    f"Price: ${p.price:.2f}",
+                ]
                 if p.options:
                     lines.append("Options (click a value to select it):")
                     for name, vals in p.options.items():
                         chosen = self._selected.get(name)
-                        lines.append(f"  {name}: " + " | ".join(vals) + (f"  (selected: {chosen})" if chosen else ""))
+                        lines.append(
+                            f"  {name}: "
+                            + " | ".join(vals)
+                            + (f"  (selected: {chosen})" if chosen else "")
+                        )
             elif page == "description":
                 lines += [f"Page: description of {p.asin.lower()}", p.description]
             else:
-                lines += [f"Page: features of {p.asin.lower()}", *(f"- {b}" for b in p.bullet_points)]
+                lines += [
+                    f"Page: features of {p.asin.lower()}",
+                    *(f"- {b}" for b in p.bullet_points),
+                ]
         else:
             p = self._shop.products[self._product]
             br = self._purchase
             opts = ", ".join(f"{k}: {v}" for k, v in self._selected.items()) or "none"
-            lines += ["Page: purchase complete", f"You bought {p.title} ({p.asin.lower()}), options: {opts}, "
-                      f"for ${p.price:.2f}.", f"Reward: {br.reward:.3f}"]
+            lines += [
+                "Page: purchase complete",
+                f"You bought {p.title} ({p.asin.lower()}), options: {opts}, for ${p.price:.2f}.",
+                f"Reward: {br.reward:.3f}",
+            ]
             return join_lines(lines)
         lines.append("Available actions:")
         lines += self.legal_actions()
@@ -253,24 +318,29 @@ class WebShopEnv(DatasetEnv):
     @property
     def instruction(self) -> str:
         c = self.config
-        reward = ("the published WebShop score in [0, 1]: the share of the instruction's attributes, options and "
-                  "price bound your purchase satisfies, scaled down when the product type is wrong; 1 only for a "
-                  "perfect match" if c["reward_mode"] == "raw" else
-                  "1 if the purchase matches the instruction perfectly (type, every attribute and option, price), "
-                  "else 0")
-        return join_lines([
-            "You are shopping in a web store for the product the instruction describes.",
-            "Each turn, take exactly one action from the 'Available actions' list of the current page:",
-            "  search[<your query>]  on the search page: search the catalogue (any words);",
-            "  click[<target>]       elsewhere: a product id, 'next >', '< prev', 'back to search', "
-            "'description', 'features', an option value, or 'buy now'.",
-            f"Select the options the instruction asks for before clicking 'buy now'; buying ends the episode. The "
-            f"reward is {reward}.",
-            f"You have at most {c['max_steps']} actions; an action that is not available on the page is invalid "
-            f"({float(c['invalid_action_reward']):g}) and changes nothing.",
-            "Example: <answer>search[organic green tea jasmine]</answer>, then <answer>click[b0abc12345]</answer>, "
-            "<answer>click[jasmine]</answer>, <answer>click[buy now]</answer>.",
-        ])
+        reward = (
+            "the published WebShop score in [0, 1]: the share of the instruction's attributes, options and "
+            "price bound your purchase satisfies, scaled down when the product type is wrong; 1 only for a "
+            "perfect match"
+            if c["reward_mode"] == "raw"
+            else "1 if the purchase matches the instruction perfectly (type, every attribute and option, price), "
+            "else 0"
+        )
+        return join_lines(
+            [
+                "You are shopping in a web store for the product the instruction describes.",
+                "Each turn, take exactly one action from the 'Available actions' list of the current page:",
+                "  search[<your query>]  on the search page: search the catalogue (any words);",
+                "  click[<target>]       elsewhere: a product id, 'next >', '< prev', 'back to search', "
+                "'description', 'features', an option value, or 'buy now'.",
+                f"Select the options the instruction asks for before clicking 'buy now'; buying ends the episode. The "
+                f"reward is {reward}.",
+                f"You have at most {c['max_steps']} actions; an action that is not available on the page is invalid "
+                f"({float(c['invalid_action_reward']):g}) and changes nothing.",
+                "Example: <answer>search[organic green tea jasmine]</answer>, then <answer>click[b0abc12345]</answer>, "
+                "<answer>click[jasmine]</answer>, <answer>click[buy now]</answer>.",
+            ]
+        )
 
     # ------------------------------------------------------------ baselines
     def _goal_choice(self) -> list[tuple[str, str]]:
@@ -292,7 +362,11 @@ class WebShopEnv(DatasetEnv):
         """The query the oracle searches and the target's rank in its results: the goal's
         type and attributes, else those plus the goal option values, whichever first ranks
         the target within the first three result pages; else the target's title."""
-        g, per, cap = self.goal, int(self.config["results_per_page"]), int(self.config["max_query_chars"])
+        g, per, cap = (
+            self.goal,
+            int(self.config["results_per_page"]),
+            int(self.config["max_query_chars"]),
+        )
         base = " ".join([g.query, *g.attributes])
         for q in (base, " ".join([base, *g.option_values])):
             results = self._shop.search(q[:cap])
@@ -307,19 +381,31 @@ class WebShopEnv(DatasetEnv):
     def _plan_from_search(self) -> list[str]:
         q, rank = self._oracle_query()
         per = int(self.config["results_per_page"])
-        return [f"search[{q}]", *["click[next >]"] * (rank // per),
-                f"click[{self._shop.products[self._target].asin.lower()}]", *self._plan_on_target({})]
+        return [
+            f"search[{q}]",
+            *["click[next >]"] * (rank // per),
+            f"click[{self._shop.products[self._target].asin.lower()}]",
+            *self._plan_on_target({}),
+        ]
 
     def _plan_from_results(self) -> list[str]:
         if self._target not in self._results:
             return ["click[back to search]", *self._plan_from_search()]
         per = int(self.config["results_per_page"])
         page = self._results.index(self._target) // per + 1
-        nav = ["click[next >]"] * (page - self._page_no) + ["click[< prev]"] * (self._page_no - page)
-        return [*nav, f"click[{self._shop.products[self._target].asin.lower()}]", *self._plan_on_target({})]
+        nav = ["click[next >]"] * (page - self._page_no) + ["click[< prev]"] * (
+            self._page_no - page
+        )
+        return [
+            *nav,
+            f"click[{self._shop.products[self._target].asin.lower()}]",
+            *self._plan_on_target({}),
+        ]
 
     def _plan_on_target(self, selected: Mapping[str, str]) -> list[str]:
-        return [f"click[{v}]" for n, v in self._goal_choice() if selected.get(n) != v] + ["click[buy now]"]
+        return [f"click[{v}]" for n, v in self._goal_choice() if selected.get(n) != v] + [
+            "click[buy now]"
+        ]
 
     def oracle_actions(self) -> list[str]:
         """The rest of the plan: search the goal's key words, page to the target, select the
@@ -349,6 +435,10 @@ class WebShopEnv(DatasetEnv):
         if self._page == "search":
             vocab = self._shop.vocabulary
             k = int(rng.integers(1, 4))
-            return "search[" + " ".join(vocab[int(i)] for i in rng.integers(0, len(vocab), size=k)) + "]"
+            return (
+                "search["
+                + " ".join(vocab[int(i)] for i in rng.integers(0, len(vocab), size=k))
+                + "]"
+            )
         clicks = self.clickables()
         return f"click[{clicks[int(rng.integers(len(clicks)))]}]"

@@ -62,8 +62,10 @@ _STOP = frozenset({"and", "the", "for", "with", "set", "pack", "inch", "inches"}
 
 
 def _uniforms(key: str, n: int) -> list[float]:
-    seed = int.from_bytes(hashlib.blake2b(key.encode("utf-8"), digest_size=8, person=b"ragen-webshop-or").digest(),
-                          "little")
+    seed = int.from_bytes(
+        hashlib.blake2b(key.encode("utf-8"), digest_size=8, person=b"ragen-webshop-or").digest(),
+        "little",
+    )
     return np.random.default_rng(seed).random(n).tolist()
 
 
@@ -106,31 +108,64 @@ def product_from_record(rec: Mapping[str, Any], attributes: list[str]) -> Produc
     for name, contents in (rec.get("customization_options") or {}).items():
         if contents is None:
             continue
-        vals = tuple(dict.fromkeys(" ".join(str(c["value"]).replace("/", " | ").lower().split()) for c in contents))
+        vals = tuple(
+            dict.fromkeys(
+                " ".join(str(c["value"]).replace("/", " | ").lower().split()) for c in contents
+            )
+        )
         vals = tuple(v for v in vals if v and v not in RESERVED_CLICKS)
         if vals:
             options[str(name).lower()] = vals
     prices = _prices(rec.get("pricing"))
-    price = prices[0] if len(prices) == 1 else prices[0] + (prices[1] - prices[0]) * _uniforms(asin, 1)[0]
+    price = (
+        prices[0]
+        if len(prices) == 1
+        else prices[0] + (prices[1] - prices[0]) * _uniforms(asin, 1)[0]
+    )
     nouns = tuple(dict.fromkeys(w for w in words(title) if len(w) >= 3 and w not in _STOP))
-    return Product(asin=asin, title=title, category=str(rec.get("category", "")),
-                   query=str(rec.get("query", "")).lower().strip(),
-                   product_category=str(rec.get("product_category", "")), name_nouns=nouns,
-                   attributes=tuple(attributes) or ("DUMMY_ATTR",), options=options, price=round(price, 2),
-                   bullet_points=bullets, description=str(rec.get("full_description") or ""))
+    return Product(
+        asin=asin,
+        title=title,
+        category=str(rec.get("category", "")),
+        query=str(rec.get("query", "")).lower().strip(),
+        product_category=str(rec.get("product_category", "")),
+        name_nouns=nouns,
+        attributes=tuple(attributes) or ("DUMMY_ATTR",),
+        options=options,
+        price=round(price, 2),
+        bullet_points=bullets,
+        description=str(rec.get("full_description") or ""),
+    )
 
 
-def _goal(gid: str, p: Product, instruction: str, attributes: list[str], options: tuple[tuple[str, str], ...]) -> Goal:
+def _goal(
+    gid: str,
+    p: Product,
+    instruction: str,
+    attributes: list[str],
+    options: tuple[tuple[str, str], ...],
+) -> Goal:
     u1, u2 = _uniforms(gid, 2)
     bound = price_upper_bound(p.price, u1, u2)
     text = instruction.strip().strip(".")
     if bound < NO_PRICE_BOUND:
         text += f", and price lower than {bound:.2f} dollars"
-    return Goal(id=gid, asin=p.asin, instruction=text, attributes=tuple(attributes), options=options,
-                price_upper=bound, query=p.query, product_category=p.product_category, name_nouns=p.name_nouns)
+    return Goal(
+        id=gid,
+        asin=p.asin,
+        instruction=text,
+        attributes=tuple(attributes),
+        options=options,
+        price_upper=bound,
+        query=p.query,
+        product_category=p.product_category,
+        name_nouns=p.name_nouns,
+    )
 
 
-def load_webshop_dir(folder: str | Path, *, goal_source: str = "human") -> tuple[tuple[Product, ...], tuple[Goal, ...]]:
+def load_webshop_dir(
+    folder: str | Path, *, goal_source: str = "human"
+) -> tuple[tuple[Product, ...], tuple[Goal, ...]]:
     """Products and goals from a folder of original WebShop files (module docstring).
 
     Args:
@@ -148,12 +183,16 @@ def load_webshop_dir(folder: str | Path, *, goal_source: str = "human") -> tuple
     items_path = _first(root, "items_shuffle.json", "items_shuffle_1000.json")
     attrs_path = _first(root, "items_ins_v2.json", "items_ins_v2_1000.json")
     if items_path is None or attrs_path is None:
-        raise DataSourceError(f"{root} must hold items_shuffle[_1000].json and items_ins_v2[_1000].json "
-                              "(the original WebShop data; see docs/envs/webshop.md)")
+        raise DataSourceError(
+            f"{root} must hold items_shuffle[_1000].json and items_ins_v2[_1000].json "
+            "(the original WebShop data; see docs/envs/webshop.md)"
+        )
     items = _read_json(items_path)
     attrs = _read_json(attrs_path)
     if not isinstance(items, list) or not isinstance(attrs, Mapping):
-        raise DataSourceError(f"{items_path} must be a JSON list and {attrs_path} a JSON object keyed by ASIN")
+        raise DataSourceError(
+            f"{items_path} must be a JSON list and {attrs_path} a JSON object keyed by ASIN"
+        )
     products: list[Product] = []
     seen: set[str] = set()
     for rec in items:
@@ -162,7 +201,9 @@ def load_webshop_dir(folder: str | Path, *, goal_source: str = "human") -> tuple
             continue
         seen.add(asin)
         try:
-            products.append(product_from_record(rec, list((attrs.get(asin) or {}).get("attributes") or [])))
+            products.append(
+                product_from_record(rec, list((attrs.get(asin) or {}).get("attributes") or []))
+            )
         except (KeyError, TypeError) as exc:
             raise DataSourceError(f"{items_path}: malformed product {asin}: {exc}") from None
     by_asin = {p.asin: p for p in products}
@@ -170,7 +211,9 @@ def load_webshop_dir(folder: str | Path, *, goal_source: str = "human") -> tuple
     if goal_source == "human":
         human_path = _first(root, "items_human_ins.json")
         if human_path is None:
-            raise DataSourceError(f"{root} has no items_human_ins.json (use goal_source='synthetic' instead)")
+            raise DataSourceError(
+                f"{root} has no items_human_ins.json (use goal_source='synthetic' instead)"
+            )
         human = _read_json(human_path)
         for asin, instructions in human.items():
             p = by_asin.get(str(asin).upper())
@@ -192,7 +235,9 @@ def load_webshop_dir(folder: str | Path, *, goal_source: str = "human") -> tuple
             for k, combo in enumerate(itertools.product(*(p.options[n] for n in names))):
                 opts = tuple(zip(names, combo))
                 opt_text = (" with " + ", and ".join(f"{n}: {v}" for n, v in opts)) if opts else ""
-                goals.append(_goal(f"{p.asin}-s{k}", p, f"{text.strip().strip('.')}{opt_text}", att, opts))
+                goals.append(
+                    _goal(f"{p.asin}-s{k}", p, f"{text.strip().strip('.')}{opt_text}", att, opts)
+                )
     if not goals:
         raise DataSourceError(f"no {goal_source} goals in {root}")
     return tuple(products), tuple(goals)

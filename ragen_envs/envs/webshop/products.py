@@ -73,7 +73,9 @@ class Product:
         # equal however they were built.
         for name in ("bullet_points", "attributes", "name_nouns"):
             object.__setattr__(self, name, _texts(getattr(self, name)))
-        object.__setattr__(self, "options", {str(k): _texts(v) for k, v in dict(self.options).items()})
+        object.__setattr__(
+            self, "options", {str(k): _texts(v) for k, v in dict(self.options).items()}
+        )
 
     @property
     def text(self) -> str:

@@ -17,10 +17,12 @@ register_env(
     env_key="webshop",
     entry_point="ragen_envs.envs.webshop:WebShopEnv",
     description="Text web shop: search, page through results, pick options and buy what the instruction asks; "
-                "published WebShop reward (generated catalogue).",
+    "published WebShop reward (generated catalogue).",
     presets={
-        "Binary": ("WebShop with RAGEN's reward: 1 iff the purchase matches perfectly, else 0.",
-                   {"reward_mode": "binary"}),
+        "Binary": (
+            "WebShop with RAGEN's reward: 1 iff the purchase matches perfectly, else 0.",
+            {"reward_mode": "binary"},
+        ),
     },
     procedural=False,
     agent_defaults={"max_turns": 9, "max_actions_per_turn": 1},

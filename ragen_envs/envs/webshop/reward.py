@@ -140,19 +140,27 @@ def option_matches(product: Product, goal_options: Sequence[str], chosen: Mappin
     text = product.text
     offered = [(name, v) for name, vals in product.options.items() for v in vals]
     for i, g in enumerate(goal_options):
-        if not satisfied[i] and g.lower() in text and not any(option_value_matches(n, v, g) for n, v in offered):
+        if (
+            not satisfied[i]
+            and g.lower() in text
+            and not any(option_value_matches(n, v, g) for n, v in offered)
+        ):
             satisfied[i] = True
     return sum(satisfied)
 
 
-def combine(r_type: float, n_att: int, goal_att: int, n_opt: int, goal_opt: int, price_ok: bool) -> float:
+def combine(
+    r_type: float, n_att: int, goal_att: int, n_opt: int, goal_opt: int, price_ok: bool
+) -> float:
     """``r_type * (n_att + n_opt + 1[price_ok]) / (goal_att + goal_opt + 1)`` (the paper's formula).
 
     Raises:
         ValueError: a match count outside ``[0, goal count]`` (which would let ``r > 1``).
     """
     if not (0 <= n_att <= goal_att and 0 <= n_opt <= goal_opt):
-        raise ValueError(f"match counts out of range: {n_att}/{goal_att} attributes, {n_opt}/{goal_opt} options")
+        raise ValueError(
+            f"match counts out of range: {n_att}/{goal_att} attributes, {n_opt}/{goal_opt} options"
+        )
     return float(r_type) * (n_att + n_opt + (1 if price_ok else 0)) / (goal_att + goal_opt + 1)
 
 
@@ -172,7 +180,9 @@ class RewardBreakdown:
     price_ok: bool
 
 
-def webshop_reward(product: Product, goal: Goal, chosen: Mapping[str, str], price: float | None = None) -> RewardBreakdown:
+def webshop_reward(
+    product: Product, goal: Goal, chosen: Mapping[str, str], price: float | None = None
+) -> RewardBreakdown:
     """Score buying ``product`` with options ``chosen`` (name -> value) against ``goal``.
 
     Args:
@@ -187,4 +197,6 @@ def webshop_reward(product: Product, goal: Goal, chosen: Mapping[str, str], pric
     n_opt = option_matches(product, goal.option_values, chosen)
     price_ok = (product.price if price is None else price) <= goal.price_upper
     reward = combine(r_type, n_att, len(goal.attributes), n_opt, len(goal.options), price_ok)
-    return RewardBreakdown(reward, r_type, qm, cm, ts, n_att, len(goal.attributes), n_opt, len(goal.options), price_ok)
+    return RewardBreakdown(
+        reward, r_type, qm, cm, ts, n_att, len(goal.attributes), n_opt, len(goal.options), price_ok
+    )
