@@ -68,11 +68,13 @@ def test_extract_code_empty(answer: str) -> None:
     ("got", "expected", "ok"),
     [
         ("3\n6\n", "3 6", True),  # whitespace-insensitive
-        ("3.0000001", "3", True),  # float vs integer within 1e-6 relative
+        ("3.0000001", "3", False),  # an expected integer takes no tolerance (issue 28)
+        ("3.0", "3", True),  # ... but the same integer written as a float is fine
         ("3", "3.0", True),
         ("3", "4", False),
         ("10", "010", False),  # two integer literals: exact
-        ("1000000.5", "1000000", True),  # relative error 5e-7
+        ("1000000.5", "1000000", False),  # expected integer: exact (issue 28)
+        ("1000000.5", "1000000.0", True),  # relative error 5e-7
         ("1000001", "1000000.0", True),  # relative error exactly 1e-6: accepted (<=)
         ("1000002", "1000000.0", False),  # relative error 2e-6
         ("0.1234567", "0.1234560", True),  # absolute error 7e-7
@@ -95,7 +97,8 @@ def test_outputs_match(got: str, expected: str, ok: bool) -> None:
         (0.1 + 0.2, 0.3, True),
         (1, 1.0000001, True),
         (True, 1, False),
-        ([1, [2.0000001]], [1, [2]], True),
+        ([1, [2.0000001]], [1, [2.0]], True),
+        ([1, [2.0000001]], [1, [2]], False),  # an expected integer takes no tolerance
         ({"a": 1}, {"a": 1.0}, True),
         ("1", 1, False),
     ],

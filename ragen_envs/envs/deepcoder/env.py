@@ -171,8 +171,9 @@ class DeepCoderEnv(DatasetEnv):
                 "definition (for function problems), using only the standard library.",
                 f"It runs in a sandbox without network access, with {float(c['time_limit_s']):g} s of CPU time and "
                 f"{int(c['memory_limit_mb'])} MB of memory per test.",
-                "Numbers in the output may differ from the expected ones by a relative or absolute error of "
-                f"{float(c['float_tolerance']):g}; whitespace between output tokens does not matter.",
+                "Non-integer numbers in the output may differ from the expected ones by a relative or "
+                f"absolute error of {float(c['float_tolerance']):g}; integers must be exact; whitespace "
+                "between output tokens does not matter.",
                 retry,
                 "Put the code in the answer block, optionally in a ```python fence, for example:",
                 "<answer>```python\nprint(sum(map(int, input().split())))\n```</answer>",

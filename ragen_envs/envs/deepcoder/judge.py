@@ -12,11 +12,13 @@ final fence (a truncated answer) runs to the end of the text.
 
 **Output comparison** (:func:`outputs_match`): stdout and the expected output are split
 into whitespace-separated tokens (so line breaks and repeated spaces do not matter);
-tokens must be equal, except that when both parse as numbers and at least one is not
-an integer literal they may differ by ``tol * max(1, |expected|)`` (absolute or
-relative error ``tol``, default ``1e-6`` — the usual judge rule).  Call results
-(:func:`values_match`) are compared structurally: equal types up to list/tuple, numbers
-with the same tolerance (bools are not numbers), dict keys exactly.
+tokens must be equal, except for numbers: an expected **integer** literal matches only
+a token of exactly that value (``240`` or ``240.0``, never ``240.0000001`` — a float
+tolerance on integers let a wrong 13-digit answer pass, issue 28 item 2); an expected
+non-integer may differ by ``tol * max(1, |expected|)`` (absolute or relative error
+``tol``, default ``1e-6`` — the usual judge rule).  Call results (:func:`values_match`)
+are compared structurally: equal types up to list/tuple, numbers by the same rule
+(bools are not numbers), dict keys exactly.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import math
 import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from ...sandbox import SandboxConfig, SandboxResult, SandboxStatus, run_python
@@ -107,6 +110,17 @@ def _num(token: str) -> float | None:
     return value
 
 
+def _same_integer(token: str, expected: int) -> bool:
+    """``token`` is a number literal of exactly the value ``expected`` (``"240.0"`` for 240)."""
+    if len(token) > 4300 or "_" in token:  # past int's default digit limit; "1_000" is no number
+        return False
+    try:
+        value = Decimal(token)
+    except (InvalidOperation, ValueError):
+        return False
+    return value.is_finite() and value == expected
+
+
 def outputs_match(got: str, expected: str, tol: float = 1e-6) -> bool:
     """Token-wise comparison of program output with the expected output (module docstring)."""
     a, b = got.split(), expected.split()
@@ -115,8 +129,10 @@ def outputs_match(got: str, expected: str, tol: float = 1e-6) -> bool:
     for x, y in zip(a, b):
         if x == y:
             continue
-        if _INT.match(x) and _INT.match(y):
-            return False
+        if _INT.match(y):
+            if _INT.match(x) or len(y) > 4300 or not _same_integer(x, int(y)):
+                return False
+            continue
         fx, fy = _num(x), _num(y)
         if fx is None or fy is None or not (math.isfinite(fx) and math.isfinite(fy)):
             return False
@@ -130,8 +146,8 @@ def values_match(got: Any, expected: Any, tol: float = 1e-6) -> bool:
     if isinstance(got, bool) or isinstance(expected, bool):
         return type(got) is type(expected) and got == expected
     if isinstance(got, (int, float)) and isinstance(expected, (int, float)):
-        if isinstance(got, int) and isinstance(expected, int):
-            return got == expected
+        if isinstance(expected, int):
+            return got == expected  # exact, also for a float result (Python compares exactly)
         if not (math.isfinite(got) and math.isfinite(expected)):
             return got == expected
         return abs(got - expected) <= tol * max(1.0, abs(expected))

@@ -1,0 +1,76 @@
+"""Red-team cases for reward integrity and env input handling (issue 28, reward side).
+
+Each case is a payload from the second red-team pass (issue 28) that scored, crashed or
+broke a promise on the starting commit; every test here failed there.  Programs run in
+the real sandbox; the Lean cases use recorded/written verifier answers.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+from ragen_envs.data.loaders import load_source
+from ragen_envs.envs.deepcoder.judge import judge, outputs_match, values_match
+from ragen_envs.envs.deepcoder.problems import CodeProblem, problem_from_record
+from ragen_envs.sandbox import SandboxConfig
+
+FAST = SandboxConfig(cpu_time_s=2, wall_time_s=6, memory_mb=512)
+
+
+@functools.cache
+def _bundled(source: str) -> dict[str, CodeProblem]:
+    return {p.id: p for p in map(problem_from_record, load_source(f"bundled:{source}"))}
+
+
+def _ours(slug: str) -> CodeProblem:
+    return _bundled("code-stdio-ours")[f"ragen-stdio/{slug}"]
+
+
+def _humaneval(n: int) -> CodeProblem:
+    return _bundled("humaneval")[f"HumanEval/{n}"]
+
+
+# ------------------------------------------- Broke 2: integers get no float tolerance
+@pytest.mark.parametrize(
+    ("got", "expected", "ok"),
+    [
+        ("240.0", "240", True),  # the same integer written as a float
+        ("240", "240", True),
+        ("2.4e2", "240", True),
+        ("1293853867265.0", "1293853866265", False),  # lcm off by 1000 (relative 7.7e-10)
+        ("3.0000001", "3", False),
+        ("1_000", "1000", False),
+        ("nan", "3", False),
+        ("1000000.5", "1000000.0", True),  # a non-integer expected keeps the tolerance
+    ],
+)
+def test_expected_integer_token_matches_only_that_integer(got, expected, ok) -> None:
+    assert outputs_match(got, expected) is ok
+
+
+@pytest.mark.parametrize(
+    ("got", "expected", "ok"),
+    [(240.0, 240, True), (1293853867265.0, 1293853866265, False), (2.0000001, 2, False)],
+)
+def test_expected_integer_value_matches_only_that_integer(got, expected, ok) -> None:
+    assert values_match(got, expected) is ok
+
+
+@pytest.mark.parametrize(
+    ("slug", "program"),
+    [
+        # gcd-lcm with the lcm off by 1000, printed as a float.
+        (
+            "gcd-lcm",
+            "import math\na, b = map(int, input().split())\n"
+            "g = math.gcd(a, b)\nprint(g, float(a // g * b + 1000))\n",
+        ),
+        # to-binary with the low 12 bits wrong, printed as a float.
+        ("to-binary", "n = int(input())\nprint(float(bin(n | 4095)[2:]))\n"),
+    ],
+)
+def test_wrong_integers_printed_as_floats_do_not_score_full(slug, program) -> None:
+    report = judge(program, _ours(slug), sandbox=FAST)
+    assert not report.all_passed, [o.status for o in report.outcomes]
