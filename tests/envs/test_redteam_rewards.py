@@ -74,3 +74,33 @@ def test_expected_integer_value_matches_only_that_integer(got, expected, ok) -> 
 def test_wrong_integers_printed_as_floats_do_not_score_full(slug, program) -> None:
     report = judge(program, _ours(slug), sandbox=FAST)
     assert not report.all_passed, [o.status for o in report.outcomes]
+
+
+# ------------------------------------------- Broke 7: a factorial is not punctuation
+@pytest.mark.parametrize(
+    ("answer", "gold", "ok"),
+    [
+        (r"\boxed{210000!}", "210000", False),
+        (r"The answer is \boxed{210000!}.", "210000", False),
+        (r"The answer is 210000!", "210000", True),  # outside \boxed: an exclamation mark
+        (r"\boxed{210000}!", "210000", True),  # the ! outside the box is prose
+        (r"\boxed{5!}", "120", True),
+        (r"\boxed{72.}", "72", True),  # trailing full stop is still punctuation
+        (r"\boxed{72 !}", "72", True),  # a detached ! is punctuation
+    ],
+)
+def test_factorial_is_not_stripped_as_punctuation(answer, gold, ok) -> None:
+    from ragen_envs.envs.metamathqa.equivalence import answers_equal
+    from ragen_envs.envs.metamathqa.extract import extract_answer
+
+    assert answers_equal(extract_answer(answer).text, gold) is ok
+
+
+def test_boxed_factorial_scores_zero_in_the_env() -> None:
+    import ragen_envs
+
+    env = ragen_envs.make("ragen/MetaMathQA-v0")
+    env.reset(seed=0)
+    gold = env.unwrapped._item.answer
+    _, reward, _, _, info = env.step(rf"\boxed{{{gold}!}}")
+    assert reward == 0.0 and not info["success"]

@@ -25,7 +25,8 @@
 
    Before stage 3, an answer that could make ``sympy`` run for long — longer than 200
    characters, more than 3 powers, a power inside an exponent, an integer exponent
-   above 1000 in absolute value, or a literal of more than 50 digits — is compared by
+   above 1000 in absolute value, a literal of more than 50 digits, more than two ``!`` or
+   the factorial of a number above 1000 — is compared by
    stages 1–2 only (so model output cannot stall the environment).
 """
 
@@ -81,6 +82,8 @@ def parse_number(text: str) -> Fraction | None:
 def _too_costly(s: str) -> bool:
     if len(s) > 200 or s.count("^") > 3 or re.search(r"\d{51,}", s):
         return True
+    if s.count("!") > 2 or any(int(m) > 1000 for m in re.findall(r"(\d+)\s*!", s)):
+        return True  # a factorial of a large number (210000! has ~1e6 digits)
     for m in re.finditer(r"\^\s*(\{[^{}]*\}|[-+]?\d+|.)", s):
         exp = m.group(1).strip("{}")
         if "^" in exp:

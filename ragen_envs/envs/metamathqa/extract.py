@@ -19,7 +19,10 @@ The candidate is then normalised (:func:`normalize_answer`): math delimiters
 currency signs (``$ \\$ € £ ¥``), grouping ``{,}`` and thousands separators
 (``8,000`` → ``8000``; a comma is a thousands separator only between a digit and
 exactly three digits), degree signs, a trailing ``%``, ``\\text{…}`` wrappers and
-trailing punctuation are removed; ``\\dfrac``/``\\tfrac`` become ``\\frac``; a simple
+trailing punctuation are removed (but ``!`` right after a digit, a letter, a closing
+bracket or another ``!`` is a factorial and stays: ``\\boxed{210000!}`` is not
+``210000``; outside ``\\boxed`` the answer ends a sentence, so a final ``!`` there is an
+exclamation mark: ``The answer is 3/4!`` gives ``3/4``); ``\\dfrac``/``\\tfrac`` become ``\\frac``; a simple
 ``x = 5`` becomes ``5``.
 
 **Last-number fallback.**  For rules 2–4 (never for ``\\boxed``, which is an explicit
@@ -131,6 +134,24 @@ def _unwrap_text(s: str) -> str:
     return s
 
 
+_TRAILING = frozenset(" \t\r\n.,;:!?")
+
+
+def _strip_trailing_punctuation(s: str) -> str:
+    """``s`` without trailing spaces and ``. , ; : ! ?``, except a factorial's ``!``.
+
+    An ``!`` right after a digit, a letter, a closing bracket or another ``!`` is the
+    factorial operator and stays (``210000!`` is not ``210000``; issue 28, item 7).
+    Linear in ``len(s)``.
+    """
+    end = len(s)
+    while end and s[end - 1] in _TRAILING:
+        if s[end - 1] == "!" and end > 1 and (s[end - 2].isalnum() or s[end - 2] in ")}]!"):
+            break
+        end -= 1
+    return s[:end]
+
+
 def normalize_answer(answer: str) -> str:
     """Canonical spelling of an answer candidate (rules in the module docstring)."""
     s = _strip_outer(str(answer))
@@ -158,7 +179,7 @@ def normalize_answer(answer: str) -> str:
     s = re.sub(r"[$€£¥]", "", s)
     s = _THOUSANDS.sub("", s)
     s = s.strip()
-    s = re.sub(r"[\s.,;:!?]+$", "", s) if not re.search(r"\d\.$", s) else s.rstrip(".").strip()
+    s = _strip_trailing_punctuation(s)
     s = s.rstrip("%").strip()
     m = _SIMPLE_EQ.match(s)
     if m:
@@ -205,7 +226,8 @@ def extract_answer(text: str) -> ExtractedAnswer | None:
             break
     else:
         source, cand = "whole", text.strip()
-    norm = normalize_answer(cand)
+    # Outside \boxed an answer ends a sentence: its final "!" is an exclamation mark.
+    norm = normalize_answer(cand.rstrip(" \t\r\n.!?"))
     if norm and not _is_prose(norm):
         return ExtractedAnswer(norm, source, cand)
     num = last_number(norm)
