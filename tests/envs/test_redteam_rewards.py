@@ -12,7 +12,7 @@ import functools
 import pytest
 
 from ragen_envs.data.loaders import load_source
-from ragen_envs.envs.deepcoder.judge import judge, outputs_match, values_match
+from ragen_envs.envs.deepcoder.judge import judge, outputs_match, reference_passes, values_match
 from ragen_envs.envs.deepcoder.problems import CodeProblem, problem_from_record
 from ragen_envs.sandbox import SandboxConfig
 
@@ -104,3 +104,32 @@ def test_boxed_factorial_scores_zero_in_the_env() -> None:
     gold = env.unwrapped._item.answer
     _, reward, _, _, info = env.step(rf"\boxed{{{gold}!}}")
     assert reward == 0.0 and not info["success"]
+
+
+# ------------------------------------------- Broke 1: HumanEval helpers are the problem's
+@pytest.mark.parametrize(
+    ("n", "program"),
+    [
+        (32, "def poly(xs, x):\n    return 0.0\n\n\ndef find_zero(xs):\n    return 0.0\n"),
+        (38, "def encode_cyclic(s):\n    return s\n\n\ndef decode_cyclic(s):\n    return s\n"),
+        (50, "def encode_shift(s):\n    return s\n\n\ndef decode_shift(s):\n    return s\n"),
+    ],
+)
+def test_candidate_helpers_do_not_replace_the_problems(n, program) -> None:
+    report = judge(program, _humaneval(n), sandbox=FAST)
+    assert report.passed == 0, [o.feedback for o in report.outcomes]
+
+
+def test_self_referential_asserts_use_the_reference() -> None:
+    problem = _humaneval(33)
+    identity = judge("def sort_third(l):\n    return l\n", problem, sandbox=FAST)
+    # Only [1, 2, 3], which is its own answer, passes; before, the 2 self-referential
+    # asserts on other lists passed too (3 of 7).
+    assert (identity.passed, identity.total) == (1, 7)
+    assert reference_passes(problem, sandbox=FAST).all_passed
+
+
+def test_a_candidate_with_its_own_correct_helpers_still_passes() -> None:
+    problem = _humaneval(38)
+    body = problem.reference_solution
+    assert judge(body, problem, sandbox=FAST).all_passed

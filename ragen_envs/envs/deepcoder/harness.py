@@ -21,9 +21,14 @@ harness side), can become a verdict.
   ``(index, passed, detail)`` per evaluated assert (an assert of a constant, like
   HumanEval's ``assert True, "..."`` debugging lines, is left alone and not counted).
   An assert that raises (including ``SystemExit`` from the candidate) fails; asserts
-  never reached (the candidate failed to load, a timeout) count as failed.  Names the
-  test code uses but does not define (the entry point, helpers of the prompt such as
-  ``poly``) are the candidate's.
+  never reached (the candidate failed to load, a timeout) count as failed.  The
+  problem's reference code (HumanEval: prompt + canonical body) is defined first, so
+  the names the test code uses besides ``candidate`` — prompt helpers such as ``poly``
+  or ``encode_cyclic``, the entry point in self-referential asserts — are the
+  problem's: a candidate's own ``poly`` returning 0 or identity ``encode_*`` /
+  ``decode_*`` cannot pass (issue 28, item 1); ``candidate`` is the program's entry
+  point.  Without reference code (MBPP, whose asserts call the function by name),
+  names the test code does not define are the candidate's.
 """
 
 from __future__ import annotations
@@ -158,8 +163,13 @@ def count_asserts(test_code: str) -> int:
     return _rewrite_check(test_code)[1]
 
 
-def check_harness(test_code: str, entry_point: str) -> tuple[str, int]:
+def check_harness(test_code: str, entry_point: str, reference: str = "") -> tuple[str, int]:
     """Harness running HumanEval-style ``test_code`` against the candidate's ``entry_point``.
+
+    Args:
+        test_code: code defining ``check(candidate)``.
+        entry_point: the candidate's function passed to ``check``.
+        reference: trusted problem code defined before ``test_code`` (module docstring).
 
     Returns:
         ``(harness, n_asserts)``; the harness reports ``(index, passed, detail)`` once
@@ -169,14 +179,16 @@ def check_harness(test_code: str, entry_point: str) -> tuple[str, int]:
         SyntaxError: ``test_code`` does not parse (a data error, not the candidate's).
     """
     rewritten, n = _rewrite_check(test_code)
+    if reference:
+        ast.parse(reference)  # a data error (SyntaxError), not the candidate's
     driver = (
         "\n\ntry:\n"
-        f"    check({entry_point})\n"
+        f"    check(program({entry_point!r}))\n"
         "except BaseException as __ragen_e:\n"
         "    import sys as __ragen_sys\n"
         "    __ragen_sys.stderr.write('check stopped: ' + repr(__ragen_e)[:300] + '\\n')\n"
     )
-    return _CHECK_PRELUDE + rewritten + driver, n
+    return _CHECK_PRELUDE + reference + "\n\n" + rewritten + driver, n
 
 
 def call_harness(fn_name: str, args: tuple[Any, ...] | list[Any]) -> str:

@@ -313,7 +313,7 @@ def _run_call(
 def _run_check(
     code: str, test: CheckTest, first_index: int, cfg: SandboxConfig, n: int
 ) -> list[TestOutcome]:
-    harness, count = check_harness(test.code, test.entry_point)
+    harness, count = check_harness(test.code, test.entry_point, test.reference)
     res = _check_sandbox(run_python(code, config=cfg, harness=harness))
     state: dict[int, tuple[bool, str]] = {}
     for entry in res.verdict:

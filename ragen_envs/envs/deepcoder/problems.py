@@ -117,10 +117,20 @@ class CallTest:
 
 @dataclass(frozen=True)
 class CheckTest:
-    """HumanEval-style test code defining ``check(candidate)``; called with ``entry_point``."""
+    """HumanEval-style test code defining ``check(candidate)``; called with ``entry_point``.
+
+    ``reference``: trusted code of the problem (HumanEval: the prompt plus the canonical
+    body) that the checker defines before the test code, so that the names the test
+    code uses besides ``candidate`` — prompt helpers such as ``poly`` or
+    ``encode_cyclic``, and the entry point itself in self-referential asserts
+    (HumanEval/33) — are the problem's, never the candidate's (issue 28, item 1).
+    Empty when the test code calls the function by name (MBPP): then those names are
+    the candidate's.
+    """
 
     code: str
     entry_point: str
+    reference: str = ""
 
 
 Test = Union[StdioTest, CallTest, CheckTest]
@@ -254,7 +264,7 @@ def _read_humaneval(r: Mapping[str, Any]) -> CodeProblem:
         str(r["task_id"]),
         "humaneval",
         prompt,
-        (CheckTest(str(r["test"]), entry),),
+        (CheckTest(str(r["test"]), entry, str(r["prompt"]) + str(r["canonical_solution"])),),
         str(r["prompt"]) + str(r["canonical_solution"]),
         str(r["prompt"]),
         {"entry_point": entry},
