@@ -13,7 +13,7 @@ import pytest
 
 from ragen_envs.data.loaders import load_source
 from ragen_envs.envs.deepcoder.judge import judge, outputs_match, reference_passes, values_match
-from ragen_envs.envs.deepcoder.problems import CodeProblem, problem_from_record
+from ragen_envs.envs.deepcoder.problems import CallTest, CodeProblem, problem_from_record
 from ragen_envs.sandbox import SandboxConfig
 
 FAST = SandboxConfig(cpu_time_s=2, wall_time_s=6, memory_mb=512)
@@ -133,3 +133,20 @@ def test_a_candidate_with_its_own_correct_helpers_still_passes() -> None:
     problem = _humaneval(38)
     body = problem.reference_solution
     assert judge(body, problem, sandbox=FAST).all_passed
+
+
+# ------------------------------------------- Smaller: a repr is not a value
+@pytest.mark.parametrize("expected", ["abc", ["abc"]])
+def test_object_whose_repr_is_the_expected_string_fails_a_call_test(expected) -> None:
+    problem = CodeProblem(
+        "redteam/repr",
+        "redteam",
+        "f() returns 'abc'",
+        (CallTest("f", (), expected, accept_wrapped=True),),
+    )
+    program = (
+        "class X:\n    def __repr__(self):\n        return 'abc'\n\n\ndef f():\n    return X()\n"
+    )
+    report = judge(program, problem, sandbox=FAST)
+    assert report.outcomes[0].status == "wrong_answer", report.outcomes
+    assert judge("def f():\n    return 'abc'\n", problem, sandbox=FAST).all_passed

@@ -6,8 +6,8 @@ the harness in another process of the same sandbox, calling the candidate's func
 through proxies (plain-data arguments in, plain-data results out) and sending its
 findings with ``report(value)`` over a channel the candidate has no descriptor for.
 Nothing the candidate prints, and no object it returns (a result that is not plain
-data is compared by its ``repr`` text; a result whose ``==`` lies cannot exist on the
-harness side), can become a verdict.
+data is a wrong answer shown by its ``repr`` text; a result whose ``==`` lies cannot
+exist on the harness side), can become a verdict.
 
 * stdin/stdout tests need no harness: the candidate runs as it is and its output is
   compared on the host.
