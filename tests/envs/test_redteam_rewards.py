@@ -7,13 +7,23 @@ the real sandbox; the Lean cases use recorded/written verifier answers.
 
 from __future__ import annotations
 
+import base64
 import functools
+import json
+import pickle
+import zlib
 
 import pytest
 
 from ragen_envs.data.loaders import load_source
+from ragen_envs.envs.deepcoder import problems as problems_mod
 from ragen_envs.envs.deepcoder.judge import judge, outputs_match, reference_passes, values_match
-from ragen_envs.envs.deepcoder.problems import CallTest, CodeProblem, problem_from_record
+from ragen_envs.envs.deepcoder.problems import (
+    CallTest,
+    CodeProblem,
+    ProblemFormatError,
+    problem_from_record,
+)
 from ragen_envs.sandbox import SandboxConfig
 
 FAST = SandboxConfig(cpu_time_s=2, wall_time_s=6, memory_mb=512)
@@ -150,3 +160,62 @@ def test_object_whose_repr_is_the_expected_string_fails_a_call_test(expected) ->
     report = judge(program, problem, sandbox=FAST)
     assert report.outcomes[0].status == "wrong_answer", report.outcomes
     assert judge("def f():\n    return 'abc'\n", problem, sandbox=FAST).all_passed
+
+
+# ------------------------------------------- Crashes: LiveCodeBench records
+def _lcb_record(qid: str, private: str) -> dict:
+    return {
+        "question_id": qid,
+        "question_title": "t",
+        "question_content": f"Print 1. ({qid})",
+        "public_test_cases": json.dumps([{"input": "", "output": "1", "testtype": "stdin"}]),
+        "private_test_cases": private,
+        "metadata": "{}",
+    }
+
+
+def _zlib_bomb(mib: int) -> str:
+    """base64 of a zlib stream expanding to ``mib`` MiB of zeros (built in ~1 ms per MiB).
+
+    Each 1 MiB deflate block ends with a full flush (no back-references across
+    blocks), so the same bytes repeat; the stream is refused before its checksum.
+    """
+    co = zlib.compressobj(9, zlib.DEFLATED, -15)
+    block = co.compress(bytes(1 << 20)) + co.flush(zlib.Z_FULL_FLUSH)
+    return base64.b64encode(b"\x78\xda" + block * mib + co.flush()).decode()
+
+
+def test_lcb_zlib_bomb_is_refused_and_named(monkeypatch) -> None:
+    assert problems_mod.MAX_LCB_TESTS_BYTES < 1 << 30
+    monkeypatch.setattr(problems_mod, "MAX_LCB_TESTS_BYTES", 16 << 20)  # keeps the test fast
+    bomb = _zlib_bomb(1024)  # the issue's payload: ~1 MB expanding to 1 GiB
+    assert len(bomb) < 2 << 20
+    with pytest.raises(ProblemFormatError, match=r"'lcb-bomb'.*more than 16 MiB"):
+        problem_from_record(_lcb_record("lcb-bomb", bomb))
+
+
+def _pickled(value: object) -> str:
+    return base64.b64encode(zlib.compress(pickle.dumps(value))).decode()
+
+
+@pytest.mark.parametrize(
+    "private",
+    [_pickled([["1", "1"]]), _pickled(json.dumps([["1", "1"]])), _zlib_bomb(300)],
+    ids=["pickled-list-of-lists", "json-list-of-lists", "zlib-bomb-300MiB"],
+)
+def test_one_bad_lcb_record_is_skipped_by_name_not_every_split(tmp_path, private) -> None:
+    import ragen_envs
+
+    good = [_lcb_record(f"good-{i}", "") for i in range(12)]
+    path = tmp_path / "lcb"
+    path.mkdir()
+    with open(path / "test.jsonl", "w") as f:
+        for rec in [*good, _lcb_record("bad-one", private)]:
+            f.write(json.dumps(rec) + "\n")
+    env = ragen_envs.make(
+        "ragen/DeepCoder-v0", data_source=str(path), split="test", split_mode="source"
+    ).unwrapped
+    with pytest.warns(UserWarning, match="skipped 1 malformed record.*'bad-one'"):
+        env.reset(seed=0)
+    assert len(env.split_items()) == 12
+    assert any("'bad-one'" in m for m in env.skipped_records)

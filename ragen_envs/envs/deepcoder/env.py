@@ -20,6 +20,7 @@ and train / validation / test are disjoint by the normalised problem statement, 
 from __future__ import annotations
 
 import ast
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -48,6 +49,9 @@ class DeepCoderEnv(DatasetEnv):
     ``sandbox_namespaces``, ``feedback_chars``, ``max_code_chars``, ``max_steps`` (3, >=
     ``max_attempts``), ``invalid_action_reward``.
 
+    Malformed data records are skipped with one warning naming them (the messages are
+    kept in :attr:`skipped_records`).
+
     Invalid actions (state unchanged, ``invalid_action_reward``, no attempt used, the
     reason in ``info["invalid_reason"]``): no code, code longer than
     ``max_code_chars``, or code that does not parse as Python 3.
@@ -57,6 +61,8 @@ class DeepCoderEnv(DatasetEnv):
     """
 
     env_key = "deepcoder"
+    #: Messages naming the malformed records the last load skipped.
+    skipped_records: tuple[str, ...] = ()
 
     def __init__(self, render_mode: str | None = None, **config: Any):
         super().__init__(render_mode=render_mode, **config)
@@ -77,12 +83,21 @@ class DeepCoderEnv(DatasetEnv):
 
     def _load_items(self) -> Sequence[CodeProblem]:
         problems = []
+        skipped: list[str] = []
         for spec in self._sources():
             for rec in load_source(spec):
                 try:
                     problems.append(problem_from_record(rec, self.config["data_format"]))
-                except ProblemFormatError:
-                    continue  # a malformed record is skipped; the split sizes show what was kept
+                except ProblemFormatError as exc:
+                    skipped.append(str(exc))  # a malformed record is skipped, and named
+        self.skipped_records = tuple(skipped)
+        if skipped:
+            shown = "; ".join(skipped[:5]) + (
+                f"; ... {len(skipped) - 5} more" if len(skipped) > 5 else ""
+            )
+            warnings.warn(
+                f"deepcoder: skipped {len(skipped)} malformed record(s): {shown}", stacklevel=2
+            )
         if not problems:
             raise DataSourceError(f"no usable coding problem in {self._sources()}")
         return problems

@@ -84,6 +84,7 @@ __all__ = [
     "StdioTest",
     "detect_format",
     "problem_from_record",
+    "record_name",
 ]
 
 FORMATS = ("auto", "ragen", "humaneval", "mbpp", "apps", "taco", "livecodebench", "deepcoder")
@@ -214,11 +215,25 @@ def detect_format(record: Mapping[str, Any]) -> str:
     raise ProblemFormatError(f"cannot tell the format of a record with keys {sorted(keys)}")
 
 
+_ID_KEYS = ("question_id", "task_id", "problem_id", "id", "name", "url")
+
+
+def record_name(record: Mapping[str, Any]) -> str:
+    """A short name for a record in messages: its first id field, else ``"(no id)"``."""
+    for key in _ID_KEYS:
+        value = record.get(key)
+        if value not in (None, ""):
+            return repr(str(value)[:80])
+    return "(no id)"
+
+
 def problem_from_record(record: Mapping[str, Any], fmt: str = "auto") -> CodeProblem:
     """Convert one data set record into a :class:`CodeProblem`.
 
     Raises:
-        ProblemFormatError: the record lacks a field its format needs, or has no test.
+        ProblemFormatError: the record lacks a field its format needs, has a field of
+            the wrong shape, or has no test; the message names the record
+            (:func:`record_name`).
     """
     fmt = detect_format(record) if fmt == "auto" else fmt
     reader = _READERS.get(fmt)
@@ -228,10 +243,12 @@ def problem_from_record(record: Mapping[str, Any], fmt: str = "auto") -> CodePro
         )
     try:
         problem = reader(record)
-    except (KeyError, TypeError, ValueError) as exc:
-        if isinstance(exc, ProblemFormatError):
-            raise
-        raise ProblemFormatError(f"{fmt} record: {type(exc).__name__}: {exc}") from None
+    except ProblemFormatError as exc:
+        raise ProblemFormatError(f"{fmt} record {record_name(record)}: {exc}") from None
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ProblemFormatError(
+            f"{fmt} record {record_name(record)}: {type(exc).__name__}: {exc}"
+        ) from None
     if not problem.tests:
         raise ProblemFormatError(f"{fmt} record {problem.id!r} has no test")
     split = record.get(SOURCE_SPLIT_KEY)
@@ -387,6 +404,28 @@ def _read_taco(r: Mapping[str, Any]) -> CodeProblem:
     return _read_apps(r, "taco")
 
 
+#: Largest decoded size of one record's LiveCodeBench test cases (bytes).  The zlib
+#: layer is decompressed with this bound, so a 1.4 MB "zlib bomb" that expands to 1 GiB
+#: is refused after 256 MiB instead of taking 2 GB of memory (issue 28).
+MAX_LCB_TESTS_BYTES = 256 << 20
+
+
+def _bounded_decompress(data: bytes, limit: int) -> bytes:
+    """zlib-decompress ``data`` to at most ``limit`` bytes.
+
+    Raises:
+        ProblemFormatError: the data decompresses to more than ``limit`` bytes.
+    """
+    d = zlib.decompressobj()
+    raw = d.decompress(data, limit + 1)
+    if len(raw) > limit or d.unconsumed_tail:
+        raise ProblemFormatError(
+            f"LiveCodeBench test cases decompress to more than {limit >> 20} MiB "
+            "(MAX_LCB_TESTS_BYTES); refusing the record"
+        )
+    return raw
+
+
 class _StringOnlyUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:  # noqa: D102 - refuses everything
         raise pickle.UnpicklingError(f"refusing to load global {module}.{name} from test data")
@@ -396,10 +435,13 @@ def decode_lcb_tests(value: Any) -> list[dict[str, Any]]:
     """Decode LiveCodeBench test cases: JSON text, or base64(zlib(pickle(JSON text))).
 
     The pickle payload is read with an unpickler that refuses any global, so a crafted
-    file cannot run code; only plain strings/containers decode.
+    file cannot run code; only plain strings/containers decode.  The zlib layer is
+    decompressed to at most :data:`MAX_LCB_TESTS_BYTES`, and every case must be an
+    object (a list of lists is refused, not an ``AttributeError`` later).
 
     Raises:
-        ProblemFormatError: neither encoding applies.
+        ProblemFormatError: neither encoding applies, the data is larger than the bound,
+            or it is not a list of objects.
     """
     if value is None or value == "":
         return []
@@ -409,16 +451,23 @@ def decode_lcb_tests(value: Any) -> list[dict[str, Any]]:
         data = json.loads(value)
     except ValueError:
         try:
-            raw = zlib.decompress(base64.b64decode(value))
+            raw = _bounded_decompress(base64.b64decode(value), MAX_LCB_TESTS_BYTES)
             data = _StringOnlyUnpickler(io.BytesIO(raw)).load()
             if isinstance(data, (bytes, str)):
                 data = json.loads(data)
+        except ProblemFormatError:
+            raise
         except Exception as exc:  # noqa: BLE001 - any decoding failure
             raise ProblemFormatError(
                 f"cannot decode LiveCodeBench test cases: {type(exc).__name__}: {exc}"
             ) from None
     if not isinstance(data, list):
         raise ProblemFormatError("LiveCodeBench test cases are not a list")
+    bad = next((c for c in data if not isinstance(c, Mapping)), None)
+    if bad is not None:
+        raise ProblemFormatError(
+            f"LiveCodeBench test cases hold a {type(bad).__name__}, not an object"
+        )
     return data
 
 
