@@ -14,10 +14,10 @@ records come from; :func:`load_source` understands:
     (cached by ``datasets`` in its own cache, ``HF_DATASETS_CACHE``).
 ``<path>`` or ``file:<path>``
     a local file (``.jsonl``, ``.jsonl.gz``, ``.ndjson``, ``.json``, ``.json.gz``,
-    ``.parquet``) or a directory of such files.  In a directory, a file whose name
-    starts with ``train`` / ``validation`` / ``val`` / ``dev`` / ``test`` gives its
-    records that *source split* (the Hugging Face layout ``test-00000-of-00001.parquet``
-    works as is); other files give records without one.
+    ``.parquet``) or a directory of such files.  A file whose name starts with
+    ``train`` / ``validation`` / ``val`` / ``dev`` / ``test`` — in a directory or passed
+    alone — gives its records that *source split* (the Hugging Face layout
+    ``test-00000-of-00001.parquet`` works as is); other files give records without one.
 
 Records from a source with splits carry the source split name under the key
 :data:`SOURCE_SPLIT_KEY` (``"_source_split"``), which
@@ -265,7 +265,9 @@ def _load_path(path: Path) -> list[dict[str, Any]]:
                     rec = {**rec, SOURCE_SPLIT_KEY: split}
                 records.append(rec)
         return records
-    return read_records(path)
+    split = _split_from_filename(path.name)  # a single file, too (issue 28): test.jsonl is test
+    records = read_records(path)
+    return records if split is None else [{**rec, SOURCE_SPLIT_KEY: split} for rec in records]
 
 
 @functools.lru_cache(maxsize=16)

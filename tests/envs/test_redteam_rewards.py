@@ -219,3 +219,39 @@ def test_one_bad_lcb_record_is_skipped_by_name_not_every_split(tmp_path, private
         env.reset(seed=0)
     assert len(env.split_items()) == 12
     assert any("'bad-one'" in m for m in env.skipped_records)
+
+
+# ------------------------------------------- Held-out: a lone split file keeps its split
+def _write_jsonl(path, records) -> str:
+    with open(path, "w") as f:
+        for rec in records:
+            f.write(json.dumps(rec) + "\n")
+    return str(path)
+
+
+@pytest.mark.parametrize("name", ["test.jsonl", "test-00000-of-00001.jsonl"])
+def test_single_humaneval_test_file_is_served_only_as_test(tmp_path, name) -> None:
+    import ragen_envs
+
+    recs = list(load_source("bundled:humaneval"))[:10]
+    path = _write_jsonl(tmp_path / name, recs)
+    env = ragen_envs.make(
+        "ragen/DeepCoder-v0", data_source=path, split="test", split_mode="source"
+    ).unwrapped
+    sizes = env.split_table().sizes
+    assert (sizes["train"], sizes["validation"], sizes["test"]) == (0, 0, 10)
+
+
+def test_single_gsm8k_test_file_is_served_only_as_test(tmp_path) -> None:
+    import ragen_envs
+
+    recs = [
+        {"question": f"What is {i} + 1?", "answer": f"{i}+1={i + 1}\n#### {i + 1}"}
+        for i in range(20)
+    ]
+    path = _write_jsonl(tmp_path / "test.jsonl", recs)
+    env = ragen_envs.make(
+        "ragen/MetaMathQA-v0", data_source=path, split="test", split_mode="source"
+    ).unwrapped
+    sizes = env.split_table().sizes
+    assert (sizes["train"], sizes["validation"], sizes["test"]) == (0, 0, 20)
