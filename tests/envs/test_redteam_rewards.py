@@ -255,3 +255,22 @@ def test_single_gsm8k_test_file_is_served_only_as_test(tmp_path) -> None:
     ).unwrapped
     sizes = env.split_table().sizes
     assert (sizes["train"], sizes["validation"], sizes["test"]) == (0, 0, 20)
+
+
+# ------------------------------------------- Held-out: SearchQA finish[Paris].
+@pytest.mark.parametrize("tail", [".", "!", " .", "?!"])
+def test_searchqa_punctuation_after_finish_is_a_deviation_not_invalid(tail) -> None:
+    import ragen_envs
+
+    env = ragen_envs.make("ragen/SearchQA-v0")
+    env.reset(seed=0)
+    gold = env.unwrapped._item.answers[0]
+    _, reward, terminated, _, info = env.step(f"finish[{gold}]{tail}")
+    assert info["action_is_valid"] and terminated and reward == 1.0
+    assert info["answer"] == gold and tail.strip() in info["format_deviation"]
+    env.reset(seed=0)
+    _, _, _, _, clean = env.step(f"finish[{gold}]")
+    assert "format_deviation" not in clean
+    env.reset(seed=0)
+    _, reward, _, _, info = env.step(f"finish[{gold}] because")
+    assert not info["action_is_valid"] and reward < 0  # other trailing text stays invalid

@@ -31,9 +31,9 @@ from .questions import QAItem, qa_item_from_record
 from .retrieval import Hit, HttpRetriever, Retriever, format_hits, local_bm25_retriever
 from .scoring import qa_reward, score_answer
 
-__all__ = ["SearchQAEnv", "parse_search_action"]
+__all__ = ["SearchQAEnv", "format_deviation", "parse_search_action"]
 
-_ACTION = re.compile(r"\s*(search|finish)\s*\[(.*)\]\s*", re.IGNORECASE | re.DOTALL)
+_ACTION = re.compile(r"\s*(search|finish)\s*\[(.*)\]\s*([.!?,;:]*)\s*", re.IGNORECASE | re.DOTALL)
 
 #: Words the random baseline draws its queries from (besides words of the question).
 _RANDOM_WORDS = (
@@ -60,12 +60,26 @@ def parse_search_action(text: str) -> tuple[str, str] | None:
     """``"search[capital of France]"`` -> ``("search", "capital of France")``; else ``None``.
 
     The verb is case-insensitive, surrounding whitespace is ignored, the argument is
-    everything between the first ``[`` and the last ``]`` (stripped).
+    everything between the first ``[`` and the last ``]`` (stripped); sentence
+    punctuation after the ``]`` (``finish[Paris].``) is tolerated — see
+    :func:`format_deviation`.
     """
     m = _ACTION.fullmatch(text)
     if m is None:
         return None
     return m.group(1).lower(), m.group(2).strip()
+
+
+def format_deviation(text: str) -> str | None:
+    """How a parsable action strays from the exact grammar, or ``None`` if it does not.
+
+    Today: punctuation after the closing bracket (``finish[Paris].``), which is parsed
+    as ``finish[Paris]`` and recorded in ``info["format_deviation"]`` (issue 28).
+    """
+    m = _ACTION.fullmatch(text)
+    if m is None or not m.group(3):
+        return None
+    return f"text after the closing bracket ignored: {m.group(3)!r}"
 
 
 class SearchQAEnv(DatasetEnv):
@@ -149,6 +163,8 @@ class SearchQAEnv(DatasetEnv):
                 "expected search[<query>] or finish[<answer>], e.g. search[capital of France]"
             )
         verb, arg = parsed
+        deviation = format_deviation(action)
+        extra = {"format_deviation": deviation} if deviation else {}
         if not arg:
             return self.invalid(
                 f"empty {verb}[...]: put a {'query' if verb == 'search' else 'answer'} "
@@ -168,6 +184,7 @@ class SearchQAEnv(DatasetEnv):
                     "n_results": len(hits),
                     "result_ids": [h.document.id for h in hits],
                     "searches": len(self._queries),
+                    **extra,
                 },
             )
         if len(arg) > c["max_answer_chars"]:
@@ -188,6 +205,7 @@ class SearchQAEnv(DatasetEnv):
                 "exact_match": score.exact_match,
                 "f1": score.f1,
                 "searches": len(self._queries),
+                **extra,
             },
         )
 
