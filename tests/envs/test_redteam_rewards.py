@@ -274,3 +274,27 @@ def test_searchqa_punctuation_after_finish_is_a_deviation_not_invalid(tail) -> N
     env.reset(seed=0)
     _, reward, _, _, info = env.step(f"finish[{gold}] because")
     assert not info["action_is_valid"] and reward < 0  # other trailing text stays invalid
+
+
+# ------------------------------------------- Held-out: env info keys on every step
+@pytest.mark.parametrize(
+    ("env_id", "keys"),
+    [
+        ("ragen/RubiksCube-v0", ("state", "distance")),
+        ("ragen/2048-v0", ("board", "score", "max_tile")),
+    ],
+)
+@pytest.mark.parametrize(
+    "action", ["U" * 70_000, 3, None, ["up"]], ids=["long", "int", "none", "list"]
+)
+def test_irregular_actions_still_give_the_promised_info_keys(env_id, keys, action) -> None:
+    import ragen_envs
+
+    env = ragen_envs.make(env_id)
+    _, first = env.reset(seed=0)
+    _, reward, _, _, info = env.step(action)
+    assert not info["action_is_valid"] and reward < 0
+    assert all(k in info for k in keys), sorted(info)
+    for k in keys:
+        if k in first:
+            assert info[k] == first[k]  # unchanged state

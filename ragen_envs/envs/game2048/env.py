@@ -112,12 +112,18 @@ class Game2048Env(TextEnv):
         return self._score
 
     # ---------------------------------------------------------------- step
+    def invalid(self, reason: str, **info: Any) -> Transition:
+        """An invalid action's transition, with ``board``, ``score`` and ``max_tile`` in ``info``.
+
+        Every invalid step carries them — also an over-long or non-string action, which
+        the base class refuses before :meth:`_step` (issue 28).
+        """
+        return super().invalid(reason, **self._board_info(), **info)
+
     def _step(self, action: str) -> Transition:
         name = self.match_action(action)
         if name is None:
-            return self.invalid(
-                f"unknown action: expected one of {list(MOVES)}", **self._board_info()
-            )
+            return self.invalid(f"unknown action: expected one of {list(MOVES)}")
         after, merged = move(self._board, name)
         if after == self._board:
             return Transition(

@@ -121,14 +121,20 @@ class RubiksCubeEnv(TextEnv):
         return "".join(cube.COLOURS[c] for c in self._state)
 
     # ---------------------------------------------------------------- step
+    def invalid(self, reason: str, **info: Any) -> Transition:
+        """An invalid action's transition, with ``state`` and ``distance`` in ``info``.
+
+        Every invalid step carries them — also an over-long or non-string action, which
+        the base class refuses before :meth:`_step` (issue 28).
+        """
+        return super().invalid(
+            reason, state=self.sticker_text, distance=solver.distance(self._state), **info
+        )
+
     def _step(self, action: str) -> Transition:
         name = self._aliases.get(action.strip().casefold())
         if name is None:
-            return self.invalid(
-                f"unknown action: expected one of {' '.join(ACTIONS)}",
-                state=self.sticker_text,
-                distance=solver.distance(self._state),
-            )
+            return self.invalid(f"unknown action: expected one of {' '.join(ACTIONS)}")
         self._state = apply(self._state, name)
         solved = is_solved(self._state)
         return Transition(
