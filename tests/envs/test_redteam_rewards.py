@@ -298,3 +298,42 @@ def test_irregular_actions_still_give_the_promised_info_keys(env_id, keys, actio
     for k in keys:
         if k in first:
             assert info[k] == first[k]  # unchanged state
+
+
+# ------------------------------------------- Lean: sorry without the word
+ADMIT_GOAL = "run_tac do Lean.Elab.admitGoal (← Lean.Elab.Tactic.getMainGoal)"
+_DECL_SORRY = {
+    "severity": "warning",
+    "pos": {"line": 1, "column": 8},
+    "data": "declaration uses 'sorry'",
+}
+
+
+@pytest.mark.parametrize("text", ["declaration uses 'sorry'", "declaration uses `sorry`"])
+def test_command_answer_with_a_sorry_warning_is_not_a_complete_proof(text) -> None:
+    from ragen_envs.envs.lean.protocol import command_check
+
+    response = {"env": 0, "messages": [{**_DECL_SORRY, "data": text}]}  # admitGoal: no sorries
+    check = command_check(response, probe_line=3, first_line=2)
+    assert check.outcome == "rejected" and check.uses_sorry and not check.complete
+
+
+def test_tactic_answer_with_a_sorry_warning_is_not_a_complete_proof() -> None:
+    from ragen_envs.envs.lean.protocol import tactic_check
+
+    # A REPL without proofStatus, answering the admitGoal tactic with no goal left.
+    check = tactic_check({"proofState": 1, "goals": [], "messages": [_DECL_SORRY]})
+    assert check.outcome == "rejected" and check.uses_sorry
+
+
+def test_admit_goal_through_run_tac_is_rejected_by_the_env() -> None:
+    pytest.importorskip("httpx", reason="the Kimina back-end needs httpx (the 'lean' extra)")
+    from .lean_support import KiminaServer, lean_env
+
+    with KiminaServer() as server:
+        env = lean_env(server.url)
+        env.reset(options={"theorem": "complex_and"})
+        _, reward, terminated, _, info = env.step(ADMIT_GOAL)
+        env.close()
+    assert not info["success"] and not info["proof_complete"] and info["uses_sorry"]
+    assert reward < 0 and not terminated

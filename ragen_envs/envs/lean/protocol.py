@@ -12,7 +12,12 @@ the ``goals`` list, the status word before the first ``:`` of ``proofStatus``
 (``Completed`` / ``Incomplete`` / ``Error``), and for whole-proof checks the line of each
 ``sorry``.  Message text, which changes between Lean versions ("declaration uses
 'sorry'" with or without backticks, "Goals accomplished!"), is shown to the agent and
-never read.
+not read — with one exception, a second line of defence: a proof that would be
+*complete* is rejected when any warning says the declaration uses ``sorry`` (either
+quoting), wherever it is (:func:`declares_sorry`).  A tactic can close a goal with
+``sorryAx`` without a ``sorry`` in its text or in ``sorries`` — ``run_tac do
+Lean.Elab.admitGoal (← Lean.Elab.Tactic.getMainGoal)`` — and then the declaration's
+warning is the only trace (issue 28).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ __all__ = [
     "ProtocolError",
     "TacticCheck",
     "command_check",
+    "declares_sorry",
     "goal_signature",
     "mentions_sorry",
     "messages_of",
@@ -82,6 +88,14 @@ class TacticCheck:
     messages: tuple[LeanMessage, ...] = field(default_factory=tuple)
 
 
+_SORRY_WARNING = re.compile(r"declaration uses ['`\u2018\u2019]?sorry", re.IGNORECASE)
+
+
+def declares_sorry(messages: Sequence[LeanMessage]) -> bool:
+    """True when a message says that the declaration uses ``sorry`` (any quoting, any line)."""
+    return any(_SORRY_WARNING.search(m.text) for m in messages)
+
+
 def mentions_sorry(text: str) -> bool:
     """True when ``text`` contains ``sorry``, ``admit`` or ``sorryAx`` as an identifier."""
     return _SORRY.search(text) is not None
@@ -131,7 +145,8 @@ def tactic_check(answer: Mapping[str, Any]) -> TacticCheck:
     used ``sorry``); no goal left is a complete proof only when ``proofStatus`` is absent
     (REPL versions before it existed) or its status word is ``Completed``, otherwise it
     rejects (``Error: kernel type check failed``, ``Incomplete: contains
-    metavariable(s)``); else the tactic is accepted with ``goals`` open.
+    metavariable(s)``), and so does a "declaration uses sorry" warning
+    (:func:`declares_sorry`); else the tactic is accepted with ``goals`` open.
 
     Raises:
         ProtocolError: the answer has neither shape.
@@ -157,6 +172,8 @@ def tactic_check(answer: Mapping[str, Any]) -> TacticCheck:
         word = None if status is None else status.split(":", 1)[0].strip()
         if word not in (None, "Completed"):
             return TacticCheck(REJECTED, reason=f"proofStatus {status}", messages=messages)
+        if declares_sorry(messages):
+            return TacticCheck(REJECTED, uses_sorry=True, reason="uses sorry", messages=messages)
         return TacticCheck(ACCEPTED, goals=(), complete=True, messages=messages)
     return TacticCheck(ACCEPTED, goals=goals, messages=messages)
 
@@ -172,7 +189,9 @@ def command_check(
     has no error and one ``sorry`` per open goal *on the probe line*, each with its goal;
     a finished proof has no sorry at all (``all_goals`` over no goal does nothing).  So:
     a message of severity ``error`` rejects; a ``sorry`` on any other line (or without a
-    position) rejects as the tactic's own; no sorry left is a complete proof; else the
+    position) rejects as the tactic's own; no sorry left is a complete proof unless some
+    message (on any line) says the declaration uses ``sorry`` (then the proof's own:
+    rejected); else the
     tactic is accepted with the probe's goals open.  The returned messages are the errors
     and those on the tactics' lines (``first_line`` to ``probe_line - 1``): the warning
     that the probe's ``sorry`` causes at the declaration is not the agent's.
@@ -186,9 +205,10 @@ def command_check(
         )
     if "env" not in response and isinstance(response.get("message"), str):
         raise ProtocolError(f"the REPL refused the command: {response['message'][:300]}")
+    every = messages_of(response)
     messages = tuple(
         m
-        for m in messages_of(response)
+        for m in every
         if m.severity == "error" or (m.line is not None and first_line <= m.line < probe_line)
     )
     if _has_error(messages):
@@ -202,6 +222,9 @@ def command_check(
         if line != probe_line:
             return TacticCheck(REJECTED, uses_sorry=True, reason="uses sorry", messages=messages)
         goals.append(str(s.get("goal", "")))
+    if not goals and declares_sorry(every):
+        # The probe closed nothing, so a sorry warning is the proof's own (e.g. admitGoal).
+        return TacticCheck(REJECTED, uses_sorry=True, reason="uses sorry", messages=every)
     return TacticCheck(ACCEPTED, goals=tuple(goals), complete=not goals, messages=messages)
 
 
