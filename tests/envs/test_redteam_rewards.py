@@ -337,3 +337,43 @@ def test_admit_goal_through_run_tac_is_rejected_by_the_env() -> None:
         env.close()
     assert not info["success"] and not info["proof_complete"] and info["uses_sorry"]
     assert reward < 0 and not terminated
+
+
+# ------------------------------------------- Time: a per-step wall budget
+SLEEPER = (
+    "import sys, time\ndata = sys.stdin.read().split()\nt = int(data[0])\n"
+    "for i in range(t):\n    print(int(data[1 + 2 * i]) + int(data[2 + 2 * i]))\n"
+    "sys.stdout.flush()\ntime.sleep(100)\n"
+)
+
+
+def test_a_sleeping_correct_program_costs_at_most_the_step_budget() -> None:
+    slow = SandboxConfig(cpu_time_s=2, wall_time_s=1.5, memory_mb=512)
+    report = judge(SLEEPER, _ours("pair-sums"), sandbox=slow, time_budget_s=2.0)
+    statuses = [o.status for o in report.outcomes]
+    assert report.total == 6 and report.passed == 0
+    assert statuses.count("not_run") >= 4, statuses  # at most ~2 runs fit in 2 s
+    assert "time budget" in report.outcomes[-1].feedback
+
+
+def test_the_env_applies_its_step_budget() -> None:
+    import time
+
+    import ragen_envs
+
+    wall = 1.5
+    env = ragen_envs.make(
+        "ragen/DeepCoder-v0",
+        data_source="bundled:code-stdio-ours",
+        split="train",
+        wall_time_limit_s=wall,
+        step_time_budget_s=2.0,
+    ).unwrapped
+    items = env.split_items()
+    seed = next(i for i, p in enumerate(items) if p.id == "ragen-stdio/pair-sums")
+    env.reset(seed=seed)
+    t0 = time.monotonic()
+    _, _, _, _, info = env.step(f"```python\n{SLEEPER}```")
+    elapsed = time.monotonic() - t0
+    assert info["tests_total"] == 6 and info["tests_passed"] == 0
+    assert elapsed < 4 * wall, elapsed  # without the budget: 6 runs x 1.5 s = 9 s

@@ -44,7 +44,8 @@ class DeepCoderEnv(DatasetEnv):
     Config (``ragen_envs/envs/deepcoder/config.schema.json``): ``split``, ``split_mode``,
     ``data_source`` (a source spec or a list of them), ``data_format``,
     ``max_attempts`` (1), ``attempt_decay`` (0.5), ``time_limit_s`` (CPU seconds per
-    test run), ``wall_time_limit_s``, ``memory_limit_mb``, ``float_tolerance``,
+    test run), ``wall_time_limit_s``, ``step_time_budget_s`` (wall seconds for all of
+    a step's runs), ``memory_limit_mb``, ``float_tolerance``,
     ``max_tests``, ``stop_on_first_failure``, ``parallel_tests``,
     ``sandbox_namespaces``, ``feedback_chars``, ``max_code_chars``, ``max_steps`` (3, >=
     ``max_attempts``), ``invalid_action_reward``.
@@ -134,6 +135,9 @@ class DeepCoderEnv(DatasetEnv):
             stop_on_first_failure=bool(c["stop_on_first_failure"]),
             workers=int(c["parallel_tests"]),
             feedback_chars=int(c["feedback_chars"]),
+            time_budget_s=None
+            if c["step_time_budget_s"] is None
+            else float(c["step_time_budget_s"]),
         )
         attempt = self._tracker.attempts
         reward = self._tracker.record(report.pass_rate)

@@ -26,8 +26,9 @@ from __future__ import annotations
 import ast
 import math
 import re
+import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -362,6 +363,29 @@ def _run_check(
     return outcomes
 
 
+class _Budget:
+    """The wall-clock budget of one judging (``None`` seconds: unbounded), thread-safe to read."""
+
+    def __init__(self, seconds: float | None) -> None:
+        self.seconds = seconds
+        self.deadline = None if seconds is None else time.monotonic() + float(seconds)
+
+    def config(self, cfg: SandboxConfig) -> SandboxConfig | None:
+        """``cfg`` with its wall limit cut to the time left; ``None`` when none is left."""
+        if self.deadline is None:
+            return cfg
+        left = self.deadline - time.monotonic()
+        if left <= 0.05:
+            return None
+        return cfg if left >= cfg.wall_time_s else replace(cfg, wall_time_s=left)
+
+    def spent(self, index: int) -> TestOutcome:
+        """The outcome of a test that did not run because the budget was spent."""
+        return TestOutcome(
+            index, False, "not_run", f"not run: the step's time budget ({self.seconds:g} s) ran out"
+        )
+
+
 def judge(
     code: str,
     problem: CodeProblem,
@@ -372,6 +396,7 @@ def judge(
     stop_on_first_failure: bool = False,
     workers: int = 1,
     feedback_chars: int = 300,
+    time_budget_s: float | None = None,
 ) -> JudgeReport:
     """Run ``code`` on ``problem``'s tests; each program runs in the sandbox.
 
@@ -385,6 +410,11 @@ def judge(
             as failed, status ``not_run``).
         workers: stdin/call tests run in this many threads at once.
         feedback_chars: truncation length of each part of the feedback text.
+        time_budget_s: wall-clock seconds for all the runs together (``None``: no cap
+            beyond each run's own limit).  Each run's wall limit is cut to the time
+            left, and a test that would start after the budget is spent fails as
+            ``not_run``; so a correct program followed by ``sleep`` costs at most the
+            budget, not tests x wall limit (issue 28).
 
     Returns:
         A :class:`JudgeReport`.  A candidate that does not parse fails every test
@@ -409,15 +439,24 @@ def judge(
     if max_tests is not None:
         simple = simple[:max_tests]
     checks = [t for t in tests if isinstance(t, CheckTest)]
+    budget = _Budget(time_budget_s)
     for t in checks:
-        outcomes.extend(_run_check(code, t, len(outcomes), cfg, feedback_chars))
+        run_cfg = budget.config(cfg)
+        if run_cfg is None:
+            first = len(outcomes)
+            outcomes.extend(budget.spent(first + j) for j in range(_count(t)))
+            continue
+        outcomes.extend(_run_check(code, t, len(outcomes), run_cfg, feedback_chars))
 
     def run_one(i: int) -> TestOutcome:
         t = simple[i]
         idx = len(outcomes) + i
+        run_cfg = budget.config(cfg)
+        if run_cfg is None:
+            return budget.spent(idx)
         if isinstance(t, StdioTest):
-            return _run_stdio(code, t, idx, cfg, tol, feedback_chars)
-        return _run_call(code, t, idx, cfg, tol, feedback_chars)
+            return _run_stdio(code, t, idx, run_cfg, tol, feedback_chars)
+        return _run_call(code, t, idx, run_cfg, tol, feedback_chars)
 
     if stop_on_first_failure or workers <= 1:
         failed = any(not o.passed for o in outcomes) and stop_on_first_failure
