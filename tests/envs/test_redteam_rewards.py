@@ -377,3 +377,32 @@ def test_the_env_applies_its_step_budget() -> None:
     elapsed = time.monotonic() - t0
     assert info["tests_total"] == 6 and info["tests_passed"] == 0
     assert elapsed < 4 * wall, elapsed  # without the budget: 6 runs x 1.5 s = 9 s
+
+
+# ------------------------------------------- Time: math-verify from a worker thread
+@pytest.mark.slow
+def test_math_verify_is_bounded_off_the_main_thread() -> None:
+    """The bench runs envs in threads, where math-verify's signal.alarm does nothing."""
+    import threading
+
+    pytest.importorskip("math_verify", reason="the default checker needs the 'math' extra")
+    from ragen_envs.envs.metamathqa import equivalence
+
+    results: dict[str, bool] = {}
+    cases = {
+        "binom": (r"\binom{10^{9}}{5\cdot 10^{8}}", "1"),  # > 60 s unbounded in a thread
+        "equal": (r"\frac{\sqrt{2}}{2}", r"\frac{1}{\sqrt{2}}"),  # the worker still works
+    }
+    for name, (pred, gold) in cases.items():
+        th = threading.Thread(
+            target=lambda n=name, p=pred, g=gold: results.__setitem__(
+                n, equivalence.answers_equal(p, g)
+            ),
+            daemon=True,
+        )
+        th.start()
+        # Worker start-up (imports) + the worker's own 5 s alarms; the host kills it
+        # after WORKER_TIMEOUT_S (20 s) at the latest.
+        th.join(equivalence.WORKER_START_S + equivalence.WORKER_TIMEOUT_S)
+        assert not th.is_alive(), f"{name}: verification still running"
+    assert results == {"binom": False, "equal": True}

@@ -13,8 +13,12 @@
    ``"math_verify"`` (default; extra ``math``)
        Hugging Face's ``math-verify`` (``parse`` with LaTeX extraction only — its
        expression extractor evaluates text with ``sympy.parse_expr`` — then ``verify``,
-       gold first).  Its ``signal.alarm`` timeouts are used in the main thread only
-       (they do not work elsewhere).
+       gold first), with its ``signal.alarm`` timeouts (5 s to parse, 5 s to verify).
+       Those work only in a process's main thread, so from any other thread (the bench
+       runs envs in threads) the comparison runs in a worker process
+       (:mod:`._verify_worker`, one per process, shared under a lock) that is killed
+       when it does not answer within :data:`WORKER_TIMEOUT_S` (issue 28: a
+       ``\\binom{10^{9}}{5\\cdot 10^{8}}`` answer took > 60 s in a thread).
    ``"sympy"`` (extra ``math``; needs only ``sympy``)
        our small LaTeX subset parser (numbers, one-letter variables, ``+ - * / ^``,
        ``\\cdot``, ``\\times``, ``\\frac``, ``\\sqrt``, ``\\pi``, parentheses and braces,
@@ -32,9 +36,16 @@
 
 from __future__ import annotations
 
+import atexit
 import functools
+import json
+import os
 import re
+import select
+import subprocess
+import sys
 import threading
+import time
 from fractions import Fraction
 from typing import Any
 
@@ -143,7 +154,7 @@ def answers_equal(pred: str, gold: str, *, checker: str = "math_verify") -> bool
         return False
     require_checker(checker)
     if checker == "math_verify":
-        return _math_verify_equal(a, b)
+        return _math_verify_bounded(a, b)
     return _sympy_equal(a, b)
 
 
@@ -154,6 +165,94 @@ def _mv_parse(text: str) -> Any:
 
     timeout = 5 if threading.current_thread() is threading.main_thread() else None
     return parse(f"${text}$", extraction_config=[LatexExtractionConfig()], parsing_timeout=timeout)
+
+
+#: Seconds a comparison may take in the worker process before it is killed (its own
+#: math-verify alarms stop at 5 s to parse each side plus 5 s to verify).
+WORKER_TIMEOUT_S = 20.0
+#: Seconds the worker may take to start (importing math-verify and sympy).
+WORKER_START_S = 120.0
+
+
+class _VerifyWorker:
+    """The :mod:`._verify_worker` process: started on first use, restarted after a kill."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._buf = b""
+
+    def _readline(self, timeout: float) -> bytes | None:
+        """One line from the worker, or ``None`` on timeout or end of output."""
+        assert self._proc is not None and self._proc.stdout is not None
+        fd = self._proc.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return None
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                return None
+            self._buf += chunk
+        line, _, self._buf = self._buf.partition(b"\n")
+        return line
+
+    def _start(self) -> bool:
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "ragen_envs.envs.metamathqa._verify_worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+        self._buf = b""
+        if self._readline(WORKER_START_S) != b"ready":
+            self.stop()
+            return False
+        return True
+
+    def stop(self) -> None:
+        """Kill the worker (it is started again on the next comparison)."""
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            proc.kill()
+            proc.wait()
+            for stream in (proc.stdin, proc.stdout):
+                if stream is not None:
+                    stream.close()
+
+    def equal(self, pred: str, gold: str) -> bool:
+        """The worker's verdict; ``False`` when it fails or runs past :data:`WORKER_TIMEOUT_S`."""
+        with self._lock:
+            if self._proc is None and not self._start():
+                return False
+            assert self._proc is not None and self._proc.stdin is not None
+            try:
+                self._proc.stdin.write(json.dumps([pred, gold]).encode() + b"\n")
+                self._proc.stdin.flush()
+            except OSError:
+                self.stop()
+                return False
+            line = self._readline(WORKER_TIMEOUT_S)
+            if line is None:
+                self.stop()  # too slow (or dead): kill it, answer "not equal"
+                return False
+            return line == b"1"
+
+
+_WORKER = _VerifyWorker()
+atexit.register(_WORKER.stop)
+
+
+def _math_verify_bounded(pred: str, gold: str) -> bool:
+    """:func:`_math_verify_equal`, bounded in time from any thread (module docstring)."""
+    if threading.current_thread() is threading.main_thread():
+        return _math_verify_equal(pred, gold)
+    return _WORKER.equal(pred, gold)
 
 
 def _math_verify_equal(pred: str, gold: str) -> bool:
