@@ -406,3 +406,90 @@ def test_math_verify_is_bounded_off_the_main_thread() -> None:
         th.join(equivalence.WORKER_START_S + equivalence.WORKER_TIMEOUT_S)
         assert not th.is_alive(), f"{name}: verification still running"
     assert results == {"binom": False, "equal": True}
+
+
+# ------------------------------------------- Reward without solving: strict variants
+def _env_on(env_id: str, item_id: str, **config):
+    import ragen_envs
+
+    env = ragen_envs.make(env_id, **config)
+    items = env.unwrapped.split_items()
+    seed = next(i for i, it in enumerate(items) if env.unwrapped._item_id(it) == item_id)
+    env.reset(seed=seed)
+    return env
+
+
+@pytest.mark.parametrize(("mode", "passed", "total"), [("scored", 1, 6), ("excluded", 0, 5)])
+def test_deepcoder_example_output_earns_nothing_when_examples_are_excluded(
+    mode, passed, total
+) -> None:
+    env = _env_on(
+        "ragen/DeepCoder-v0",
+        "ragen-stdio/pair-sums",
+        data_source="bundled:code-stdio-ours",
+        example_tests=mode,
+    )
+    _, reward, _, _, info = env.step("print('3\\n6')")  # the statement's example output
+    assert (info["tests_passed"], info["tests_total"]) == (passed, total)
+    assert reward == pytest.approx(passed / total)
+
+
+def test_deepcoder_reference_still_scores_full_without_examples() -> None:
+    env = _env_on(
+        "ragen/DeepCoder-v0",
+        "ragen-stdio/pair-sums",
+        data_source="bundled:code-stdio-ours",
+        example_tests="excluded",
+    )
+    _, reward, _, _, info = env.step(env.unwrapped.oracle_actions()[0])
+    assert reward == 1.0 and info["success"] and info["tests_total"] == 5
+
+
+def _million_question(env) -> int:
+    items = env.unwrapped.split_items()
+    return next(i for i, it in enumerate(items) if any("million" in a for a in it.answers))
+
+
+@pytest.mark.parametrize(("strict", "expected"), [(False, 2 / 3), (True, 0.0)])
+def test_searchqa_constant_million_earns_nothing_in_the_strict_variant(strict, expected) -> None:
+    import ragen_envs
+
+    env = ragen_envs.make("ragen/SearchQA-v0", numbers_must_match=strict)
+    seed = _million_question(env)
+    env.reset(seed=seed)
+    gold = env.unwrapped._item.answers[0]
+    assert gold.split()[-1] == "million" and len(gold.split()) == 2, gold
+    _, reward, *_ = env.step("finish[million]")
+    assert reward == pytest.approx(expected)
+    env.reset(seed=seed)
+    assert env.step(f"finish[{gold}]")[1] == 1.0  # the gold itself still scores
+
+
+def _wrong_digit(u):
+    return next(
+        (c, d)
+        for c in range(len(u._grid))
+        if not u._grid[c] and not u._givens[c] and c not in u._earned
+        for d in range(1, u._g.n + 1)
+        if d != u._solution[c] and not u.conflicts(c, d)
+    )
+
+
+@pytest.mark.parametrize(("rule", "expected"), [("legal", 5.0), ("correct", 0.0)])
+def test_sudoku_wrong_digits_earn_nothing_under_the_correct_rule(rule, expected) -> None:
+    import ragen_envs
+
+    env = ragen_envs.make("ragen/Sudoku-9x9-Hard-v0", placement_rule=rule)
+    env.reset(seed=0)
+    u, total = env.unwrapped, 0.0
+    for _ in range(5):
+        c, d = _wrong_digit(u)
+        _, reward, _, _, info = env.step(f"{u._g.row[c] + 1},{u._g.col[c] + 1},{d}")
+        assert info["action_is_valid"]
+        total += reward
+    assert total == expected
+    c = next(
+        c for c in range(len(u._grid)) if not u._grid[c] and not u.conflicts(c, u._solution[c])
+    )
+    _, reward, *_ = env.step(f"{u._g.row[c] + 1},{u._g.col[c] + 1},{u._solution[c]}")
+    assert reward == 1.0  # the solution's digit earns under either rule

@@ -33,7 +33,14 @@ from ...data.splits import canonical_key
 from ...dataset_env import DatasetEnv
 from ...sandbox import SandboxConfig
 from .judge import extract_code, judge, tests_count
-from .problems import CallTest, CheckTest, CodeProblem, ProblemFormatError, problem_from_record
+from .problems import (
+    CallTest,
+    CheckTest,
+    CodeProblem,
+    ProblemFormatError,
+    problem_from_record,
+    without_examples,
+)
 
 __all__ = ["DeepCoderEnv"]
 
@@ -46,7 +53,9 @@ class DeepCoderEnv(DatasetEnv):
     ``max_attempts`` (1), ``attempt_decay`` (0.5), ``time_limit_s`` (CPU seconds per
     test run), ``wall_time_limit_s``, ``step_time_budget_s`` (wall seconds for all of
     a step's runs), ``memory_limit_mb``, ``float_tolerance``,
-    ``max_tests``, ``stop_on_first_failure``, ``parallel_tests``,
+    ``max_tests``, ``stop_on_first_failure``, ``parallel_tests``, ``example_tests``
+    (``scored``, or ``excluded``: the strict variant, tests shown in the statement are
+    not scored — :func:`.problems.without_examples`),
     ``sandbox_namespaces``, ``feedback_chars``, ``max_code_chars``, ``max_steps`` (3, >=
     ``max_attempts``), ``invalid_action_reward``.
 
@@ -109,6 +118,8 @@ class DeepCoderEnv(DatasetEnv):
     def _start_item(self, item: CodeProblem, options: Mapping[str, Any]) -> None:
         self._tracker.reset()
         self._feedback = None
+        excluded = self.config["example_tests"] == "excluded"
+        self._scored = without_examples(item) if excluded else item
 
     # ------------------------------------------------------------------ API
     def _step(self, action: str) -> Transition:
@@ -128,7 +139,7 @@ class DeepCoderEnv(DatasetEnv):
             )
         report = judge(
             code,
-            self._item,
+            self._scored,
             sandbox=self._sandbox,
             tol=float(c["float_tolerance"]),
             max_tests=c["max_tests"],
@@ -228,4 +239,4 @@ class DeepCoderEnv(DatasetEnv):
     @property
     def num_tests(self) -> int:
         """Scored tests of the current problem."""
-        return tests_count(self._item, self.config["max_tests"])
+        return tests_count(self._scored, self.config["max_tests"])

@@ -90,6 +90,7 @@ class SearchQAEnv(DatasetEnv):
     ``retriever_url``, ``retriever_protocol``, ``retriever_timeout_s``, ``topk`` (5),
     ``max_doc_chars`` (800), ``max_results_chars`` (4000), ``max_query_chars`` (300),
     ``max_answer_chars`` (300), ``reward_mode`` (``em_or_f1``), ``f1_threshold`` (0.3),
+    ``numbers_must_match`` (false; the strict variant of partial credit),
     ``max_steps`` (10), ``invalid_action_reward`` (-0.1).
 
     Raises:
@@ -189,7 +190,9 @@ class SearchQAEnv(DatasetEnv):
             )
         if len(arg) > c["max_answer_chars"]:
             return self.invalid(f"answer longer than max_answer_chars ({c['max_answer_chars']})")
-        score = score_answer(arg, self._item.answers)
+        score = score_answer(
+            arg, self._item.answers, numbers_must_match=bool(c["numbers_must_match"])
+        )
         reward = qa_reward(score, mode=c["reward_mode"], f1_threshold=float(c["f1_threshold"]))
         self._final = (
             f"Your answer: {arg}\nGold answer: {self._item.answers[0]}\n"

@@ -17,6 +17,9 @@ The rules are the standard ones:
   match after SQuAD normalisation; else the F1 score if F1 >= 0.3; else 0"):
   :func:`qa_reward` with ``mode="em_or_f1"`` and ``f1_threshold=0.3``; ``"em"`` and
   ``"f1"`` modes are also available.
+* **Strict variant** (issue 28): with ``numbers_must_match``, partial credit needs
+  every number token of the gold in the prediction (:func:`score_answer`), so a constant
+  unit word (``million``) earns nothing on "N million" golds.
 """
 
 from __future__ import annotations
@@ -85,12 +88,29 @@ class QAScore:
     best_gold: str
 
 
-def score_answer(prediction: str, golds: Sequence[str]) -> QAScore:
-    """EM and F1 of ``prediction`` against every gold answer; the best counts."""
+def _misses_a_number(prediction: str, gold: str) -> bool:
+    """The normalised gold has a token with a digit that the normalised prediction lacks."""
+    pred = set(normalize_answer(prediction).split())
+    return any(
+        any(ch.isdigit() for ch in t) and t not in pred for t in normalize_answer(gold).split()
+    )
+
+
+def score_answer(
+    prediction: str, golds: Sequence[str], *, numbers_must_match: bool = False
+) -> QAScore:
+    """EM and F1 of ``prediction`` against every gold answer; the best counts.
+
+    With ``numbers_must_match`` (the strict variant, issue 28), a gold's F1 counts as 0
+    when the prediction lacks one of the gold's number tokens: ``million`` then earns
+    nothing against ``83 million`` (F1 0.67 otherwise, above RAGEN's 0.3 threshold).
+    """
     best = QAScore(False, 0.0, golds[0] if golds else "")
     for gold in golds:
         if exact_match(prediction, gold):
             return QAScore(True, 1.0, gold)
+        if numbers_must_match and _misses_a_number(prediction, gold):
+            continue
         f1 = f1_score(prediction, gold)
         if f1 > best.f1:
             best = QAScore(False, f1, gold)

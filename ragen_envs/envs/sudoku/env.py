@@ -32,12 +32,14 @@ class SudokuEnv(TextEnv):
     ``difficulty`` (easy | medium | hard: the number of empty cells, see
     :data:`.generator.EMPTY_CELLS`), ``max_steps`` (``null`` = twice the number of empty
     cells), ``invalid_action_reward`` (-0.1), ``placement_reward`` (1.0),
-    ``completion_reward`` (10.0).
+    ``completion_reward`` (10.0), ``placement_rule`` (``legal`` | ``correct``, see
+    :meth:`_earns`).
 
     Reward table (per step):
 
-    * placing a digit that breaks no rule into an empty cell that has not earned before
-      in this episode: ``placement_reward``; into any other cell (overwrite, or a cell
+    * placing a digit that breaks no rule (``placement_rule="correct"``: the solution's
+      digit) into an empty cell that has not earned before in this episode:
+      ``placement_reward``; into any other cell (overwrite, or a cell
       cleared earlier): 0 -- a cell earns at most once per episode, so no farming;
     * clearing a cell the agent filled: 0; a move that changes nothing (the same digit
       again, clearing an empty cell): 0, valid, not effective;
@@ -203,7 +205,7 @@ class SudokuEnv(TextEnv):
         was_empty = not self._grid[cell]
         self._grid[cell] = digit
         reward = 0.0
-        if was_empty and cell not in self._earned:
+        if was_empty and cell not in self._earned and self._earns(cell, digit):
             self._earned.add(cell)
             reward = float(self.config["placement_reward"])
         empty = self.empty_cells
@@ -219,6 +221,16 @@ class SudokuEnv(TextEnv):
             success=solved,
             info={"move": str(move), "empty_cells": empty},
         )
+
+    def _earns(self, cell: int, digit: int) -> bool:
+        """Whether placing ``digit`` in ``cell`` can earn ``placement_reward`` under ``placement_rule``.
+
+        ``legal`` (default, RAGEN's rule): any digit that breaks no rule — so a digit that
+        differs from the solution also earns (a policy placing only such digits returns
+        about 3.8 on 9x9-Hard; docs/envs/sudoku.md).  ``correct``: only the solution's
+        digit earns; a wrong one earns 0 and leaves the cell able to earn later.
+        """
+        return self.config["placement_rule"] == "legal" or self._solution[cell] == digit
 
     def _rules_hold(self) -> bool:
         """Every row, column and box holds each digit once (checked from scratch)."""
@@ -262,7 +274,9 @@ class SudokuEnv(TextEnv):
                 f"A move that breaks a rule (the digit is already in the row, column or box; a given cell;"
                 f" a number out of range; an unreadable move) is rejected, costs {-float(c['invalid_action_reward']):g}"
                 " point and leaves the grid unchanged.",
-                f"Rewards: +{float(c['placement_reward']):g} the first time you fill each empty cell, 0 for changing or"
+                f"Rewards: +{float(c['placement_reward']):g} the first time you fill each empty cell"
+                + (" with its correct digit" if c["placement_rule"] == "correct" else "")
+                + ", 0 for changing or"
                 f" clearing a cell, +{float(c['completion_reward']):g} when the grid is complete.",
                 "Answer with one or more moves separated by ||, for example <answer>place 4 at row 1 col 3</answer>"
                 " or <answer>1,3,4 || 2,1,3</answer>.",
