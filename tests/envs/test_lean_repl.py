@@ -35,10 +35,13 @@ def test_issue15_item1_repl_sends_header_and_statement_once_then_one_command_per
         {"cmd": "open Nat\n"},
         {"cmd": "theorem two_eq : 2 = 2 := by sorry", "env": 0},
         {"tactic": "rfl", "proofState": 0},
+        # a finished proof is checked with #print axioms (issue 28), in the header's env
+        {"cmd": "theorem two_eq : 2 = 2 := by\n  rfl\n\n#print axioms two_eq\n", "env": 0},
         {
             "tactic": "rfl",
             "proofState": 0,
         },  # the next episode starts again from the root proof state
+        {"cmd": "theorem two_eq : 2 = 2 := by\n  rfl\n\n#print axioms two_eq\n", "env": 0},
         {"cmd": "theorem complex_and (p q r : Prop) (h1 : p ∧ q) (h2 : q → r) : p ∧ r := by sorry"},
         {"tactic": "apply And.intro", "proofState": 3},
     ]

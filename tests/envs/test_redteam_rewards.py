@@ -493,3 +493,71 @@ def test_sudoku_wrong_digits_earn_nothing_under_the_correct_rule(rule, expected)
     )
     _, reward, *_ = env.step(f"{u._g.row[c] + 1},{u._g.col[c] + 1},{u._solution[c]}")
     assert reward == 1.0  # the solution's digit earns under either rule
+
+
+# ------------------------------------------- Lean: #print axioms after a finished proof
+def _axioms_response(listing: str) -> dict:
+    where = {"line": 4, "column": 0}
+    return {"env": 0, "messages": [{"severity": "info", "pos": where, "data": listing}]}
+
+
+@pytest.mark.parametrize(
+    ("listing", "allowed", "uses_sorry"),
+    [
+        ("'t' depends on axioms: [propext, Classical.choice, Quot.sound]", True, False),
+        ("'t' does not depend on any axioms", True, False),
+        ("'t' depends on axioms: [propext, sorryAx]", False, True),
+        ("'t' depends on axioms: [cheat]", False, False),
+        ("'t' depends on axioms: [Lean.ofReduceBool]", False, False),  # native_decide
+        ("unknown constant 't'", False, False),  # no listing: not proven
+    ],
+)
+def test_axioms_verdict(listing, allowed, uses_sorry) -> None:
+    from ragen_envs.envs.lean.protocol import axioms_verdict
+
+    verdict = axioms_verdict(_axioms_response(listing))
+    assert (verdict is None) is allowed
+    if verdict is not None:
+        assert verdict.outcome == "rejected" and verdict.uses_sorry is uses_sorry
+
+
+def test_admit_goal_in_a_repl_without_proof_status_is_caught_by_axioms() -> None:
+    """An older REPL (no proofStatus) answers admitGoal with no goal and no message; the
+    written #print axioms answer lists sorryAx (tests/data/lean/written/admit_goal.*)."""
+    from .lean_support import lean_env, repl_spec
+
+    env = lean_env(repl_spec())
+    env.reset(options={"theorem": "complex_and"})
+    _, reward, terminated, _, info = env.step(ADMIT_GOAL)
+    env.close()
+    assert not info["success"] and not info["proof_complete"] and info["uses_sorry"]
+    assert reward < 0 and not terminated
+
+
+CHEAT = (
+    "run_tac do Lean.addDecl (.axiomDecl {name := `cheat, levelParams := [], "
+    "type := ← Lean.Elab.Tactic.getMainTarget, isUnsafe := false}); "
+    "Lean.Elab.Tactic.closeMainGoal `cheat (.const `cheat [])"
+)
+
+
+def test_a_proof_by_its_own_axiom_is_rejected_through_kimina() -> None:
+    pytest.importorskip("httpx", reason="the Kimina back-end needs httpx (the 'lean' extra)")
+    from .lean_support import PROOF, KiminaServer, lean_env
+
+    with KiminaServer() as server:
+        env = lean_env(server.url)
+        env.reset(options={"theorem": "complex_and"})
+        obs, reward, terminated, _, info = env.step(CHEAT)
+        assert not info["success"] and not info["proof_complete"] and not terminated
+        assert info["tactic_outcome"] == "rejected" and reward < 0
+        assert "depends on axiom(s) cheat" in obs, obs[-500:]
+        for tactic in PROOF:  # the recorded proof still succeeds, axioms checked
+            *_, info = env.step(tactic)
+        env.close()
+    assert info["success"]
+    assert any(
+        "#print axioms complex_and" in s["code"]
+        for body in (b for p, b in server.requests if p == "/api/check")
+        for s in body["snippets"]
+    )

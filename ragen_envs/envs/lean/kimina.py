@@ -32,9 +32,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...data.loaders import MissingExtraError
-from .protocol import TIMEOUT, LeanMessage, ProtocolError, TacticCheck, command_check
+from .protocol import (
+    TIMEOUT,
+    LeanMessage,
+    ProtocolError,
+    TacticCheck,
+    axioms_verdict,
+    command_check,
+)
 from .theorems import Theorem
-from .verifier import Verifier, VerifierError, build_proof
+from .verifier import Verifier, VerifierError, axioms_query, build_proof
 
 __all__ = ["KiminaVerifier"]
 
@@ -150,8 +157,37 @@ class KiminaVerifier(Verifier):
         self._healthy = True
 
     def _run(self, theorem: Theorem, tactics: Sequence[str]) -> TacticCheck:
-        self._ensure_healthy()
         code, probe_line = build_proof(theorem, tactics, probe=True)
+        result = self._submit(theorem, code)
+        if isinstance(result, TacticCheck):
+            return result
+        where = f"Kimina Lean Server {self.url}/api/check"
+        try:
+            return command_check(
+                result,
+                probe_line=probe_line,
+                first_line=(theorem.header + theorem.statement).count("\n") + 1,
+            )
+        except ProtocolError as exc:
+            raise VerifierError(f"{where}: {exc}") from None
+
+    def _axioms(self, theorem: Theorem, tactics: Sequence[str], check: TacticCheck) -> TacticCheck:
+        """``check`` of a finished proof, or its rejection when ``#print axioms`` lists an
+        axiom besides Lean's standard three (module docstring of :mod:`.verifier`)."""
+        code = axioms_query(theorem, tactics)
+        if code is None:
+            return check
+        result = self._submit(theorem, code)
+        if isinstance(result, TacticCheck):  # a timeout on the axioms query: not proven
+            return result
+        try:
+            return axioms_verdict(result) or check
+        except ProtocolError as exc:
+            raise VerifierError(f"Kimina Lean Server {self.url}/api/check: {exc}") from None
+
+    def _submit(self, theorem: Theorem, code: str) -> Any:
+        """Send ``code``; its ``response`` object, or a TIMEOUT check when Lean timed out."""
+        self._ensure_healthy()
         sid = f"{theorem.name}#{next(self._ids)}"
         body = self._request(
             "POST",
@@ -183,14 +219,7 @@ class KiminaVerifier(Verifier):
                     messages=(LeanMessage("error", str(error)),),
                 )
             raise VerifierError(f"{where}: {error}")
-        try:
-            return command_check(
-                result.get("response"),
-                probe_line=probe_line,
-                first_line=(theorem.header + theorem.statement).count("\n") + 1,
-            )
-        except ProtocolError as exc:
-            raise VerifierError(f"{where}: {exc}") from None
+        return result.get("response")
 
     # ------------------------------------------------------------ interface
     def open_goals(self, theorem: Theorem) -> tuple[str, ...]:
@@ -204,7 +233,9 @@ class KiminaVerifier(Verifier):
         return check.goals
 
     def check(self, theorem: Theorem, proof: Sequence[str], tactic: str) -> TacticCheck:
-        return self._run(theorem, (*proof, tactic))
+        tactics = (*proof, tactic)
+        check = self._run(theorem, tactics)
+        return self._axioms(theorem, tactics, check) if check.complete else check
 
     def close(self) -> None:
         self._client.close()

@@ -17,7 +17,9 @@ not read — with one exception, a second line of defence: a proof that would be
 quoting), wherever it is (:func:`declares_sorry`).  A tactic can close a goal with
 ``sorryAx`` without a ``sorry`` in its text or in ``sorries`` — ``run_tac do
 Lean.Elab.admitGoal (← Lean.Elab.Tactic.getMainGoal)`` — and then the declaration's
-warning is the only trace (issue 28).
+warning is the only trace (issue 28).  A finished proof is also checked with
+``#print axioms`` by the live back-ends (:func:`axioms_verdict`): only
+:data:`ALLOWED_AXIOMS` may appear.
 """
 
 from __future__ import annotations
@@ -29,11 +31,14 @@ from typing import Any, Literal
 
 __all__ = [
     "ACCEPTED",
+    "ALLOWED_AXIOMS",
     "REJECTED",
     "TIMEOUT",
     "LeanMessage",
     "ProtocolError",
     "TacticCheck",
+    "axioms_of",
+    "axioms_verdict",
     "command_check",
     "declares_sorry",
     "goal_signature",
@@ -226,6 +231,62 @@ def command_check(
         # The probe closed nothing, so a sorry warning is the proof's own (e.g. admitGoal).
         return TacticCheck(REJECTED, uses_sorry=True, reason="uses sorry", messages=every)
     return TacticCheck(ACCEPTED, goals=tuple(goals), complete=not goals, messages=messages)
+
+
+#: The axioms a finished proof may depend on: Lean's three standard axioms (what
+#: ``#print axioms`` lists for proofs that use classical logic, quotients and
+#: propositional extensionality).  ``sorryAx`` or an axiom the proof declared itself is
+#: rejected (issue 28).
+ALLOWED_AXIOMS = frozenset({"propext", "Classical.choice", "Quot.sound"})
+
+_DEPENDS = re.compile(r"depends on axioms:\s*\[([^\]]*)\]")
+_NO_AXIOMS = re.compile(r"does not depend on any axioms")
+
+
+def axioms_of(messages: Sequence[LeanMessage]) -> tuple[str, ...] | None:
+    """The axioms a ``#print axioms`` answer lists (``()`` for none), or ``None`` when no
+    message has that shape ("'x' depends on axioms: [a, b]" / "'x' does not depend on
+    any axioms", Lean 4's wording)."""
+    for m in messages:
+        hit = _DEPENDS.search(m.text)
+        if hit:
+            return tuple(a.strip() for a in hit.group(1).split(",") if a.strip())
+        if _NO_AXIOMS.search(m.text):
+            return ()
+    return None
+
+
+def axioms_verdict(response: Mapping[str, Any]) -> TacticCheck | None:
+    """Judge the answer to a finished proof followed by ``#print axioms <name>``.
+
+    Returns ``None`` when the proof depends only on :data:`ALLOWED_AXIOMS`; else a
+    rejected :class:`TacticCheck` (``uses_sorry`` when ``sorryAx`` is among them; also
+    when the answer has an error, or lists no axioms at all).
+
+    Raises:
+        ProtocolError: the answer is not a command answer.
+    """
+    if not isinstance(response, Mapping):
+        raise ProtocolError(
+            f"a command answer must be a JSON object, got {type(response).__name__}"
+        )
+    messages = messages_of(response)
+    if _has_error(messages):
+        return TacticCheck(REJECTED, reason="Lean error checking axioms", messages=messages)
+    axioms = axioms_of(messages)
+    if axioms is None:
+        return TacticCheck(
+            REJECTED, reason="#print axioms gave no answer to check", messages=messages
+        )
+    extra = sorted(set(axioms) - ALLOWED_AXIOMS)
+    if not extra:
+        return None
+    return TacticCheck(
+        REJECTED,
+        uses_sorry="sorryAx" in extra,
+        reason=f"the proof depends on axiom(s) {', '.join(extra)}",
+        messages=messages,
+    )
 
 
 def goal_signature(goal: str) -> tuple[tuple[str, ...], str]:

@@ -40,11 +40,12 @@ from .protocol import (
     LeanMessage,
     ProtocolError,
     TacticCheck,
+    axioms_verdict,
     messages_of,
     tactic_check,
 )
 from .theorems import Theorem
-from .verifier import Verifier, VerifierError
+from .verifier import Verifier, VerifierError, axioms_query
 
 __all__ = ["ReplProcess", "ReplVerifier"]
 
@@ -371,7 +372,31 @@ class ReplVerifier(Verifier):
         check = _classify(answer, self._label())
         if check.outcome == ACCEPTED and not check.complete:
             self._states[(theorem.name, (*proof, tactic))] = int(answer["proofState"])
+        if check.complete:
+            return self._axioms(theorem, (*proof, tactic), check)
         return check
+
+    def _axioms(
+        self, theorem: Theorem, tactics: tuple[str, ...], check: TacticCheck
+    ) -> TacticCheck:
+        """``check`` of a finished proof, or its rejection when ``#print axioms`` lists an
+        axiom besides Lean's standard three (module docstring of :mod:`.verifier`)."""
+        text = axioms_query(theorem, tactics, header=False)
+        if text is None:
+            return check
+
+        def once() -> Any:
+            cmd: dict[str, Any] = {"cmd": text}
+            env = self._env_for(theorem.header)
+            if env is not None:
+                cmd["env"] = env
+            return self._ask(cmd, self.tactic_timeout, "#print axioms command")
+
+        answer = self._retrying(once)
+        try:
+            return axioms_verdict(answer) or check
+        except ProtocolError as exc:
+            raise VerifierError(f"{self._label()}: {exc}") from None
 
     def close(self) -> None:
         if self._proc is not None:

@@ -21,11 +21,18 @@ environment variable when the field is ``null``), see :func:`parse_spec`:
     the Lean REPL as a subprocess (:mod:`.repl`; ``repl:`` alone runs ``lake exe repl``);
 ``replay:<file>``
     answers recorded in a JSONL file (:mod:`.replay`), for tests and offline runs.
+
+When a tactic completes the proof, the live back-ends (Kimina, REPL) send one more
+command, the finished proof followed by ``#print axioms <name>`` (:func:`axioms_query`),
+and reject the tactic unless only Lean's standard axioms appear
+(:func:`~.protocol.axioms_verdict`; issue 28).  A replay has only the answers it
+recorded, so it does not check axioms.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -41,7 +48,9 @@ __all__ = [
     "VerifierError",
     "Verifier",
     "VerifierSpec",
+    "axioms_query",
     "build_proof",
+    "declaration_name",
     "make_verifier",
     "parse_spec",
     "resolve_spec",
@@ -144,6 +153,33 @@ def build_proof(theorem: Theorem, tactics: Sequence[str], *, probe: bool) -> tup
     body = theorem.header + theorem.statement + "".join(indent_tactic(t) for t in tactics)
     line = body.count("\n") + 1
     return (body + "  " + PROBE + "\n" if probe else body), line
+
+
+_DECL = re.compile(
+    r"^[ \t]*(?:@\[[^\]]*\][ \t]*)?(?:(?:private|protected|noncomputable)[ \t]+)*"
+    r"(?:theorem|lemma|def)[ \t]+([^\s:({\[]+)",
+    re.MULTILINE,
+)
+
+
+def declaration_name(theorem: Theorem) -> str | None:
+    """The name the statement declares (``theorem foo ...`` -> ``foo``), ``None`` for an
+    ``example`` or a statement we cannot read."""
+    m = _DECL.search(theorem.statement)
+    return m.group(1) if m else None
+
+
+def axioms_query(theorem: Theorem, tactics: Sequence[str], *, header: bool = True) -> str | None:
+    """The finished proof (header unless ``header=False``, statement, tactics) followed by
+    ``#print axioms <name>``; ``None`` when the statement declares no name (then only the
+    sorry checks apply)."""
+    name = declaration_name(theorem)
+    if name is None:
+        return None
+    body, _ = build_proof(theorem, tactics, probe=False)
+    if not header:
+        body = body[len(theorem.header) :]
+    return f"{body}\n#print axioms {name}\n"
 
 
 class Verifier:
