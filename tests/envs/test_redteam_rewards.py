@@ -331,10 +331,13 @@ def test_admit_goal_through_run_tac_is_rejected_by_the_env() -> None:
     from .lean_support import KiminaServer, lean_env
 
     with KiminaServer() as server:
-        env = lean_env(server.url)
-        env.reset(options={"theorem": "complex_and"})
-        _, reward, terminated, _, info = env.step(ADMIT_GOAL)
-        env.close()
+        _assert_admit_goal_rejected(lean_env(server.url))
+
+
+def _assert_admit_goal_rejected(env) -> None:
+    env.reset(options={"theorem": "complex_and"})
+    _, reward, terminated, _, info = env.step(ADMIT_GOAL)
+    env.close()
     assert not info["success"] and not info["proof_complete"] and info["uses_sorry"]
     assert reward < 0 and not terminated
 
@@ -526,12 +529,7 @@ def test_admit_goal_in_a_repl_without_proof_status_is_caught_by_axioms() -> None
     written #print axioms answer lists sorryAx (tests/data/lean/written/admit_goal.*)."""
     from .lean_support import lean_env, repl_spec
 
-    env = lean_env(repl_spec())
-    env.reset(options={"theorem": "complex_and"})
-    _, reward, terminated, _, info = env.step(ADMIT_GOAL)
-    env.close()
-    assert not info["success"] and not info["proof_complete"] and info["uses_sorry"]
-    assert reward < 0 and not terminated
+    _assert_admit_goal_rejected(lean_env(repl_spec()))
 
 
 CHEAT = (
