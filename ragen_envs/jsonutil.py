@@ -19,12 +19,16 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "MAX_DEPTH",
+    "MAX_LINE_BYTES",
     "JSONFileError",
+    "NestingTooDeep",
     "NonFiniteNumberError",
     "dumps",
     "find_nonfinite",
@@ -96,14 +100,55 @@ def _parse_float(token: str) -> float:
     return value
 
 
-def loads(text: str | bytes) -> Any:
-    """``json.loads`` that refuses ``NaN``, ``Infinity``, ``-Infinity`` and overflowing numbers.
+#: Deepest nesting of arrays/objects :func:`loads` accepts (issue 28: a 100,000-deep
+#: line ended in an uncaught ``RecursionError``; no file of the project nests past ~10).
+MAX_DEPTH = 100
+#: Longest JSONL line :func:`iter_jsonl` reads, bytes (a 300 MB episode line was read
+#: whole: 984 MB).  An episode with every turn at ``max_completion_chars`` stays far below.
+MAX_LINE_BYTES = 64 << 20
+
+_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+
+
+class NestingTooDeep(ValueError):
+    """JSON (or YAML) nested deeper than allowed; the message is one line."""
+
+
+def check_depth(text: str, limit: int = MAX_DEPTH) -> None:
+    """Refuse JSON ``text`` whose arrays/objects nest deeper than ``limit``, before parsing.
+
+    A scan of the brackets outside strings (linear; skipped when the text holds at most
+    ``limit`` opening brackets at all).
+
+    Raises:
+        NestingTooDeep: the depth passes ``limit``.
+    """
+    if text.count("[") + text.count("{") <= limit:
+        return
+    depth = 0
+    for m in _TOKENS.finditer(text):
+        tok = m.group()
+        if tok in "[{":
+            depth += 1
+            if depth > limit:
+                raise NestingTooDeep(f"nested deeper than {limit} levels")
+        elif tok in "]}":
+            depth -= 1
+
+
+def loads(text: str | bytes, *, max_depth: int = MAX_DEPTH) -> Any:
+    """``json.loads`` that refuses ``NaN``, ``Infinity``, ``-Infinity``, overflowing numbers
+    and nesting deeper than ``max_depth``.
 
     Raises:
         NonFiniteNumberError: such a number (a ``ValueError``; no position: the caller
             names the file and line).
+        NestingTooDeep: arrays/objects nested deeper than ``max_depth`` (a ``ValueError``).
         json.JSONDecodeError: text that is not JSON.
     """
+    if isinstance(text, (bytes, bytearray)):
+        text = text.decode("utf-8")
+    check_depth(text, max_depth)
     return json.loads(text, parse_constant=_parse_constant, parse_float=_parse_float)
 
 
@@ -158,22 +203,32 @@ def read_json(path: str | os.PathLike[str]) -> Any:
         raise JSONFileError(path, str(exc)) from None
 
 
-def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
+def iter_jsonl(
+    path: str | os.PathLike[str], max_line_bytes: int = MAX_LINE_BYTES
+) -> Iterator[tuple[int, Any]]:
     """``(line_number, value)`` for each non-blank line of the JSONL file ``path`` (1-based).
 
     Lines are read as bytes and decoded one at a time, so a damaged line is reported
-    with its number (a text-mode reader fails on the whole file without one).
+    with its number (a text-mode reader fails on the whole file without one).  No line
+    is read past ``max_line_bytes`` (the reader stops there), and each line is parsed by
+    :func:`loads` (nesting at most :data:`MAX_DEPTH`).
 
     Raises:
-        JSONFileError: the file cannot be opened, or a line is not UTF-8 or not strict
-            JSON (``path:line: reason``).
+        JSONFileError: the file cannot be opened, or a line is longer than
+            ``max_line_bytes``, not UTF-8 or not strict JSON (``path:line: reason``).
     """
     try:
         fh = open(path, "rb")
     except OSError as exc:
         raise JSONFileError(path, f"cannot read ({exc.strerror or exc})") from None
     with fh:
-        for n, raw in enumerate(fh, 1):
+        n = 0
+        while raw := fh.readline(max_line_bytes + 1):
+            n += 1
+            if len(raw) > max_line_bytes:
+                raise JSONFileError(
+                    path, f"line longer than {max_line_bytes} bytes (not read further)", n
+                )
             if not raw.strip():
                 continue
             try:
