@@ -86,6 +86,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -95,9 +96,11 @@ from . import _sandbox_cgroup, _sandbox_launcher
 
 __all__ = [
     "SandboxConfig",
+    "SandboxDowngradeWarning",
     "SandboxResult",
     "SandboxStatus",
     "isolation_report",
+    "sandbox_level",
     "run_command",
     "run_python",
 ]
@@ -352,6 +355,43 @@ def isolation_report(namespaces: str = "auto") -> dict[str, Any]:
     """
     res = run_python("pass", config=SandboxConfig(namespaces=namespaces))  # type: ignore[arg-type]
     return dict(res.isolation) | {"status": res.status.value}
+
+
+class SandboxDowngradeWarning(RuntimeWarning):
+    """``namespaces="auto"`` fell back to the no-namespace mode on this machine."""
+
+
+_warned_downgrade = False
+
+
+def sandbox_level(namespaces: str = "auto") -> str:
+    """How contained programs run here under ``namespaces``: ``"namespaces"`` or ``"fallback"``.
+
+    ``"namespaces"``: network, PID and mount namespaces with the private root;
+    ``"fallback"``: the rlimit / process-group / seccomp / audit-hook layers only (see the
+    module docstring for what that cannot stop).  Cached per process (one trivial run, via
+    :func:`isolation_report`).  When ``"auto"`` falls back, one
+    :class:`SandboxDowngradeWarning` (a one-line message) is issued per process, so that
+    untrusted code never runs weaker than configured without saying so (issue 28);
+    ``"off"`` is weak by request and does not warn.
+    """
+    global _warned_downgrade
+    if namespaces == "off":
+        return "fallback"
+    iso = isolation_report(namespaces)
+    if iso.get("net_ns") and iso.get("pid_ns") and iso.get("mount_ns"):
+        return "namespaces"
+    if namespaces == "auto" and not _warned_downgrade:
+        _warned_downgrade = True
+        why = iso.get("namespace_error") or "namespaces unavailable"
+        warnings.warn(
+            f"ragen sandbox: namespaces are unavailable here ({why}); model-written code runs "
+            "in the weaker fallback (no private file system, network or PID isolation). "
+            "Set sandbox_namespaces='require' to refuse, or 'off' to accept it silently.",
+            SandboxDowngradeWarning,
+            stacklevel=2,
+        )
+    return "fallback"
 
 
 # ----------------------------------------------------------------------- internals

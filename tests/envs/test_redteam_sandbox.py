@@ -190,3 +190,52 @@ def test_a_program_cannot_raise_its_cpu_limit() -> None:
     assert res.stdout.strip() == "(1, 1)"
     assert res.status is SandboxStatus.TIMEOUT and res.detail == "cpu"
     assert res.cpu_time_s < 1.5, res.cpu_time_s  # was ~2 s: the soft limit raised to hard
+
+
+# ------------------------------------------------- silent weak fallback (DeepCoder)
+FALLBACK_CHILD = r"""
+import sys, warnings
+from ragen_envs import _sandbox_seccomp as seccomp
+import ctypes
+ctypes.CDLL(None, use_errno=True).prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
+seccomp.install(seccomp.filter_program())  # no unshare here: namespaces are unavailable
+import ragen_envs
+env = ragen_envs.make("ragen/DeepCoder-v0", sandbox_namespaces=sys.argv[1]).unwrapped
+levels = [env.reset(seed=s)[1]["sandbox_level"] for s in range(3)]
+print("levels", levels, flush=True)
+"""
+
+
+@pytest.mark.parametrize("mode,level,warned", [("auto", "fallback", 1), ("off", "fallback", 0)])
+def test_auto_falling_back_warns_once_and_says_so_in_info(
+    mode: str, level: str, warned: int
+) -> None:
+    """A host where namespaces are refused (a child under our own filter) runs DeepCoder
+    with ``sandbox_namespaces="auto"``: one warning line per process, and every episode's
+    info says ``sandbox_level="fallback"`` (before: no warning, no field)."""
+    import subprocess
+
+    proc = subprocess.run(
+        [sys.executable, "-c", FALLBACK_CHILD, mode],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert f"levels {[level] * 3}" in proc.stdout
+    lines = [ln for ln in proc.stderr.splitlines() if "SandboxDowngradeWarning" in ln]
+    assert len(lines) == warned, proc.stderr
+    if warned:
+        assert "model-written code runs in the weaker fallback" in lines[0]
+
+
+@needs_ns
+def test_deepcoder_info_names_the_sandbox_level() -> None:
+    import ragen_envs
+
+    env = ragen_envs.make("ragen/DeepCoder-v0")
+    _, info = env.reset(seed=0)
+    assert info["sandbox_level"] == "namespaces"
+    _, _, _, _, info = env.step("<answer>```python\nprint(1)\n```</answer>")
+    assert info["sandbox_level"] == "namespaces"
