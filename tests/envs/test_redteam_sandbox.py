@@ -47,18 +47,41 @@ def call(name, *args):
                                     for a in args])
     return (r, 0) if r >= 0 else (r, ctypes.get_errno())
 NEWUSER, NEWNS, SIGCHLD = 0x10000000, 0x20000, 17
+def in_child(fn):
+    # run fn in a forked child, so that a namespace it enters does not affect the next probe
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        os.write(w, json.dumps(fn()).encode())
+        os._exit(0)
+    os.close(w)
+    data = os.read(r, 4096)
+    os.waitpid(pid, 0)
+    return json.loads(data)
 out = {}
-out["unshare_user"] = call("unshare", NEWUSER)[1]
-# in a fresh user+mount namespace (before the filter this worked) try to mount a tmpfs
-call("unshare", NEWUSER | NEWNS)
-out["mount"] = call("mount", b"none", b"/tmp", b"tmpfs", 0, 0)[1]
-out["fsopen"] = call("fsopen", b"tmpfs", 0)[1]
-r, e = call("clone", NEWUSER | SIGCHLD, 0, 0, 0, 0)
-if r == 0:
-    os._exit(0)  # the child of a successful clone
-if r > 0:
-    os.waitpid(r, 0)
-out["clone_newuser"] = e
+out["unshare_user"] = in_child(lambda: call("unshare", NEWUSER)[1])
+def mount_in_new_namespaces():
+    # before the filter: a fresh user+mount namespace, and a tmpfs mounted in it
+    uid = os.getuid()
+    if call("unshare", NEWUSER | NEWNS)[1] == 0:
+        for name, text in (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"),
+                           ("gid_map", f"0 {os.getgid()} 1")):
+            try:
+                with open(f"/proc/self/{name}", "w") as fh:
+                    fh.write(text)
+            except OSError:
+                pass  # unmapped: the capabilities inside are there all the same
+    return [call("mount", b"none", b"/tmp", b"tmpfs", 0, 0)[1], call("fsopen", b"tmpfs", 0)[1]]
+out["mount"], out["fsopen"] = in_child(mount_in_new_namespaces)
+def clone_newuser():
+    r, e = call("clone", NEWUSER | SIGCHLD, 0, 0, 0, 0)
+    if r == 0:
+        os._exit(0)  # the child of a successful clone
+    if r > 0:
+        os.waitpid(r, 0)
+    return e
+out["clone_newuser"] = in_child(clone_newuser)
 out["clone3"] = call("clone3", 0, 0)[1]
 out["add_key"] = call("add_key", b"user", b"ragen-redteam", b"secret", 6, -4)[1]
 out["request_key"] = call("request_key", b"user", b"ragen-redteam", 0, 0)[1]
