@@ -22,6 +22,7 @@ from typing import Any
 
 from ragen_bench.rollout import CONTEXT_MODES, SYSTEM_PROMPTS, RolloutConfig
 from ragen_bench.types import SamplingParams
+from ragen_envs.jsonutil import NestingTooDeep, check_depth
 from ragen_envs.ranges import Range
 
 from .advantages import ADVANTAGE_ESTIMATORS
@@ -663,6 +664,10 @@ def _apply_overrides(
         if "=" not in item:
             raise TrainConfigError(item, "overrides look like section.field=value")
         key, raw = item.split("=", 1)
+        try:  # issue 28: 30,000 brackets were a RecursionError in json.loads
+            check_depth(raw)
+        except NestingTooDeep as exc:
+            raise TrainConfigError(key.strip(), str(exc)) from None
         try:
             value = json.loads(raw)
         except ValueError:

@@ -27,7 +27,7 @@ from tests.helpers.cli import in_process_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
-#: The red-team's 460-byte billion-laughs document: 9 levels, each alias used 9 times.
+#: A billion-laughs document like the red-team's (460 bytes there): 9 levels, each alias used 9 times.
 LAUGHS = "a: &a [lol,lol,lol,lol,lol,lol,lol,lol,lol]\n" + "".join(
     f"{c}: &{c} [{','.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi", strict=True)
 )
@@ -118,6 +118,14 @@ def test_oversized_config_is_refused_before_reading(train, tmp_path: Path) -> No
     code, _, err = train("show-config", "--config", str(p))
     assert code == 2
     assert f"{p} is {2 << 20} bytes, over the 1048576-byte limit of a config file" in err
+
+
+def test_deep_train_override_is_one_error_line(train) -> None:
+    code, out, err = train("show-config", "env.config.x=" + "[" * 30_000 + "]" * 30_000)
+    assert code == 2 and out == ""
+    assert err.strip() == (
+        "config error: config field 'env.config.x': nested deeper than 100 levels"
+    ), err[-300:]
 
 
 def test_deep_env_config_option_is_one_error_line(bench, tmp_path: Path) -> None:
