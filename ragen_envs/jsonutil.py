@@ -16,6 +16,7 @@ This module is in ``ragen_envs`` (the bottom package) so that ``ragen_bench`` an
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -107,33 +108,34 @@ MAX_DEPTH = 100
 #: whole: 984 MB).  An episode with every turn at ``max_completion_chars`` stays far below.
 MAX_LINE_BYTES = 64 << 20
 
-_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+_STRINGS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_STEP = [0] * 256
+_STEP[ord("[")] = _STEP[ord("{")] = 1
+_STEP[ord("]")] = _STEP[ord("}")] = -1
 
 
 class NestingTooDeep(ValueError):
     """JSON (or YAML) nested deeper than allowed; the message is one line."""
 
 
-def check_depth(text: str, limit: int = MAX_DEPTH) -> None:
+def check_depth(text: str | bytes, limit: int = MAX_DEPTH) -> None:
     """Refuse JSON ``text`` whose arrays/objects nest deeper than ``limit``, before parsing.
 
-    A scan of the brackets outside strings (linear; skipped when the text holds at most
-    ``limit`` opening brackets at all).
+    Strings are removed (a regex pass), then everything but brackets (``bytes.translate``),
+    and the running depth is summed over what is left: linear, in C but for the last step
+    (~2 ms for 280 KiB holding 12,000 brackets).  Skipped when the text holds at most
+    ``limit`` opening brackets at all.  UTF-8 continuation bytes are never ASCII brackets.
 
     Raises:
         NestingTooDeep: the depth passes ``limit``.
     """
-    if text.count("[") + text.count("{") <= limit:
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
+    if data.count(b"[") + data.count(b"{") <= limit:
         return
-    depth = 0
-    for m in _TOKENS.finditer(text):
-        tok = m.group()
-        if tok in "[{":
-            depth += 1
-            if depth > limit:
-                raise NestingTooDeep(f"nested deeper than {limit} levels")
-        elif tok in "]}":
-            depth -= 1
+    brackets = _STRINGS.sub(b"", data).translate(None, _NOT_BRACKETS)
+    if max(itertools.accumulate(map(_STEP.__getitem__, brackets)), default=0) > limit:
+        raise NestingTooDeep(f"nested deeper than {limit} levels")
 
 
 def loads(text: str | bytes, *, max_depth: int = MAX_DEPTH) -> Any:
@@ -146,9 +148,9 @@ def loads(text: str | bytes, *, max_depth: int = MAX_DEPTH) -> Any:
         NestingTooDeep: arrays/objects nested deeper than ``max_depth`` (a ``ValueError``).
         json.JSONDecodeError: text that is not JSON.
     """
+    check_depth(text, max_depth)
     if isinstance(text, (bytes, bytearray)):
         text = text.decode("utf-8")
-    check_depth(text, max_depth)
     return json.loads(text, parse_constant=_parse_constant, parse_float=_parse_float)
 
 
@@ -232,6 +234,6 @@ def iter_jsonl(
             if not raw.strip():
                 continue
             try:
-                yield n, loads(raw.decode("utf-8"))
+                yield n, loads(raw)  # decoded (UTF-8) after the depth check
             except ValueError as exc:
                 raise JSONFileError(path, _decode_error(exc), n) from None
