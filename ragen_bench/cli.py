@@ -79,6 +79,7 @@ def _parse_kv(items: list[str] | None, what: str) -> dict[str, Any]:
 
     Raises:
         typer.BadParameter: an item without ``=``.
+        ValueError: a value nested deeper than :data:`ragen_envs.jsonutil.MAX_DEPTH`.
         ValueError: a value holding ``NaN`` or an infinity (Python's JSON reader accepts
             them; no setting takes them and no JSON file may hold them).
     """
@@ -87,6 +88,10 @@ def _parse_kv(items: list[str] | None, what: str) -> dict[str, Any]:
         if "=" not in item:
             raise typer.BadParameter(f"{what} must look like key=value, got {item!r}")
         key, raw = item.split("=", 1)
+        try:
+            jsonutil.check_depth(raw)  # json.loads of 30,000 brackets: RecursionError
+        except jsonutil.NestingTooDeep as exc:
+            raise ValueError(f"{what} {key.strip()}: {exc}") from None
         try:
             value = json.loads(raw)
         except ValueError:

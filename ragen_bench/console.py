@@ -11,6 +11,8 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 
+from .redaction import redact
+
 
 def make_console(*, stderr: bool = False, min_width: int = 160) -> Console:
     """A rich console; ``max(detected width, min_width)`` wide when its stream is not a terminal."""
@@ -22,4 +24,4 @@ def make_console(*, stderr: bool = False, min_width: int = 160) -> Console:
 
 def print_error(console: Console, message: object, label: str = "error:") -> None:
     """``label message`` as one line (``message`` escaped), in red."""
-    console.print(f"[red]{label}[/red] {escape(str(message))}", soft_wrap=True)
+    console.print(f"[red]{label}[/red] {escape(redact(str(message)))}", soft_wrap=True)

@@ -24,6 +24,8 @@ from typing import Any
 
 from ragen_envs import jsonutil
 
+from .redaction import redact
+
 #: Marker in the names of temporary siblings (``.summary.json.tmp-123``, ``.step_000010.tmp-123``).
 TMP_MARK = ".tmp-"
 #: Marker of directories renamed aside before they are deleted or replaced.
@@ -81,8 +83,9 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> Path:
-    """:func:`atomic_write_bytes` of ``text`` encoded with ``encoding``."""
-    return atomic_write_bytes(path, text.encode(encoding))
+    """:func:`atomic_write_bytes` of ``text`` (secrets redacted: :mod:`ragen_bench.redaction`)
+    encoded with ``encoding``."""
+    return atomic_write_bytes(path, redact(text).encode(encoding))
 
 
 def atomic_write_json(

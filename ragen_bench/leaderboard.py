@@ -224,22 +224,48 @@ def _fmt(metric: dict[str, Any] | None, pct: bool = False) -> str:
     return f"{m:.3f} [{lo:.3f}, {hi:.3f}]"
 
 
+_MD_SPECIAL = str.maketrans(
+    {"&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "\\|", "\\": "\\\\", "`": "\\`"}
+)
+
+
+def md_text(value: Any, *, one_line: bool = True) -> str:
+    """``value`` as literal Markdown text: no raw HTML, no table break (issue 28).
+
+    ``&``, ``<``, ``>`` become HTML entities (a board field cannot inject ``<script>`` or
+    an ``<img>`` into a rendered README); ``|``, ``\\`` and backticks are backslash-escaped
+    (a ``|`` would split a table cell); control characters, and with ``one_line`` line
+    breaks, become spaces.
+    """
+    text = str(value).translate(_MD_SPECIAL)
+    keep = "" if one_line else "\n"
+    return "".join(" " if (ord(c) < 0x20 and c not in keep) or c == "\x7f" else c for c in text)
+
+
 def render_markdown(board: dict[str, Any]) -> str:
-    """A markdown table per env id: success % and return with 95% intervals."""
-    lines = [f"# {board['name']}", ""]
+    """A markdown table per env id: success % and return with 95% intervals.
+
+    Every text taken from the board (names, description, env ids, models, back-ends,
+    dates) goes through :func:`md_text`.
+    """
+    lines = [f"# {md_text(board['name'])}", ""]
     if board.get("description"):
-        lines += [board["description"], ""]
-    lines.append(f"Split: `{board['split']}`.  Intervals are 95% bootstrap intervals over groups.")
+        lines += [md_text(board["description"], one_line=False), ""]
+    lines.append(
+        f"Split: `{md_text(board['split'])}`.  Intervals are 95% bootstrap intervals over groups."
+    )
     for env_id in sorted(board["envs"]):
         info = board["envs"][env_id]
         p = info["protocol"]
         lines += [
             "",
-            f"## {env_id} (v{info['version']})",
+            f"## {md_text(env_id)} (v{md_text(info['version'])})",
             "",
-            f"Protocol: {p.get('max_turns')} turns × {p.get('max_actions_per_turn')} actions, "
-            f"think={p.get('enable_think')}, context={p.get('context_mode')}, "
-            f"max_new_tokens={p.get('max_new_tokens')}, group size {p.get('group_size')}.",
+            md_text(
+                f"Protocol: {p.get('max_turns')} turns × {p.get('max_actions_per_turn')} actions, "
+                f"think={p.get('enable_think')}, context={p.get('context_mode')}, "
+                f"max_new_tokens={p.get('max_new_tokens')}, group size {p.get('group_size')}."
+            ),
             "",
             "| Model | Back-end | Success % [95% CI] | Return [95% CI] | Valid actions | Episodes | Date |",
             "|---|---|---|---|---|---|---|",
@@ -247,8 +273,9 @@ def render_markdown(board: dict[str, Any]) -> str:
         for e in [e for e in board["entries"] if e["env_id"] == env_id]:
             va = e["metrics"].get("valid_action_rate", {}).get("mean")
             lines.append(
-                f"| {e['model']} | {e['backend']} | {_fmt(e['metrics'].get('success'), pct=True)} | "
+                f"| {md_text(e['model'])} | {md_text(e['backend'])} | "
+                f"{_fmt(e['metrics'].get('success'), pct=True)} | "
                 f"{_fmt(e['metrics'].get('return'))} | {'–' if va is None else f'{100 * va:.1f}%'} | "
-                f"{e['episodes']} | {e['date'][:10]} |"
+                f"{md_text(e['episodes'])} | {md_text(str(e['date'])[:10])} |"
             )
     return "\n".join(lines) + "\n"

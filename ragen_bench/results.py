@@ -36,6 +36,7 @@ from ragen_envs import jsonutil
 from . import __version__
 from .fileio import atomic_write_json, repair_jsonl_tail
 from .records import EpisodeRecord
+from .redaction import redact
 from .stats import mean_with_uncertainty, pass_at_k_over_groups
 from .validate import check_object, read_checked
 
@@ -212,7 +213,8 @@ class RunDir:
         if self._fh is None:
             self.open_for_append()
         obj = record.to_json() if isinstance(record, EpisodeRecord) else record
-        self._fh.write(jsonutil.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n")
+        line = jsonutil.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+        self._fh.write(redact(line) + "\n")
         self._fh.flush()
         if self.fsync:
             os.fsync(self._fh.fileno())

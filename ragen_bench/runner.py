@@ -92,8 +92,12 @@ def check_run_id(run_id: str) -> None:
     """Refuse a run id that is not one plain directory name.
 
     Raises:
-        ValueError: empty, ``.``/``..``, or containing a path separator.
+        ValueError: empty, ``.``/``..``, containing a path separator, or containing a
+            control character (a newline in a run id splits log lines and tables; issue 28).
     """
+    bad = next((c for c in run_id if ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0), None)
+    if bad is not None:
+        raise ValueError(f"--run-id must not contain control characters, got {run_id!r}")
     if (
         not run_id
         or run_id in (".", "..")

@@ -43,9 +43,10 @@ reports).  The host imports this module only for :func:`encode_value` /
     queues are freed with it.
 ``G`` (the program)
     closes ``status_fd``, sets ``PR_SET_NO_NEW_PRIVS``, the resource limits
-    (``RLIMIT_CPU`` soft/hard, ``RLIMIT_AS``, ``RLIMIT_FSIZE``, ``RLIMIT_NPROC``,
+    (``RLIMIT_CPU`` with hard = soft, ``RLIMIT_AS``, ``RLIMIT_FSIZE``, ``RLIMIT_NPROC``,
     ``RLIMIT_CORE = 0``), drops to ``run_as_uid`` when started as root (or drops every
-    capability inside a user namespace), installs an audit hook that refuses every
+    capability inside a user namespace), installs the seccomp filter of
+    :mod:`ragen_envs._sandbox_seccomp` (L joined a fresh session keyring), installs an audit hook that refuses every
     ``socket.*`` event (and, without namespaces, ``ctypes``, ``exec``/``spawn`` and
     opening other processes' ``/proc`` files: best effort), then runs the program
     (``compile`` + ``exec`` as ``__main__`` for Python source, then, as the
@@ -73,6 +74,11 @@ import os
 import resource
 import stat
 import sys
+
+if __package__:  # imported by the host as ragen_envs._sandbox_launcher
+    from . import _sandbox_seccomp
+else:  # imported by the sandbox's interpreter from this folder
+    import _sandbox_seccomp
 
 EXIT_MEMORY = 250
 EXIT_FILE_SIZE = 251
@@ -554,7 +560,9 @@ def _setup_namespaces(cfg: dict, iso: dict) -> str:
 # ------------------------------------------------------------- the program
 def _set_limits(cfg: dict, iso: dict) -> None:
     cpu = max(1, int(-(-float(cfg["cpu_time_s"]) // 1)))  # ceil, whole seconds
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    # hard == soft: a program may raise its soft limit up to the hard one (issue 28), so
+    # the kernel's SIGKILL at the hard limit is the CPU limit (the host labels it "cpu").
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
     mem = int(cfg["memory_mb"]) * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
     fsize = int(cfg["file_size_mb"]) * 1024 * 1024
@@ -736,6 +744,8 @@ def _run_program(cfg: dict, iso: dict) -> None:
             _drop_capabilities()
         _prctl(PR_SET_PDEATHSIG, SIGKILL)  # after the uid change, which clears it
         _set_limits(cfg, iso)
+        if cfg.get("seccomp_program"):
+            _sandbox_seccomp.install(cfg["seccomp_program"])  # last privileged step
         os.environ["HOME"] = os.environ["TMPDIR"] = os.getcwd()
         if cfg["mode"] == "exec":
             argv = cfg["argv"]
@@ -1150,6 +1160,10 @@ def main() -> None:
             f"({sys.prefix}); use an interpreter readable by that uid (SandboxConfig.python)\n"
         )
         sys.exit(EXIT_SETUP)
+    # A fresh session keyring per run, and the seccomp filter G installs (issue 28).
+    iso["session_keyring"] = _sandbox_seccomp.join_fresh_session_keyring()
+    iso["seccomp"] = _sandbox_seccomp.available()
+    cfg["seccomp_program"] = _sandbox_seccomp.filter_program() if iso["seccomp"] else None
     if not iso["pid_ns"]:
         # Without a PID namespace, orphaned descendants are re-parented to L (a "child
         # subreaper"), which kills and reaps them before it exits.

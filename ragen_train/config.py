@@ -22,6 +22,7 @@ from typing import Any
 
 from ragen_bench.rollout import CONTEXT_MODES, SYSTEM_PROMPTS, RolloutConfig
 from ragen_bench.types import SamplingParams
+from ragen_envs.jsonutil import NestingTooDeep, check_depth
 from ragen_envs.ranges import Range
 
 from .advantages import ADVANTAGE_ESTIMATORS
@@ -663,6 +664,10 @@ def _apply_overrides(
         if "=" not in item:
             raise TrainConfigError(item, "overrides look like section.field=value")
         key, raw = item.split("=", 1)
+        try:  # issue 28: 30,000 brackets were a RecursionError in json.loads
+            check_depth(raw)
+        except NestingTooDeep as exc:
+            raise TrainConfigError(key.strip(), str(exc)) from None
         try:
             value = json.loads(raw)
         except ValueError:
@@ -734,37 +739,18 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
 
     Raises:
         TrainConfigError: (field ``--config``) the file cannot be read, is not valid JSON/YAML
-            (the message names the file, line and column) or holds something other than a
-            mapping.
+            (the message names the file, line and column), breaks a bound of
+            :func:`ragen_envs.safeload.load_config_file` (over 1 MiB, nested past 100 levels,
+            YAML aliases past 64 uses or 100,000 expanded nodes) or holds something other
+            than a mapping.
     """
+    from ragen_envs.safeload import ConfigFileError, load_config_file
+
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TrainConfigError("--config", f"cannot read {p}: {exc}") from None
-    if p.suffix in (".yaml", ".yml"):
-        try:
-            import yaml
-        except ImportError as exc:
-            raise TrainConfigError(
-                "--config", "reading YAML needs PyYAML (pip install pyyaml)"
-            ) from exc
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = (
-                f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-            )
-            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-            raise TrainConfigError("--config", f"{p}: invalid YAML{where}: {problem}") from None
-    else:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise TrainConfigError(
-                "--config", f"{p}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
-            ) from None
+    try:  # bounded: size, depth, YAML aliases (issue 28; ragen_envs/safeload.py)
+        data = load_config_file(p)
+    except ConfigFileError as exc:
+        raise TrainConfigError("--config", str(exc)) from None
     if data is None:
         raise TrainConfigError("--config", f"{p} is empty (expected a mapping of config sections)")
     if not isinstance(data, dict):

@@ -75,13 +75,14 @@ class DegenerateWatch:
 
     Users of RAGEN watched responses turn into ``!!!!!!`` with no alarm (RAGEN issue #52);
     :func:`degenerate_rate` measured it but nothing acted on it.  Feed :meth:`update` the
-    rate of each step: the first step above ``threshold`` raises one
-    :class:`DegenerateOutputWarning`; after ``stop_steps`` consecutive steps above it
+    rate of each step: the first step at or above ``threshold`` (and above 0) raises one
+    :class:`DegenerateOutputWarning`; after ``stop_steps`` consecutive such steps
     :meth:`update` returns ``True`` (the caller stops and keeps its checkpoints;
-    ``stop_steps=0`` never stops).  A step at or below the threshold resets the run.
+    ``stop_steps=0`` never stops).  A step below the threshold (or at 0) resets the run.
+    Issue 28: a step exactly at the threshold did not count before (``>``, now ``>=``).
 
     Args:
-        threshold: share of degenerate responses in ``[0, 1]`` above which a step counts.
+        threshold: share of degenerate responses in ``[0, 1]`` from which a step counts.
         stop_steps: consecutive such steps before stopping (0 = never stop).
     """
 
@@ -96,7 +97,7 @@ class DegenerateWatch:
         """Record step ``step``'s rate (``None``: no response, the run is unchanged); ``True`` = stop."""
         if rate is None:
             return False
-        if rate <= self.threshold:
+        if rate < self.threshold or rate == 0:  # issue 28: a step AT the threshold counts
             self.streak, self.first_step = 0, None
             return False
         self.streak += 1
@@ -106,7 +107,7 @@ class DegenerateWatch:
             self.warned = True
             warnings.warn(
                 f"step {step}: {rate:.0%} of the responses are degenerate (one character makes up more "
-                f"than {DEGENERATE_SHARE:.0%} of the text, or empty), above trainer.degenerate_warn_rate="
+                f"than {DEGENERATE_SHARE:.0%} of the text, or empty), at or above trainer.degenerate_warn_rate="
                 f"{self.threshold:g}; training stops after "
                 + (
                     f"{self.stop_steps} such steps in a row (trainer.degenerate_stop_steps)"

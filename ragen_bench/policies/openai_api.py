@@ -32,7 +32,8 @@ Per request (one chat completion per :class:`~ragen_bench.types.PolicyRequest`):
   errors: retried like the other transient faults, counted, then recorded with their
   ``error_kind``.
 * **Size caps.** A response body over ``max_response_bytes`` (default 16 MiB; checked
-  against ``Content-Length`` and while reading, so a huge body is never held in memory)
+  against ``Content-Length`` and while reading, so a huge body is never held in memory;
+  a gzip/deflate body is decoded in 64 KiB steps and its *decoded* size counts)
   is the endpoint error ``response_too_large`` (not retried: the identical request would
   send it again).  A completion (or reasoning text) longer than ``max_completion_chars``
   (default 2**20) is cut to that length and returned as truncated (finish reason
@@ -51,9 +52,14 @@ endpoint gets one ``AsyncOpenAI`` client per :data:`CONNECTIONS_PER_CLIENT` requ
 flight; about 2.3 ms of CPU per request remain (mostly the client and ``httpx``), which is
 what bounds throughput on a small machine (``benchmarks/test_endpoint_throughput.py``).
 
+* **Redirects** to another origin (scheme, host or port) are refused (``refused_response``,
+  not retried): a 307/308 would re-post the prompt there.  Same-origin redirects are
+  followed as before.
+
 The API key is read from the environment variable named by ``api_key_env`` when the
-policy is built; it is never stored in the policy's description, in results or in error
-messages (every message is scrubbed of it).
+policy is built; it is never stored in the policy's description, and it is registered
+with :mod:`ragen_bench.redaction`, so that a server that echoes it (in an error or in a
+completion) does not get it written into results, reports, the site or messages.
 """
 
 from __future__ import annotations
@@ -72,6 +78,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ragen_envs.ranges import Range
 
+from ..redaction import redact, register_secret
 from ..types import Generation, PolicyRequest, SamplingParams
 from .base import Policy
 
@@ -106,7 +113,7 @@ class EndpointFailure(Exception):
     Attributes:
         kind: ``rate_limit``, ``server_error``, ``connection``, ``timeout``,
             ``stream_idle``, ``stream_incomplete``, ``stream_error``, ``invalid_response``,
-            ``response_too_large``, ``aborted``, ``context_length``, ``bad_request``,
+            ``response_too_large``, ``refused_response``, ``aborted``, ``context_length``, ``bad_request``,
             ``auth``, ``not_found``, ``client_error``.
         retryable: whether an identical request may succeed later.
         retry_after: the server's ``Retry-After`` in seconds, if it sent one.
@@ -251,48 +258,110 @@ MAX_COMPLETION_CHARS = 2**20
 class ResponseTooLarge(Exception):
     """A response body grew past the policy's ``max_response_bytes`` (raised by the transport)."""
 
-    def __init__(self, limit: int, declared: int | None = None):
+    def __init__(self, limit: int, declared: int | None = None, *, decoded: bool = False):
         self.limit, self.declared = limit, declared
         size = f"{declared} bytes declared" if declared is not None else "more than that was sent"
+        if decoded:
+            size = "more than that after decompression"
         super().__init__(f"response body over max_response_bytes={limit} ({size})")
+
+
+class RefusedResponse(Exception):
+    """An answer the client will not follow or decode: a redirect to another origin, or an
+    unsupported ``Content-Encoding`` (raised by the transport; never retried)."""
+
+
+#: ``Content-Encoding`` values the client decodes itself (zlib ``wbits``: gzip header, zlib).
+_DECODERS = {"gzip": 31, "x-gzip": 31, "deflate": 15}
+
+
+def _origin(url: Any) -> tuple[str, str, int | None]:
+    """``(scheme, host, port)`` of an httpx URL, with the scheme's default port filled in."""
+    port = url.port or {"http": 80, "https": 443}.get(url.scheme)
+    return url.scheme, url.host, port
 
 
 def _capped_http_client(openai_mod: Any, limit: int) -> Any:
     """An ``openai.DefaultAsyncHttpxClient`` that refuses response bodies over ``limit`` bytes.
 
     A response event hook (httpx runs it once the headers are in, before any body byte
-    is read) refuses a ``Content-Length`` over the limit and otherwise wraps the body
-    stream so that it raises :class:`ResponseTooLarge` as soon as the bytes read pass the
-    limit.  The client keeps openai's defaults (connection limits, proxies and TLS from
+    is read, for every response including each redirect):
+
+    * refuses a redirect whose ``Location`` has another origin (scheme, host, port) than
+      the request: httpx would re-post the prompt there (a 307/308), only dropping the
+      ``Authorization`` header (issue 28);
+    * refuses a ``Content-Length`` over the limit, and otherwise wraps the body stream so
+      that it raises :class:`ResponseTooLarge` as soon as the bytes read pass the limit;
+    * decodes ``gzip``/``deflate`` bodies itself, in bounded steps, and counts the
+      *decoded* bytes against the same limit (a 510 KiB gzip body expanded to 512 MiB
+      before: the cap counted compressed bytes); the header is then removed so that httpx
+      does not decode again.  Other encodings are refused (and not asked for:
+      ``Accept-Encoding: gzip, deflate``).
+
+    The client keeps openai's defaults otherwise (connection limits, proxies and TLS from
     the environment).  The openai client reads bodies through ``httpx``, or its fork
     ``httpx2`` in openai >= 3; the wrapper uses whichever that is.
     """
+    import zlib
+
     client_cls = openai_mod.DefaultAsyncHttpxClient
     base = next(c for c in client_cls.__mro__ if c.__name__ == "AsyncClient")
     http = importlib.import_module(base.__module__.split(".")[0])
+    step = 1 << 16  # largest decoded piece held at once, bytes
 
     class CappedStream(http.AsyncByteStream):
-        def __init__(self, inner: Any):
+        def __init__(self, inner: Any, wbits: int | None):
             self._inner = inner
+            self._wbits = wbits
 
         async def __aiter__(self):  # type: ignore[override]
-            seen = 0
+            raw = decoded = 0
+            dec = None if self._wbits is None else zlib.decompressobj(self._wbits)
             async for chunk in self._inner:
-                seen += len(chunk)
-                if seen > limit:
+                raw += len(chunk)
+                if raw > limit:
                     raise ResponseTooLarge(limit)
-                yield chunk
+                if dec is None:
+                    yield chunk
+                    continue
+                data = chunk
+                while data and not dec.eof:
+                    try:
+                        out = dec.decompress(data, step)
+                    except zlib.error as exc:
+                        raise RefusedResponse(f"bad compressed body: {exc}") from None
+                    data = dec.unconsumed_tail
+                    decoded += len(out)
+                    if decoded > limit:
+                        raise ResponseTooLarge(limit, decoded=True)
+                    if out:
+                        yield out
 
         async def aclose(self) -> None:
             await self._inner.aclose()
 
     async def cap(response: Any) -> None:
+        if response.has_redirect_location:
+            target = response.request.url.join(response.headers["location"])
+            if _origin(target) != _origin(response.request.url):
+                raise RefusedResponse(
+                    f"refused a {response.status_code} redirect from "
+                    f"{redact_url(str(response.request.url))} to another origin "
+                    f"({redact_url(str(target))}): the prompt is not sent elsewhere"
+                )
         declared = response.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > limit:
             raise ResponseTooLarge(limit, int(declared))
-        response.stream = CappedStream(response.stream)
+        coding = response.headers.get("content-encoding", "").strip().lower()
+        wbits = None
+        if coding and coding != "identity":
+            if coding not in _DECODERS:
+                raise RefusedResponse(f"unsupported Content-Encoding {coding!r}")
+            wbits = _DECODERS[coding]
+            del response.headers["content-encoding"]
+        response.stream = CappedStream(response.stream, wbits)
 
-    return client_cls(event_hooks={"response": [cap]})
+    return client_cls(event_hooks={"response": [cap]}, headers={"Accept-Encoding": "gzip, deflate"})
 
 
 def _chained(exc: BaseException, cls: type[BaseException]) -> BaseException | None:
@@ -456,6 +525,7 @@ class OpenAIPolicy(Policy):
         self._model = str(model)
         self.api_key_env = api_key_env
         self._api_key = self._read_key(api_key_env)
+        register_secret(self._api_key)  # never written by this process (ragen_bench.redaction)
         self.endpoints = [_Endpoint(i, u) for i, u in enumerate(urls)]
         self.max_concurrency = int(concurrency)
         self.stream = bool(stream)
@@ -536,7 +606,7 @@ class OpenAIPolicy(Policy):
         """``text`` with the API key replaced by ``***``."""
         if self._api_key and self._api_key != "EMPTY":
             text = text.replace(self._api_key, "***")
-        return text
+        return redact(text)
 
     # -------------------------------------------------------------- clients
     def _shard(self, ep: _Endpoint) -> int:
@@ -728,6 +798,9 @@ class OpenAIPolicy(Policy):
         too_large = _chained(exc, ResponseTooLarge)
         if too_large is not None:
             return EndpointFailure("response_too_large", str(too_large), retryable=False)
+        refused = _chained(exc, RefusedResponse)
+        if refused is not None:
+            return EndpointFailure("refused_response", self.scrub(str(refused)), retryable=False)
         if isinstance(exc, TimeoutError):
             return EndpointFailure(
                 "timeout",

@@ -24,6 +24,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ..redaction import redact
+
 #: Statuses in the order pages list them (``schemas/episode.schema.json``); others follow, sorted.
 STATUS_ORDER = (
     "success",
@@ -121,7 +123,7 @@ def write_page(path: str | Path, html: str) -> Path:
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     with open(p, "w", encoding="utf-8", newline="\n") as fh:
-        fh.write(html)
+        fh.write(redact(html))
     return p
 
 

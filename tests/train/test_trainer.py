@@ -375,7 +375,7 @@ def test_degenerate_watch_thresholds_and_config_fields() -> None:
     watch = DegenerateWatch(0.5, 2)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        assert [watch.update(r, s) for s, r in enumerate([0.6, 0.5, 0.9, None, 0.7], 1)] == [
+        assert [watch.update(r, s) for s, r in enumerate([0.6, 0.4, 0.9, None, 0.7], 1)] == [
             False,
             False,
             False,
@@ -387,6 +387,15 @@ def test_degenerate_watch_thresholds_and_config_fields() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert not any(never.update(1.0, s) for s in range(50))
+    at = DegenerateWatch(0.5, 2)  # issue 28: exactly at the threshold counts (was `>`)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert [at.update(0.5, s) for s in (1, 2)] == [False, True]
+    assert len(caught) == 1 and "at or above trainer.degenerate_warn_rate=0.5" in str(
+        caught[0].message
+    )
+    zero = DegenerateWatch(0.0, 1)  # threshold 0: a step without degenerate output never counts
+    assert not zero.update(0.0, 1) and zero.update(0.25, 2)
     copy = DegenerateWatch(0.5, 2)
     copy.load_state_dict(watch.state_dict())
     assert (copy.streak, copy.warned, copy.first_step) == (2, True, 3)

@@ -31,7 +31,7 @@ from ...data.attempts import AttemptTracker, attempts_rule
 from ...data.loaders import DataSourceError, load_source
 from ...data.splits import canonical_key
 from ...dataset_env import DatasetEnv
-from ...sandbox import SandboxConfig
+from ...sandbox import SandboxConfig, sandbox_level
 from .judge import extract_code, judge, tests_count
 from .problems import (
     CallTest,
@@ -179,8 +179,14 @@ class DeepCoderEnv(DatasetEnv):
                 "attempt": attempt,
                 "attempts_left": left,
                 "first_failure_status": failure.status if failure is not None else None,
+                "sandbox_level": sandbox_level(self._sandbox.namespaces),
             },
         )
+
+    def _reset_info(self) -> dict[str, Any]:
+        # issue 28: which sandbox the programs get ("namespaces" | "fallback"); "auto"
+        # falling back also warns once per process (ragen_envs.sandbox.sandbox_level)
+        return {**super()._reset_info(), "sandbox_level": sandbox_level(self._sandbox.namespaces)}
 
     def _item_text(self) -> str:
         return self._item.prompt

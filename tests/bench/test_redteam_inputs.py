@@ -1,0 +1,208 @@
+"""Issue 28, inputs: hostile config files, options and results files, one payload per case.
+
+Each case ran long, ate memory or ended in a traceback before (the numbers are the red-team
+pass's); now each is one ``error: ...`` line (or a refused value), quickly and with bounded
+memory.  The YAML bomb runs in a child process with a time and memory limit, so that the
+code before the fix cannot take this test process down with it.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from ragen_bench import cli as bench_cli
+from ragen_bench.leaderboard import render_markdown
+from ragen_bench.results import RunDir
+from ragen_bench.runner import RunRequest, check_run_id, start_run
+from ragen_envs import jsonutil
+from ragen_train import cli as train_cli
+from tests.helpers.cli import in_process_cli
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: A billion-laughs document like the red-team's (460 bytes there): 9 levels, each alias used 9 times.
+LAUGHS = "a: &a [lol,lol,lol,lol,lol,lol,lol,lol,lol]\n" + "".join(
+    f"{c}: &{c} [{','.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi", strict=True)
+)
+
+
+def _limit_memory() -> None:  # in the child: 1.5 GiB of address space
+    resource.setrlimit(resource.RLIMIT_AS, (3 << 29, 3 << 29))
+
+
+def test_billion_laughs_yaml_is_refused_quickly(tmp_path: Path) -> None:
+    assert len(LAUGHS) < 600
+    cfg = tmp_path / "laughs.yaml"
+    cfg.write_text(LAUGHS)
+    code = (
+        "import sys\nfrom ragen_train.config import read_config_file, TrainConfigError\n"
+        f"try:\n    read_config_file({str(cfg)!r})\n"
+        "except TrainConfigError as exc:\n    print(exc); sys.exit(2)\n"
+    )
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            cwd=ROOT,
+            preexec_fn=_limit_memory,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("the YAML bomb was still being expanded after 30 s")
+    assert proc.returncode == 2, proc.stderr[-500:]
+    assert proc.stdout.strip().endswith(f"{cfg}: refused YAML: more than 64 YAML aliases")
+    assert proc.stdout.count("\n") == 1
+
+
+def test_yaml_aliases_within_the_bounds_still_work(tmp_path: Path) -> None:
+    from ragen_envs.safeload import load_config_file
+
+    p = tmp_path / "ok.yaml"
+    p.write_text("base: &b {lr: 0.1}\nx: *b\ny: *b\n")
+    assert load_config_file(p) == {"base": {"lr": 0.1}, "x": {"lr": 0.1}, "y": {"lr": 0.1}}
+
+
+def test_few_aliases_that_expand_hugely_are_refused(tmp_path: Path) -> None:
+    """Ten levels, each holding the previous one four times: 40 aliases, 10 * 4**10 leaves."""
+    from ragen_envs.safeload import ConfigFileError, load_config_file
+
+    rows = ["a0: &a0 [x,x,x,x,x,x,x,x,x,x]"]
+    rows += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 4)}]" for i in range(1, 11)]
+    p = tmp_path / "wide.yaml"
+    p.write_text("\n".join(rows) + "\n")
+    with pytest.raises(ConfigFileError, match=r"expands to \d+ nodes through its aliases"):
+        load_config_file(p)
+
+
+@pytest.fixture
+def train(monkeypatch):
+    return in_process_cli(monkeypatch, train_cli)
+
+
+@pytest.fixture
+def bench(monkeypatch):
+    return in_process_cli(monkeypatch, bench_cli)
+
+
+@pytest.mark.parametrize(
+    "name,text,message",
+    [
+        ("deep.json", "[" * 30_000 + "]" * 30_000, "nested deeper than 100 levels"),
+        ("deep.yaml", "a: " + "[" * 30_000 + "]" * 30_000 + "\n", "nested deeper than 100 levels"),
+        ("deepmap.yaml", "".join(f"{' ' * i}k{i}:\n" for i in range(300)), "nested deeper"),
+    ],
+)
+def test_deeply_nested_config_is_one_error_line(
+    train, tmp_path: Path, name: str, text: str, message: str
+) -> None:
+    p = tmp_path / name
+    p.write_text(text)
+    code, out, err = train("show-config", "--config", str(p))
+    assert code == 2 and out == ""
+    assert err.startswith("config error: --config: ") and message in err
+    assert err.count("\n") == 1, err[-300:]
+
+
+def test_oversized_config_is_refused_before_reading(train, tmp_path: Path) -> None:
+    p = tmp_path / "big.json"
+    with open(p, "wb") as fh:
+        fh.truncate(2 << 20)
+    code, _, err = train("show-config", "--config", str(p))
+    assert code == 2
+    assert f"{p} is {2 << 20} bytes, over the 1048576-byte limit of a config file" in err
+
+
+def test_deep_train_override_is_one_error_line(train) -> None:
+    code, out, err = train("show-config", "env.config.x=" + "[" * 30_000 + "]" * 30_000)
+    assert code == 2 and out == ""
+    assert err.strip() == (
+        "config error: config field 'env.config.x': nested deeper than 100 levels"
+    ), err[-300:]
+
+
+def test_deep_env_config_option_is_one_error_line(bench, tmp_path: Path) -> None:
+    deep = "[" * 30_000 + "]" * 30_000
+    args = ["run", "--backend", "random", "--env", "ragen/Bandit-v0", "--episodes", "1"]
+    code, _, err = bench(*args, "--env-config", f"x={deep}", "--out", str(tmp_path))
+    assert code != 0
+    assert err.strip() == "error: --env-config x: nested deeper than 100 levels", err[-300:]
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("runs")
+    return start_run(
+        RunRequest(env_id="ragen/Bandit-v0", backend="random", episodes=2, out=str(out), run_id="r")
+    )
+
+
+def _copy_run(src: Path, dest: Path) -> Path:
+    dest.mkdir()
+    for p in src.iterdir():
+        if p.is_file():
+            (dest / p.name).write_bytes(p.read_bytes())
+    return dest
+
+
+@pytest.mark.parametrize("command", ["report", "validate"])
+def test_a_100000_deep_episode_line_is_one_error_line(
+    bench, finished_run: Path, tmp_path: Path, command: str
+) -> None:
+    run = _copy_run(finished_run, tmp_path / "deep")
+    with open(run / "episodes.jsonl", "a") as fh:
+        fh.write("[" * 100_000 + "]" * 100_000 + "\n")
+    code, out, err = bench(command, str(run))
+    said = out + err  # validate reports on stdout, report's error goes to stderr
+    assert code != 0
+    assert "episodes.jsonl:3: nested deeper than 100 levels" in said, said[-400:]
+    assert "Traceback" not in said and "RecursionError" not in said
+
+
+def test_a_300_mb_episode_line_is_not_read_whole(finished_run: Path, tmp_path: Path) -> None:
+    """The line is a sparse run of NUL bytes (no disk used); reading stops at the bound."""
+    run = _copy_run(finished_run, tmp_path / "long")
+    with open(run / "episodes.jsonl", "r+b") as fh:
+        fh.truncate(300 << 20)
+    tracemalloc.start()
+    try:
+        with pytest.raises(jsonutil.JSONFileError, match=r"line longer than 67108864 bytes"):
+            RunDir(run).read_episodes()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 160 << 20, f"peak {peak >> 20} MiB"  # was > 300 MiB: the line read whole
+
+
+@pytest.mark.parametrize("run_id", ["a\nb", "a\rb", "tab\there", "bell\x07", "del\x7f", "c1\x85"])
+def test_run_ids_with_control_characters_are_refused(run_id: str) -> None:
+    with pytest.raises(ValueError, match="must not contain control characters"):
+        check_run_id(run_id)
+
+
+def test_run_id_with_a_newline_is_refused_by_the_cli(bench, tmp_path: Path) -> None:
+    args = ["run", "--backend", "random", "--env", "ragen/Bandit-v0", "--episodes", "1"]
+    code, _, err = bench(*args, "--run-id", "x\ninjected", "--out", str(tmp_path))
+    assert code != 0 and "must not contain control characters" in err
+    assert not any(tmp_path.iterdir())
+
+
+def test_leaderboard_render_escapes_html_and_pipes() -> None:
+    board = json.loads((ROOT / "leaderboards" / "games.json").read_text())
+    entry = next(e for e in board["entries"])
+    entry["model"] = "<img src=x onerror=alert(1)>|evil\nline"
+    entry["backend"] = "a|b"
+    board["name"] = "<script>x</script>"
+    md = render_markdown(board)
+    assert "<img" not in md and "<script>" not in md
+    assert "&lt;img src=x onerror=alert(1)&gt;\\|evil line" in md
+    row = next(line for line in md.splitlines() if "onerror" in line)
+    cells = [c for c in row.replace("\\|", "").split("|")][1:-1]
+    assert len(cells) == 7, row
