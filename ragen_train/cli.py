@@ -7,6 +7,7 @@
     ragen-train eval outputs/quickstart/final_model --episodes 64   # the training protocol and env
     ragen-train presets                          # list presets
     ragen-train show-config --config sokoban     # the resolved config as JSON
+    ragen-train show-config --explain optim.lr   # a field's help, type, default, range
     ragen-train report outputs/quickstart        # outputs/quickstart/report.html
 
 Under ``torchrun --nproc_per_node N ragen-train starpo ...`` the same command trains with
@@ -88,7 +89,10 @@ ConfigOpt = Annotated[
 ]
 Overrides = Annotated[
     list[str] | None,
-    typer.Argument(help="Overrides like optim.lr=1e-5 algorithm.adv_estimator=gae."),
+    typer.Argument(
+        help="Overrides like optim.lr=1e-5 algorithm.adv_estimator=gae "
+        "(`ragen-train show-config --explain FIELD` documents every field)."
+    ),
 ]
 
 
@@ -539,10 +543,32 @@ def aligned_rows(rows: list[tuple[str, ...]], gap: int = 2) -> list[str]:
 
 
 @app.command("show-config")
-def show_config(config: ConfigOpt = "quickstart", overrides: Overrides = None) -> None:
-    """Print the resolved config as JSON."""
+def show_config(
+    config: ConfigOpt = "quickstart",
+    overrides: Overrides = None,
+    explain: Annotated[
+        str | None,
+        typer.Option(
+            "--explain",
+            metavar="FIELD",
+            help="Instead of the JSON, explain a field (optim.lr), every field of a section "
+            "(optim, rollout.vllm) or of the whole config (all): help, type, default, allowed "
+            "values and the value in this config.",
+        ),
+    ] = None,
+) -> None:
+    """Print the resolved config as JSON, or explain its fields (--explain)."""
     cfg = _load(config, overrides)
-    typer.echo(json.dumps(cfg.to_dict(), indent=2))
+    if explain is None:
+        typer.echo(json.dumps(cfg.to_dict(), indent=2))
+        return
+    from .config import TrainConfigError, explain_fields
+
+    try:
+        text = explain_fields(explain, cfg)
+    except TrainConfigError as exc:
+        raise _error(exc) from None
+    _info(text)
 
 
 @app.command("report")

@@ -38,7 +38,7 @@ from ..config import StarPOConfig, TrainConfigError
 from ..losses import AGG_MODES, KL_ESTIMATORS
 from ..schedules import LR_SCHEDULES
 from .base import BackendResult
-from .common import MappingNote, require_one_row_per_episode
+from .common import FieldHandling, MappingNote, handling, require_one_row_per_episode
 from .verl_agent_loop import AGENT_NAME, RagenLoopSettings
 
 #: Overrides that ``launch.sh`` reads from environment variables (the cluster shape).
@@ -46,6 +46,136 @@ LAUNCH_ENV = {
     "trainer.n_gpus_per_node": "RAGEN_VERL_GPUS_PER_NODE",
     "trainer.nnodes": "RAGEN_VERL_NNODES",
     "actor_rollout_ref.rollout.tensor_model_parallel_size": "RAGEN_VERL_TP",
+}
+
+
+_LOOP = "played by RagenAgentLoop with our rollout engine, as natively"
+_NATIVE_ONLY = "native trainer only"
+
+#: How the verl back-end handles every config field (a section key covers all its fields);
+#: ``tests/train/test_backend_coverage.py`` checks the table is complete and that every
+#: ``refused`` example is refused by :func:`verl_settings`.
+VERL_FIELDS: dict[str, FieldHandling] = {
+    "name": handling("mapped", "trainer.experiment_name"),
+    "model.path": handling("mapped", "actor_rollout_ref.model.path (and the critic's)"),
+    "model.dtype": handling("unused", "verl's FSDP mixed-precision settings decide"),
+    "model.device": handling("unused", "verl places its workers on the cluster's GPUs"),
+    "model.gradient_checkpointing": handling("mapped", "model.enable_gradient_checkpointing"),
+    "model.lora.rank": handling("mapped", "model.lora_rank"),
+    "model.lora.alpha": handling("mapped", "model.lora_alpha"),
+    "model.lora.dropout": handling("unused", "verl sets no LoRA dropout"),
+    "model.lora.target_modules": handling("mapped", "model.target_modules"),
+    "model.lora.save": handling("unused", "verl writes its own checkpoints"),
+    "env.id": handling("ours", _LOOP),
+    "env.config": handling("ours", _LOOP),
+    "env.train_split": handling("ours", "train.parquet rows: the native train seeds"),
+    "env.val_split": handling("ours", "val.parquet rows: the native validation seeds"),
+    "env.test_split": handling("unused", "read by ragen-train eval only"),
+    "env.train": handling("refused", "one env only", "env.train=ragen/Bandit-PairsAB-v0"),
+    "env.val": handling("refused", "one env only", "env.val=ragen/Bandit-PairsAB-v0"),
+    "rollout.env_groups": handling("mapped", "data.train_batch_size"),
+    "rollout.group_size": handling("mapped", "actor_rollout_ref.rollout.n"),
+    "rollout.max_turns": handling("ours", _LOOP),
+    "rollout.max_actions_per_turn": handling("ours", _LOOP),
+    "rollout.enable_think": handling("ours", _LOOP),
+    "rollout.system_prompt": handling("ours", _LOOP),
+    "rollout.context_mode": handling(
+        "ours",
+        _LOOP + "; one sequence per episode",
+        "rollout.max_turns=3 rollout.context_mode=last_k",
+    ),
+    "rollout.context_window": handling("ours", _LOOP),
+    "rollout.max_context_tokens": handling("ours", _LOOP),
+    "rollout.format_penalty": handling("ours", _LOOP),
+    "rollout.max_invalid_answers": handling("ours", _LOOP),
+    "rollout.temperature": handling("mapped", "rollout.temperature"),
+    "rollout.top_p": handling("mapped", "rollout.top_p and val_kwargs.top_p"),
+    "rollout.max_new_tokens": handling("ours", _LOOP + "; sizes data.max_response_length"),
+    "rollout.reward_placement": handling(
+        "ours",
+        "reward_score on the last response token (last_token)",
+        "rollout.max_turns=3 rollout.context_mode=full rollout.reward_placement=turn_end",
+    ),
+    "rollout.batch_size": handling("unused", "verl's rollout server batches requests itself"),
+    "rollout.format_reminder": handling("ours", _LOOP),
+    "rollout.engine": handling("unused", "verl's rollout server generates (rollout.name)"),
+    "rollout.vllm": handling("unused", "verl configures its own rollout server"),
+    "algorithm.adv_estimator": handling(
+        "mapped", "algorithm.adv_estimator", "algorithm.adv_estimator=bilevel_gae"
+    ),
+    "algorithm.gamma": handling("mapped", "algorithm.gamma"),
+    "algorithm.lam": handling("mapped", "algorithm.lam"),
+    "algorithm.turn_gamma": handling("unused", "bilevel_gae only, which is refused"),
+    "algorithm.whiten_advantages": handling("approximate", "verl's GAE always whitens"),
+    "algorithm.grpo_eps": handling("approximate", "verl's GRPO uses 1e-6"),
+    "algorithm.loss_agg_mode": handling("mapped", "actor.loss_agg_mode (same names)"),
+    "algorithm.norm_len": handling("mapped", "actor.loss_scale_factor"),
+    "algorithm.clip_low": handling("mapped", "actor.clip_ratio_low"),
+    "algorithm.clip_high": handling("mapped", "actor.clip_ratio_high"),
+    "algorithm.dual_clip": handling("mapped", "actor.clip_ratio_c (1e9 = off)"),
+    "algorithm.entropy_coef": handling("mapped", "actor.entropy_coeff"),
+    "algorithm.kl_coef": handling("mapped", "actor.kl_loss_coef or algorithm.kl_ctrl.kl_coef"),
+    "algorithm.kl_estimator": handling("mapped", "actor.kl_loss_type or algorithm.kl_penalty"),
+    "algorithm.kl_in_reward": handling("mapped", "algorithm.use_kl_in_reward"),
+    "algorithm.value_clip": handling("mapped", "critic.cliprange_value"),
+    "algorithm.vf_coef": handling("approximate", "verl's critic has its own optimizer (weight 1)"),
+    "algorithm.tis": handling("unused", "verl's own rollout-correction settings are not set"),
+    "algorithm.tis_cap": handling("unused", "verl's own rollout-correction settings are not set"),
+    "algorithm.filter.strategy": handling(
+        "approximate",
+        "keep-all or DAPO's zero-variance filter only",
+        "algorithm.filter.strategy=top_k",
+    ),
+    "algorithm.filter.value": handling("approximate", "top_p 1 only", "algorithm.filter.value=0.5"),
+    "algorithm.filter.metric": handling("approximate", "seq_final_reward (DAPO filter_groups)"),
+    "algorithm.filter.top_p_mode": handling("unused", "top_p < 1 is refused"),
+    "algorithm.filter.eps": handling("unused", "top_p < 1 is refused"),
+    "algorithm.filter.include_zero": handling(
+        "approximate", "false: algorithm.filter_groups (refills the batch; ours shrinks it)"
+    ),
+    "algorithm.filter.loss_scaling": handling(
+        "refused", "no loss rescaling in verl", "algorithm.filter.loss_scaling=sqrt"
+    ),
+    "algorithm.filter.empty_stop_steps": handling("unused", "verl refills filtered batches"),
+    "algorithm.filter.scope": handling("unused", "one env only"),
+    "optim.lr": handling("mapped", "actor.optim.lr"),
+    "optim.critic_lr": handling("mapped", "critic.optim.lr"),
+    "optim.weight_decay": handling("mapped", "actor.optim.weight_decay"),
+    "optim.beta1": handling("mapped", "actor.optim.betas[0]"),
+    "optim.beta2": handling("mapped", "actor.optim.betas[1]"),
+    "optim.adam_eps": handling("approximate", "torch AdamW's 1e-8"),
+    "optim.grad_clip": handling("mapped", "actor.grad_clip (1e9 = off)"),
+    "optim.warmup_steps": handling("mapped", "actor.optim.lr_warmup_steps"),
+    "optim.lr_schedule": handling(
+        "mapped", "actor.optim.lr_scheduler_type", "optim.lr_schedule=linear"
+    ),
+    "optim.min_lr_ratio": handling("mapped", "actor.optim.min_lr_ratio (cosine)"),
+    "optim.ppo_epochs": handling("mapped", "actor.ppo_epochs"),
+    "optim.mini_batches": handling(
+        "mapped", "actor.ppo_mini_batch_size = env_groups / mini_batches", "optim.mini_batches=3"
+    ),
+    "optim.micro_batch_size": handling("mapped", "*.ppo_micro_batch_size_per_gpu"),
+    "sft": handling("unused", "settings of ragen-train sft, which has no back-ends"),
+    "trainer.total_steps": handling("mapped", "trainer.total_training_steps"),
+    "trainer.val_every": handling("mapped", "trainer.test_freq"),
+    "trainer.val_episodes": handling("mapped", "data.val_batch_size, val.parquet rows"),
+    "trainer.val_temperature": handling("mapped", "rollout.val_kwargs.temperature / do_sample"),
+    "trainer.val_before_train": handling("mapped", "trainer.val_before_train"),
+    "trainer.save_every": handling("mapped", "trainer.save_freq"),
+    "trainer.keep_checkpoints": handling("mapped", "trainer.max_actor_ckpt_to_keep"),
+    "trainer.out_dir": handling("mapped", "trainer.default_local_dir = out_dir/verl_checkpoints"),
+    "trainer.seed": handling("mapped", "actor.data_loader_seed, rollout.seed"),
+    "trainer.loggers": handling("mapped", "trainer.logger (console + wandb / tensorboard)"),
+    "trainer.wandb_project": handling("mapped", "trainer.project_name"),
+    "trainer.collapse_every": handling("unused", "collapse diagnostics are not computed"),
+    "trainer.collapse_samples": handling("unused", "collapse diagnostics are not computed"),
+    "trainer.collapse_samplers": handling("unused", "collapse diagnostics are not computed"),
+    "trainer.collapse_warn": handling("unused", "collapse diagnostics are not computed"),
+    "trainer.distributed": handling("mapped", "actor.strategy = fsdp | fsdp2"),
+    "trainer.max_nonfinite_skips": handling("unused", _NATIVE_ONLY),
+    "trainer.degenerate_warn_rate": handling("unused", _NATIVE_ONLY),
+    "trainer.degenerate_stop_steps": handling("unused", _NATIVE_ONLY),
+    "trainer.overwrite": handling("unused", _NATIVE_ONLY),
 }
 
 
@@ -199,7 +329,7 @@ def verl_settings(
         )
     else:
         add(
-            "algorithm.filter",
+            "algorithm.filter.strategy" if f.strategy != "top_p" else "algorithm.filter.value",
             "unsupported",
             f"{f.strategy} {f.value} filtering has no verl counterpart "
             "(only DAPO's zero-variance group filter)",

@@ -123,7 +123,7 @@ def test_algorithm_settings_map(overrides: list[str], expect: dict[str, str]) ->
     "override, field",
     [
         ("algorithm.adv_estimator=bilevel_gae", "algorithm.adv_estimator"),
-        ("algorithm.filter.value=0.5", "algorithm.filter"),
+        ("algorithm.filter.value=0.5", "algorithm.filter.value"),  # the field itself
         ("algorithm.filter.loss_scaling=linear", "algorithm.filter.loss_scaling"),
     ],
 )
