@@ -4,14 +4,14 @@ Each group (the episodes of one prompt/seed) gets a *score*; a *strategy* picks 
 groups to keep; the update then uses only the kept groups, optionally rescaling the
 loss by the kept fraction.  RAGEN-2 (arXiv 2604.06268) argues that the task gradient is
 bounded by the reward variance of the group while the KL and entropy gradients are
-not, so low-variance groups mostly add regulariser noise (reference section 4.2).
+not, so low-variance groups mostly add regulariser noise (its signal-to-noise argument).
 
 Scores (``metric``): ``reward_std`` (default; RAGEN calls it ``reward_variance`` but
-computes the std — reference section 6.8), ``reward_mean``, ``entropy`` (mean token
-entropy of the group), ``length`` (mean response tokens).
+computes the std — RAGEN-AI/RAGEN ``ragen/trainer/rollout_filter.py``), ``reward_mean``,
+``entropy`` (mean token entropy of the group), ``length`` (mean response tokens).
 
-Strategies (``strategy``; reference section 3.4 for RAGEN's semantics, which we keep
-and make well defined):
+Strategies (``strategy``; RAGEN's semantics, RAGEN-AI/RAGEN ``ragen/trainer/rollout_filter.py``,
+which we keep and make well defined):
 
 * ``top_p`` + ``linear``: sort scores descending; keep the shortest prefix whose
   cumulative score reaches ``value · Σ score − eps``; zero scores never count.  If no

@@ -1,6 +1,7 @@
 """The StarPO loop: multi-turn, trajectory-level PPO / GRPO on the tokens the policy sampled.
 
-One step (RAGEN, arXiv 2504.20073, section 3 "StarPO"; reference section 3.1):
+One step (RAGEN, arXiv 2504.20073, section 3 "StarPO"; RAGEN-AI/RAGEN
+``ragen/trainer/agent_trainer.py``):
 
 1. **rollout** — ``env_groups × group_size`` episodes on the train split through
    ``ragen_bench``'s rollout engine with the current policy (group ``g`` of step ``k``

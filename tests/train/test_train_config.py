@@ -101,7 +101,8 @@ def test_json_config_file_roundtrip(tmp_path: Path) -> None:
 
 def test_defaults_follow_ragen_base_yaml() -> None:
     c = StarPOConfig()
-    # reference section 3.7: clip 0.2/0.28, entropy 0.001, gamma=lam=1, turn gamma 0.95, lr 1e-6 / 1e-5
+    # RAGEN-AI/RAGEN config/base.yaml: clip 0.2/0.28, entropy 0.001, gamma=lam=1,
+    # turn gamma 0.95, lr 1e-6 / 1e-5
     assert (c.algorithm.clip_low, c.algorithm.clip_high, c.algorithm.entropy_coef) == (
         0.2,
         0.28,
