@@ -24,32 +24,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragen_bench.rollout import CONTEXT_MODES, SYSTEM_PROMPTS, RolloutConfig
+from ragen_bench.rollout import (
+    CONTEXT_MODES,
+    SYSTEM_PROMPTS,
+    RolloutConfig,
+    rollout_config,
+)
 from ragen_bench.types import SamplingParams
 from ragen_envs.ranges import Range
 
 from .advantages import ADVANTAGE_ESTIMATORS
+from .errors import TrainConfigError
 from .fields import field_specs, json_schema, setting
 from .filtering import FilterConfig
 from .losses import AGG_MODES, KL_ESTIMATORS
 from .multienv import TrainEnv, ValEnv
 from .schedules import LR_SCHEDULES
-
-
-class TrainConfigError(ValueError):
-    """A training config field is unknown, mistyped or out of range (``field`` names it).
-
-    ``field`` is a dotted config path (``optim.lr``) or a command-line option
-    (``--config``); ``reason`` says what is wrong.  (Not :class:`ragen_envs.ConfigError`,
-    which names a field of an *environment* config.)
-    """
-
-    def __init__(self, field_path: str, reason: str):
-        self.field = field_path
-        self.reason = reason
-        where = field_path if field_path.startswith("--") else f"config field {field_path!r}"
-        super().__init__(f"{where}: {reason}")
-
 
 _DTYPES = ("float32", "bfloat16", "float16")
 _SPLITS = ("train", "validation", "test")
@@ -183,31 +173,17 @@ class VLLMSection:
     )
 
 
-#: The agent-loop protocol fields of ``rollout`` *are* those of the bench's
-#: :class:`~ragen_bench.rollout.RolloutConfig`: same names, same defaults (read from it),
-#: except that the per-env budgets (``max_turns``, ``max_actions_per_turn``) default to
-#: ``None`` = the env's ``agent_defaults``.  :func:`agent_protocol` passes exactly these.
-PROTOCOL_FIELDS = (
-    "max_turns",
-    "max_actions_per_turn",
-    "enable_think",
-    "system_prompt",
-    "context_mode",
-    "context_window",
-    "max_context_tokens",
-    "format_penalty",
-    "max_invalid_answers",
-    "format_reminder",
-)
-#: The sampling fields of ``rollout`` (those of :class:`~ragen_bench.types.SamplingParams`).
-SAMPLING_FIELDS = ("temperature", "top_p", "max_new_tokens")
+# The agent-loop protocol fields of ``rollout`` (:data:`ragen_bench.rollout.PROTOCOL_FIELDS`) *are* those of the
+# bench's :class:`~ragen_bench.rollout.RolloutConfig`: same names, same defaults (read from it),
+# except that the per-env budgets (``max_turns``, ``max_actions_per_turn``) default to
+# ``None`` = the env's ``agent_defaults``; :func:`rollout_config_for` passes exactly these.
 
 
 @dataclass
 class RolloutSection:
     """Rollouts per step and the agent-loop protocol (``None`` = the env's default).
 
-    The protocol fields (:data:`PROTOCOL_FIELDS`) are :class:`~ragen_bench.rollout.RolloutConfig`'s
+    The protocol fields (:data:`ragen_bench.rollout.PROTOCOL_FIELDS`) are :class:`~ragen_bench.rollout.RolloutConfig`'s
     and take their defaults from it; ``temperature`` and ``top_p`` are
     :class:`~ragen_bench.types.SamplingParams`'s.
 
@@ -1016,23 +992,22 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def agent_protocol(cfg: StarPOConfig, temperature: float | None = None) -> dict[str, Any]:
-    """The agent-loop protocol of ``cfg`` as ``RolloutConfig`` overrides.
+def rollout_config_for(
+    cfg: StarPOConfig, temperature: float | None = None, env_id: str | None = None
+) -> RolloutConfig:
+    """The agent-loop settings ``cfg`` plays ``env_id`` (default ``env.id``) with:
+    :func:`ragen_bench.rollout.rollout_config` of the env and ``cfg.rollout``.
 
-    The dict ``ragen_bench.runner.rollout_config_from`` (and ``RunRequest.rollout``)
-    take: ``None`` values mean the env's ``agent_defaults``.  Training, validation and
-    ``ragen-train eval`` all play episodes with it, so a model is evaluated the way it was
-    trained.
+    Training, validation, SFT demonstrations, every back-end and ``ragen-train eval`` use it,
+    so a model is evaluated the way it was trained.
 
     Args:
-        cfg: the run config.
-        temperature: sampling temperature (default ``cfg.rollout.temperature``).
+        temperature: sampling temperature (default ``rollout.temperature``).
+
+    Raises:
+        UnknownEnvError: unknown env id.  ValueError: a setting the harness rejects.
     """
-    r = cfg.rollout
-    sampling = {name: getattr(r, name) for name in SAMPLING_FIELDS}
-    if temperature is not None:
-        sampling["temperature"] = temperature
-    return {**{name: getattr(r, name) for name in PROTOCOL_FIELDS}, "sampling": sampling}
+    return rollout_config(env_id or cfg.env.id, cfg.rollout, temperature=temperature)
 
 
 def explain_fields(name: str, cfg: StarPOConfig | None = None) -> str:

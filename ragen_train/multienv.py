@@ -47,6 +47,7 @@ from typing import Any
 
 from ragen_envs.ranges import Range
 
+from .errors import TrainConfigError
 from .fields import setting
 
 
@@ -171,8 +172,6 @@ def check_env_lists(cfg: Any) -> list[tuple[str, str, dict[str, Any]]]:
         ragen_train.config.TrainConfigError: naming the entry's field — an entry without an id, a
             tag with a ``/``, a repeated tag, a weight that is not positive, episodes below 1.
     """
-    from .config import TrainConfigError  # config imports this module
-
     out = []
     for name, entries in (("env.train", cfg.env.train), ("env.val", cfg.env.val)):
         seen: dict[str, int] = {}

@@ -10,7 +10,7 @@ A back-end trains a policy on a ragen environment.  It receives one
   fixed seeds ``0 .. val_episodes-1`` of the validation split
   (:func:`ragen_train.backends.common.train_specs` / ``val_specs``);
 * the agent-loop protocol (prompts, parser, format penalty, turn and action budgets:
-  :func:`ragen_train.trainer.rollout_config_for`), so the prompt text, the parsing and the
+  :func:`ragen_train.config.rollout_config_for`), so the prompt text, the parsing and the
   reward of a response are the same under every back-end;
 * the model (``model.path``, dtype, device, LoRA) and the algorithm settings
   (``algorithm.*``, ``optim.*``), which a back-end maps onto its own options as far as

@@ -179,6 +179,12 @@ VERL_FIELDS: dict[str, FieldHandling] = {
 }
 
 
+#: Prefixes of verl's actor, rollout and critic config keys (``ppo_trainer.yaml``).
+ACTOR = "actor_rollout_ref.actor."
+ROLLOUT = "actor_rollout_ref.rollout."
+CRITIC = "critic."
+
+
 @dataclass
 class VerlSettings:
     """Hydra overrides for ``verl.trainer.main_ppo`` and the notes on every setting."""
@@ -230,14 +236,13 @@ def verl_settings(
     require_one_row_per_episode(cfg, rcfg, "verl")
     notes: list[MappingNote] = []
     add = lambda f, s, d: notes.append(MappingNote(f, s, d))  # noqa: E731
-    o: dict[str, Any] = {}
-    a, ro, cr = "actor_rollout_ref.actor.", "actor_rollout_ref.rollout.", "critic."
+    hydra: dict[str, Any] = {}  # verl config key -> value
 
     est = ADVANTAGE_ESTIMATORS.entry(alg.adv_estimator)
     critic = est.meta["needs_critic"]
     verl_est = est.meta["verl"]  # verl's overrides selecting the same estimator, or None
     if verl_est is not None:
-        o.update(verl_est)
+        hydra.update(verl_est)
         add(
             "algorithm.adv_estimator",
             "mapped",
@@ -247,7 +252,7 @@ def verl_settings(
         )
     else:
         add("algorithm.adv_estimator", "unsupported", est.meta["verl_why"])
-    o["algorithm.gamma"], o["algorithm.lam"] = alg.gamma, alg.lam
+    hydra["algorithm.gamma"], hydra["algorithm.lam"] = alg.gamma, alg.lam
     add("algorithm.gamma/lam", "mapped", "algorithm.gamma, algorithm.lam")
     add(
         "algorithm.grpo_eps",
@@ -259,36 +264,36 @@ def verl_settings(
         "mapped" if alg.whiten_advantages or not critic else "approximate",
         "verl's GAE always whitens the advantages",
     )
-    o[a + "loss_agg_mode"] = alg.loss_agg_mode
+    hydra[ACTOR + "loss_agg_mode"] = alg.loss_agg_mode
     norm = float(alg.norm_len or r.max_new_tokens * max(1, rcfg.max_turns))
     scale_factor = AGG_MODES.meta(alg.loss_agg_mode, "verl_scale_factor")
     if scale_factor:
-        o[a + "loss_scale_factor"] = norm
+        hydra[ACTOR + "loss_scale_factor"] = norm
     add(
         "algorithm.loss_agg_mode",
         "mapped",
         f"actor.loss_agg_mode={alg.loss_agg_mode} (same names)"
         + (f", loss_scale_factor={norm:g}" if scale_factor else ""),
     )
-    o[a + "clip_ratio_low"], o[a + "clip_ratio_high"] = alg.clip_low, alg.clip_high
-    o[a + "clip_ratio_c"] = alg.dual_clip if alg.dual_clip is not None else 1e9
+    hydra[ACTOR + "clip_ratio_low"], hydra[ACTOR + "clip_ratio_high"] = alg.clip_low, alg.clip_high
+    hydra[ACTOR + "clip_ratio_c"] = alg.dual_clip if alg.dual_clip is not None else 1e9
     add(
         "algorithm.clip_low/clip_high/dual_clip",
         "mapped",
         "actor.clip_ratio_low/high, clip_ratio_c (1e9 = off)",
     )
-    o[a + "entropy_coeff"] = alg.entropy_coef
+    hydra[ACTOR + "entropy_coeff"] = alg.entropy_coef
     add("algorithm.entropy_coef", "mapped", "actor.entropy_coeff")
     kl_on = alg.kl_coef > 0
-    o[a + "use_kl_loss"] = kl_on and not alg.kl_in_reward
-    o["algorithm.use_kl_in_reward"] = kl_on and alg.kl_in_reward
+    hydra[ACTOR + "use_kl_loss"] = kl_on and not alg.kl_in_reward
+    hydra["algorithm.use_kl_in_reward"] = kl_on and alg.kl_in_reward
     if kl_on and not alg.kl_in_reward:
-        o[a + "kl_loss_coef"], o[a + "kl_loss_type"] = (
+        hydra[ACTOR + "kl_loss_coef"], hydra[ACTOR + "kl_loss_type"] = (
             alg.kl_coef,
             KL_ESTIMATORS.meta(alg.kl_estimator, "verl"),
         )
     elif kl_on:
-        o["algorithm.kl_ctrl.kl_coef"], o["algorithm.kl_penalty"] = (
+        hydra["algorithm.kl_ctrl.kl_coef"], hydra["algorithm.kl_penalty"] = (
             alg.kl_coef,
             KL_ESTIMATORS.meta(alg.kl_estimator, "verl"),
         )
@@ -302,8 +307,8 @@ def verl_settings(
     )
     if critic:
         if alg.value_clip is not None:
-            o[cr + "cliprange_value"] = alg.value_clip
-        o[cr + "optim.lr"] = opt.critic_lr
+            hydra[CRITIC + "cliprange_value"] = alg.value_clip
+        hydra[CRITIC + "optim.lr"] = opt.critic_lr
         add(
             "algorithm.value_clip / optim.critic_lr",
             "mapped",
@@ -319,8 +324,8 @@ def verl_settings(
     if keep_all and f.include_zero:
         add("algorithm.filter", "mapped", "all groups kept")
     elif keep_all:
-        o["algorithm.filter_groups.enable"] = True
-        o["algorithm.filter_groups.metric"] = "seq_final_reward"
+        hydra["algorithm.filter_groups.enable"] = True
+        hydra["algorithm.filter_groups.metric"] = "seq_final_reward"
         add(
             "algorithm.filter",
             "approximate",
@@ -340,20 +345,20 @@ def verl_settings(
             "unsupported",
             "no loss rescaling by the kept fraction in verl",
         )
-    o[a + "optim.lr"], o[a + "optim.weight_decay"] = opt.lr, opt.weight_decay
-    o[a + "optim.betas"] = [opt.beta1, opt.beta2]
-    o[a + "optim.lr_warmup_steps"] = opt.warmup_steps if opt.warmup_steps else -1
+    hydra[ACTOR + "optim.lr"], hydra[ACTOR + "optim.weight_decay"] = opt.lr, opt.weight_decay
+    hydra[ACTOR + "optim.betas"] = [opt.beta1, opt.beta2]
+    hydra[ACTOR + "optim.lr_warmup_steps"] = opt.warmup_steps if opt.warmup_steps else -1
     verl_schedule = LR_SCHEDULES.meta(opt.lr_schedule, "verl")
-    o[a + "optim.lr_scheduler_type"] = verl_schedule or "constant"
+    hydra[ACTOR + "optim.lr_scheduler_type"] = verl_schedule or "constant"
     if verl_schedule == "cosine":
-        o[a + "optim.min_lr_ratio"] = opt.min_lr_ratio
+        hydra[ACTOR + "optim.min_lr_ratio"] = opt.min_lr_ratio
     elif verl_schedule is None:
         add(
             "optim.lr_schedule",
             "unsupported",
             f"{opt.lr_schedule}: verl's actor schedules are constant and cosine",
         )
-    o[a + "grad_clip"] = opt.grad_clip if opt.grad_clip > 0 else 1e9
+    hydra[ACTOR + "grad_clip"] = opt.grad_clip if opt.grad_clip > 0 else 1e9
     add("optim.*", "mapped", "actor.optim.lr/weight_decay/betas/lr_warmup_steps, actor.grad_clip")
     add(
         "optim.adam_eps",
@@ -366,40 +371,46 @@ def verl_settings(
             "unsupported",
             f"env_groups={r.env_groups} must divide by mini_batches",
         )
-    o[a + "ppo_epochs"] = opt.ppo_epochs
-    o[a + "ppo_mini_batch_size"] = max(1, r.env_groups // opt.mini_batches)
-    o[a + "ppo_micro_batch_size_per_gpu"] = opt.micro_batch_size
-    o[ro + "log_prob_micro_batch_size_per_gpu"] = opt.micro_batch_size
-    o["actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu"] = opt.micro_batch_size
+    hydra[ACTOR + "ppo_epochs"] = opt.ppo_epochs
+    hydra[ACTOR + "ppo_mini_batch_size"] = max(1, r.env_groups // opt.mini_batches)
+    hydra[ACTOR + "ppo_micro_batch_size_per_gpu"] = opt.micro_batch_size
+    hydra[ROLLOUT + "log_prob_micro_batch_size_per_gpu"] = opt.micro_batch_size
+    hydra["actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu"] = opt.micro_batch_size
     if critic:
-        o[cr + "ppo_micro_batch_size_per_gpu"] = opt.micro_batch_size
+        hydra[CRITIC + "ppo_micro_batch_size_per_gpu"] = opt.micro_batch_size
     add(
         "optim.ppo_epochs/mini_batches/micro_batch_size",
         "mapped",
         "actor.ppo_epochs, ppo_mini_batch_size (groups per optimizer step), ppo_micro_batch_size_per_gpu",
     )
-    o[a + "strategy"] = "fsdp2" if t.distributed == "fsdp2" else "fsdp"
+    hydra[ACTOR + "strategy"] = "fsdp2" if t.distributed == "fsdp2" else "fsdp"
     add("trainer.distributed", "mapped", "actor.strategy=fsdp|fsdp2")
 
     # data, rollout, model
-    o["data.train_files"], o["data.val_files"] = train_files, val_files
-    o["data.train_batch_size"] = r.env_groups
-    o["data.val_batch_size"] = t.val_episodes
-    o["data.shuffle"], o["data.validation_shuffle"] = False, False
-    o["data.return_raw_chat"] = True
-    o["data.max_prompt_length"] = max_prompt_length
-    o["data.max_response_length"] = max_response_length or rcfg.max_turns * (r.max_new_tokens + 256)
-    o["data.filter_overlong_prompts"] = False
-    o[ro + "name"], o[ro + "mode"] = rollout_name, "async"
-    o[ro + "n"] = r.group_size
-    o[ro + "temperature"], o[ro + "top_p"], o[ro + "top_k"] = r.temperature, r.top_p, -1
-    o[ro + "calculate_log_probs"] = True
-    o[ro + "tensor_model_parallel_size"] = tensor_parallel_size
-    o[ro + "agent.agent_loop_config_path"] = agent_loop_config
-    o[ro + "agent.default_agent_loop"] = AGENT_NAME
-    o[ro + "val_kwargs.temperature"] = t.val_temperature
-    o[ro + "val_kwargs.do_sample"] = t.val_temperature > 0
-    o[ro + "val_kwargs.top_p"], o[ro + "val_kwargs.n"] = r.top_p, 1
+    hydra["data.train_files"], hydra["data.val_files"] = train_files, val_files
+    hydra["data.train_batch_size"] = r.env_groups
+    hydra["data.val_batch_size"] = t.val_episodes
+    hydra["data.shuffle"], hydra["data.validation_shuffle"] = False, False
+    hydra["data.return_raw_chat"] = True
+    hydra["data.max_prompt_length"] = max_prompt_length
+    hydra["data.max_response_length"] = max_response_length or rcfg.max_turns * (
+        r.max_new_tokens + 256
+    )
+    hydra["data.filter_overlong_prompts"] = False
+    hydra[ROLLOUT + "name"], hydra[ROLLOUT + "mode"] = rollout_name, "async"
+    hydra[ROLLOUT + "n"] = r.group_size
+    hydra[ROLLOUT + "temperature"], hydra[ROLLOUT + "top_p"], hydra[ROLLOUT + "top_k"] = (
+        r.temperature,
+        r.top_p,
+        -1,
+    )
+    hydra[ROLLOUT + "calculate_log_probs"] = True
+    hydra[ROLLOUT + "tensor_model_parallel_size"] = tensor_parallel_size
+    hydra[ROLLOUT + "agent.agent_loop_config_path"] = agent_loop_config
+    hydra[ROLLOUT + "agent.default_agent_loop"] = AGENT_NAME
+    hydra[ROLLOUT + "val_kwargs.temperature"] = t.val_temperature
+    hydra[ROLLOUT + "val_kwargs.do_sample"] = t.val_temperature > 0
+    hydra[ROLLOUT + "val_kwargs.top_p"], hydra[ROLLOUT + "val_kwargs.n"] = r.top_p, 1
     add(
         "rollout.*",
         "mapped",
@@ -408,34 +419,34 @@ def verl_settings(
     )
     from ragen_bench.policies.hf import resolve_model_path
 
-    o["actor_rollout_ref.model.path"] = resolve_model_path(m.path)
-    o["actor_rollout_ref.model.enable_gradient_checkpointing"] = m.gradient_checkpointing
+    hydra["actor_rollout_ref.model.path"] = resolve_model_path(m.path)
+    hydra["actor_rollout_ref.model.enable_gradient_checkpointing"] = m.gradient_checkpointing
     if m.lora.rank > 0:
-        o["actor_rollout_ref.model.lora_rank"], o["actor_rollout_ref.model.lora_alpha"] = (
+        hydra["actor_rollout_ref.model.lora_rank"], hydra["actor_rollout_ref.model.lora_alpha"] = (
             m.lora.rank,
             m.lora.alpha,
         )
-        o["actor_rollout_ref.model.target_modules"] = m.lora.target_modules
+        hydra["actor_rollout_ref.model.target_modules"] = m.lora.target_modules
     add(
         "model.*",
         "mapped",
         "actor_rollout_ref.model.path / lora_rank / lora_alpha / target_modules",
     )
     if critic:
-        o["critic.model.path"] = o["actor_rollout_ref.model.path"]
-    o[a + "data_loader_seed"], o[ro + "seed"] = t.seed, t.seed
+        hydra["critic.model.path"] = hydra["actor_rollout_ref.model.path"]
+    hydra[ACTOR + "data_loader_seed"], hydra[ROLLOUT + "seed"] = t.seed, t.seed
 
     # trainer
-    o["trainer.total_training_steps"] = t.total_steps
-    o["trainer.test_freq"] = t.val_every if t.val_every > 0 else -1
-    o["trainer.save_freq"] = t.save_every if t.save_every > 0 else -1
-    o["trainer.val_before_train"] = t.val_before_train and t.val_every > 0
-    o["trainer.default_local_dir"] = checkpoint_dir or str(Path(t.out_dir) / "verl_checkpoints")
-    o["trainer.max_actor_ckpt_to_keep"] = t.keep_checkpoints if t.keep_checkpoints > 0 else None
+    hydra["trainer.total_training_steps"] = t.total_steps
+    hydra["trainer.test_freq"] = t.val_every if t.val_every > 0 else -1
+    hydra["trainer.save_freq"] = t.save_every if t.save_every > 0 else -1
+    hydra["trainer.val_before_train"] = t.val_before_train and t.val_every > 0
+    hydra["trainer.default_local_dir"] = checkpoint_dir or str(Path(t.out_dir) / "verl_checkpoints")
+    hydra["trainer.max_actor_ckpt_to_keep"] = t.keep_checkpoints if t.keep_checkpoints > 0 else None
     loggers = ["console"] + [x for x in t.loggers if x in ("wandb", "tensorboard")]
-    o["trainer.logger"] = loggers
-    o["trainer.project_name"], o["trainer.experiment_name"] = t.wandb_project, cfg.name
-    o["trainer.n_gpus_per_node"], o["trainer.nnodes"] = n_gpus_per_node, nnodes
+    hydra["trainer.logger"] = loggers
+    hydra["trainer.project_name"], hydra["trainer.experiment_name"] = t.wandb_project, cfg.name
+    hydra["trainer.n_gpus_per_node"], hydra["trainer.nnodes"] = n_gpus_per_node, nnodes
     add(
         "trainer.*",
         "mapped",
@@ -457,7 +468,7 @@ def verl_settings(
         raise TrainConfigError(
             bad[0].field, "cannot run on verl: " + "; ".join(f"{n.field}: {n.detail}" for n in bad)
         )
-    return VerlSettings(overrides=[f"{k}={_fmt(v)}" for k, v in o.items()], notes=notes)
+    return VerlSettings(overrides=[f"{k}={_fmt(v)}" for k, v in hydra.items()], notes=notes)
 
 
 # ---------------------------------------------------------------- dataset
