@@ -129,15 +129,27 @@ def starpo(
             )
         ),
     ] = None,
-    backend: Annotated[
+    trainer_name: Annotated[
         str,
-        typer.Option(help=f"Trainer back-end: {' | '.join(TRAINER_BACKENDS)} (docs/backends.md)."),
+        typer.Option(
+            "--trainer",
+            help=f"Trainer back-end: {' | '.join(TRAINER_BACKENDS)} (docs/backends.md).",
+        ),
     ] = "native",
+    backend: Annotated[
+        str | None,
+        typer.Option(
+            "--backend",
+            hidden=True,
+            help="Deprecated spelling of --trainer (removed in the next release).",
+        ),
+    ] = None,
 ) -> None:
     """Train with StarPO (rollout -> filter -> advantages -> PPO/GRPO update), with validation and checkpoints."""
     from .config import TrainConfigError
     from .trainer import StarPOTrainer
 
+    backend = _trainer_option(trainer_name, backend)
     cfg, resume = _load_for_resume(config, overrides, resume)
     _preflight_envs(cfg)
     if backend != "native":
@@ -171,6 +183,19 @@ def starpo(
             f"done: {cfg.trainer.out_dir} (model: {Path(cfg.trainer.out_dir) / 'final_model'}; curves: {png}); "
             "last validation: " + _val_text(last)
         )
+
+
+def _trainer_option(trainer_name: str, backend: str | None) -> str:
+    """The trainer back-end chosen with ``--trainer``, or with the deprecated ``--backend``
+    (in ``ragen-bench`` ``--backend`` names a policy; here it named the trainer)."""
+    if backend is None:
+        return trainer_name
+    if trainer_name != "native" and trainer_name != backend:
+        raise _error(f"--trainer {trainer_name} and --backend {backend} disagree; use --trainer")
+    _warn(
+        f"--backend is deprecated in ragen-train (removed in the next release); use --trainer {backend}"
+    )
+    return backend
 
 
 def _load_for_resume(config: str | None, overrides: list[str] | None, resume: str | None):

@@ -89,7 +89,7 @@ def page() -> str:
     lines += [
         "## Back-end coverage",
         "",
-        "What the `trl` and `verl` back-ends (`ragen-train starpo --backend trl|verl`, see",
+        "What the `trl` and `verl` back-ends (`ragen-train starpo --trainer trl|verl`, see",
         "[Back-ends](backends.md)) do with each field, from `TRL_FIELDS` in",
         "`ragen_train/backends/trl_backend.py` and `VERL_FIELDS` in `verl_backend.py`; the",
         "native back-end uses every field. Statuses:",

@@ -60,7 +60,7 @@ class BackendResult:
 
 @runtime_checkable
 class TrainerBackend(Protocol):
-    """A trainer back-end (``ragen-train starpo --backend NAME``)."""
+    """A trainer back-end (``ragen-train starpo --trainer NAME``)."""
 
     name: str
 
@@ -76,7 +76,7 @@ class TrainerBackend(Protocol):
         ...
 
 
-#: Trainer back-end factories by the name ``ragen-train starpo --backend`` takes (each
+#: Trainer back-end factories by the name ``ragen-train starpo --trainer`` takes (each
 #: imports its library lazily: TRL and verl are optional).  Metadata: ``resume`` — the
 #: back-end continues a run (``ragen-train starpo --resume``).
 TRAINER_BACKENDS: Registry[Callable[[], TrainerBackend]] = Registry("trainer back-end")

@@ -101,7 +101,7 @@ def require_one_row_per_episode(cfg: StarPOConfig, rollout: RolloutConfig, backe
         raise TrainConfigError(
             "env.train" if cfg.env.train else "env.val",
             f"the {backend} back-end trains and validates on the one env env.id; several envs "
-            "(env.train / env.val) need the native back-end (--backend native)",
+            "(env.train / env.val) need the native back-end (--trainer native)",
         )
     if layout_of(rollout) == "turn" and rollout.max_turns > 1:
         raise TrainConfigError(
