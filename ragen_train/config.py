@@ -93,7 +93,8 @@ class ModelConfig:
         "Torch device of the policy ('cpu', 'cuda'; under torchrun each rank takes its own GPU).",
     )
     gradient_checkpointing: bool = setting(
-        False, "Recompute activations in the backward pass: less memory, about 30% more compute."
+        False,
+        "Recompute activations during the backward pass: less memory for one more forward pass.",
     )
     lora: LoraConfig = field(default_factory=LoraConfig)
 
@@ -121,7 +122,9 @@ class EnvSection:
         "validation", "Split the validation rounds (trainer.val_every) play.", choices=_SPLITS
     )
     test_split: str = setting(
-        "test", "Split of the final evaluation (ragen-train eval --split test).", choices=_SPLITS
+        "test",
+        "Split of the before/after test evaluation (quickstart pipeline) and of ragen-train eval.",
+        choices=_SPLITS,
     )
     train: list[TrainEnv] = setting(
         factory=list,
@@ -512,7 +515,8 @@ class TrainerSection:
     )
     seed: int = setting(
         0,
-        "Seed of torch, the sampling and the env seed streams (a run is reproducible from it).",
+        "Seed of torch/numpy/random, rollout sampling and mini-batch order (plus the rank); "
+        "env seeds come from the step.",
         range=Range(ge=0),
     )
     loggers: list[str] = setting(
@@ -540,8 +544,8 @@ class TrainerSection:
     )
     collapse_warn: bool = setting(
         True,
-        "Warn (TemplateCollapseWarning) when mutual information drops by 20% while entropy stays "
-        "high (RAGEN-2's template collapse).",
+        "Warn (TemplateCollapseWarning) when MI / log M falls 0.2 below its running mean while "
+        "entropy stays high (RAGEN-2's template collapse).",
     )
     distributed: str = setting(
         "ddp",
@@ -550,7 +554,7 @@ class TrainerSection:
     )
     max_nonfinite_skips: int = setting(
         10,
-        "Stop after this many optimizer steps skipped for a non-finite loss or gradient.",
+        "Stop once more than this many optimizer steps were skipped for a non-finite loss or gradient.",
         range=Range(ge=0),
     )
     degenerate_warn_rate: float = setting(

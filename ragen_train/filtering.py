@@ -194,7 +194,7 @@ class FilterConfig:
     )
     loss_scaling: str = setting(
         "none",
-        "Rescale the loss by the kept fraction rho: none, rho, or sqrt(rho) (RAGEN-2 section 4).",
+        "Rescale the loss by the kept fraction rho of groups: none, rho, or sqrt(rho) (as RAGEN's trainer).",
         choices=LOSS_SCALING,
     )
     empty_stop_steps: int = setting(
