@@ -6,14 +6,15 @@ Prints wall-clock seconds (median of ``--repeats`` after one warm-up) for:
 
 * cross-scoring N = ``--rows`` reasonings of ``--z-tokens`` tokens against
   - 8 distinct inputs (the first-turn sampler on RAGEN's default batch: 8 env groups,
-    64 of the 128 first-turn samples drawn; reference §3.6/§3.7), and
+    64 of the 128 first-turn samples drawn; ``collapse_detection`` in RAGEN-AI/RAGEN
+    ``config/base.yaml``), and
   - N distinct inputs (the trajectory sampler: every draw its own prompt, the worst case),
   each with the shared prefix cache and with plain ``x ⊕ z`` concatenation (RAGEN's way);
 * a training-step proxy: forward + backward + AdamW step over 32 sequences of 600 tokens
   (RAGEN's ``ppo_mini_batch_size`` 32; a multi-turn episode of a few hundred tokens);
 
 and the share of a step the diagnostics add at RAGEN's default frequency
-(``compute_freq`` = 5, reference §3.7): ``t_diag / (5 · t_step)``.
+(``compute_freq`` = 5, RAGEN-AI/RAGEN ``config/base.yaml``): ``t_diag / (5 · t_step)``.
 
 Inputs are real first-turn prompts (system message + first user message of
 ragen/Sokoban-v0, seeds 0..N-1, the tiny model's chat template, plus ``<think>``);

@@ -18,8 +18,7 @@ import time
 
 from ragen_bench.policies import RandomPolicy
 from ragen_bench.policies.base import Policy
-from ragen_bench.rollout import RolloutConfig, RolloutEngine, make_specs
-from ragen_bench.runner import rollout_config_from
+from ragen_bench.rollout import RolloutConfig, RolloutEngine, make_specs, rollout_config
 from ragen_bench.types import SamplingParams
 
 
@@ -48,7 +47,7 @@ class Timed(Policy):
 
 
 def random_throughput(env_id: str, episodes: int) -> tuple[float, float]:
-    cfg = rollout_config_from(env_id, {})
+    cfg = rollout_config(env_id)
     engine = RolloutEngine(RandomPolicy(seed=0), cfg)
     specs = make_specs(env_id, episodes=episodes)
     t0 = time.perf_counter()
@@ -64,7 +63,7 @@ def hf_share(env_id: str, episodes: int, max_new_tokens: int) -> dict[str, float
     policy = Timed(HFPolicy("tiny", max_batch_size=episodes))
     cfg = RolloutConfig(
         **{
-            **rollout_config_from(env_id, {}).as_dict(),
+            **rollout_config(env_id).as_dict(),
             "sampling": SamplingParams(temperature=1.0, max_new_tokens=max_new_tokens),
         }
     )

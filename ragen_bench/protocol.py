@@ -160,9 +160,9 @@ class Applied:
         """One console line saying which protocol the run uses, or ``None`` without one."""
         if self.protocol is None:
             return None
-        from .runner import rollout_config_from
+        from .rollout import rollout_config
 
-        r = rollout_config_from(self.request.env_id, self.request.rollout)  # what the run will play
+        r = rollout_config(self.request.env_id, self.request.rollout)  # what the run will play
         who = f" (run {self.protocol.run_name!r})" if self.protocol.run_name else ""
         text = (
             f"agent protocol from {self.protocol.path}{who}: think {'on' if r.enable_think else 'off'}, "

@@ -25,7 +25,7 @@ import contextlib
 import time
 import traceback
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import ragen_envs
@@ -131,6 +131,86 @@ class RolloutConfig:
             "sampling": self.sampling.as_dict(),
             **({"format_reminder": True} if self.format_reminder else {}),
         }
+
+
+#: The agent-loop protocol fields of :class:`RolloutConfig` that a run's settings override
+#: (``RunRequest.rollout``, a training config's ``rollout`` section, ``ragen_protocol.json``).
+PROTOCOL_FIELDS = (
+    "max_turns",
+    "max_actions_per_turn",
+    "enable_think",
+    "system_prompt",
+    "context_mode",
+    "context_window",
+    "max_context_tokens",
+    "format_penalty",
+    "max_invalid_answers",
+    "format_reminder",
+)
+#: The fields of :class:`~ragen_bench.types.SamplingParams` a run's settings override.
+SAMPLING_FIELDS = ("temperature", "top_p", "max_new_tokens")
+
+
+def protocol_overrides(settings: Any, temperature: float | None = None) -> dict[str, Any]:
+    """The agent-loop settings of ``settings`` as :func:`rollout_config` overrides.
+
+    Args:
+        settings: an object with the :data:`PROTOCOL_FIELDS` and :data:`SAMPLING_FIELDS`
+            as attributes (a training config's ``rollout`` section); ``None`` values mean
+            the env's ``agent_defaults``.
+        temperature: sampling temperature (default ``settings.temperature``).
+
+    Returns:
+        ``{<protocol field>: value, ..., "sampling": {temperature, top_p, max_new_tokens}}``,
+        the form of ``RunRequest.rollout`` and of the saved ``ragen_protocol.json``.
+    """
+    sampling = {name: getattr(settings, name) for name in SAMPLING_FIELDS}
+    if temperature is not None:
+        sampling["temperature"] = temperature
+    return {**{name: getattr(settings, name) for name in PROTOCOL_FIELDS}, "sampling": sampling}
+
+
+def rollout_config(
+    env: str | ragen_envs.EnvEntry,
+    settings: Any = None,
+    *,
+    temperature: float | None = None,
+) -> RolloutConfig:
+    """The one way a run's agent-loop settings become a :class:`RolloutConfig`: the env's
+    ``agent_defaults`` overlaid with ``settings`` (``None`` values ignored).
+
+    The benchmark (``RunRequest.rollout``), a saved agent protocol, training, validation and
+    ``ragen-train eval`` all call this, so a model is evaluated the way it was trained.
+
+    Args:
+        env: an env id or its resolved registry entry.
+        settings: overrides — a mapping of :class:`RolloutConfig` fields (``sampling`` as a
+            mapping or :class:`~ragen_bench.types.SamplingParams`), or an object with the
+            :data:`PROTOCOL_FIELDS` / :data:`SAMPLING_FIELDS` attributes (a training
+            config's ``rollout`` section, read with :func:`protocol_overrides`); ``None``:
+            the env's defaults.
+        temperature: overrides the sampling temperature (validation samples cooler).
+
+    Raises:
+        UnknownEnvError: unknown id.  ValueError: a bad rollout or sampling setting.
+    """
+    entry = env if isinstance(env, ragen_envs.EnvEntry) else ragen_envs.get_entry(env)
+    if settings is not None and not isinstance(settings, dict):
+        settings = protocol_overrides(settings)
+    values: dict[str, Any] = {**entry.agent_defaults}
+    for k, v in (settings or {}).items():
+        if v is not None:
+            values[k] = v
+    sampling = values.pop("sampling", None) or {}
+    if isinstance(sampling, dict):
+        if temperature is not None:
+            sampling = {**sampling, "temperature": temperature}
+        sampling = SamplingParams(
+            **{k: (tuple(v) if k == "stop" else v) for k, v in sampling.items()}
+        )
+    elif temperature is not None:
+        sampling = replace(sampling, temperature=temperature)
+    return RolloutConfig(sampling=sampling, **values)
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from .policies.base import Policy
 from .preflight import preflight
 from .records import EpisodeRecord
 from .results import RETRY_STATUSES, RunDir, git_commit, now_iso, summarize
-from .rollout import EpisodeSpec, RolloutConfig, RolloutEngine, make_specs
+from .rollout import EpisodeSpec, RolloutConfig, RolloutEngine, make_specs, rollout_config
 from .types import SamplingParams
 
 
@@ -54,24 +54,16 @@ class RunRequest:
 
 
 def rollout_config_from(env: str | EnvEntry, overrides: dict[str, Any] | None) -> RolloutConfig:
-    """The env's ``agent_defaults`` overlaid with ``overrides`` (``None`` values ignored).
+    """Deprecated name of :func:`ragen_bench.rollout.rollout_config` (removed in the next
+    release)."""
+    import warnings
 
-    ``env`` is an env id or its already resolved registry entry.
-
-    Raises:
-        UnknownEnvError: unknown id.  ValueError: a bad rollout or sampling setting.
-    """
-    entry = env if isinstance(env, EnvEntry) else ragen_envs.get_entry(env)
-    values: dict[str, Any] = {**entry.agent_defaults}
-    for k, v in (overrides or {}).items():
-        if v is not None:
-            values[k] = v
-    sampling = values.pop("sampling", None) or {}
-    if isinstance(sampling, dict):
-        sampling = SamplingParams(
-            **{k: (tuple(v) if k == "stop" else v) for k, v in sampling.items()}
-        )
-    return RolloutConfig(sampling=sampling, **values)
+    warnings.warn(
+        "ragen_bench.runner.rollout_config_from is deprecated; use ragen_bench.rollout.rollout_config",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return rollout_config(env, overrides)
 
 
 def default_run_id(env_id: str, model: str | None, backend: str) -> str:
@@ -158,7 +150,7 @@ def plan_run(req: RunRequest) -> RunPlan:
         seed=req.seed,
         env_config=env_config,
     )
-    rollout = rollout_config_from(entry, req.rollout)
+    rollout = rollout_config(entry, req.rollout)
     if req.max_parallel is not None and req.max_parallel < 1:
         raise ValueError(f"max_parallel must be >= 1, got {req.max_parallel}")
     if req.run_id is not None:

@@ -340,8 +340,8 @@ def bilevel_gae(
 
     Hierarchical credit assignment in the spirit of ArCHer (Zhou et al. 2024,
     arXiv 2402.19446) as specified by RAGEN's ``bi_level_gae`` (which crashes there:
-    reference section 3.2).  For each sample with turns ``k = 1..K`` whose generated
-    positions end at ``e_k``:
+    RAGEN-AI/RAGEN ``ragen/trainer/core_algos.py``).  For each sample with turns
+    ``k = 1..K`` whose generated positions end at ``e_k``:
 
     1. turn reward ``R_k`` = sum of the rewards of turn k's tokens; turn value
        ``V_k = V(e_k)``;

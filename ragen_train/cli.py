@@ -7,6 +7,7 @@
     ragen-train eval outputs/quickstart/final_model --episodes 64   # the training protocol and env
     ragen-train presets                          # list presets
     ragen-train show-config --config sokoban     # the resolved config as JSON
+    ragen-train show-config --explain optim.lr   # a field's help, type, default, range
     ragen-train report outputs/quickstart        # outputs/quickstart/report.html
 
 Under ``torchrun --nproc_per_node N ragen-train starpo ...`` the same command trains with
@@ -88,7 +89,10 @@ ConfigOpt = Annotated[
 ]
 Overrides = Annotated[
     list[str] | None,
-    typer.Argument(help="Overrides like optim.lr=1e-5 algorithm.adv_estimator=gae."),
+    typer.Argument(
+        help="Overrides like optim.lr=1e-5 algorithm.adv_estimator=gae "
+        "(`ragen-train show-config --explain FIELD` documents every field)."
+    ),
 ]
 
 
@@ -125,15 +129,27 @@ def starpo(
             )
         ),
     ] = None,
-    backend: Annotated[
+    trainer_name: Annotated[
         str,
-        typer.Option(help=f"Trainer back-end: {' | '.join(TRAINER_BACKENDS)} (docs/backends.md)."),
+        typer.Option(
+            "--trainer",
+            help=f"Trainer back-end: {' | '.join(TRAINER_BACKENDS)} (docs/backends.md).",
+        ),
     ] = "native",
+    backend: Annotated[
+        str | None,
+        typer.Option(
+            "--backend",
+            hidden=True,
+            help="Deprecated spelling of --trainer (removed in the next release).",
+        ),
+    ] = None,
 ) -> None:
     """Train with StarPO (rollout -> filter -> advantages -> PPO/GRPO update), with validation and checkpoints."""
     from .config import TrainConfigError
     from .trainer import StarPOTrainer
 
+    backend = _trainer_option(trainer_name, backend)
     cfg, resume = _load_for_resume(config, overrides, resume)
     _preflight_envs(cfg)
     if backend != "native":
@@ -167,6 +183,19 @@ def starpo(
             f"done: {cfg.trainer.out_dir} (model: {Path(cfg.trainer.out_dir) / 'final_model'}; curves: {png}); "
             "last validation: " + _val_text(last)
         )
+
+
+def _trainer_option(trainer_name: str, backend: str | None) -> str:
+    """The trainer back-end chosen with ``--trainer``, or with the deprecated ``--backend``
+    (in ``ragen-bench`` ``--backend`` names a policy; here it named the trainer)."""
+    if backend is None:
+        return trainer_name
+    if trainer_name != "native" and trainer_name != backend:
+        raise _error(f"--trainer {trainer_name} and --backend {backend} disagree; use --trainer")
+    _warn(
+        f"--backend is deprecated in ragen-train (removed in the next release); use --trainer {backend}"
+    )
+    return backend
 
 
 def _load_for_resume(config: str | None, overrides: list[str] | None, resume: str | None):
@@ -539,10 +568,32 @@ def aligned_rows(rows: list[tuple[str, ...]], gap: int = 2) -> list[str]:
 
 
 @app.command("show-config")
-def show_config(config: ConfigOpt = "quickstart", overrides: Overrides = None) -> None:
-    """Print the resolved config as JSON."""
+def show_config(
+    config: ConfigOpt = "quickstart",
+    overrides: Overrides = None,
+    explain: Annotated[
+        str | None,
+        typer.Option(
+            "--explain",
+            metavar="FIELD",
+            help="Instead of the JSON, explain a field (optim.lr), every field of a section "
+            "(optim, rollout.vllm) or of the whole config (all): help, type, default, allowed "
+            "values and the value in this config.",
+        ),
+    ] = None,
+) -> None:
+    """Print the resolved config as JSON, or explain its fields (--explain)."""
     cfg = _load(config, overrides)
-    typer.echo(json.dumps(cfg.to_dict(), indent=2))
+    if explain is None:
+        typer.echo(json.dumps(cfg.to_dict(), indent=2))
+        return
+    from .config import TrainConfigError, explain_fields
+
+    try:
+        text = explain_fields(explain, cfg)
+    except TrainConfigError as exc:
+        raise _error(exc) from None
+    _info(text)
 
 
 @app.command("report")

@@ -4,8 +4,13 @@ A config is a :class:`StarPOConfig` (nested dataclasses).  It comes from a prese
 (:mod:`ragen_train.presets`) or a JSON/YAML file, then ``key=value`` overrides with
 dotted paths (``algorithm.adv_estimator=gae optim.lr=1e-5``) are applied; every value
 is type-checked against the dataclass field and a wrong or unknown key raises
-:class:`TrainConfigError` naming the field.  :func:`config_json_schema` derives the JSON
-Schema of the saved ``config.json`` (checked in as ``schemas/train_config.schema.json``).
+:class:`TrainConfigError` naming the field.
+
+Each field is declared once, with :func:`~ragen_train.fields.setting` (help, default, range,
+choices); :data:`FIELD_SPECS` reads the declarations back and everything else derives from
+them: :func:`validate`, :func:`config_json_schema` (the JSON Schema of the saved
+``config.json``, checked in as ``schemas/train_config.schema.json``), :func:`explain_fields`
+(``ragen-train show-config --explain``) and ``docs/config-reference.md``.
 """
 
 from __future__ import annotations
@@ -15,47 +20,58 @@ import json
 import math
 import types
 import typing
-from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragen_bench.rollout import CONTEXT_MODES, SYSTEM_PROMPTS, RolloutConfig
+from ragen_bench.rollout import (
+    CONTEXT_MODES,
+    SYSTEM_PROMPTS,
+    RolloutConfig,
+    rollout_config,
+)
 from ragen_bench.types import SamplingParams
 from ragen_envs.jsonutil import NestingTooDeep, check_depth
 from ragen_envs.ranges import Range
 
 from .advantages import ADVANTAGE_ESTIMATORS
-from .filtering import LOSS_SCALING, METRICS, SCOPES, STRATEGIES, FilterConfig
+from .errors import TrainConfigError
+from .fields import field_specs, json_schema, setting
+from .filtering import FilterConfig
 from .losses import AGG_MODES, KL_ESTIMATORS
 from .multienv import TrainEnv, ValEnv
 from .schedules import LR_SCHEDULES
 
-
-class TrainConfigError(ValueError):
-    """A training config field is unknown, mistyped or out of range (``field`` names it).
-
-    ``field`` is a dotted config path (``optim.lr``) or a command-line option
-    (``--config``); ``reason`` says what is wrong.  (Not :class:`ragen_envs.ConfigError`,
-    which names a field of an *environment* config.)
-    """
-
-    def __init__(self, field_path: str, reason: str):
-        self.field = field_path
-        self.reason = reason
-        where = field_path if field_path.startswith("--") else f"config field {field_path!r}"
-        super().__init__(f"{where}: {reason}")
+_DTYPES = ("float32", "bfloat16", "float16")
+_SPLITS = ("train", "validation", "test")
 
 
 @dataclass
 class LoraConfig:
     """LoRA adapters via peft (``rank > 0`` enables them; Hu et al. 2021, arXiv 2106.09685)."""
 
-    rank: int = 0
-    alpha: int = 16
-    dropout: float = 0.0
-    target_modules: str = "all-linear"
-    save: str = "adapter"  # "adapter" | "merged"
+    rank: int = setting(
+        0,
+        "LoRA rank r of the adapter matrices; 0 trains every weight (no LoRA).",
+        range=Range(ge=0),
+    )
+    alpha: int = setting(
+        16,
+        "LoRA scaling alpha (the update is scaled by alpha / rank; peft's lora_alpha).",
+        range=Range(gt=0),
+    )
+    dropout: float = setting(
+        0.0, "Dropout probability on the LoRA input (peft's lora_dropout).", range=Range(ge=0, lt=1)
+    )
+    target_modules: str = setting(
+        "all-linear",
+        "Modules that get adapters: peft's 'all-linear' or a comma-separated list of module names.",
+    )
+    save: str = setting(
+        "adapter",
+        "What final_model holds: the LoRA adapter alone, or the base weights with it merged in.",
+        choices=("adapter", "merged"),
+    )
 
 
 @dataclass
@@ -65,10 +81,22 @@ class ModelConfig:
     ``path`` is a model directory, a hub id, or ``"tiny"`` (built offline).
     """
 
-    path: str = "tiny"
-    dtype: str = "float32"
-    device: str = "cpu"
-    gradient_checkpointing: bool = False
+    path: str = setting(
+        "tiny",
+        "Policy model: a local directory, a Hugging Face hub id, or 'tiny' (a small random "
+        "model built offline for tests).",
+    )
+    dtype: str = setting(
+        "float32", "Precision of the trained weights and the forward pass.", choices=_DTYPES
+    )
+    device: str = setting(
+        "cpu",
+        "Torch device of the policy ('cpu', 'cuda'; under torchrun each rank takes its own GPU).",
+    )
+    gradient_checkpointing: bool = setting(
+        False,
+        "Recompute activations during the backward pass: less memory for one more forward pass.",
+    )
     lora: LoraConfig = field(default_factory=LoraConfig)
 
 
@@ -80,13 +108,33 @@ class EnvSection:
     env ``id`` with ``config``, which SFT and ``ragen-train eval`` use in any case).
     """
 
-    id: str = "ragen/Bandit-v0"
-    config: dict[str, Any] = field(default_factory=dict)
-    train_split: str = "train"
-    val_split: str = "validation"
-    test_split: str = "test"
-    train: list[TrainEnv] = field(default_factory=list)
-    val: list[ValEnv] = field(default_factory=list)
+    id: str = setting(
+        "ragen/Bandit-v0",
+        "Registered env id that training, validation and SFT play (ragen/<Name>-v<N>).",
+    )
+    config: dict[str, Any] = setting(
+        factory=dict,
+        help="Env config overrides, checked against the env's config schema (schemas/envs/).",
+    )
+    train_split: str = setting(
+        "train", "Data split (or seed stream) training episodes are drawn from.", choices=_SPLITS
+    )
+    val_split: str = setting(
+        "validation", "Split the validation rounds (trainer.val_every) play.", choices=_SPLITS
+    )
+    test_split: str = setting(
+        "test",
+        "Split of the before/after test evaluation (quickstart pipeline) and of ragen-train eval.",
+        choices=_SPLITS,
+    )
+    train: list[TrainEnv] = setting(
+        factory=list,
+        help="Several training envs at once, groups shared by weight (id:weight,...); empty = env.id.",
+    )
+    val: list[ValEnv] = setting(
+        factory=list,
+        help="Several validation envs, each reported under its tag (id:episodes,...); empty = env.id.",
+    )
 
 
 @dataclass
@@ -94,41 +142,52 @@ class VLLMSection:
     """The colocated vLLM rollout engine (``rollout.engine=vllm``; see
     :mod:`ragen_train.rollout_engine`).  ``dtype`` ``auto`` takes ``model.dtype``."""
 
-    dtype: str = "auto"
-    gpu_memory_utilization: float = 0.5
-    tensor_parallel_size: int = 1
-    max_model_len: int | None = None
-    kv_cache_gb: float = 2.0  # CPU only (VLLM_CPU_KVCACHE_SPACE)
-    sleep_mode: bool = True  # GPU only: free the engine's memory during the update
-    enforce_eager: bool = True
-    check_sync: bool = True  # compare one weight after every sync
+    dtype: str = setting(
+        "auto",
+        "Precision of the vLLM engine's weights; auto = model.dtype.",
+        choices=("auto", *_DTYPES),
+    )
+    gpu_memory_utilization: float = setting(
+        0.5,
+        "Share of GPU memory vLLM may take for weights and KV cache (vLLM's gpu_memory_utilization).",
+        range=Range(gt=0, le=1),
+    )
+    tensor_parallel_size: int = setting(
+        1,
+        "GPUs one vLLM engine shards the model over (vLLM's tensor_parallel_size).",
+        range=Range(ge=1),
+    )
+    max_model_len: int | None = setting(
+        None, "Longest prompt plus response vLLM accepts, in tokens; null = the model's maximum."
+    )
+    kv_cache_gb: float = setting(
+        2.0,
+        "CPU only: KV cache size in GiB (VLLM_CPU_KVCACHE_SPACE, unless already set).",
+        range=Range(gt=0),
+    )
+    sleep_mode: bool = setting(
+        True,
+        "GPU only: free the engine's KV cache and weights during the update (vLLM sleep mode).",
+    )
+    enforce_eager: bool = setting(
+        True, "Run vLLM without CUDA graphs: slower decoding, faster start-up and less memory."
+    )
+    check_sync: bool = setting(
+        True, "After every weight sync, compare one weight of the engine with the trained model."
+    )
 
 
-#: The agent-loop protocol fields of ``rollout`` *are* those of the bench's
-#: :class:`~ragen_bench.rollout.RolloutConfig`: same names, same defaults (read from it),
-#: except that the per-env budgets (``max_turns``, ``max_actions_per_turn``) default to
-#: ``None`` = the env's ``agent_defaults``.  :func:`agent_protocol` passes exactly these.
-PROTOCOL_FIELDS = (
-    "max_turns",
-    "max_actions_per_turn",
-    "enable_think",
-    "system_prompt",
-    "context_mode",
-    "context_window",
-    "max_context_tokens",
-    "format_penalty",
-    "max_invalid_answers",
-    "format_reminder",
-)
-#: The sampling fields of ``rollout`` (those of :class:`~ragen_bench.types.SamplingParams`).
-SAMPLING_FIELDS = ("temperature", "top_p", "max_new_tokens")
+# The agent-loop protocol fields of ``rollout`` (:data:`ragen_bench.rollout.PROTOCOL_FIELDS`) *are* those of the
+# bench's :class:`~ragen_bench.rollout.RolloutConfig`: same names, same defaults (read from it),
+# except that the per-env budgets (``max_turns``, ``max_actions_per_turn``) default to
+# ``None`` = the env's ``agent_defaults``; :func:`rollout_config_for` passes exactly these.
 
 
 @dataclass
 class RolloutSection:
     """Rollouts per step and the agent-loop protocol (``None`` = the env's default).
 
-    The protocol fields (:data:`PROTOCOL_FIELDS`) are :class:`~ragen_bench.rollout.RolloutConfig`'s
+    The protocol fields (:data:`ragen_bench.rollout.PROTOCOL_FIELDS`) are :class:`~ragen_bench.rollout.RolloutConfig`'s
     and take their defaults from it; ``temperature`` and ``top_p`` are
     :class:`~ragen_bench.types.SamplingParams`'s.
 
@@ -137,26 +196,93 @@ class RolloutSection:
     ``auto`` (``vllm`` when vLLM is installed and the model is not ``tiny``).
     """
 
-    env_groups: int = 8
-    group_size: int = 8
-    max_turns: int | None = None
-    max_actions_per_turn: int | None = None
-    enable_think: bool = RolloutConfig.enable_think
-    system_prompt: str = RolloutConfig.system_prompt
-    context_mode: str = RolloutConfig.context_mode
-    context_window: int = RolloutConfig.context_window
-    max_context_tokens: int | None = RolloutConfig.max_context_tokens
-    format_penalty: float = RolloutConfig.format_penalty
-    max_invalid_answers: int | None = RolloutConfig.max_invalid_answers
-    temperature: float = SamplingParams.temperature
-    top_p: float = SamplingParams.top_p
-    max_new_tokens: int = 64  # training responses are shorter than the bench's default 256
-    reward_placement: str = "last_token"  # "last_token" | "turn_end"
-    batch_size: int = 64
-    format_reminder: bool = (
-        RolloutConfig.format_reminder
-    )  # restate the answer format at the end of every user message
-    engine: str = "auto"  # "auto" | "hf" | "vllm"
+    env_groups: int = setting(
+        8,
+        "Prompt groups per step: distinct env seeds (RAGEN es_manager.train.env_groups 8).",
+        range=Range(ge=1),
+    )
+    group_size: int = setting(
+        8,
+        "Episodes per group, all on the group's seed (RAGEN group_size; GRPO needs >= 2).",
+        range=Range(ge=1),
+    )
+    max_turns: int | None = setting(
+        None,
+        "Turns (policy calls) per episode; null = the env's agent_defaults.",
+        range=Range(ge=1),
+    )
+    max_actions_per_turn: int | None = setting(
+        None,
+        "Actions executed per turn, extra ones dropped; null = the env's agent_defaults.",
+        range=Range(ge=1),
+    )
+    enable_think: bool = setting(
+        RolloutConfig.enable_think,
+        "Ask for <think>...</think><answer>...</answer> (true) or <answer> only (false).",
+    )
+    system_prompt: str = setting(
+        RolloutConfig.system_prompt,
+        "System message: the env's instructions and the protocol (full), or the answer format only.",
+        choices=SYSTEM_PROMPTS,
+    )
+    context_mode: str = setting(
+        RolloutConfig.context_mode,
+        "History each turn's prompt shows: every turn, the last context_window, or none.",
+        choices=CONTEXT_MODES,
+    )
+    context_window: int = setting(
+        RolloutConfig.context_window,
+        "Earlier turns shown in last_k context mode.",
+        range=Range(ge=0),
+    )
+    max_context_tokens: int | None = setting(
+        RolloutConfig.max_context_tokens,
+        "Prompt budget in tokens, oldest turns dropped first; null = no budget.",
+        range=Range(ge=1),
+    )
+    format_penalty: float = setting(
+        RolloutConfig.format_penalty,
+        "Reward added to a turn whose answer does not parse (RAGEN es_manager.format_penalty -0.1).",
+    )
+    max_invalid_answers: int | None = setting(
+        RolloutConfig.max_invalid_answers,
+        "Consecutive invalid answers that end an episode; null = never for that reason.",
+        range=Range(ge=1),
+    )
+    temperature: float = setting(
+        SamplingParams.temperature,
+        "Sampling temperature of training rollouts (RAGEN rollout.temperature 1; must be > 0).",
+        range=Range(gt=0),
+    )
+    top_p: float = setting(
+        SamplingParams.top_p,
+        "Nucleus sampling mass of training rollouts (1 = off).",
+        range=Range(gt=0, le=1),
+    )
+    max_new_tokens: int = setting(
+        64,
+        "Most tokens generated per turn (the bench's default is 256; training responses are short).",
+        range=Range(ge=1),
+    )
+    reward_placement: str = setting(
+        "last_token",
+        "Where rewards sit in the token sequence: the episode return on the last token, or each "
+        "turn's reward on that turn's end.",
+        choices=("last_token", "turn_end"),
+    )
+    batch_size: int = setting(
+        64, "Most episodes generated in one batched forward pass (hf engine).", range=Range(ge=1)
+    )
+    format_reminder: bool = setting(
+        RolloutConfig.format_reminder,
+        "Restate the answer format at the end of every user message (helps small instruct models).",
+    )
+    engine: str = setting(
+        "auto",
+        "Who samples rollouts: transformers generate (hf), a colocated vLLM engine, or auto "
+        "(vllm when installed and the model is not tiny).",
+        choices=("auto", "hf", "vllm"),
+    )
     vllm: VLLMSection = field(default_factory=VLLMSection)
 
 
@@ -168,28 +294,100 @@ FilterSection = FilterConfig
 class AlgorithmSection:
     """Advantage estimation and losses (RAGEN base.yaml defaults where they exist)."""
 
-    adv_estimator: str = "grpo"
-    gamma: float = 1.0
-    lam: float = 1.0
-    turn_gamma: float = 0.95
-    whiten_advantages: bool = True
-    grpo_eps: float = 1e-6
-    loss_agg_mode: str = "token-mean"
-    norm_len: int | None = None
-    clip_low: float = 0.2
-    clip_high: float = 0.28
-    dual_clip: float | None = 3.0
-    entropy_coef: float = 0.001
-    kl_coef: float = 0.0
-    kl_estimator: str = "k3"
-    kl_in_reward: bool = False
-    value_clip: float | None = 0.5
-    vf_coef: float = 1.0
+    adv_estimator: str = setting(
+        "grpo",
+        "Advantage estimator (ragen_train.advantages); gae and bilevel_gae train a critic.",
+        choices=ADVANTAGE_ESTIMATORS,
+    )
+    gamma: float = setting(
+        1.0,
+        "Token-level discount factor of GAE (RAGEN base.yaml algorithm.gamma 1).",
+        range=Range(ge=0, le=1),
+    )
+    lam: float = setting(
+        1.0,
+        "GAE lambda (Schulman et al. 2016, arXiv 1506.02438; RAGEN base.yaml 1).",
+        range=Range(ge=0, le=1),
+    )
+    turn_gamma: float = setting(
+        0.95,
+        "Turn-level discount of bilevel_gae (RAGEN base.yaml high_level_gamma 0.95).",
+        range=Range(ge=0, le=1),
+    )
+    whiten_advantages: bool = setting(
+        True, "Whiten critic-based advantages over the batch (masked mean 0, variance 1)."
+    )
+    grpo_eps: float = setting(
+        1e-6,
+        "Added to the group std in GRPO's normalisation (A = (r - mean) / (std + eps)).",
+        range=Range(gt=0),
+    )
+    loss_agg_mode: str = setting(
+        "token-mean",
+        "How token losses are averaged into one number (verl's loss_agg_mode names; ragen_train.losses).",
+        choices=AGG_MODES,
+    )
+    norm_len: int | None = setting(
+        None,
+        "T_norm of seq-mean-token-sum-norm (Dr. GRPO); null = max_new_tokens * max_turns.",
+        range=Range(ge=1),
+    )
+    # PPO ratio clip [1 - clip_low, 1 + clip_high] (Schulman et al. 2017, eq. 7; DAPO's clip-higher).
+    clip_low: float = setting(
+        0.2,
+        "PPO ratio clip below: ratio >= 1 - clip_low (Schulman et al. 2017 eq. 7; RAGEN 0.2).",
+        range=Range(ge=0, le=1),
+    )
+    clip_high: float = setting(
+        0.28,
+        "PPO ratio clip above: ratio <= 1 + clip_high (DAPO clip-higher, arXiv 2503.14476; RAGEN 0.28).",
+        range=Range(ge=0),
+    )
+    dual_clip: float | None = setting(
+        3.0,
+        "Dual-clip PPO bound c on negative-advantage losses (Ye et al. 2020, arXiv 1912.09729); null = off.",
+        range=Range(gt=1),
+    )
+    entropy_coef: float = setting(
+        0.001,
+        "Weight of the entropy bonus in the policy loss (RAGEN base.yaml entropy_coeff 0.001).",
+        range=Range(ge=0),
+    )
+    kl_coef: float = setting(
+        0.0,
+        "Weight of the KL penalty to the reference policy; 0 = no reference model (RAGEN default 0).",
+        range=Range(ge=0),
+    )
+    kl_estimator: str = setting(
+        "k3",
+        "KL estimator (Schulman 2020, 'Approximating KL divergence'): k1, k2, k3 or abs.",
+        choices=KL_ESTIMATORS,
+    )
+    kl_in_reward: bool = setting(
+        False, "Subtract the KL penalty from the token rewards instead of adding it to the loss."
+    )
+    value_clip: float | None = setting(
+        0.5,
+        "Clip range of the critic's value loss (verl critic cliprange_value 0.5); null = off.",
+        range=Range(gt=0),
+    )
+    vf_coef: float = setting(
+        1.0, "Weight of the critic's value loss in the total loss.", range=Range(ge=0)
+    )
     # Truncated importance sampling for the rollout/train mismatch (Yao et al. 2025, "Your
     # Efficient RL Framework Secretly Brings You Off-Policy RL Training"; verl's
     # tis_imp_ratio_cap): "auto" = on with the vllm engine.
-    tis: str = "auto"  # "auto" | "on" | "off"
-    tis_cap: float = 2.0
+    tis: str = setting(
+        "auto",
+        "Truncated importance sampling for the rollout/trainer mismatch (Yao et al. 2025); "
+        "auto = on with the vllm engine.",
+        choices=("auto", "on", "off"),
+    )
+    tis_cap: float = setting(
+        2.0,
+        "Largest importance weight truncated IS keeps (verl's tis_imp_ratio_cap).",
+        range=Range(ge=1),
+    )
     filter: FilterConfig = field(default_factory=FilterConfig)
 
 
@@ -197,74 +395,190 @@ class AlgorithmSection:
 class OptimSection:
     """Optimisation (AdamW)."""
 
-    lr: float = 1e-6
-    critic_lr: float = 1e-5
-    weight_decay: float = 0.01
-    beta1: float = 0.9
-    beta2: float = 0.999
-    adam_eps: float = 1e-8
-    grad_clip: float = 1.0
-    warmup_steps: int = 0
-    lr_schedule: str = (
-        "constant"  # after warm-up: "constant" | "linear" | "cosine" decay (ragen_train.schedules)
+    lr: float = setting(
+        1e-6, "Policy learning rate (AdamW; RAGEN base.yaml actor lr 1e-6).", range=Range(gt=0)
     )
-    min_lr_ratio: float = 0.0  # the decayed schedules end at min_lr_ratio * lr
-    ppo_epochs: int = 1
-    mini_batches: int = 1
-    micro_batch_size: int = 8
+    critic_lr: float = setting(
+        1e-5, "Critic learning rate (RAGEN base.yaml critic lr 1e-5).", range=Range(gt=0)
+    )
+    weight_decay: float = setting(
+        0.01,
+        "AdamW decoupled weight decay (Loshchilov & Hutter 2019; verl default 0.01).",
+        range=Range(ge=0),
+    )
+    beta1: float = setting(0.9, "AdamW first-moment decay beta1.", range=Range(ge=0, lt=1))
+    beta2: float = setting(
+        0.999,
+        "AdamW second-moment decay beta2 (Loshchilov & Hutter 2019).",
+        range=Range(ge=0, lt=1),
+    )
+    adam_eps: float = setting(1e-8, "AdamW epsilon in the denominator.", range=Range(gt=0))
+    grad_clip: float = setting(
+        1.0,
+        "Clip the global gradient norm to this value; 0 = no clipping (verl default 1).",
+        range=Range(ge=0),
+    )
+    warmup_steps: int = setting(
+        0, "Rollout steps of linear learning-rate warm-up from 0.", range=Range(ge=0)
+    )
+    lr_schedule: str = setting(
+        "constant",
+        "Learning-rate decay after warm-up (ragen_train.schedules).",
+        choices=LR_SCHEDULES,
+    )
+    min_lr_ratio: float = setting(
+        0.0, "The decayed schedules end at min_lr_ratio * lr.", range=Range(ge=0, le=1)
+    )
+    ppo_epochs: int = setting(
+        1, "Passes over each step's batch (verl ppo_epochs 1).", range=Range(ge=1)
+    )
+    mini_batches: int = setting(
+        1,
+        "Optimizer steps per pass: the batch is split into this many mini-batches.",
+        range=Range(ge=1),
+    )
+    micro_batch_size: int = setting(
+        8,
+        "Samples per forward/backward (gradient accumulation; does not change the loss).",
+        range=Range(ge=1),
+    )
 
 
 @dataclass
 class SFTSection:
     """Supervised warm start on demonstrations (``ragen-train sft``)."""
 
-    demo_policy: str = "oracle"  # "oracle" | "mixed" | "jsonl"
-    oracle_fraction: float = 1.0
-    demos_path: str | None = None
-    episodes: int = 256
-    epochs: int = 1
-    steps: int | None = None
-    lr: float = 1e-3
-    batch_size: int = 16
-    micro_batch_size: int = 8
-    seed_offset: int = 1_000_000
+    demo_policy: str = setting(
+        "oracle",
+        "Demonstrations from the env's oracle, oracle actions mixed with random ones, or a JSONL file.",
+        choices=("oracle", "mixed", "jsonl"),
+    )
+    oracle_fraction: float = setting(
+        1.0,
+        "mixed: probability that a turn takes the oracle's action instead of a random one.",
+        range=Range(ge=0, le=1),
+    )
+    demos_path: str | None = setting(
+        None, "jsonl: the demonstrations file (chat messages per episode)."
+    )
+    episodes: int = setting(256, "Demonstration episodes played.", range=Range(ge=1))
+    epochs: int = setting(1, "Passes over the demonstrations.", range=Range(ge=1))
+    steps: int | None = setting(
+        None, "Optimizer steps; null = episodes' samples / batch_size * epochs.", range=Range(ge=1)
+    )
+    lr: float = setting(1e-3, "SFT learning rate (AdamW).", range=Range(gt=0))
+    batch_size: int = setting(16, "Samples per SFT optimizer step.", range=Range(ge=1))
+    micro_batch_size: int = setting(
+        8, "Samples per SFT forward/backward (gradient accumulation).", range=Range(ge=1)
+    )
+    seed_offset: int = setting(
+        1_000_000,
+        "Demonstrations play seeds seed_offset + i, away from the seeds StarPO trains on.",
+        range=Range(ge=0),
+    )
+
+
+def _known_loggers() -> tuple[str, ...]:
+    from .logger import KNOWN_LOGGERS
+
+    return KNOWN_LOGGERS
 
 
 @dataclass
 class TrainerSection:
     """Loop, evaluation, checkpoints, logging."""
 
-    total_steps: int = 200
-    val_every: int = 10
-    val_episodes: int = 64
-    val_temperature: float = 0.5
-    val_before_train: bool = True
-    save_every: int = 100
-    keep_checkpoints: int = 1
-    out_dir: str = "outputs/starpo"
-    seed: int = 0
-    loggers: list[str] = field(default_factory=lambda: ["jsonl", "console"])
-    wandb_project: str = "ragen"
-    collapse_every: int = 5
-    collapse_samples: int = 32
-    collapse_samplers: list[str] = field(default_factory=lambda: ["first_turn"])
-    collapse_warn: bool = True
-    distributed: str = "ddp"  # "ddp" | "fsdp2" (used under torchrun)
-    max_nonfinite_skips: int = 10
-    degenerate_warn_rate: float = (
-        0.5  # warn once when train/degenerate_rate exceeds it (share of responses)
+    total_steps: int = setting(
+        200, "Rollout steps (each: rollouts, then the update).", range=Range(ge=1)
     )
-    degenerate_stop_steps: int = (
-        10  # stop (checkpoints kept) after this many such steps in a row; 0 = never
+    val_every: int = setting(10, "Validate every this many steps; 0 = never.", range=Range(ge=0))
+    val_episodes: int = setting(
+        64,
+        "Validation episodes per round (fixed seeds 0..N-1 of env.val_split).",
+        range=Range(ge=1),
     )
-    overwrite: bool = False  # start a new run in an out_dir that holds one (its metrics and checkpoints are removed)
+    val_temperature: float = setting(
+        0.5,
+        "Sampling temperature of validation; 0 = greedy (RAGEN val_kwargs temperature 0.5).",
+        range=Range(ge=0),
+    )
+    val_before_train: bool = setting(True, "Validate once before the first step.")
+    save_every: int = setting(
+        100,
+        "Checkpoint every this many steps and at the last; 0 = none (final_model is still written).",
+        range=Range(ge=0),
+    )
+    keep_checkpoints: int = setting(
+        1, "Checkpoints kept on disk (older ones are removed); 0 = keep all.", range=Range(ge=0)
+    )
+    out_dir: str = setting(
+        "outputs/starpo", "Run directory: config.json, metrics.jsonl, checkpoints, final_model."
+    )
+    seed: int = setting(
+        0,
+        "Seed of torch/numpy/random, rollout sampling and mini-batch order (plus the rank); "
+        "env seeds come from the step.",
+        range=Range(ge=0),
+    )
+    loggers: list[str] = setting(
+        factory=lambda: ["jsonl", "console"],
+        help="Metric sinks (jsonl is always written).",
+        item_choices=_known_loggers,
+        item_noun="logger",
+    )
+    wandb_project: str = setting("ragen", "Weights & Biases project of the wandb logger.")
+    collapse_every: int = setting(
+        5,
+        "Reasoning-collapse diagnostics every this many steps; 0 = never (RAGEN compute_freq 5).",
+        range=Range(ge=0),
+    )
+    collapse_samples: int = setting(
+        32,
+        "Responses scored per collapse diagnostic (RAGEN collapse_detection num_samples).",
+        range=Range(ge=1),
+    )
+    collapse_samplers: list[str] = setting(
+        factory=lambda: ["first_turn"],
+        help="Which prompts the collapse diagnostics sample: first turns, whole trajectories.",
+        item_choices=("first_turn", "trajectory"),
+        item_noun="sampler",
+    )
+    collapse_warn: bool = setting(
+        True,
+        "Warn (TemplateCollapseWarning) when MI / log M falls 0.2 below its running mean while "
+        "entropy stays high (RAGEN-2's template collapse).",
+    )
+    distributed: str = setting(
+        "ddp",
+        "Multi-process wrapping under torchrun: DDP or FSDP2 (sharded).",
+        choices=("ddp", "fsdp2"),
+    )
+    max_nonfinite_skips: int = setting(
+        10,
+        "Stop once more than this many optimizer steps were skipped for a non-finite loss or gradient.",
+        range=Range(ge=0),
+    )
+    degenerate_warn_rate: float = setting(
+        0.5,
+        "Warn once when train/degenerate_rate (share of responses) exceeds it.",
+        range=Range(ge=0, le=1),
+    )
+    degenerate_stop_steps: int = setting(
+        10,
+        "Stop (checkpoints kept) after this many degenerate steps in a row; 0 = never.",
+        range=Range(ge=0),
+    )
+    overwrite: bool = setting(
+        False,
+        "Start a new run in an out_dir that holds one (its metrics and checkpoints are removed).",
+    )
 
 
 @dataclass
 class StarPOConfig:
     """A whole StarPO run."""
 
-    name: str = "starpo"
+    name: str = setting("starpo", "Run name (wandb/verl experiment name, report title).")
     model: ModelConfig = field(default_factory=ModelConfig)
     env: EnvSection = field(default_factory=EnvSection)
     rollout: RolloutSection = field(default_factory=RolloutSection)
@@ -277,109 +591,17 @@ class StarPOConfig:
         return dataclasses.asdict(self)
 
 
-# ------------------------------------------------------------------ validation
-_CHOICES: dict[str, Collection[Any]] = {
-    "model.dtype": ("float32", "bfloat16", "float16"),
-    "model.lora.save": ("adapter", "merged"),
-    "rollout.context_mode": CONTEXT_MODES,
-    "rollout.system_prompt": SYSTEM_PROMPTS,
-    "rollout.reward_placement": ("last_token", "turn_end"),
-    "rollout.engine": ("auto", "hf", "vllm"),
-    "rollout.vllm.dtype": ("auto", "float32", "bfloat16", "float16"),
-    "algorithm.tis": ("auto", "on", "off"),
-    # Registries, read at validation time: a part registered later (a plug-in) is accepted.
-    "algorithm.adv_estimator": ADVANTAGE_ESTIMATORS,
-    "algorithm.loss_agg_mode": AGG_MODES,
-    "algorithm.kl_estimator": KL_ESTIMATORS,
-    "optim.lr_schedule": LR_SCHEDULES,
-    "algorithm.filter.strategy": tuple(sorted(STRATEGIES)),
-    "algorithm.filter.metric": METRICS,
-    "algorithm.filter.top_p_mode": ("linear", "softmax"),
-    "algorithm.filter.loss_scaling": LOSS_SCALING,
-    "algorithm.filter.scope": SCOPES,
-    "sft.demo_policy": ("oracle", "mixed", "jsonl"),
-    "env.train_split": ("train", "validation", "test"),
-    "env.val_split": ("train", "validation", "test"),
-    "env.test_split": ("train", "validation", "test"),
-    "trainer.distributed": ("ddp", "fsdp2"),
-}
+#: Every leaf field as declared (:func:`ragen_train.fields.field_specs`), in declaration order.
+FIELD_SPECS = field_specs(StarPOConfig)
+#: :data:`FIELD_SPECS` by dotted path.
+FIELDS = {s.path: s for s in FIELD_SPECS}
 
-#: Allowed values of every numeric field (``None`` values of optional fields are not
-#: checked).  :func:`validate` checks them and :func:`config_json_schema` writes them into
-#: ``schemas/train_config.schema.json``; a non-finite float is refused for every field
-#: when the config is read (:func:`_coerce`).
-_RANGES: dict[str, Range] = {
-    "model.lora.rank": Range(ge=0),
-    "model.lora.alpha": Range(gt=0),
-    "model.lora.dropout": Range(ge=0, lt=1),
-    "rollout.env_groups": Range(ge=1),
-    "rollout.group_size": Range(ge=1),
-    "rollout.max_turns": Range(ge=1),
-    "rollout.max_actions_per_turn": Range(ge=1),
-    "rollout.context_window": Range(ge=0),
-    "rollout.max_context_tokens": Range(ge=1),
-    "rollout.max_invalid_answers": Range(ge=1),
-    "rollout.temperature": Range(gt=0),  # training rollouts must sample
-    "rollout.top_p": Range(gt=0, le=1),
-    "rollout.max_new_tokens": Range(ge=1),
-    "rollout.batch_size": Range(ge=1),
-    "algorithm.gamma": Range(ge=0, le=1),
-    "algorithm.lam": Range(ge=0, le=1),
-    "algorithm.turn_gamma": Range(ge=0, le=1),
-    "algorithm.grpo_eps": Range(gt=0),
-    "algorithm.norm_len": Range(ge=1),
-    # PPO ratio clip [1 - clip_low, 1 + clip_high] (Schulman et al. 2017, eq. 7; DAPO's clip-higher).
-    "algorithm.clip_low": Range(ge=0, le=1),
-    "algorithm.clip_high": Range(ge=0),
-    "algorithm.dual_clip": Range(gt=1),  # dual-clip PPO's c > 1 (Ye et al. 2020, arXiv 1912.09729)
-    "algorithm.entropy_coef": Range(ge=0),
-    "algorithm.kl_coef": Range(ge=0),
-    "algorithm.value_clip": Range(gt=0),
-    "algorithm.vf_coef": Range(ge=0),
-    "algorithm.filter.value": Range(ge=0),
-    "algorithm.filter.eps": Range(ge=0),
-    "algorithm.filter.empty_stop_steps": Range(ge=1),
-    "optim.lr": Range(gt=0),
-    "optim.critic_lr": Range(gt=0),
-    "optim.weight_decay": Range(ge=0),
-    "optim.beta1": Range(ge=0, lt=1),
-    "optim.beta2": Range(ge=0, lt=1),  # AdamW (Loshchilov & Hutter 2019)
-    "optim.adam_eps": Range(gt=0),
-    "optim.grad_clip": Range(ge=0),  # 0: no clipping
-    "optim.warmup_steps": Range(ge=0),
-    "optim.min_lr_ratio": Range(ge=0, le=1),
-    "optim.ppo_epochs": Range(ge=1),
-    "optim.mini_batches": Range(ge=1),
-    "optim.micro_batch_size": Range(ge=1),
-    "sft.oracle_fraction": Range(ge=0, le=1),
-    "sft.episodes": Range(ge=1),
-    "sft.epochs": Range(ge=1),
-    "sft.steps": Range(ge=1),
-    "sft.lr": Range(gt=0),
-    "sft.batch_size": Range(ge=1),
-    "sft.micro_batch_size": Range(ge=1),
-    "sft.seed_offset": Range(ge=0),
-    "trainer.total_steps": Range(ge=1),
-    "trainer.val_every": Range(ge=0),  # 0: never
-    "trainer.val_episodes": Range(ge=1),
-    "trainer.val_temperature": Range(ge=0),
-    "trainer.save_every": Range(ge=0),
-    "trainer.keep_checkpoints": Range(ge=0),
-    "trainer.seed": Range(ge=0),
-    "trainer.collapse_every": Range(ge=0),
-    "trainer.collapse_samples": Range(ge=1),
-    "trainer.max_nonfinite_skips": Range(ge=0),
-    "trainer.degenerate_warn_rate": Range(ge=0, le=1),
-    "trainer.degenerate_stop_steps": Range(ge=0),  # 0: never stop
-    "algorithm.tis_cap": Range(ge=1),  # the largest importance weight kept (truncated IS)
-    "rollout.vllm.tensor_parallel_size": Range(ge=1),
-    "rollout.vllm.gpu_memory_utilization": Range(gt=0, le=1),
-    "rollout.vllm.kv_cache_gb": Range(gt=0),
-}
+
+# ------------------------------------------------------------------ validation
 
 
 def validate(cfg: StarPOConfig, *, user_env_fields: set[str] | None = None) -> StarPOConfig:
-    """Check choices and ranges (:data:`_RANGES`); return ``cfg``.
+    """Check every field's declared choices and range (:data:`FIELD_SPECS`); return ``cfg``.
 
     Args:
         cfg: the config.
@@ -388,29 +610,27 @@ def validate(cfg: StarPOConfig, *, user_env_fields: set[str] | None = None) -> S
             an unknown-field error gets the "drop the preset's env settings" hint.
 
     Raises:
-        TrainConfigError: naming the first offending field.
+        TrainConfigError: naming the first offending field (choices first, then ranges,
+            then list items, each in declaration order).
     """
     flat = _flatten(cfg.to_dict())
-    for key, choices in _CHOICES.items():
-        if flat[key] not in choices:
-            raise TrainConfigError(key, f"must be one of {list(choices)}, got {flat[key]!r}")
-    for key, allowed in _RANGES.items():
-        value = flat.get(key)
-        problem = None if value is None else allowed.problem(value)
+    top = [s for s in FIELD_SPECS if not s.in_list]  # list entries: multienv.check_env_lists
+    for spec in top:
+        choices = spec.choices
+        if choices is not None and flat[spec.path] not in choices:
+            raise TrainConfigError(spec.path, f"must be one of {choices}, got {flat[spec.path]!r}")
+    for spec in top:
+        value = flat.get(spec.path)
+        problem = None if value is None or spec.range is None else spec.range.problem(value)
         if problem is not None:
-            raise TrainConfigError(key, problem)
-    for sampler in flat["trainer.collapse_samplers"]:
-        if sampler not in ("first_turn", "trajectory"):
-            raise TrainConfigError(
-                "trainer.collapse_samplers", f"unknown sampler {sampler!r} (first_turn, trajectory)"
-            )
-    from .logger import KNOWN_LOGGERS
-
-    for name in flat["trainer.loggers"]:
-        if name not in KNOWN_LOGGERS:
-            raise TrainConfigError(
-                "trainer.loggers", f"unknown logger {name!r} (known: {', '.join(KNOWN_LOGGERS)})"
-            )
+            raise TrainConfigError(spec.path, problem)
+    for spec in top:
+        known = spec.item_choices
+        for item in flat[spec.path] if known is not None else ():
+            if item not in known:
+                raise TrainConfigError(
+                    spec.path, f"unknown {spec.item_noun} {item!r} (known: {', '.join(known)})"
+                )
     if (
         ADVANTAGE_ESTIMATORS.meta(flat["algorithm.adv_estimator"], "level") == "outcome"
         and flat["rollout.group_size"] < 2
@@ -762,68 +982,64 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def agent_protocol(cfg: StarPOConfig, temperature: float | None = None) -> dict[str, Any]:
-    """The agent-loop protocol of ``cfg`` as ``RolloutConfig`` overrides.
+def rollout_config_for(
+    cfg: StarPOConfig, temperature: float | None = None, env_id: str | None = None
+) -> RolloutConfig:
+    """The agent-loop settings ``cfg`` plays ``env_id`` (default ``env.id``) with:
+    :func:`ragen_bench.rollout.rollout_config` of the env and ``cfg.rollout``.
 
-    The dict ``ragen_bench.runner.rollout_config_from`` (and ``RunRequest.rollout``)
-    take: ``None`` values mean the env's ``agent_defaults``.  Training, validation and
-    ``ragen-train eval`` all play episodes with it, so a model is evaluated the way it was
-    trained.
+    Training, validation, SFT demonstrations, every back-end and ``ragen-train eval`` use it,
+    so a model is evaluated the way it was trained.
 
     Args:
-        cfg: the run config.
-        temperature: sampling temperature (default ``cfg.rollout.temperature``).
+        temperature: sampling temperature (default ``rollout.temperature``).
+
+    Raises:
+        UnknownEnvError: unknown env id.  ValueError: a setting the harness rejects.
     """
-    r = cfg.rollout
-    sampling = {name: getattr(r, name) for name in SAMPLING_FIELDS}
-    if temperature is not None:
-        sampling["temperature"] = temperature
-    return {**{name: getattr(r, name) for name in PROTOCOL_FIELDS}, "sampling": sampling}
+    return rollout_config(env_id or cfg.env.id, cfg.rollout, temperature=temperature)
+
+
+def explain_fields(name: str, cfg: StarPOConfig | None = None) -> str:
+    """Text for ``ragen-train show-config --explain NAME``: each field's path, help, type,
+    default and allowed values (:meth:`~ragen_train.fields.FieldSpec.explain`), plus its value
+    in ``cfg`` when given.
+
+    Args:
+        name: a field (``optim.lr``, ``env.train[].weight``), a section (``optim``,
+            ``rollout.vllm``) or ``all``.
+
+    Raises:
+        TrainConfigError: (field ``--explain``) an unknown name, with the closest ones.
+    """
+    if name == "all":
+        chosen = FIELD_SPECS
+    elif name in FIELDS:
+        chosen = [FIELDS[name]]
+    else:
+        chosen = [s for s in FIELD_SPECS if s.path.startswith(name + ".")]
+    if not chosen:
+        sections = {s.section for s in FIELD_SPECS if s.section}
+        hint = did_you_mean(name, [*FIELDS, *sections]) or field_elsewhere(
+            name.rsplit(".", 1)[-1], FIELDS
+        )
+        raise TrainConfigError("--explain", f"no config field or section {name!r}{hint}")
+    flat = _flatten(cfg.to_dict()) if cfg is not None else {}
+    blocks = []
+    for spec in chosen:
+        text = spec.explain()
+        if spec.path in flat:
+            text += f"\n  value:   {json.dumps(flat[spec.path])}"
+        blocks.append(text)
+    return "\n\n".join(blocks)
 
 
 def config_json_schema() -> dict[str, Any]:
-    """JSON Schema (Draft 2020-12) of :class:`StarPOConfig` as saved in ``config.json``."""
-
-    def schema_of(tp: Any, path: str) -> dict[str, Any]:
-        origin, args = typing.get_origin(tp), typing.get_args(tp)
-        if origin in (typing.Union, types.UnionType):
-            return {"anyOf": [schema_of(a, path) for a in args]}
-        if tp is type(None):
-            return {"type": "null"}
-        if dataclasses.is_dataclass(tp):
-            hints = typing.get_type_hints(tp)
-            props = {
-                f.name: schema_of(hints[f.name], f"{path}.{f.name}" if path else f.name)
-                for f in dataclasses.fields(tp)
-            }
-            return {
-                "type": "object",
-                "additionalProperties": False,
-                "properties": props,
-                "required": sorted(props),
-            }
-        if path in _CHOICES:
-            return {"enum": list(_CHOICES[path])}
-        if tp is bool:
-            return {"type": "boolean"}
-        if tp is int:
-            return {"type": "integer", **(_RANGES[path].schema() if path in _RANGES else {})}
-        if tp is float:
-            return {"type": "number", **(_RANGES[path].schema() if path in _RANGES else {})}
-        if tp is str:
-            return {"type": "string"}
-        if origin is list:
-            return {"type": "array", "items": schema_of(args[0], path) if args else {}}
-        if origin is dict:
-            return {"type": "object"}
-        return {}
-
-    schema = schema_of(StarPOConfig, "")
-    schema.update(
-        {
-            "$schema": "https://json-schema.org/draft/2020-12/schema",
-            "$id": "train_config.schema.json",
-            "title": "ragen-train StarPO config (config.json of a training run)",
-        }
+    """JSON Schema (Draft 2020-12) of :class:`StarPOConfig` as saved in ``config.json``,
+    generated from the field declarations (types, ``enum``, bounds, ``description``,
+    ``default``); checked in as ``schemas/train_config.schema.json``."""
+    return json_schema(
+        StarPOConfig,
+        schema_id="train_config.schema.json",
+        title="ragen-train StarPO config (config.json of a training run)",
     )
-    return schema

@@ -4,7 +4,8 @@ A model is only comparable to its training curves when it is played the same way
 mode, system prompt, context mode and window, tokens per response, turns and actions per
 turn, format penalty, the env and its config.  :func:`plan_eval` finds the training run's
 ``config.json`` next to the model folder, takes all of that from it (through
-:func:`ragen_train.config.agent_protocol`, the settings the trainer itself plays with) and
+:func:`ragen_bench.rollout.protocol_overrides` of its ``rollout`` section, the settings
+the trainer itself plays with) and
 lets command-line options override single settings.  Run layouts (``ragen_train.trainer``,
 ``ragen_train.pipeline``, ``ragen_train.checkpoint``)::
 
@@ -29,7 +30,6 @@ from .config import (
     StarPOConfig,
     TrainConfigError,
     TrainerSection,
-    agent_protocol,
     from_dict,
 )
 
@@ -112,7 +112,7 @@ def saved_protocol(config: dict[str, Any]):
     """The agent protocol to save with a model trained with ``config`` (a ``config.json`` dict).
 
     It is exactly what :func:`plan_eval` uses without options: the trained env, its config
-    and ``env.test_split``, and :func:`ragen_train.config.agent_protocol` at
+    and ``env.test_split``, and :func:`ragen_bench.rollout.protocol_overrides` at
     ``trainer.val_temperature``; ``ragen-bench run --model DIR`` plays with it
     (:mod:`ragen_bench.protocol`).
 
@@ -122,11 +122,12 @@ def saved_protocol(config: dict[str, Any]):
         TrainConfigError: ``config`` is not a valid training config.
     """
     from ragen_bench.protocol import AgentProtocol
+    from ragen_bench.rollout import protocol_overrides
 
     from .multienv import train_envs
 
     cfg = from_dict(StarPOConfig, config)
-    rollout = agent_protocol(cfg, cfg.trainer.val_temperature)
+    rollout = protocol_overrides(cfg.rollout, cfg.trainer.val_temperature)
     if not cfg.env.train:
         return AgentProtocol(
             env_id=cfg.env.id,
@@ -241,8 +242,7 @@ def plan_eval(
             value, an unknown env id, no ``--env`` and no training config.
     """
     import ragen_envs
-    from ragen_bench.rollout import CONTEXT_MODES
-    from ragen_bench.runner import rollout_config_from
+    from ragen_bench.rollout import CONTEXT_MODES, protocol_overrides, rollout_config
 
     model_dir = Path(model_dir)
     if not model_dir.exists():
@@ -318,8 +318,8 @@ def plan_eval(
             cfg.env.id: dict(cfg.env.config)
         }
         env_config = configs.get(env_id, {})
-        rollout = agent_protocol(
-            cfg, cfg.trainer.val_temperature if temperature is None else temperature
+        rollout = protocol_overrides(
+            cfg.rollout, cfg.trainer.val_temperature if temperature is None else temperature
         )
         if env_id not in configs:
             for key in ENV_SPECIFIC:
@@ -377,7 +377,7 @@ def plan_eval(
         )
         raise EvalSetupError(option, str(exc)) from None
     try:
-        resolved = rollout_config_from(env_id, rollout)
+        resolved = rollout_config(env_id, rollout)
     except (TypeError, ValueError) as exc:  # a setting of the training config the harness rejects
         raise EvalSetupError("rollout", str(exc)) from None
     return EvalPlan(

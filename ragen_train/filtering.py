@@ -4,14 +4,14 @@ Each group (the episodes of one prompt/seed) gets a *score*; a *strategy* picks 
 groups to keep; the update then uses only the kept groups, optionally rescaling the
 loss by the kept fraction.  RAGEN-2 (arXiv 2604.06268) argues that the task gradient is
 bounded by the reward variance of the group while the KL and entropy gradients are
-not, so low-variance groups mostly add regulariser noise (reference section 4.2).
+not, so low-variance groups mostly add regulariser noise (its signal-to-noise argument).
 
 Scores (``metric``): ``reward_std`` (default; RAGEN calls it ``reward_variance`` but
-computes the std — reference section 6.8), ``reward_mean``, ``entropy`` (mean token
-entropy of the group), ``length`` (mean response tokens).
+computes the std — RAGEN-AI/RAGEN ``ragen/trainer/rollout_filter.py``), ``reward_mean``,
+``entropy`` (mean token entropy of the group), ``length`` (mean response tokens).
 
-Strategies (``strategy``; reference section 3.4 for RAGEN's semantics, which we keep
-and make well defined):
+Strategies (``strategy``; RAGEN's semantics, RAGEN-AI/RAGEN ``ragen/trainer/rollout_filter.py``,
+which we keep and make well defined):
 
 * ``top_p`` + ``linear``: sort scores descending; keep the shortest prefix whose
   cumulative score reaches ``value · Σ score − eps``; zero scores never count.  If no
@@ -50,8 +50,10 @@ from typing import Any
 import numpy as np
 
 from ragen_bench.registry import Registry
+from ragen_envs.ranges import Range
 
 from .advantages import CONSTANT_GROUP_TOL
+from .fields import setting
 
 #: Group selection strategies by the name ``algorithm.filter.strategy`` takes:
 #: ``fn(scores, candidates, value, **kwargs) -> kept indices``.
@@ -159,15 +161,53 @@ class FilterConfig:
         scope: one of :data:`SCOPES` (matters only when a step has several envs).
     """
 
-    strategy: str = "top_p"
-    value: float = 1.0
-    metric: str = "reward_std"
-    top_p_mode: str = "linear"
-    eps: float = 0.01
-    include_zero: bool = True
-    loss_scaling: str = "none"
-    empty_stop_steps: int = 5
-    scope: str = "global"
+    strategy: str = setting(
+        "top_p",
+        "How groups are picked: top_p by cumulative score, top_k share, top_k_abs count, or "
+        "min_p relative to the best (RAGEN rollout_filter_strategy top_p).",
+        choices=lambda: sorted(STRATEGIES),
+    )
+    value: float = setting(
+        1.0,
+        "The strategy's parameter (top_p mass, top_k share, count, min_p ratio); top_p 1 keeps "
+        "every group (RAGEN rollout_filter_value 1.0).",
+        range=Range(ge=0),
+    )
+    metric: str = setting(
+        "reward_std",
+        "Group score: reward std (RAGEN's reward_variance computes the std), mean reward, "
+        "mean token entropy, or mean response length.",
+        choices=METRICS,
+    )
+    top_p_mode: str = setting(
+        "linear",
+        "top_p over the raw scores (linear) or over their softmax (RAGEN top_p_prob_mode).",
+        choices=("linear", "softmax"),
+    )
+    eps: float = setting(
+        0.01,
+        "linear top_p slack: the threshold is value * sum(score) - eps (RAGEN selection_eps).",
+        range=Range(ge=0),
+    )
+    include_zero: bool = setting(
+        True, "Keep groups with a zero score (constant rewards) as candidates (RAGEN include_zero)."
+    )
+    loss_scaling: str = setting(
+        "none",
+        "Rescale the loss by the kept fraction rho of groups: none, rho, or sqrt(rho) (as RAGEN's trainer).",
+        choices=LOSS_SCALING,
+    )
+    empty_stop_steps: int = setting(
+        5,
+        "Stop after this many consecutive steps with every group filtered out "
+        "(RAGEN rollout_filter_empty_stop_steps 5).",
+        range=Range(ge=1),
+    )
+    scope: str = setting(
+        "global",
+        "Rank all groups of a step together (global) or each env's groups apart (per_env).",
+        choices=SCOPES,
+    )
 
     @classmethod
     def from_section(cls, section: object) -> FilterConfig:

@@ -2,7 +2,8 @@
 
 Shapes: ``(B, T)`` per-token tensors with a ``(B, T)`` loss mask.
 
-Aggregation modes (``loss_agg_mode``, names as in verl / RAGEN; reference section 3.3):
+Aggregation modes (``loss_agg_mode``, names as in verl / RAGEN; ``agg_loss`` in
+verl-project/verl ``verl/trainer/ppo/core_algos.py``):
 
 =========================  ==========================================================
 ``token-mean``             ``Σ_bt L·m / Σ_bt m``

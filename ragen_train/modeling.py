@@ -3,7 +3,8 @@
 The critic is a copy of the policy's architecture with a scalar head
 (``AutoModelForTokenClassification`` with one label), initialised from the same
 weights, as in verl / RAGEN.  The reference policy is loaded only when a KL coefficient
-is non-zero (RAGEN computes it even with KL off — reference section 6.11).
+is non-zero (RAGEN computes it even with KL off — RAGEN-AI/RAGEN
+``ragen/trainer/agent_trainer.py``).
 
 Position convention: for a right-padded batch ``input_ids (B, L)``, per-token tensors
 have shape ``(B, L-1)`` and position ``j`` refers to the target token ``input_ids[:, j+1]``:

@@ -41,10 +41,14 @@ and must be unique within a list.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, fields
 from typing import Any
+
+from ragen_envs.ranges import Range
+
+from .errors import TrainConfigError
+from .fields import setting
 
 
 @dataclass
@@ -58,10 +62,12 @@ class TrainEnv:
         weight: relative share of the groups of a step (> 0).
     """
 
-    id: str = ""
-    tag: str = ""
-    config: dict[str, Any] = field(default_factory=dict)
-    weight: float = 1.0
+    id: str = setting("", "Registered env id of this entry (required).")
+    tag: str = setting("", "Metric-key name of this env (train/<tag>/...); empty = the id's name.")
+    config: dict[str, Any] = setting(factory=dict, help="Env config overrides of this env.")
+    weight: float = setting(
+        1.0, "Relative share of each step's groups this env plays.", range=Range(gt=0)
+    )
 
     @classmethod
     def from_text(cls, text: str) -> TrainEnv:
@@ -83,10 +89,12 @@ class ValEnv:
         episodes: validation episodes on this env (default ``trainer.val_episodes``).
     """
 
-    id: str = ""
-    tag: str = ""
-    config: dict[str, Any] = field(default_factory=dict)
-    episodes: int | None = None
+    id: str = setting("", "Registered env id of this entry (required).")
+    tag: str = setting("", "Metric-key name of this env (val/<tag>/...); empty = the id's name.")
+    config: dict[str, Any] = setting(factory=dict, help="Env config overrides of this env.")
+    episodes: int | None = setting(
+        None, "Validation episodes on this env; null = trainer.val_episodes.", range=Range(ge=1)
+    )
 
     @classmethod
     def from_text(cls, text: str) -> ValEnv:
@@ -164,8 +172,6 @@ def check_env_lists(cfg: Any) -> list[tuple[str, str, dict[str, Any]]]:
         ragen_train.config.TrainConfigError: naming the entry's field — an entry without an id, a
             tag with a ``/``, a repeated tag, a weight that is not positive, episodes below 1.
     """
-    from .config import TrainConfigError  # config imports this module
-
     out = []
     for name, entries in (("env.train", cfg.env.train), ("env.val", cfg.env.val)):
         seen: dict[str, int] = {}
@@ -187,14 +193,12 @@ def check_env_lists(cfg: Any) -> list[tuple[str, str, dict[str, Any]]]:
                     "entry its own tag",
                 )
             seen[tag] = i
-            if name == "env.train" and not (math.isfinite(e.weight) and e.weight > 0):
-                raise TrainConfigError(
-                    f"{where}.weight", f"must be a positive number, got {e.weight!r}"
-                )
-            if name == "env.val" and e.episodes is not None and e.episodes < 1:
-                raise TrainConfigError(
-                    f"{where}.episodes", f"must be at least 1, got {e.episodes!r}"
-                )
+            for f in fields(e):  # the ranges declared on TrainEnv / ValEnv
+                bounds = f.metadata.get("range")
+                value = getattr(e, f.name)
+                problem = None if bounds is None or value is None else bounds.problem(value)
+                if problem is not None:
+                    raise TrainConfigError(f"{where}.{f.name}", problem)
             out.append((f"{where}.config", e.id, dict(e.config)))
     return out
 

@@ -27,7 +27,7 @@ from typing import Any
 from ragen_bench.fileio import atomic_write_json
 
 from .checkpoint import save_model
-from .config import StarPOConfig
+from .config import StarPOConfig, rollout_config_for
 from .logger import MetricLogger
 from .modeling import load_policy, load_tokenizer
 from .plot import plot_metrics
@@ -94,7 +94,7 @@ def run_sft_then_starpo(
             log(
                 f"[ragen] SFT: playing {cfg.sft.episodes} demonstration episodes ({cfg.sft.demo_policy})"
             )
-        samples = sft_samples(cfg, tokenizer, trainer._rollout_config(1.0))
+        samples = sft_samples(cfg, tokenizer, rollout_config_for(trainer.cfg, 1.0))
         total = sft_total_steps(cfg, len(samples))
         log(
             f"[ragen] SFT on {len(samples)} demonstration samples ({cfg.sft.demo_policy}), {total} steps"

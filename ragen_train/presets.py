@@ -1,16 +1,16 @@
 """Named training presets (``ragen-train starpo --config <name>``).
 
 Task presets follow RAGEN's task configs where they exist (``config/_1_bandit.yaml``
-… ``_10_deepcoder.yaml``; reference section 3.7): 8 env groups × 16 rollouts, PPO with
-GAE or GRPO, entropy 0.001, clip 0.2/0.28, lr 1e-6, 400 tokens per turn.  Their model is a
-hub id (Qwen/Qwen2.5-0.5B-Instruct; override ``model.path=``).  ``quickstart`` and the
-``tiny-*`` presets use the tiny offline model and settings that learn on a laptop CPU in
-minutes.
+… ``_10_deepcoder.yaml`` and ``config/base.yaml`` of RAGEN-AI/RAGEN): 8 env groups × 16
+rollouts, PPO with GAE or GRPO, entropy 0.001, clip 0.2/0.28, lr 1e-6, 400 tokens per turn.
+Their model is a hub id (Qwen/Qwen2.5-0.5B-Instruct; override ``model.path=``).
+``quickstart`` and the ``tiny-*`` presets use the tiny offline model and settings that
+learn on a laptop CPU in minutes.
 
 ``cpu-*-lora`` presets train a real local instruct model (``$RAGEN_REAL_MODEL``, default
 the directory ``../shared/tools/small-model`` builds: Qwen2.5-Coder-0.5B-Instruct) with LoRA
 and vLLM rollouts on a CPU (examples/real_model_run.py).  ``ragen2-<alg>-<env>-<size>``
-are the RAGEN-2 GPU recipes (arXiv 2604.06268; reference section 4.2): PPO (GAE,
+are the RAGEN-2 GPU recipes (arXiv 2604.06268): PPO (GAE,
 token-mean), DAPO (group advantages, token-mean, clip 0.2/0.28, no KL; Yu et al. 2025, arXiv
 2503.14476), GRPO (std-normalised, seq-mean-token-mean) and Dr. GRPO (no std,
 seq-mean-token-sum; Liu et al. 2025, arXiv 2503.20783), all with SNR-aware top-p 0.9

@@ -17,9 +17,9 @@ ids and their log-probabilities out) plus what training needs:
   during the update (:meth:`sleep` / :meth:`wake_up`); elsewhere these are no-ops.
 
 The engine's log-probabilities and the trainer's differ slightly (other kernels, bf16
-vs fp32, batch-dependent reductions): the trainer logs ``rollout/logprob_abs_diff_mean``
-/ ``_max`` and by default applies truncated importance sampling (see
-:func:`ragen_train.losses.tis_weights`).
+vs fp32, batch-dependent reductions): the trainer logs their token-mean absolute difference
+``rollout/logprob_abs_diff`` and its maximum ``rollout/logprob_abs_diff_max``, and by default
+applies truncated importance sampling (see :func:`ragen_train.losses.tis_weights`).
 
 vLLM is imported only when the ``vllm`` engine is built.  In-process access to the model
 needs vLLM's V1 engine core in this process: the engine sets

@@ -1,6 +1,7 @@
 """The StarPO loop: multi-turn, trajectory-level PPO / GRPO on the tokens the policy sampled.
 
-One step (RAGEN, arXiv 2504.20073, section 3 "StarPO"; reference section 3.1):
+One step (RAGEN, arXiv 2504.20073, section 3 "StarPO"; RAGEN-AI/RAGEN
+``ragen/trainer/agent_trainer.py``):
 
 1. **rollout** — ``env_groups × group_size`` episodes on the train split through
    ``ragen_bench``'s rollout engine with the current policy (group ``g`` of step ``k``
@@ -38,15 +39,14 @@ from ragen_bench.diagnostics.text_stats import DegenerateWatch, degenerate_rate,
 from ragen_bench.fileio import atomic_write_json
 from ragen_bench.policies.hf import HFPolicy
 from ragen_bench.records import EpisodeRecord
-from ragen_bench.rollout import EpisodeSpec, RolloutConfig
-from ragen_bench.runner import rollout_config_from
+from ragen_bench.rollout import EpisodeSpec
 from ragen_bench.stats import pass_at_k
 
 from . import checkpoint as ckpt
 from . import distributed as D
 from .advantages import ADVANTAGE_ESTIMATORS, needs_critic
 from .batch import Sample, TensorBatch, build_samples, collate
-from .config import StarPOConfig, _flatten, agent_protocol, validate
+from .config import StarPOConfig, _flatten, rollout_config_for, validate
 from .filtering import FilterConfig, group_scores, group_values, select_groups
 from .logger import MetricLogger
 from .losses import (
@@ -127,12 +127,6 @@ def episode_metrics(
         stds = [float(np.std([x.episode_return for x in records if x.group == g])) for g in groups]
         out[f"{prefix}/in_group_reward_std"] = float(np.mean(stds))
     return out
-
-
-def rollout_config_for(cfg: StarPOConfig, temperature: float | None = None) -> RolloutConfig:
-    """The agent-loop settings of ``cfg`` (the env's defaults overlaid with ``cfg.rollout``,
-    see :func:`ragen_train.config.agent_protocol`)."""
-    return rollout_config_from(cfg.env.id, agent_protocol(cfg, temperature))
 
 
 def config_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
@@ -257,7 +251,7 @@ class StarPOTrainer:
         )
         self.allocator = GroupAllocator([e.weight for e in self.train_envs], cfg.rollout.env_groups)
         self.env_of_group: dict[int, int] = {}  # env index of every group of the last rollout
-        self.rollout_cfg = self._rollout_config(cfg.rollout.temperature)
+        self.rollout_cfg = rollout_config_for(cfg, cfg.rollout.temperature)
         self.layout = "trajectory" if self.rollout_cfg.context_mode == "full" else "turn"
         self.filter_cfg = FilterConfig.from_section(alg.filter)
         self.step = 0
@@ -357,9 +351,6 @@ class StarPOTrainer:
             return {}
         return self.vllm_engine.sync_weights(self.model, check=self.cfg.rollout.vllm.check_sync)
 
-    def _rollout_config(self, temperature: float, env_id: str | None = None) -> RolloutConfig:
-        return rollout_config_from(env_id or self.cfg.env.id, agent_protocol(self.cfg, temperature))
-
     def env_config(self, split: str, base: dict[str, Any] | None = None) -> dict[str, Any]:
         return {**(self.cfg.env.config if base is None else base), "split": split}
 
@@ -387,7 +378,7 @@ class StarPOTrainer:
             ]
         self.model.eval()
         parts = run_by_env(
-            self.policy, specs, [self._rollout_config(r.temperature, e.id) for e in envs]
+            self.policy, specs, [rollout_config_for(self.cfg, r.temperature, e.id) for e in envs]
         )
         for part in parts:
             _raise_if_env_broken(part)
@@ -425,7 +416,9 @@ class StarPOTrainer:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(12345)
             parts = run_by_env(
-                self.policy, specs, [self._rollout_config(max(t, 0.0), e.id) for e in self.val_envs]
+                self.policy,
+                specs,
+                [rollout_config_for(self.cfg, max(t, 0.0), e.id) for e in self.val_envs],
             )
         for part in parts:
             _raise_if_env_broken(part)
@@ -569,7 +562,7 @@ class StarPOTrainer:
     @property
     def max_turns(self) -> int:
         """The largest turn limit of the training envs (for ``norm_len``)."""
-        return max(self._rollout_config(1.0, e.id).max_turns for e in self.train_envs)
+        return max(rollout_config_for(self.cfg, 1.0, e.id).max_turns for e in self.train_envs)
 
     @property
     def _single_pass(self) -> bool:

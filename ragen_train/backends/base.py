@@ -10,7 +10,7 @@ A back-end trains a policy on a ragen environment.  It receives one
   fixed seeds ``0 .. val_episodes-1`` of the validation split
   (:func:`ragen_train.backends.common.train_specs` / ``val_specs``);
 * the agent-loop protocol (prompts, parser, format penalty, turn and action budgets:
-  :func:`ragen_train.trainer.rollout_config_for`), so the prompt text, the parsing and the
+  :func:`ragen_train.config.rollout_config_for`), so the prompt text, the parsing and the
   reward of a response are the same under every back-end;
 * the model (``model.path``, dtype, device, LoRA) and the algorithm settings
   (``algorithm.*``, ``optim.*``), which a back-end maps onto its own options as far as
@@ -60,7 +60,7 @@ class BackendResult:
 
 @runtime_checkable
 class TrainerBackend(Protocol):
-    """A trainer back-end (``ragen-train starpo --backend NAME``)."""
+    """A trainer back-end (``ragen-train starpo --trainer NAME``)."""
 
     name: str
 
@@ -76,7 +76,7 @@ class TrainerBackend(Protocol):
         ...
 
 
-#: Trainer back-end factories by the name ``ragen-train starpo --backend`` takes (each
+#: Trainer back-end factories by the name ``ragen-train starpo --trainer`` takes (each
 #: imports its library lazily: TRL and verl are optional).  Metadata: ``resume`` — the
 #: back-end continues a run (``ragen-train starpo --resume``).
 TRAINER_BACKENDS: Registry[Callable[[], TrainerBackend]] = Registry("trainer back-end")

@@ -101,7 +101,7 @@ def require_one_row_per_episode(cfg: StarPOConfig, rollout: RolloutConfig, backe
         raise TrainConfigError(
             "env.train" if cfg.env.train else "env.val",
             f"the {backend} back-end trains and validates on the one env env.id; several envs "
-            "(env.train / env.val) need the native back-end (--backend native)",
+            "(env.train / env.val) need the native back-end (--trainer native)",
         )
     if layout_of(rollout) == "turn" and rollout.max_turns > 1:
         raise TrainConfigError(
@@ -130,6 +130,70 @@ class MappingNote:
     field: str
     status: str
     detail: str
+
+
+#: What an external back-end does with a config field (:class:`FieldHandling`).
+HANDLING_STATUSES = {
+    "mapped": "passed to the back-end's own setting (the same quantity)",
+    "ours": "done by ragen's own code inside the back-end run (rollout engine, callback, model "
+    "loading), as in the native trainer",
+    "approximate": "passed on with a stated difference",
+    "unused": "has no effect on this back-end (the reason is stated)",
+    "refused": "only the default is accepted; another value raises TrainConfigError",
+}
+
+
+@dataclass(frozen=True)
+class FieldHandling:
+    """How an external back-end handles one config field, declared in the back-end's module
+    (``TRL_FIELDS``, ``VERL_FIELDS``) and checked by a test: every field of
+    :class:`~ragen_train.config.StarPOConfig` has one, and every ``refused`` example raises.
+
+    Attributes:
+        status: a key of :data:`HANDLING_STATUSES`.
+        detail: the back-end setting it becomes, or why it is approximate / unused.
+        refused: overrides (space-separated ``key=value``) that the back-end refuses with a
+            :class:`~ragen_train.config.TrainConfigError` naming the field; empty when every
+            value is accepted.
+    """
+
+    status: str
+    detail: str
+    refused: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.status not in HANDLING_STATUSES:
+            raise ValueError(
+                f"status must be one of {list(HANDLING_STATUSES)}, got {self.status!r}"
+            )
+
+
+def handling(status: str, detail: str, *refused: str) -> FieldHandling:
+    """Shorthand for :class:`FieldHandling` (``refused``: override strings it refuses)."""
+    return FieldHandling(status, detail, refused)
+
+
+def field_coverage(table: dict[str, FieldHandling]) -> dict[str, FieldHandling]:
+    """``table`` with its section keys (``sft``, ``rollout.vllm``) expanded to one entry per
+    config field.
+
+    Raises:
+        ValueError: a key that is neither a config field nor a section, or a field named
+            twice (directly and through its section).
+    """
+    from ..config import FIELD_SPECS
+
+    paths = [s.path for s in FIELD_SPECS if not s.in_list]
+    out: dict[str, FieldHandling] = {}
+    for key, how in table.items():
+        matched = [p for p in paths if p == key or p.startswith(key + ".")]
+        if not matched:
+            raise ValueError(f"{key!r} is not a config field or section")
+        for p in matched:
+            if p in out:
+                raise ValueError(f"{p!r} is declared twice")
+            out[p] = how
+    return out
 
 
 # ---------------------------------------------------------------- episode rows

@@ -55,11 +55,13 @@ from ..schedules import hf_scheduler_type
 from ..trainer import episode_metrics, rollout_config_for
 from .base import BackendResult
 from .common import (
+    FieldHandling,
     MappingNote,
     episode_rows,
     evaluate_policy,
     filter_config,
     filter_groups,
+    handling,
     layout_of,
     require_one_row_per_episode,
     train_specs,
@@ -90,6 +92,140 @@ class TRLSettings:
     optimizer_steps_per_rollout: int
 
 
+# ------------------------------------------------------------- field coverage
+_ENGINE = "played by our rollout engine in rollout_func, as natively"
+_NO_CRITIC = "GRPOTrainer has group-relative advantages and no critic (gae is refused)"
+_NO_ENGINE_GAP = "rollouts are sampled by the model being trained: no engine mismatch to correct"
+_ONE_ROW = "rollout.max_turns=3 rollout.context_mode=last_k"
+_FILTER = "the native filter in rollout_func: rows of dropped groups get env_mask 0"
+
+#: How the TRL back-end handles every config field (a section key covers all its fields);
+#: ``tests/train/test_backend_coverage.py`` checks the table is complete and that every
+#: ``refused`` example is refused by :func:`trl_settings`.
+TRL_FIELDS: dict[str, FieldHandling] = {
+    "name": handling("ours", "run name in metrics.jsonl and wandb"),
+    "model.path": handling("ours", "loaded by our load_policy / load_tokenizer"),
+    "model.dtype": handling("mapped", "load dtype; bf16 / fp16 off the CPU"),
+    "model.device": handling("mapped", "use_cpu on cpu, else accelerate's device"),
+    "model.gradient_checkpointing": handling("mapped", "gradient (activation) checkpointing"),
+    "model.lora": handling("ours", "peft wrapping by our load_policy before TRL sees the model"),
+    "env.id": handling("ours", _ENGINE),
+    "env.config": handling("ours", _ENGINE),
+    "env.train_split": handling("ours", "train seeds as natively (train_specs)"),
+    "env.val_split": handling("ours", "validation by our callback (evaluate_policy)"),
+    "env.test_split": handling("unused", "read by ragen-train eval only"),
+    "env.train": handling("refused", "one env only", "env.train=ragen/Bandit-PairsAB-v0"),
+    "env.val": handling("refused", "one env only", "env.val=ragen/Bandit-PairsAB-v0"),
+    "rollout.env_groups": handling("mapped", "env_groups placeholder prompts per step"),
+    "rollout.group_size": handling("mapped", "num_generations"),
+    "rollout.max_turns": handling("ours", _ENGINE),
+    "rollout.max_actions_per_turn": handling("ours", _ENGINE),
+    "rollout.enable_think": handling("ours", _ENGINE),
+    "rollout.system_prompt": handling("ours", _ENGINE),
+    "rollout.context_mode": handling("ours", _ENGINE + "; one sequence per episode", _ONE_ROW),
+    "rollout.context_window": handling("ours", _ENGINE),
+    "rollout.max_context_tokens": handling("ours", _ENGINE),
+    "rollout.format_penalty": handling("ours", _ENGINE),
+    "rollout.max_invalid_answers": handling("ours", _ENGINE),
+    "rollout.temperature": handling("mapped", "temperature (also divides the logits in the loss)"),
+    "rollout.top_p": handling("mapped", "top_p"),
+    "rollout.max_new_tokens": handling("ours", _ENGINE),
+    "rollout.reward_placement": handling(
+        "ours",
+        "one scalar reward per sequence (last_token)",
+        "rollout.max_turns=3 rollout.context_mode=full rollout.reward_placement=turn_end",
+    ),
+    "rollout.batch_size": handling("ours", "HFPolicy max_batch_size"),
+    "rollout.format_reminder": handling("ours", _ENGINE),
+    "rollout.engine": handling(
+        "unused", "transformers generate on the model being trained", "rollout.engine=vllm"
+    ),
+    "rollout.vllm": handling("unused", "no vLLM engine (rollout.engine=vllm is refused)"),
+    "algorithm.adv_estimator": handling(
+        "mapped",
+        "scale_rewards (grpo: group, dr_grpo: none)",
+        "algorithm.adv_estimator=gae",
+        "algorithm.adv_estimator=rloo",
+        "algorithm.adv_estimator=bilevel_gae",
+    ),
+    "algorithm.gamma": handling("unused", _NO_CRITIC),
+    "algorithm.lam": handling("unused", _NO_CRITIC),
+    "algorithm.turn_gamma": handling("unused", _NO_CRITIC),
+    "algorithm.whiten_advantages": handling("unused", _NO_CRITIC),
+    "algorithm.grpo_eps": handling("approximate", "TRL divides by std + 1e-4"),
+    "algorithm.loss_agg_mode": handling("approximate", "loss_type (exact for token-mean)"),
+    "algorithm.norm_len": handling("mapped", "max_completion_length (seq-mean-token-sum-norm)"),
+    "algorithm.clip_low": handling("mapped", "epsilon"),
+    "algorithm.clip_high": handling("mapped", "epsilon_high"),
+    "algorithm.dual_clip": handling("mapped", "delta (exact when dual_clip >= 1 + clip_high)"),
+    "algorithm.entropy_coef": handling("mapped", "entropy_coef (exact for token-mean)"),
+    "algorithm.kl_coef": handling("mapped", "beta (k3 estimator, in the loss)"),
+    "algorithm.kl_estimator": handling(
+        "mapped", "k3 only", "algorithm.kl_coef=0.1 algorithm.kl_estimator=k2"
+    ),
+    "algorithm.kl_in_reward": handling(
+        "mapped", "false only", "algorithm.kl_coef=0.1 algorithm.kl_in_reward=true"
+    ),
+    "algorithm.value_clip": handling("unused", _NO_CRITIC),
+    "algorithm.vf_coef": handling("unused", _NO_CRITIC),
+    "algorithm.tis": handling("unused", _NO_ENGINE_GAP),
+    "algorithm.tis_cap": handling("unused", _NO_ENGINE_GAP),
+    "algorithm.filter.strategy": handling("ours", _FILTER),
+    "algorithm.filter.value": handling("ours", _FILTER),
+    "algorithm.filter.top_p_mode": handling("ours", _FILTER),
+    "algorithm.filter.eps": handling("ours", _FILTER),
+    "algorithm.filter.include_zero": handling("ours", _FILTER),
+    "algorithm.filter.scope": handling("ours", _FILTER),
+    "algorithm.filter.metric": handling(
+        "ours", "reward_std / reward_mean / length", "algorithm.filter.metric=entropy"
+    ),
+    "algorithm.filter.loss_scaling": handling(
+        "ours", "none only", "algorithm.filter.loss_scaling=sqrt"
+    ),
+    "algorithm.filter.empty_stop_steps": handling(
+        "approximate", "an empty step still takes an optimizer step (zero policy gradient)"
+    ),
+    "optim.lr": handling("mapped", "learning_rate"),
+    "optim.critic_lr": handling("unused", _NO_CRITIC),
+    "optim.weight_decay": handling("mapped", "weight_decay"),
+    "optim.beta1": handling("mapped", "adam_beta1"),
+    "optim.beta2": handling("mapped", "adam_beta2"),
+    "optim.adam_eps": handling("mapped", "adam_epsilon"),
+    "optim.grad_clip": handling("mapped", "max_grad_norm"),
+    "optim.warmup_steps": handling("approximate", "warmup_steps x optimizer steps per rollout"),
+    "optim.lr_schedule": handling("approximate", "lr_scheduler_type, per optimizer step"),
+    "optim.min_lr_ratio": handling(
+        "mapped",
+        "lr_scheduler_kwargs.min_lr_rate (cosine only)",
+        "optim.lr_schedule=linear optim.min_lr_ratio=0.1",
+    ),
+    "optim.ppo_epochs": handling("mapped", "num_iterations"),
+    "optim.mini_batches": handling("mapped", "steps_per_generation", "optim.mini_batches=3"),
+    "optim.micro_batch_size": handling("mapped", "per_device_train_batch_size"),
+    "sft": handling("unused", "settings of ragen-train sft, which has no back-ends"),
+    "trainer.total_steps": handling("mapped", "max_steps = total_steps x optimizer steps"),
+    "trainer.val_every": handling("ours", "validation by our callback"),
+    "trainer.val_episodes": handling("ours", "validation by our callback"),
+    "trainer.val_temperature": handling("ours", "validation by our callback"),
+    "trainer.val_before_train": handling("ours", "validation by our callback"),
+    "trainer.save_every": handling("mapped", "save_steps (and our step checkpoints)"),
+    "trainer.keep_checkpoints": handling("mapped", "save_total_limit"),
+    "trainer.out_dir": handling("mapped", "output_dir = out_dir/trl"),
+    "trainer.seed": handling("mapped", "seed, data_seed"),
+    "trainer.loggers": handling("ours", "our MetricLogger"),
+    "trainer.wandb_project": handling("ours", "our MetricLogger"),
+    "trainer.collapse_every": handling("unused", "collapse diagnostics are not computed"),
+    "trainer.collapse_samples": handling("unused", "collapse diagnostics are not computed"),
+    "trainer.collapse_samplers": handling("unused", "collapse diagnostics are not computed"),
+    "trainer.collapse_warn": handling("unused", "collapse diagnostics are not computed"),
+    "trainer.distributed": handling("approximate", "accelerate's DDP / FSDP configuration"),
+    "trainer.max_nonfinite_skips": handling("unused", "TRL does not skip non-finite steps"),
+    "trainer.degenerate_warn_rate": handling("unused", "native trainer only"),
+    "trainer.degenerate_stop_steps": handling("unused", "native trainer only"),
+    "trainer.overwrite": handling("unused", "native trainer only"),
+}
+
+
 def _divisor_at_most(n: int, cap: int) -> int:
     return max(d for d in range(1, min(n, max(cap, 1)) + 1) if n % d == 0)
 
@@ -107,12 +243,22 @@ def trl_settings(
     ``num_iterations = ppo_epochs``; ``max_steps = total_steps · mini_batches · ppo_epochs``.
 
     Raises:
-        TrainConfigError: a setting with no TRL counterpart has a non-default value, or the
-            batch shape does not divide (all offending fields are named).
+        TrainConfigError: a setting with no TRL counterpart has a non-default value
+            (:data:`TRL_FIELDS` lists them), the episodes do not give one sequence each
+            (:func:`~ragen_train.backends.common.require_one_row_per_episode`), or the batch
+            shape does not divide (all offending fields are named).
     """
     r, alg, opt, t = cfg.rollout, cfg.algorithm, cfg.optim, cfg.trainer
+    require_one_row_per_episode(cfg, rollout_config_for(cfg), "trl")
     notes: list[MappingNote] = []
     add = lambda f, s, d: notes.append(MappingNote(f, s, d))  # noqa: E731
+    if r.engine == "vllm":
+        add(
+            "rollout.engine",
+            "unsupported",
+            "the trl back-end samples with transformers on the model being trained "
+            "(use rollout.engine=auto or hf)",
+        )
     n_rows = r.env_groups * r.group_size
     problems = []
     if n_rows % (world_size * opt.mini_batches):
@@ -178,7 +324,7 @@ def trl_settings(
     )
     if alg.kl_coef > 0 and (alg.kl_in_reward or not KL_ESTIMATORS.meta(alg.kl_estimator, "trl")):
         add(
-            "algorithm.kl_estimator",
+            "algorithm.kl_in_reward" if alg.kl_in_reward else "algorithm.kl_estimator",
             "unsupported",
             f"TRL's KL term is the k3 estimator in the loss; kl_estimator={alg.kl_estimator}, "
             f"kl_in_reward={alg.kl_in_reward} have no counterpart",

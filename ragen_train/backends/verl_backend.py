@@ -38,7 +38,7 @@ from ..config import StarPOConfig, TrainConfigError
 from ..losses import AGG_MODES, KL_ESTIMATORS
 from ..schedules import LR_SCHEDULES
 from .base import BackendResult
-from .common import MappingNote, require_one_row_per_episode
+from .common import FieldHandling, MappingNote, handling, require_one_row_per_episode
 from .verl_agent_loop import AGENT_NAME, RagenLoopSettings
 
 #: Overrides that ``launch.sh`` reads from environment variables (the cluster shape).
@@ -47,6 +47,142 @@ LAUNCH_ENV = {
     "trainer.nnodes": "RAGEN_VERL_NNODES",
     "actor_rollout_ref.rollout.tensor_model_parallel_size": "RAGEN_VERL_TP",
 }
+
+
+_LOOP = "played by RagenAgentLoop with our rollout engine, as natively"
+_NATIVE_ONLY = "native trainer only"
+
+#: How the verl back-end handles every config field (a section key covers all its fields);
+#: ``tests/train/test_backend_coverage.py`` checks the table is complete and that every
+#: ``refused`` example is refused by :func:`verl_settings`.
+VERL_FIELDS: dict[str, FieldHandling] = {
+    "name": handling("mapped", "trainer.experiment_name"),
+    "model.path": handling("mapped", "actor_rollout_ref.model.path (and the critic's)"),
+    "model.dtype": handling("unused", "verl's FSDP mixed-precision settings decide"),
+    "model.device": handling("unused", "verl places its workers on the cluster's GPUs"),
+    "model.gradient_checkpointing": handling("mapped", "model.enable_gradient_checkpointing"),
+    "model.lora.rank": handling("mapped", "model.lora_rank"),
+    "model.lora.alpha": handling("mapped", "model.lora_alpha"),
+    "model.lora.dropout": handling("unused", "verl sets no LoRA dropout"),
+    "model.lora.target_modules": handling("mapped", "model.target_modules"),
+    "model.lora.save": handling("unused", "verl writes its own checkpoints"),
+    "env.id": handling("ours", _LOOP),
+    "env.config": handling("ours", _LOOP),
+    "env.train_split": handling("ours", "train.parquet rows: the native train seeds"),
+    "env.val_split": handling("ours", "val.parquet rows: the native validation seeds"),
+    "env.test_split": handling("unused", "read by ragen-train eval only"),
+    "env.train": handling("refused", "one env only", "env.train=ragen/Bandit-PairsAB-v0"),
+    "env.val": handling("refused", "one env only", "env.val=ragen/Bandit-PairsAB-v0"),
+    "rollout.env_groups": handling("mapped", "data.train_batch_size"),
+    "rollout.group_size": handling("mapped", "actor_rollout_ref.rollout.n"),
+    "rollout.max_turns": handling("ours", _LOOP),
+    "rollout.max_actions_per_turn": handling("ours", _LOOP),
+    "rollout.enable_think": handling("ours", _LOOP),
+    "rollout.system_prompt": handling("ours", _LOOP),
+    "rollout.context_mode": handling(
+        "ours",
+        _LOOP + "; one sequence per episode",
+        "rollout.max_turns=3 rollout.context_mode=last_k",
+    ),
+    "rollout.context_window": handling("ours", _LOOP),
+    "rollout.max_context_tokens": handling("ours", _LOOP),
+    "rollout.format_penalty": handling("ours", _LOOP),
+    "rollout.max_invalid_answers": handling("ours", _LOOP),
+    "rollout.temperature": handling("mapped", "rollout.temperature"),
+    "rollout.top_p": handling("mapped", "rollout.top_p and val_kwargs.top_p"),
+    "rollout.max_new_tokens": handling("ours", _LOOP + "; sizes data.max_response_length"),
+    "rollout.reward_placement": handling(
+        "ours",
+        "reward_score on the last response token (last_token)",
+        "rollout.max_turns=3 rollout.context_mode=full rollout.reward_placement=turn_end",
+    ),
+    "rollout.batch_size": handling("unused", "verl's rollout server batches requests itself"),
+    "rollout.format_reminder": handling("ours", _LOOP),
+    "rollout.engine": handling("unused", "verl's rollout server generates (rollout.name)"),
+    "rollout.vllm": handling("unused", "verl configures its own rollout server"),
+    "algorithm.adv_estimator": handling(
+        "mapped", "algorithm.adv_estimator", "algorithm.adv_estimator=bilevel_gae"
+    ),
+    "algorithm.gamma": handling("mapped", "algorithm.gamma"),
+    "algorithm.lam": handling("mapped", "algorithm.lam"),
+    "algorithm.turn_gamma": handling("unused", "bilevel_gae only, which is refused"),
+    "algorithm.whiten_advantages": handling("approximate", "verl's GAE always whitens"),
+    "algorithm.grpo_eps": handling("approximate", "verl's GRPO uses 1e-6"),
+    "algorithm.loss_agg_mode": handling("mapped", "actor.loss_agg_mode (same names)"),
+    "algorithm.norm_len": handling("mapped", "actor.loss_scale_factor"),
+    "algorithm.clip_low": handling("mapped", "actor.clip_ratio_low"),
+    "algorithm.clip_high": handling("mapped", "actor.clip_ratio_high"),
+    "algorithm.dual_clip": handling("mapped", "actor.clip_ratio_c (1e9 = off)"),
+    "algorithm.entropy_coef": handling("mapped", "actor.entropy_coeff"),
+    "algorithm.kl_coef": handling("mapped", "actor.kl_loss_coef or algorithm.kl_ctrl.kl_coef"),
+    "algorithm.kl_estimator": handling("mapped", "actor.kl_loss_type or algorithm.kl_penalty"),
+    "algorithm.kl_in_reward": handling("mapped", "algorithm.use_kl_in_reward"),
+    "algorithm.value_clip": handling("mapped", "critic.cliprange_value"),
+    "algorithm.vf_coef": handling("approximate", "verl's critic has its own optimizer (weight 1)"),
+    "algorithm.tis": handling("unused", "verl's own rollout-correction settings are not set"),
+    "algorithm.tis_cap": handling("unused", "verl's own rollout-correction settings are not set"),
+    "algorithm.filter.strategy": handling(
+        "approximate",
+        "keep-all or DAPO's zero-variance filter only",
+        "algorithm.filter.strategy=top_k",
+    ),
+    "algorithm.filter.value": handling("approximate", "top_p 1 only", "algorithm.filter.value=0.5"),
+    "algorithm.filter.metric": handling("approximate", "seq_final_reward (DAPO filter_groups)"),
+    "algorithm.filter.top_p_mode": handling("unused", "top_p < 1 is refused"),
+    "algorithm.filter.eps": handling("unused", "top_p < 1 is refused"),
+    "algorithm.filter.include_zero": handling(
+        "approximate", "false: algorithm.filter_groups (refills the batch; ours shrinks it)"
+    ),
+    "algorithm.filter.loss_scaling": handling(
+        "refused", "no loss rescaling in verl", "algorithm.filter.loss_scaling=sqrt"
+    ),
+    "algorithm.filter.empty_stop_steps": handling("unused", "verl refills filtered batches"),
+    "algorithm.filter.scope": handling("unused", "one env only"),
+    "optim.lr": handling("mapped", "actor.optim.lr"),
+    "optim.critic_lr": handling("mapped", "critic.optim.lr"),
+    "optim.weight_decay": handling("mapped", "actor.optim.weight_decay"),
+    "optim.beta1": handling("mapped", "actor.optim.betas[0]"),
+    "optim.beta2": handling("mapped", "actor.optim.betas[1]"),
+    "optim.adam_eps": handling("approximate", "torch AdamW's 1e-8"),
+    "optim.grad_clip": handling("mapped", "actor.grad_clip (1e9 = off)"),
+    "optim.warmup_steps": handling("mapped", "actor.optim.lr_warmup_steps"),
+    "optim.lr_schedule": handling(
+        "mapped", "actor.optim.lr_scheduler_type", "optim.lr_schedule=linear"
+    ),
+    "optim.min_lr_ratio": handling("mapped", "actor.optim.min_lr_ratio (cosine)"),
+    "optim.ppo_epochs": handling("mapped", "actor.ppo_epochs"),
+    "optim.mini_batches": handling(
+        "mapped", "actor.ppo_mini_batch_size = env_groups / mini_batches", "optim.mini_batches=3"
+    ),
+    "optim.micro_batch_size": handling("mapped", "*.ppo_micro_batch_size_per_gpu"),
+    "sft": handling("unused", "settings of ragen-train sft, which has no back-ends"),
+    "trainer.total_steps": handling("mapped", "trainer.total_training_steps"),
+    "trainer.val_every": handling("mapped", "trainer.test_freq"),
+    "trainer.val_episodes": handling("mapped", "data.val_batch_size, val.parquet rows"),
+    "trainer.val_temperature": handling("mapped", "rollout.val_kwargs.temperature / do_sample"),
+    "trainer.val_before_train": handling("mapped", "trainer.val_before_train"),
+    "trainer.save_every": handling("mapped", "trainer.save_freq"),
+    "trainer.keep_checkpoints": handling("mapped", "trainer.max_actor_ckpt_to_keep"),
+    "trainer.out_dir": handling("mapped", "trainer.default_local_dir = out_dir/verl_checkpoints"),
+    "trainer.seed": handling("mapped", "actor.data_loader_seed, rollout.seed"),
+    "trainer.loggers": handling("mapped", "trainer.logger (console + wandb / tensorboard)"),
+    "trainer.wandb_project": handling("mapped", "trainer.project_name"),
+    "trainer.collapse_every": handling("unused", "collapse diagnostics are not computed"),
+    "trainer.collapse_samples": handling("unused", "collapse diagnostics are not computed"),
+    "trainer.collapse_samplers": handling("unused", "collapse diagnostics are not computed"),
+    "trainer.collapse_warn": handling("unused", "collapse diagnostics are not computed"),
+    "trainer.distributed": handling("mapped", "actor.strategy = fsdp | fsdp2"),
+    "trainer.max_nonfinite_skips": handling("unused", _NATIVE_ONLY),
+    "trainer.degenerate_warn_rate": handling("unused", _NATIVE_ONLY),
+    "trainer.degenerate_stop_steps": handling("unused", _NATIVE_ONLY),
+    "trainer.overwrite": handling("unused", _NATIVE_ONLY),
+}
+
+
+#: Prefixes of verl's actor, rollout and critic config keys (``ppo_trainer.yaml``).
+ACTOR = "actor_rollout_ref.actor."
+ROLLOUT = "actor_rollout_ref.rollout."
+CRITIC = "critic."
 
 
 @dataclass
@@ -100,14 +236,13 @@ def verl_settings(
     require_one_row_per_episode(cfg, rcfg, "verl")
     notes: list[MappingNote] = []
     add = lambda f, s, d: notes.append(MappingNote(f, s, d))  # noqa: E731
-    o: dict[str, Any] = {}
-    a, ro, cr = "actor_rollout_ref.actor.", "actor_rollout_ref.rollout.", "critic."
+    hydra: dict[str, Any] = {}  # verl config key -> value
 
     est = ADVANTAGE_ESTIMATORS.entry(alg.adv_estimator)
     critic = est.meta["needs_critic"]
     verl_est = est.meta["verl"]  # verl's overrides selecting the same estimator, or None
     if verl_est is not None:
-        o.update(verl_est)
+        hydra.update(verl_est)
         add(
             "algorithm.adv_estimator",
             "mapped",
@@ -117,7 +252,7 @@ def verl_settings(
         )
     else:
         add("algorithm.adv_estimator", "unsupported", est.meta["verl_why"])
-    o["algorithm.gamma"], o["algorithm.lam"] = alg.gamma, alg.lam
+    hydra["algorithm.gamma"], hydra["algorithm.lam"] = alg.gamma, alg.lam
     add("algorithm.gamma/lam", "mapped", "algorithm.gamma, algorithm.lam")
     add(
         "algorithm.grpo_eps",
@@ -129,36 +264,36 @@ def verl_settings(
         "mapped" if alg.whiten_advantages or not critic else "approximate",
         "verl's GAE always whitens the advantages",
     )
-    o[a + "loss_agg_mode"] = alg.loss_agg_mode
+    hydra[ACTOR + "loss_agg_mode"] = alg.loss_agg_mode
     norm = float(alg.norm_len or r.max_new_tokens * max(1, rcfg.max_turns))
     scale_factor = AGG_MODES.meta(alg.loss_agg_mode, "verl_scale_factor")
     if scale_factor:
-        o[a + "loss_scale_factor"] = norm
+        hydra[ACTOR + "loss_scale_factor"] = norm
     add(
         "algorithm.loss_agg_mode",
         "mapped",
         f"actor.loss_agg_mode={alg.loss_agg_mode} (same names)"
         + (f", loss_scale_factor={norm:g}" if scale_factor else ""),
     )
-    o[a + "clip_ratio_low"], o[a + "clip_ratio_high"] = alg.clip_low, alg.clip_high
-    o[a + "clip_ratio_c"] = alg.dual_clip if alg.dual_clip is not None else 1e9
+    hydra[ACTOR + "clip_ratio_low"], hydra[ACTOR + "clip_ratio_high"] = alg.clip_low, alg.clip_high
+    hydra[ACTOR + "clip_ratio_c"] = alg.dual_clip if alg.dual_clip is not None else 1e9
     add(
         "algorithm.clip_low/clip_high/dual_clip",
         "mapped",
         "actor.clip_ratio_low/high, clip_ratio_c (1e9 = off)",
     )
-    o[a + "entropy_coeff"] = alg.entropy_coef
+    hydra[ACTOR + "entropy_coeff"] = alg.entropy_coef
     add("algorithm.entropy_coef", "mapped", "actor.entropy_coeff")
     kl_on = alg.kl_coef > 0
-    o[a + "use_kl_loss"] = kl_on and not alg.kl_in_reward
-    o["algorithm.use_kl_in_reward"] = kl_on and alg.kl_in_reward
+    hydra[ACTOR + "use_kl_loss"] = kl_on and not alg.kl_in_reward
+    hydra["algorithm.use_kl_in_reward"] = kl_on and alg.kl_in_reward
     if kl_on and not alg.kl_in_reward:
-        o[a + "kl_loss_coef"], o[a + "kl_loss_type"] = (
+        hydra[ACTOR + "kl_loss_coef"], hydra[ACTOR + "kl_loss_type"] = (
             alg.kl_coef,
             KL_ESTIMATORS.meta(alg.kl_estimator, "verl"),
         )
     elif kl_on:
-        o["algorithm.kl_ctrl.kl_coef"], o["algorithm.kl_penalty"] = (
+        hydra["algorithm.kl_ctrl.kl_coef"], hydra["algorithm.kl_penalty"] = (
             alg.kl_coef,
             KL_ESTIMATORS.meta(alg.kl_estimator, "verl"),
         )
@@ -172,8 +307,8 @@ def verl_settings(
     )
     if critic:
         if alg.value_clip is not None:
-            o[cr + "cliprange_value"] = alg.value_clip
-        o[cr + "optim.lr"] = opt.critic_lr
+            hydra[CRITIC + "cliprange_value"] = alg.value_clip
+        hydra[CRITIC + "optim.lr"] = opt.critic_lr
         add(
             "algorithm.value_clip / optim.critic_lr",
             "mapped",
@@ -189,8 +324,8 @@ def verl_settings(
     if keep_all and f.include_zero:
         add("algorithm.filter", "mapped", "all groups kept")
     elif keep_all:
-        o["algorithm.filter_groups.enable"] = True
-        o["algorithm.filter_groups.metric"] = "seq_final_reward"
+        hydra["algorithm.filter_groups.enable"] = True
+        hydra["algorithm.filter_groups.metric"] = "seq_final_reward"
         add(
             "algorithm.filter",
             "approximate",
@@ -199,7 +334,7 @@ def verl_settings(
         )
     else:
         add(
-            "algorithm.filter",
+            "algorithm.filter.strategy" if f.strategy != "top_p" else "algorithm.filter.value",
             "unsupported",
             f"{f.strategy} {f.value} filtering has no verl counterpart "
             "(only DAPO's zero-variance group filter)",
@@ -210,20 +345,20 @@ def verl_settings(
             "unsupported",
             "no loss rescaling by the kept fraction in verl",
         )
-    o[a + "optim.lr"], o[a + "optim.weight_decay"] = opt.lr, opt.weight_decay
-    o[a + "optim.betas"] = [opt.beta1, opt.beta2]
-    o[a + "optim.lr_warmup_steps"] = opt.warmup_steps if opt.warmup_steps else -1
+    hydra[ACTOR + "optim.lr"], hydra[ACTOR + "optim.weight_decay"] = opt.lr, opt.weight_decay
+    hydra[ACTOR + "optim.betas"] = [opt.beta1, opt.beta2]
+    hydra[ACTOR + "optim.lr_warmup_steps"] = opt.warmup_steps if opt.warmup_steps else -1
     verl_schedule = LR_SCHEDULES.meta(opt.lr_schedule, "verl")
-    o[a + "optim.lr_scheduler_type"] = verl_schedule or "constant"
+    hydra[ACTOR + "optim.lr_scheduler_type"] = verl_schedule or "constant"
     if verl_schedule == "cosine":
-        o[a + "optim.min_lr_ratio"] = opt.min_lr_ratio
+        hydra[ACTOR + "optim.min_lr_ratio"] = opt.min_lr_ratio
     elif verl_schedule is None:
         add(
             "optim.lr_schedule",
             "unsupported",
             f"{opt.lr_schedule}: verl's actor schedules are constant and cosine",
         )
-    o[a + "grad_clip"] = opt.grad_clip if opt.grad_clip > 0 else 1e9
+    hydra[ACTOR + "grad_clip"] = opt.grad_clip if opt.grad_clip > 0 else 1e9
     add("optim.*", "mapped", "actor.optim.lr/weight_decay/betas/lr_warmup_steps, actor.grad_clip")
     add(
         "optim.adam_eps",
@@ -236,40 +371,46 @@ def verl_settings(
             "unsupported",
             f"env_groups={r.env_groups} must divide by mini_batches",
         )
-    o[a + "ppo_epochs"] = opt.ppo_epochs
-    o[a + "ppo_mini_batch_size"] = max(1, r.env_groups // opt.mini_batches)
-    o[a + "ppo_micro_batch_size_per_gpu"] = opt.micro_batch_size
-    o[ro + "log_prob_micro_batch_size_per_gpu"] = opt.micro_batch_size
-    o["actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu"] = opt.micro_batch_size
+    hydra[ACTOR + "ppo_epochs"] = opt.ppo_epochs
+    hydra[ACTOR + "ppo_mini_batch_size"] = max(1, r.env_groups // opt.mini_batches)
+    hydra[ACTOR + "ppo_micro_batch_size_per_gpu"] = opt.micro_batch_size
+    hydra[ROLLOUT + "log_prob_micro_batch_size_per_gpu"] = opt.micro_batch_size
+    hydra["actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu"] = opt.micro_batch_size
     if critic:
-        o[cr + "ppo_micro_batch_size_per_gpu"] = opt.micro_batch_size
+        hydra[CRITIC + "ppo_micro_batch_size_per_gpu"] = opt.micro_batch_size
     add(
         "optim.ppo_epochs/mini_batches/micro_batch_size",
         "mapped",
         "actor.ppo_epochs, ppo_mini_batch_size (groups per optimizer step), ppo_micro_batch_size_per_gpu",
     )
-    o[a + "strategy"] = "fsdp2" if t.distributed == "fsdp2" else "fsdp"
+    hydra[ACTOR + "strategy"] = "fsdp2" if t.distributed == "fsdp2" else "fsdp"
     add("trainer.distributed", "mapped", "actor.strategy=fsdp|fsdp2")
 
     # data, rollout, model
-    o["data.train_files"], o["data.val_files"] = train_files, val_files
-    o["data.train_batch_size"] = r.env_groups
-    o["data.val_batch_size"] = t.val_episodes
-    o["data.shuffle"], o["data.validation_shuffle"] = False, False
-    o["data.return_raw_chat"] = True
-    o["data.max_prompt_length"] = max_prompt_length
-    o["data.max_response_length"] = max_response_length or rcfg.max_turns * (r.max_new_tokens + 256)
-    o["data.filter_overlong_prompts"] = False
-    o[ro + "name"], o[ro + "mode"] = rollout_name, "async"
-    o[ro + "n"] = r.group_size
-    o[ro + "temperature"], o[ro + "top_p"], o[ro + "top_k"] = r.temperature, r.top_p, -1
-    o[ro + "calculate_log_probs"] = True
-    o[ro + "tensor_model_parallel_size"] = tensor_parallel_size
-    o[ro + "agent.agent_loop_config_path"] = agent_loop_config
-    o[ro + "agent.default_agent_loop"] = AGENT_NAME
-    o[ro + "val_kwargs.temperature"] = t.val_temperature
-    o[ro + "val_kwargs.do_sample"] = t.val_temperature > 0
-    o[ro + "val_kwargs.top_p"], o[ro + "val_kwargs.n"] = r.top_p, 1
+    hydra["data.train_files"], hydra["data.val_files"] = train_files, val_files
+    hydra["data.train_batch_size"] = r.env_groups
+    hydra["data.val_batch_size"] = t.val_episodes
+    hydra["data.shuffle"], hydra["data.validation_shuffle"] = False, False
+    hydra["data.return_raw_chat"] = True
+    hydra["data.max_prompt_length"] = max_prompt_length
+    hydra["data.max_response_length"] = max_response_length or rcfg.max_turns * (
+        r.max_new_tokens + 256
+    )
+    hydra["data.filter_overlong_prompts"] = False
+    hydra[ROLLOUT + "name"], hydra[ROLLOUT + "mode"] = rollout_name, "async"
+    hydra[ROLLOUT + "n"] = r.group_size
+    hydra[ROLLOUT + "temperature"], hydra[ROLLOUT + "top_p"], hydra[ROLLOUT + "top_k"] = (
+        r.temperature,
+        r.top_p,
+        -1,
+    )
+    hydra[ROLLOUT + "calculate_log_probs"] = True
+    hydra[ROLLOUT + "tensor_model_parallel_size"] = tensor_parallel_size
+    hydra[ROLLOUT + "agent.agent_loop_config_path"] = agent_loop_config
+    hydra[ROLLOUT + "agent.default_agent_loop"] = AGENT_NAME
+    hydra[ROLLOUT + "val_kwargs.temperature"] = t.val_temperature
+    hydra[ROLLOUT + "val_kwargs.do_sample"] = t.val_temperature > 0
+    hydra[ROLLOUT + "val_kwargs.top_p"], hydra[ROLLOUT + "val_kwargs.n"] = r.top_p, 1
     add(
         "rollout.*",
         "mapped",
@@ -278,34 +419,34 @@ def verl_settings(
     )
     from ragen_bench.policies.hf import resolve_model_path
 
-    o["actor_rollout_ref.model.path"] = resolve_model_path(m.path)
-    o["actor_rollout_ref.model.enable_gradient_checkpointing"] = m.gradient_checkpointing
+    hydra["actor_rollout_ref.model.path"] = resolve_model_path(m.path)
+    hydra["actor_rollout_ref.model.enable_gradient_checkpointing"] = m.gradient_checkpointing
     if m.lora.rank > 0:
-        o["actor_rollout_ref.model.lora_rank"], o["actor_rollout_ref.model.lora_alpha"] = (
+        hydra["actor_rollout_ref.model.lora_rank"], hydra["actor_rollout_ref.model.lora_alpha"] = (
             m.lora.rank,
             m.lora.alpha,
         )
-        o["actor_rollout_ref.model.target_modules"] = m.lora.target_modules
+        hydra["actor_rollout_ref.model.target_modules"] = m.lora.target_modules
     add(
         "model.*",
         "mapped",
         "actor_rollout_ref.model.path / lora_rank / lora_alpha / target_modules",
     )
     if critic:
-        o["critic.model.path"] = o["actor_rollout_ref.model.path"]
-    o[a + "data_loader_seed"], o[ro + "seed"] = t.seed, t.seed
+        hydra["critic.model.path"] = hydra["actor_rollout_ref.model.path"]
+    hydra[ACTOR + "data_loader_seed"], hydra[ROLLOUT + "seed"] = t.seed, t.seed
 
     # trainer
-    o["trainer.total_training_steps"] = t.total_steps
-    o["trainer.test_freq"] = t.val_every if t.val_every > 0 else -1
-    o["trainer.save_freq"] = t.save_every if t.save_every > 0 else -1
-    o["trainer.val_before_train"] = t.val_before_train and t.val_every > 0
-    o["trainer.default_local_dir"] = checkpoint_dir or str(Path(t.out_dir) / "verl_checkpoints")
-    o["trainer.max_actor_ckpt_to_keep"] = t.keep_checkpoints if t.keep_checkpoints > 0 else None
+    hydra["trainer.total_training_steps"] = t.total_steps
+    hydra["trainer.test_freq"] = t.val_every if t.val_every > 0 else -1
+    hydra["trainer.save_freq"] = t.save_every if t.save_every > 0 else -1
+    hydra["trainer.val_before_train"] = t.val_before_train and t.val_every > 0
+    hydra["trainer.default_local_dir"] = checkpoint_dir or str(Path(t.out_dir) / "verl_checkpoints")
+    hydra["trainer.max_actor_ckpt_to_keep"] = t.keep_checkpoints if t.keep_checkpoints > 0 else None
     loggers = ["console"] + [x for x in t.loggers if x in ("wandb", "tensorboard")]
-    o["trainer.logger"] = loggers
-    o["trainer.project_name"], o["trainer.experiment_name"] = t.wandb_project, cfg.name
-    o["trainer.n_gpus_per_node"], o["trainer.nnodes"] = n_gpus_per_node, nnodes
+    hydra["trainer.logger"] = loggers
+    hydra["trainer.project_name"], hydra["trainer.experiment_name"] = t.wandb_project, cfg.name
+    hydra["trainer.n_gpus_per_node"], hydra["trainer.nnodes"] = n_gpus_per_node, nnodes
     add(
         "trainer.*",
         "mapped",
@@ -327,7 +468,7 @@ def verl_settings(
         raise TrainConfigError(
             bad[0].field, "cannot run on verl: " + "; ".join(f"{n.field}: {n.detail}" for n in bad)
         )
-    return VerlSettings(overrides=[f"{k}={_fmt(v)}" for k, v in o.items()], notes=notes)
+    return VerlSettings(overrides=[f"{k}={_fmt(v)}" for k, v in hydra.items()], notes=notes)
 
 
 # ---------------------------------------------------------------- dataset

@@ -502,7 +502,7 @@ def test_unreachable_endpoint_fails_loudly_and_keeps_files_for_resume(tmp_path: 
         str(tmp_path),
         "--no-progress",
         "--no-preflight",
-    )  # preflight: tests/bench/test_i17_preflight.py
+    )  # preflight: tests/bench/test_preflight.py
     run = tmp_path / "down"
     assert code == 1
     assert (

@@ -65,7 +65,7 @@ def _play(env_id: str, seed: int) -> dict:
     cfg = RolloutConfig(max_turns=8, max_actions_per_turn=2)
     rec = RolloutEngine(ScriptThenOracle(), cfg).run([EpisodeSpec(0, env_id, seed)])[0]
     return {
-        "source": "tests/test_golden_conversation.py (scripted policy), checked by hand against docs/envs/",
+        "source": "tests/bench/test_golden_conversation.py (scripted policy), checked by hand against docs/envs/",
         "env_id": env_id,
         "seed": seed,
         "status": rec.status,

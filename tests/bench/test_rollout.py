@@ -233,13 +233,13 @@ def test_full_mode_prompts_extend_the_sampled_tokens(tiny_tokenizer) -> None:
 @pytest.mark.parametrize("env_id", [e.id for e in ragen_envs.list_envs() if e.procedural])
 def test_oracle_backend_succeeds_on_every_procedural_preset(env_id: str) -> None:
     """Under each preset's own agent protocol (turns x actions), on the test split."""
-    from ragen_bench.runner import rollout_config_from
+    from ragen_bench.rollout import rollout_config
 
     env = ragen_envs.make(env_id)
     env.reset(seed=0)
     exact = getattr(env.unwrapped, "oracle_is_exact", True)
     specs = make_specs(env_id, episodes=16, env_config={"split": "test"})
-    records = RolloutEngine(OraclePolicy(), rollout_config_from(env_id, {})).run(specs)
+    records = RolloutEngine(OraclePolicy(), rollout_config(env_id)).run(specs)
     rate = sum(r.success for r in records) / len(records)
     if exact:
         assert rate == 1.0, [r.status for r in records]

@@ -81,7 +81,8 @@ CHECKER_CASES = [
     ([3, 3, 5], 1, "5/(3-3)", INVALID, "divides by zero"),
     ([1, 3, 3], 1, "1/3*3", CORRECT, "1"),
     ([6, 4], 1, "6/4", WRONG, "3/2"),
-    # RAGEN accepts |value - target| < 1e-5 (reference §1.3); exact arithmetic does not.
+    # RAGEN accepts |value - target| < 1e-5 (RAGEN-AI/RAGEN ragen/env/countdown/);
+    # exact arithmetic does not.
     ([100000, 100001], 1, "100000/100001", WRONG, "100000/100001"),
     # aliases and whitespace
     ([3, 8, 2, 1], 24, "3 × 8 ÷ (2 − 1)", CORRECT, "24"),

@@ -3,7 +3,7 @@ termination, splits and the expectimax baseline (issue 15 item 2).
 
 Spec: docs/envs/game2048.md.  Expected boards and rewards are worked out by hand in the
 comments; RAGEN's reward is ``0.1 * log2(M + 1)`` for merge score ``M > 0``
-(reference §1.3 "2048").
+(RAGEN-AI/RAGEN ragen/env/game_2048/).
 """
 
 from __future__ import annotations

@@ -152,7 +152,8 @@ def _episode(env_id: str = "ragen/MetaMathQA-v0", **config):
 
 @pytest.mark.parametrize("k", [0, 1, 2])
 def test_attempt_k_earns_half_to_the_k(k: int) -> None:
-    # RAGEN: reward 1/2^k for the first correct answer at attempt k (reference fact 1.3).
+    # RAGEN: reward 1/2^k for the first correct answer at attempt k
+    # (RAGEN-AI/RAGEN ragen/env/metamathqa/).
     env, base, obs, _ = _episode(max_attempts=3, max_steps=5)
     gold = base.item.answer
     total = 0.0

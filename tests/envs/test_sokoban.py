@@ -1,7 +1,7 @@
 """Sokoban: physics, rewards, renders, XSB, generator, oracle, splits (spec: docs/envs/sokoban.md).
 
 Golden values below are derived by hand from the rules on the spec page (reward table:
-gym-sokoban / RAGEN reference section 1.3) and the render grammar there.
+gym-sokoban / RAGEN-AI/RAGEN ragen/env/sokoban/) and the render grammar there.
 """
 
 from __future__ import annotations

@@ -10,17 +10,15 @@ import pytest
 import torch
 
 from ragen_bench.registry import Registry, UnknownNameError
-from ragen_bench.rollout import RolloutConfig
+from ragen_bench.rollout import PROTOCOL_FIELDS, RolloutConfig, protocol_overrides
 from ragen_bench.types import SamplingParams
 from ragen_train.advantages import ADVANTAGE_ESTIMATORS, grpo, register_estimator
 from ragen_train.backends import TRAINER_BACKENDS
 from ragen_train.config import (
-    PROTOCOL_FIELDS,
     FilterSection,
     RolloutSection,
     StarPOConfig,
     TrainConfigError,
-    agent_protocol,
     apply_overrides,
     config_json_schema,
     load_config,
@@ -177,7 +175,7 @@ def test_issue14_item3_rollout_protocol_fields_are_the_rollout_configs() -> None
         SamplingParams.top_p,
     )
     cfg = load_config("tiny-sokoban-grpo")
-    proto = agent_protocol(cfg, temperature=0.25)
+    proto = protocol_overrides(cfg.rollout, temperature=0.25)
     assert set(proto) == {*PROTOCOL_FIELDS, "sampling"}
     assert proto["sampling"] == {
         "temperature": 0.25,

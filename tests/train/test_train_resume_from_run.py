@@ -122,7 +122,7 @@ def test_resume_is_refused_by_a_backend_registered_without_resume(tmp_path: Path
 
     assert TRAINER_BACKENDS.names(resume=True) == ("native", "trl")
     result = runner.invoke(
-        app, ["starpo", "--backend", "verl", "--resume", "latest", f"trainer.out_dir={tmp_path}"]
+        app, ["starpo", "--trainer", "verl", "--resume", "latest", f"trainer.out_dir={tmp_path}"]
     )
     assert result.exit_code != 0
     assert "--resume is supported by the native and trl back-ends, not 'verl'" in error_line(result)

@@ -123,7 +123,7 @@ def test_algorithm_settings_map(overrides: list[str], expect: dict[str, str]) ->
     "override, field",
     [
         ("algorithm.adv_estimator=bilevel_gae", "algorithm.adv_estimator"),
-        ("algorithm.filter.value=0.5", "algorithm.filter"),
+        ("algorithm.filter.value=0.5", "algorithm.filter.value"),  # the field itself
         ("algorithm.filter.loss_scaling=linear", "algorithm.filter.loss_scaling"),
     ],
 )
@@ -197,12 +197,22 @@ def test_agent_loop_class_import_is_guarded_and_cli_says_so(tmp_path: Path) -> N
         m.RagenAgentLoop  # noqa: B018
     res = CliRunner().invoke(
         app,
-        ["starpo", "--backend", "verl", "--config", "quickstart", f"trainer.out_dir={tmp_path}"],
+        ["starpo", "--trainer", "verl", "--config", "quickstart", f"trainer.out_dir={tmp_path}"],
     )
     assert res.exit_code == 2 and "verl" in res.output
     assert (tmp_path / "verl" / "launch.sh").is_file()  # prepared before refusing to run
-    res = CliRunner().invoke(app, ["starpo", "--backend", "nope", "--config", "quickstart"])
+    assert "deprecated" not in res.output
+    res = CliRunner().invoke(app, ["starpo", "--trainer", "nope", "--config", "quickstart"])
     assert res.exit_code == 2 and "unknown trainer back-end" in res.output
+    # the old spelling still works for one release, with a warning
+    old = tmp_path / "old"
+    res = CliRunner().invoke(
+        app, ["starpo", "--backend", "verl", "--config", "quickstart", f"trainer.out_dir={old}"]
+    )
+    assert res.exit_code == 2 and (old / "verl" / "launch.sh").is_file()
+    assert "--backend is deprecated in ragen-train" in res.stderr and "--trainer verl" in res.stderr
+    res = CliRunner().invoke(app, ["starpo", "--trainer", "trl", "--backend", "verl"])
+    assert res.exit_code == 2 and "disagree" in res.stderr
 
 
 def test_episode_log_becomes_native_metric_rows() -> None:

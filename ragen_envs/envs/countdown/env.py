@@ -2,11 +2,11 @@
 
 One well-formed answer ends the episode: a correct expression scores ``success_reward`` (1), a
 well-formed expression that uses exactly the given numbers but misses the target scores
-``format_reward`` (0.1, RAGEN's value for "numbers right, value wrong", reference
-§1.3).  Anything else (unparseable text, a disallowed operator, missing or foreign
-numbers, a division by zero) is an invalid action: ``invalid_action_reward``, state
-and observation unchanged (the reason is ``info["invalid_reason"]``), and the agent may
-answer again until ``max_steps``.
+``format_reward`` (0.1, RAGEN's value for "numbers right, value wrong",
+RAGEN-AI/RAGEN ``ragen/env/countdown/``).  Anything else (unparseable text, a disallowed
+operator, missing or foreign numbers, a division by zero) is an invalid action:
+``invalid_action_reward``, state and observation unchanged (the reason is
+``info["invalid_reason"]``), and the agent may answer again until ``max_steps``.
 """
 
 from __future__ import annotations

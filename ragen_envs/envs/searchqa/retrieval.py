@@ -18,8 +18,8 @@ A *retriever* maps a batch of queries to ranked documents with scores
                                "score": 0.83}, ...], ...]}      # one list per query
 
   (with ``"return_scores": false`` each inner list holds the documents themselves).
-  ``"ragen"``, as served by RAGEN's ``scripts/retrieval/server.py`` (Flask, one query
-  per request)::
+  ``"ragen"``, as served by RAGEN's retrieval server (Flask, one query per request;
+  RAGEN-AI/RAGEN ``scripts/retrieval/server.py``)::
 
       request:  {"query": "q1", "top_k": 5}
       response: {"query": "q1", "results": [{"id": "doc_1", "content": ..., "score": 0.83}, ...]}

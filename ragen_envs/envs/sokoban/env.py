@@ -47,8 +47,8 @@ class SokobanEnv(TextEnv):
     XSB source, see :mod:`.level_sets`), ``solver_max_nodes`` (2000000).
 
     Actions: ``Up``, ``Down``, ``Left``, ``Right`` (case-insensitive).  Rewards per step
-    (gym-sokoban, RAGEN reference section 1.3): -0.1, +1 box onto a target, -1 box off a
-    target, +10 and termination when every box is on a target.
+    (mpSchrader/gym-sokoban; RAGEN-AI/RAGEN ``ragen/env/sokoban/``): -0.1, +1 box onto a
+    target, -1 box off a target, +10 and termination when every box is on a target.
 
     Reset options: ``{"level": i}`` plays fixed level ``i`` (only with ``levels``).
     With ``levels`` and no option, ``reset(seed=s)`` plays level ``s mod N``.

@@ -3,7 +3,7 @@
 One generation attempt (:func:`generate_room`), all randomness from the given generator:
 
 1. **Topology** (in the spirit of gym-sokoban's room generator, M. Schrader 2018, used
-   by RAGEN; reference section 1.3 "Generation" step 1): a walker starts on a random
+   by RAGEN, RAGEN-AI/RAGEN ``ragen/env/sokoban/utils.py``): a walker starts on a random
    interior cell and takes ``int(1.7 * (height + width))`` steps; before each step it
    turns to a uniformly random direction with probability 0.35; it stays inside the
    interior (clamped) and after each step carves one of five small floor stamps

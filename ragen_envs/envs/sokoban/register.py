@@ -9,7 +9,7 @@ from __future__ import annotations
 from ...registry import register_env
 
 # Sokoban (spec: docs/envs/sokoban.md). Presets follow RAGEN's config/envs.yaml
-# (reference section 1.2): SimpleSokoban (base), LargerSokoban, CoordSokoban,
+# (RAGEN-AI/RAGEN config/envs.yaml): SimpleSokoban (base), LargerSokoban, CoordSokoban,
 # SokobanDifferentGridVocab; plus our bundled XSB levels.
 register_env(
     "Sokoban",

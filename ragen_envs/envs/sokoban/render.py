@@ -3,10 +3,10 @@
 Three observation formats (config ``observation_format``):
 
 * ``grid``: one symbol per cell, rows top to bottom joined by ``\\n`` (RAGEN's grid
-  render, reference section 1.3 "Render modes").
+  render, RAGEN-AI/RAGEN ``ragen/env/sokoban/env.py``).
 * ``coord``: a board-size line, then coordinate lists of walls, targets, boxes, boxes on
   a target and the player.  Unlike RAGEN, which leaves walls out of this render (and
-  whose own test expecting them fails, reference section 1.3 and the test list), the
+  whose own test expecting them fails, RAGEN-AI/RAGEN ``tests/env/test_sokoban_render.py``), the
   walls are listed: without them the board cannot be reconstructed.
 * ``grid_coord``: ``Coordinates:`` + the coord render, then ``Grid map:`` + the grid.
 
@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 
 from .room import Layout
 
-#: Cell kinds, in RAGEN's ``grid_lookup`` order 0..6 (reference section 1.3).
+#: Cell kinds, in RAGEN's ``grid_lookup`` order 0..6 (RAGEN-AI/RAGEN ``ragen/env/sokoban/``).
 VOCAB_KEYS: tuple[str, ...] = (
     "wall",
     "empty",
@@ -31,7 +31,7 @@ VOCAB_KEYS: tuple[str, ...] = (
     "player_on_target",
 )
 
-#: RAGEN's default symbols (``grid_lookup``, reference section 1.3).
+#: RAGEN's default symbols (``grid_lookup``, RAGEN-AI/RAGEN ``ragen/env/sokoban/``).
 DEFAULT_GRID_VOCAB: dict[str, str] = {
     "wall": "#",
     "empty": "_",
@@ -43,7 +43,7 @@ DEFAULT_GRID_VOCAB: dict[str, str] = {
 }
 
 #: The alternative symbols of RAGEN's ``SokobanDifferentGridVocab`` preset
-#: (``W . G C B A @`` in ``grid_lookup`` order, reference section 1.2).
+#: (``W . G C B A @`` in ``grid_lookup`` order, RAGEN-AI/RAGEN ``config/envs.yaml``).
 ALT_GRID_VOCAB: dict[str, str] = {
     "wall": "W",
     "empty": ".",

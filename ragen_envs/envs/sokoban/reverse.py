@@ -19,8 +19,8 @@ breadth-first discovery order never revises a distance.
 
 RAGEN (via gym-sokoban) instead runs a depth-first search with a depth cut-off over
 pulls and scores states by a heuristic (box swaps x box displacement), so it never knows
-how long the optimal solution of the room it returns is (reference section 1.3,
-"Generation").
+how long the optimal solution of the room it returns is (RAGEN-AI/RAGEN
+``ragen/env/sokoban/utils.py``).
 
 States are packed into one integer ``key = (box_mask << shift) | player`` for speed.
 """

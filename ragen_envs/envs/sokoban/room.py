@@ -5,7 +5,7 @@ column 0 at the left).  Every layout is closed: all border cells are walls, so t
 neighbours of any floor cell are inside the board and a flat index never wraps.
 
 Physics and rewards are those of gym-sokoban (M. Schrader, 2018), which RAGEN uses
-(``shared/reference/ragen-reference.md`` section 1.3):
+(mpSchrader/gym-sokoban; RAGEN-AI/RAGEN ``ragen/env/sokoban/``):
 
 * actions Up / Down / Left / Right are "push" actions: if the neighbouring cell holds a
   box and the cell beyond it is free (floor or target, no box), the box moves one cell
@@ -207,7 +207,7 @@ def apply_action(layout: Layout, player: int, boxes: set[int], action: int) -> M
 
 
 def step_reward(layout: Layout, move: Move, solved: bool) -> float:
-    """Reward of one step (gym-sokoban / RAGEN reward table, reference section 1.3).
+    """Reward of one step (gym-sokoban / RAGEN reward table, RAGEN-AI/RAGEN ``ragen/env/sokoban/``).
 
     ``STEP_REWARD`` always; ``+1`` if the pushed box entered a target, ``-1`` if it left
     one (both when it moves from a target to a target, which cancel); ``+10`` if every
