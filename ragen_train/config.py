@@ -560,7 +560,7 @@ class TrainerSection:
     )
     degenerate_warn_rate: float = setting(
         0.5,
-        "Warn once when train/degenerate_rate (share of responses) exceeds it.",
+        "Warn once when train/degenerate_rate (share of responses) reaches it (>=; a rate of 0 never counts).",
         range=Range(ge=0, le=1),
     )
     degenerate_stop_steps: int = setting(
