@@ -590,6 +590,9 @@ LAZY_IDS = [
     "ragen/Bandit-v0",
     "ragen/Bandit-Pairs-v0",
     "ragen/Bandit-PairsAB-v0",
+    "ragen/FrozenLake-v0",
+    "ragen/FrozenLake-8x8-v0",
+    "ragen/FrozenLake-Slippery-v0",
 ]
 
 
@@ -677,3 +680,32 @@ def test_env_speed_bandit_reset_info_is_the_callers() -> None:
     info["status"] = "tampered"
     _, again = env.reset(seed=3)
     assert again["arms"] == arms and again["status"] == "running"
+
+
+def test_env_speed_frozenlake_flood_fill_is_the_search() -> None:
+    """``has_path`` (bit-set flood fill) agrees with the breadth-first search on random
+    maps of every shape from 1x2 to 9x9."""
+    from ragen_envs.envs.frozenlake.maps import FrozenMap
+
+    rng = np.random.default_rng(31)
+    for _ in range(3000):
+        nrow, ncol = (int(x) for x in rng.integers(1, 10, size=2))
+        if nrow * ncol < 2:
+            continue
+        tiles = ["F" if u < rng.uniform(0.3, 0.95) else "H" for u in rng.random(nrow * ncol)]
+        s, g = rng.choice(nrow * ncol, 2, replace=False)
+        tiles[s], tiles[g] = "S", "G"
+        fmap = FrozenMap(tuple("".join(tiles[r * ncol : (r + 1) * ncol]) for r in range(nrow)))
+        assert fmap.has_path() == (fmap.shortest_path_length() is not None), fmap.rows
+
+
+def test_env_speed_frozenlake_dynamics_built_on_first_use() -> None:
+    from ragen_envs.envs.frozenlake.dynamics import build_dynamics
+
+    env = ragen_envs.make("ragen/FrozenLake-Slippery-v0").unwrapped
+    with pytest.raises(RuntimeError, match="reset"):
+        env.transitions  # noqa: B018
+    env.reset(seed=2)
+    assert env._dyn is None  # not built by the reset
+    assert env.dynamics == build_dynamics(env.lake, env._success_rate)
+    assert env.transitions is env.dynamics.transitions
