@@ -593,6 +593,8 @@ LAZY_IDS = [
     "ragen/FrozenLake-v0",
     "ragen/FrozenLake-8x8-v0",
     "ragen/FrozenLake-Slippery-v0",
+    "ragen/Sudoku-v0",
+    "ragen/Sudoku-4x4-Hard-v0",
 ]
 
 
