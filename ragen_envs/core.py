@@ -4,7 +4,9 @@ Every ragen environment subclasses :class:`TextEnv`, a :class:`gymnasium.Env` wh
 observations and actions are strings (:class:`~ragen_envs.spaces.UnicodeText`).
 Subclasses implement four hooks:
 
-* ``_reset(options) -> None`` builds the instance from ``self.np_random``;
+* ``_reset(options) -> None`` builds the instance from ``self.np_random`` (or from
+  ``self._rng()``, the same draws without building a NumPy generator, in an env that
+  sets ``lazy_seeding``; see :mod:`ragen_envs.pcg64`);
 * ``_step(action: str) -> Transition`` applies one action;
 * ``_observation() -> str`` renders the current state;
 * ``instruction`` (property) is the task text the agent needs: rules, action
