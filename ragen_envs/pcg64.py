@@ -109,9 +109,10 @@ def _words_block(start: int, n: int) -> list[list[int]]:
 
 #: Seeds hashed together when a seed follows the previous one.
 BLOCK = 256
-_block_start = -1
-_block: list[list[int]] = []
-_last_seed = -2
+#: ``(first seed, words of BLOCK seeds)``: one object, replaced whole, so a thread
+#: always reads a start and the words that belong to it.
+_cache: tuple[int, list[list[int]]] = (-1, [])
+_last_seed = -2  # only decides whether to hash a block (a race costs time, never values)
 
 
 def seed_words(seed: int) -> tuple[int, ...]:
@@ -123,20 +124,21 @@ def seed_words(seed: int) -> tuple[int, ...]:
     Raises:
         ValueError: ``seed`` is negative (as NumPy does).
     """
-    global _block_start, _block, _last_seed
-    i = seed - _block_start
-    if 0 <= i < len(_block):
+    global _cache, _last_seed
+    start, block = _cache
+    i = seed - start
+    if 0 <= i < len(block):
         _last_seed = seed
-        return tuple(_block[i])
+        return tuple(block[i])
     if seed < 0:
         raise ValueError(f"seed must be non-negative, got {seed}")
     if seed > _M32:
         return tuple(np.random.SeedSequence(seed).generate_state(4, np.uint64).tolist())
     if seed == _last_seed + 1:  # a sequence: hash the next BLOCK seeds at once
-        n = min(BLOCK, _M32 + 1 - seed)
-        _block, _block_start = _words_block(seed, n), seed
+        block = _words_block(seed, min(BLOCK, _M32 + 1 - seed))
+        _cache = (seed, block)
         _last_seed = seed
-        return tuple(_block[0])
+        return tuple(block[0])
     _last_seed = seed
     return _words_one(seed)
 

@@ -711,3 +711,25 @@ def test_env_speed_frozenlake_dynamics_built_on_first_use() -> None:
     assert env._dyn is None  # not built by the reset
     assert env.dynamics == build_dynamics(env.lake, env._success_rate)
     assert env.transitions is env.dynamics.transitions
+
+
+def test_env_speed_pcg64_seed_words_from_threads() -> None:
+    """The block cache is one object replaced whole: threads resetting at once, some in
+    sequence and some not, always get NumPy's words for their own seed."""
+    import threading
+
+    errors: list[int] = []
+
+    def work(offset: int) -> None:
+        seeds = range(offset, offset + 1500) if offset % 2 else range(offset, 10**6, 997)
+        for seed in list(seeds)[:1500]:
+            want = tuple(np.random.SeedSequence(seed).generate_state(4, np.uint64).tolist())
+            if seed_words(seed) != want:
+                errors.append(seed)
+
+    threads = [threading.Thread(target=work, args=(k * 5000 + k % 2,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
