@@ -28,9 +28,16 @@ References (never copied code; see ``benchmarks/README.md`` for the full list):
   when it exists, else this interpreter).  A peer that does not import there is skipped
   with the reason printed.  Set one up with
   ``python -m venv .peer-venv && .peer-venv/bin/pip install reasoning-gym==0.1.25 numpy gym-sokoban==0.0.6 && .peer-venv/bin/pip install --no-deps gem-llm==0.1.0``.
-* **RAGEN** is not on PyPI: its rows are *re-statements of its per-call work* written
-  here from reading RAGEN at commit 5eb79b8 (RAGEN-AI/RAGEN), each described at its
-  function below.
+* **RAGEN, its own source** (issue 31): RAGEN is not on PyPI; the env files the rows
+  need (:data:`RAGEN_FILES`) are taken from a RAGEN checkout at :data:`RAGEN_COMMIT`
+  into the git-ignored ``.peer-ragen/`` (``python benchmarks/peer_speed.py
+  --vendor-ragen PATH_TO_RAGEN_CHECKOUT``) and imported from there, unchanged, by the
+  peer interpreter (they need ``gymnasium``, ``omegaconf``, ``gym-sokoban``, ``datasets``
+  there).  No RAGEN code is in this repository; a row is skipped with the reason when
+  ``.peer-ragen`` is missing or holds another commit.
+* **RAGEN, re-stated** (the older rows, kept as their own rows): *re-statements of its
+  per-call work* written here from reading RAGEN at commit 5eb79b8 (RAGEN-AI/RAGEN),
+  each described at its function below.
 
 ``RAGEN_OURS_ROOT=/path/to/other/checkout`` measures that checkout's ``ragen_envs`` as
 "ours" (e.g. the commit before a speed-up, ``git archive <commit> | tar -x -C DIR``).
@@ -297,6 +304,195 @@ def ragen_sokoban_steps(dim: int, boxes: int, per_episode: int) -> Prepare:
             total += per_episode
 
         return _replay(runs), total
+
+    return prepare
+
+
+# ================================================================ RAGEN's source
+#: The RAGEN-AI/RAGEN commit whose env code the "RAGEN (source)" sides run (its tree on
+#: 2026-12-04; the re-statements below were written from the same commit).
+RAGEN_COMMIT = "5eb79b82cecc31db5662ba3c96b752405692410b"
+#: The files taken from that commit (MIT licence, kept with them): the env base class,
+#: ``all_seed`` and the four envs the rows use.
+RAGEN_FILES = (
+    "LICENSE",
+    "ragen/utils.py",
+    "ragen/env/base.py",
+    *(
+        f"ragen/env/{env}/{f}"
+        for env in ("bandit", "frozen_lake", "sokoban", "countdown")
+        for f in ("__init__.py", "config.py", "env.py")
+    ),
+    "ragen/env/frozen_lake/utils.py",
+    "ragen/env/sokoban/utils.py",
+)
+RAGEN_DIR = ROOT / ".peer-ragen"
+
+
+def vendor_ragen(checkout: str, dest: Path = RAGEN_DIR) -> Path:
+    """Copy :data:`RAGEN_FILES` at :data:`RAGEN_COMMIT` from the RAGEN git repository
+    ``checkout`` (a clone of https://github.com/RAGEN-AI/RAGEN, or its bare mirror) into
+    ``dest``, recording the commit in ``dest/COMMIT``.
+
+    Raises:
+        SystemExit: ``checkout`` is not a git repository holding the commit.
+    """
+    import io
+    import shutil
+    import tarfile
+
+    try:
+        blob = subprocess.run(
+            ["git", "-C", checkout, "archive", "--format=tar", RAGEN_COMMIT, *RAGEN_FILES],
+            check=True,
+            capture_output=True,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError) as exc:
+        err = getattr(exc, "stderr", b"") or b""
+        raise SystemExit(
+            f"--vendor-ragen: cannot read {RAGEN_COMMIT[:7]} from {checkout}: "
+            f"{err.decode(errors='replace').strip() or exc}"
+        ) from None
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    with tarfile.open(fileobj=io.BytesIO(blob)) as tar:
+        tar.extractall(dest, filter="data")
+    (dest / "COMMIT").write_text(RAGEN_COMMIT + "\n")
+    return dest
+
+
+def _ragen_source(module: str) -> Any:
+    """Import ``module`` (e.g. ``"ragen.env.bandit.env"``) from ``.peer-ragen``.
+
+    ``ragen`` and ``ragen.env`` are registered as bare packages over the vendored
+    directories, so ``ragen/env/__init__.py`` (which imports every RAGEN env, WebShop
+    and MetaMathQA included) is not needed; the env modules themselves run unchanged.
+
+    Raises:
+        PeerMissing: ``.peer-ragen`` is absent or holds another commit, or a module the
+            env needs does not import in this interpreter.
+    """
+    import importlib
+    import types
+
+    root = Path(os.environ.get("RAGEN_PEER_SOURCE") or RAGEN_DIR)
+    stamp = root / "COMMIT"
+    got = stamp.read_text().strip() if stamp.exists() else None
+    if got != RAGEN_COMMIT:
+        raise PeerMissing(
+            f"RAGEN's source is not in {root} at {RAGEN_COMMIT[:7]} (found {got}); run "
+            "`python benchmarks/peer_speed.py --vendor-ragen PATH_TO_RAGEN_CHECKOUT`"
+        )
+    for name in ("ragen", "ragen.env"):
+        if name not in sys.modules:
+            pkg = types.ModuleType(name)
+            pkg.__path__ = [str(root.joinpath(*name.split(".")))]
+            sys.modules[name] = pkg
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise PeerMissing(f"RAGEN's {module} does not import here ({exc})") from None
+
+
+def ragen_src_bandit_reset() -> Prepare:
+    """RAGEN's own ``BanditEnv.reset(seed)`` (``ragen/env/bandit/env.py``, default
+    config): ``gym.Env.reset(seed)``, ``_randomize_arms`` (one ``np_random.random()``,
+    three dicts), the ``INIT_PROMPT`` format."""
+    env = _ragen_source("ragen.env.bandit.env").BanditEnv()
+    return _per_seed(lambda k: env.reset(seed=k))
+
+
+def ragen_src_bandit_steps() -> Prepare:
+    """RAGEN's own ``BanditEnv.step(int)``, one step per freshly seeded env, always the
+    high arm (as :func:`ragen_bandit_steps` with ``from_text=False``)."""
+    cls = _ragen_source("ragen.env.bandit.env").BanditEnv
+    seeds = iter(range(10**9))
+    pool: list[Any] = []
+
+    def prepare(n: int) -> tuple[Callable[[], Any], int]:
+        while len(pool) < n:
+            pool.append(cls())
+        runs = []
+        for e in pool[:n]:
+            e.reset(seed=next(seeds))
+            runs.append((e.step, [e.NAME_TO_ARM_IDX[e.hi_arm_name]]))
+        return _replay(runs), n
+
+    return prepare
+
+
+def ragen_src_frozenlake_reset(size: int, p: float) -> Prepare:
+    """RAGEN's own ``FrozenLakeEnv.reset(seed)`` (``ragen/env/frozen_lake/env.py``) with
+    ``FrozenLakeEnvConfig(size=size, p=p)``: ``all_seed``, ``generate_random_map``,
+    re-running ``__init__`` (Gymnasium's ``FrozenLakeEnv`` tables), the text render."""
+    mod = _ragen_source("ragen.env.frozen_lake.env")
+    env = mod.FrozenLakeEnv(mod.FrozenLakeEnvConfig(size=size, p=p))
+    return _per_seed(lambda k: env.reset(seed=k))
+
+
+def ragen_src_sokoban_steps(dim: int, boxes: int, per_episode: int) -> Prepare:
+    """RAGEN's own ``SokobanEnv.step(int)`` (``ragen/env/sokoban/env.py``) on gym-sokoban,
+    with the RGB frame stubbed out as in :func:`ragen_sokoban_steps` (gym-sokoban's step
+    draws the frame through RAGEN's ``render("rgb_array")`` -> ``get_image``, which
+    returns ``None`` here).  Rooms come from RAGEN's own ``reset(seed)`` (not timed);
+    actions uniform over 1..4."""
+    mod = _ragen_source("ragen.env.sokoban.env")
+    import numpy as np
+
+    class Stubbed(mod.SokobanEnv):
+        def get_image(self, mode: str, scale: int = 1) -> Any:
+            return None
+
+    config = mod.SokobanEnvConfig(dim_room=(dim, dim), num_boxes=boxes, max_steps=100)
+    rng = np.random.default_rng(0)
+    seeds = iter(range(10**9))
+    pool: list[Any] = []
+
+    def prepare(n: int) -> tuple[Callable[[], Any], int]:
+        runs = []
+        total = 0
+        while total < n:
+            if len(runs) == len(pool):
+                pool.append(Stubbed(config))
+            env = pool[len(runs)]
+            env.reset(seed=next(seeds))
+            runs.append((env.step, [int(a) for a in rng.integers(1, 5, size=per_episode)]))
+            total += per_episode
+        return _replay(runs), total
+
+    return prepare
+
+
+def ragen_src_countdown_steps() -> Prepare:
+    """RAGEN's own ``CountdownEnv.step(str)`` (``ragen/env/countdown/env.py``) over a
+    real ``datasets`` table of our Countdown-v0 instances (RAGEN reads its parquet the
+    same way; the env is built without its file, ``data`` set to the table), each env
+    reset with its seed (index = seed) and scoring our oracle's answer."""
+    mod = _ragen_source("ragen.env.countdown.env")
+    datasets = _peer_import("datasets")
+    proto = _our_env("ragen/Countdown-v0")
+    rows, answers = [], []
+    for k in range(4096):
+        proto.reset(seed=k)
+        rows.append({"target": proto._instance.target, "nums": list(proto._instance.numbers)})
+        answers.append(proto.oracle_actions()[0])
+    table = datasets.Dataset.from_list(rows)
+    seeds = iter(range(10**9))
+    pool: list[Any] = []
+
+    def prepare(n: int) -> tuple[Callable[[], Any], int]:
+        while len(pool) < n:
+            env = mod.CountdownEnv.__new__(mod.CountdownEnv)
+            env.config, env.data, env.index = mod.CountdownEnvConfig(), table, None
+            env.render_cache, env.render_mode = None, "text"
+            pool.append(env)
+        runs = []
+        for env in pool[:n]:
+            k = next(seeds) % len(rows)
+            env.reset(seed=k)
+            runs.append((env.step, [answers[k]]))
+        return _replay(runs), n
 
     return prepare
 
@@ -657,14 +853,37 @@ class Row:
 N_STEP = 256
 N_RESET = 100
 
+#: The RAGEN-source label suffix (the commit the sides run).
+SRC = f"(source {RAGEN_COMMIT[:7]})"
+
+
+def _ragen_restated_bandit_reset() -> Prepare:
+    """The re-stated RAGEN Bandit's ``reset(seed)`` (:func:`_ragen_bandit_class`)."""
+    env = _ragen_bandit_class(inlined=False)()
+    return _per_seed(lambda k: env.reset(seed=k))
+
+
 ROWS: dict[str, Row] = {
     r.key: r
     for r in [
+        Row(
+            "bandit_reset",
+            "Bandit reset (ragen/Bandit-v0)",
+            Side("ours", lambda: ours_reset("ragen/Bandit-v0"), N_RESET),
+            [
+                Side(
+                    f"RAGEN BanditEnv.reset(seed) {SRC}", ragen_src_bandit_reset, N_RESET, peer=True
+                ),
+                Side("RAGEN reset (re-stated)", _ragen_restated_bandit_reset, N_RESET),
+            ],
+            target=1.5,
+        ),
         Row(
             "bandit_step",
             "Bandit step (ragen/Bandit-v0)",
             Side("ours", lambda: ours_steps("ragen/Bandit-v0", per_episode=1), N_STEP),
             [
+                Side(f"RAGEN BanditEnv.step(int) {SRC}", ragen_src_bandit_steps, N_STEP, peer=True),
                 Side(
                     "RAGEN env.step(int) (re-stated)",
                     lambda: ragen_bandit_steps(from_text=False),
@@ -701,13 +920,18 @@ ROWS: dict[str, Row] = {
                     peer=True,
                 ),
             ],
-            target=1.0,
+            target=5.0,
         ),
         Row(
             "countdown_step",
             "Countdown scoring an instance (ragen/Countdown-v0 step)",
             Side("ours", lambda: ours_steps("ragen/Countdown-v0", per_episode=1), N_STEP),
             [
+                Side(
+                    f"RAGEN CountdownEnv.step, datasets row {SRC}",
+                    ragen_src_countdown_steps,
+                    N_STEP,
+                ),
                 Side(
                     "RAGEN compute_reward + step, dict row (re-stated)",
                     ragen_countdown_scoring,
@@ -730,6 +954,12 @@ ROWS: dict[str, Row] = {
                 N_STEP,
             ),
             [
+                Side(
+                    f"RAGEN SokobanEnv.step, RGB stubbed {SRC}",
+                    lambda: ragen_src_sokoban_steps(6, 1, 19),
+                    N_STEP,
+                    peer=True,
+                ),
                 Side(
                     "GEM Sokoban 6x6 easy (installed)",
                     lambda: gem_sokoban_steps(6, 2, 20),
@@ -769,12 +999,18 @@ ROWS: dict[str, Row] = {
             Side("ours", lambda: ours_reset("ragen/FrozenLake-8x8-v0"), N_RESET),
             [
                 Side(
+                    f"RAGEN FrozenLakeEnv.reset(seed) {SRC}",
+                    lambda: ragen_src_frozenlake_reset(8, 0.8),
+                    N_RESET,
+                    peer=True,
+                ),
+                Side(
                     "RAGEN reset on Gymnasium FrozenLake (re-stated)",
                     lambda: ragen_frozenlake_reset(8, 0.8),
                     N_RESET,
-                )
+                ),
             ],
-            target=1.0,
+            target=5.0,
         ),
     ]
 }
@@ -1013,6 +1249,12 @@ def main(argv: list[str] | None = None) -> int:
         metavar="DIR",
         help="also run ours from the checkout DIR (e.g. the commit before a change) as a reference",
     )
+    ap.add_argument(
+        "--vendor-ragen",
+        metavar="CHECKOUT",
+        help=f"copy RAGEN's env files at {RAGEN_COMMIT[:7]} from the git repository CHECKOUT "
+        "into .peer-ragen/ and exit",
+    )
     ap.add_argument("--markdown", action="store_true", help="print a Markdown table")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     ap.add_argument("--worker", nargs=3, metavar=("ROW", "SIDE", "BATCHES"), help=argparse.SUPPRESS)
@@ -1020,6 +1262,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.serve:
         return serve(args.serve[0], int(args.serve[1]))
+    if args.vendor_ragen:
+        print(f"RAGEN {RAGEN_COMMIT[:7]} env files in {vendor_ragen(args.vendor_ragen)}")
+        return 0
     if args.worker:
         print(json.dumps(measure(args.worker[0], int(args.worker[1]), int(args.worker[2]))))
         return 0

@@ -5,8 +5,11 @@ puts every row's sides next to each other.  One round is one batch of
 ``peer_speed.N_STEP`` steps or ``peer_speed.N_RESET`` resets (set up outside the timed
 region); divide by ``extra_info["ops_per_round"]`` for the time per operation.  The
 installed peers (reasoning-gym, GEM, gym-sokoban) run only when they import in this
-interpreter; otherwise the test is skipped with the reason (use
-``python benchmarks/peer_speed.py``, which runs them in ``.peer-venv``).  The ratio table
+interpreter, and the "RAGEN (source ...)" sides only when ``.peer-ragen`` holds RAGEN's
+files at ``peer_speed.RAGEN_COMMIT`` (``peer_speed.py --vendor-ragen CHECKOUT``) and
+their imports (``omegaconf``, ``gym-sokoban``, ``datasets``) work here; otherwise the
+test is skipped with the reason (use ``python benchmarks/peer_speed.py``, which runs
+them in ``.peer-venv``).  The ratio table
 of ``benchmarks/README.md`` comes from ``peer_speed.py`` (fresh processes, alternating).
 """
 

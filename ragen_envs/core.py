@@ -4,7 +4,9 @@ Every ragen environment subclasses :class:`TextEnv`, a :class:`gymnasium.Env` wh
 observations and actions are strings (:class:`~ragen_envs.spaces.UnicodeText`).
 Subclasses implement four hooks:
 
-* ``_reset(options) -> None`` builds the instance from ``self.np_random``;
+* ``_reset(options) -> None`` builds the instance from ``self.np_random`` (or from
+  ``self._rng()``, the same draws without building a NumPy generator, in an env that
+  sets ``lazy_seeding``; see :mod:`ragen_envs.pcg64`);
 * ``_step(action: str) -> Transition`` applies one action;
 * ``_observation() -> str`` renders the current state;
 * ``instruction`` (property) is the task text the agent needs: rules, action
@@ -29,6 +31,7 @@ import numpy as np
 from gymnasium.error import ResetNeeded
 
 from .config import validate_config
+from .pcg64 import PCG64Stream, seeded_stream
 from .spaces import MAX_TEXT_LENGTH, UnicodeText
 
 
@@ -195,14 +198,21 @@ class TextEnv(gym.Env[str, str]):
     #: line for a step that meets cold caches (as a rollout step does after the model's
     #: turn).  Instances still have a ``__dict__`` (``gym.Env`` has no slots) for
     #: everything else; ``copy``/``pickle`` carry slots (``object.__getstate__``).
-    __slots__ = ("_status", "_steps", "_return", "_live", "_ready", "_max_steps")
+    __slots__ = ("_status", "_steps", "_return", "_live", "_ready", "_max_steps", "_stream", "_gen")
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
     env_key: ClassVar[str] = ""
     #: Longest action parsed, in characters; longer ones are invalid (see :meth:`step`).
     max_action_length: ClassVar[int] = MAX_ACTION_LENGTH
+    #: ``reset(seed=k)`` keeps the seeded generator as a :class:`~ragen_envs.pcg64.PCG64Stream`
+    #: (``self._stream``) and builds ``np_random`` from it only when asked (see
+    #: :attr:`_np_random`); an env sets this when its hooks draw through :meth:`_rng`.
+    lazy_seeding: bool = False
 
     def __init__(self, render_mode: str | None = None, **config: Any):
+        #: The episode's seeded stream while no NumPy generator was built from it.
+        self._stream: PCG64Stream | None = None
+        self._gen: np.random.Generator | None = None  # the generator (see _np_random)
         self._status = EpisodeStatus.RUNNING
         self._steps = 0
         self._return = 0.0
@@ -304,6 +314,46 @@ class TextEnv(gym.Env[str, str]):
         )
 
     # --------------------------------------------------------- Gymnasium API
+    @property
+    def _np_random(self) -> np.random.Generator | None:  # type: ignore[override]
+        """Gymnasium's generator slot, through which its ``np_random`` reads and writes.
+
+        With :attr:`lazy_seeding`, ``reset(seed=k)`` seeds a pure-Python
+        :class:`~ragen_envs.pcg64.PCG64Stream` instead (the same PCG64 state Gymnasium's
+        ``np_random(k)`` has, drawn from identically); the first read here builds the
+        ``Generator`` at the stream's current position and drops the stream, so every
+        later draw goes through the generator.  Writing (Gymnasium's ``reset`` and
+        ``np_random`` setter) drops the stream too.
+        """
+        gen = self._gen
+        if gen is None and self._stream is not None:
+            gen = self._gen = self._stream.generator()
+            self._stream = None
+        return gen
+
+    @_np_random.setter
+    def _np_random(self, value: np.random.Generator | None) -> None:
+        self._stream = None
+        self._gen = value
+
+    def _rng(self) -> PCG64Stream | np.random.Generator:
+        """What a hook draws from: the seeded stream while it is live, else :attr:`np_random`
+        (both give the same draws; see :mod:`ragen_envs.pcg64`)."""
+        stream = self._stream
+        return self.np_random if stream is None else stream
+
+    def _seed_generator(self, seed: int | None) -> None:
+        """Gymnasium's seeding for ``reset(seed=seed)``; with :attr:`lazy_seeding` a
+        non-negative int seed gives a :class:`~ragen_envs.pcg64.PCG64Stream`."""
+        if self.lazy_seeding and type(seed) is int and seed >= 0:
+            self._gen = None
+            self._stream = seeded_stream(seed)
+            self._np_random_seed = seed  # SeedSequence(seed).entropy
+        elif seed is not None:
+            super().reset(seed=seed)
+        elif self._stream is None:
+            self.np_random  # noqa: B018 - a generator when no seed was ever given
+
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
@@ -317,8 +367,7 @@ class TextEnv(gym.Env[str, str]):
         Returns:
             ``(observation, info)``.
         """
-        super().reset(seed=seed)
-        self.np_random  # noqa: B018 - creates the generator when no seed was ever given, so hooks may use ``_np_random``
+        self._seed_generator(seed)
         self._steps = 0
         self._return = 0.0
         self._status = EpisodeStatus.RUNNING

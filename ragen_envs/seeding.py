@@ -31,6 +31,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from .pcg64 import PCG64Stream
+
 T = TypeVar("T")
 
 #: The three splits, in order.
@@ -99,7 +101,7 @@ def attempt_rng(base_seed: int, attempt: int) -> np.random.Generator:
 
 
 def sample_instance(
-    np_random: np.random.Generator,
+    np_random: np.random.Generator | PCG64Stream,
     build: Callable[[np.random.Generator], T | None],
     *,
     max_attempts: int,
@@ -108,8 +110,10 @@ def sample_instance(
     """Generate one instance with bounded, stably seeded retries.
 
     Args:
-        np_random: the environment's generator; exactly one 63-bit base seed is drawn
-            from it, so item ``i`` of a seeded stream needs no other items.
+        np_random: the environment's generator, or its seeded
+            :class:`~ragen_envs.pcg64.PCG64Stream` (the same draw); exactly one 63-bit
+            base seed is drawn from it, so item ``i`` of a seeded stream needs no other
+            items.
         build: builds an instance from a generator, or returns ``None`` when this
             attempt failed (no valid room, wrong split, ...).
         max_attempts: attempts before giving up.
@@ -119,7 +123,10 @@ def sample_instance(
     Returns:
         ``(instance, attempts_used)``.
     """
-    base = int(np_random.integers(0, 2**63 - 1))
+    if type(np_random) is PCG64Stream:
+        base = np_random.integers(2**63 - 1)  # = Generator.integers(0, 2**63 - 1)
+    else:
+        base = int(np_random.integers(0, 2**63 - 1))
     for attempt in range(max_attempts):
         inst = build(attempt_rng(base, attempt))
         if inst is not None:

@@ -18,6 +18,7 @@ from ragen_envs.baselines import make_random_policy, run_episode
 from ragen_envs.core import Transition, raw_bit_generator, raw_threshold, raw_uniform
 from ragen_envs.envs.countdown.checker import _check_ast, _check_fast
 from ragen_envs.envs.sokoban.render import render_grid
+from ragen_envs.pcg64 import PCG64Stream, seed_words, seeded_stream
 
 from .conftest import ALL_IDS
 
@@ -526,3 +527,209 @@ def test_env_speed_slotted_episode_state_survives_copy_and_pickle(env_id: str) -
         )
         a, b = twin.step(action), copy.deepcopy(env).step(action)
         assert a[1:] == b[1:] and a[0] == b[0]
+
+
+# ------------------------------------------------- issue 31: lazily seeded resets
+def _numpy_draws(rng: np.random.Generator, kinds: list[int]) -> list[float | int]:
+    return [
+        rng.random()
+        if n == 0
+        else int(rng.integers(0, n, dtype=np.uint64 if n > 2**63 else np.int64))
+        for n in kinds
+    ]
+
+
+def _stream_draws(stream: PCG64Stream, kinds: list[int]) -> list[float | int]:
+    return [stream.random() if n == 0 else stream.integers(n) for n in kinds]
+
+
+# 0 = random(); n = integers(n): 32-bit Lemire (incl. 2**32 - 1 and 2**32), 64-bit Lemire
+# (sample_instance's base seed), the full 64-bit range, and the no-draw n = 1.
+_KINDS = [12, 2, 0, 1, 3, 2**32 - 1, 2**32, 2**63 - 1, 2**33 + 5, 7, 0, 2**64]
+
+
+@pytest.mark.parametrize(
+    "seeds",
+    [
+        list(range(0, 600)),  # sequential: the block path
+        [7, 3, 99, 1 << 31, 2**32 - 1, 12345, 0],  # out of sequence: one at a time
+        [2**32, 2**40 + 3, 2**63 + 1, 2**90],  # above one entropy word: NumPy's SeedSequence
+    ],
+    ids=["sequential", "scattered", "wide"],
+)
+def test_env_speed_pcg64_stream_is_numpys_seeded_generator(seeds: list[int]) -> None:
+    from gymnasium.utils import seeding
+
+    for seed in seeds:
+        rng, entropy = seeding.np_random(seed)
+        stream = seeded_stream(seed)
+        assert stream.bit_state() == rng.bit_generator.state, seed
+        assert _stream_draws(stream, _KINDS) == _numpy_draws(rng, _KINDS), seed
+        assert stream.bit_state() == rng.bit_generator.state
+        assert stream.generator().random(4).tolist() == rng.random(4).tolist()
+        assert entropy == seed
+
+
+def test_env_speed_pcg64_block_boundary_and_negative_seed() -> None:
+    from ragen_envs import pcg64
+
+    top = 2**32 - 3
+    for seed in range(top - 2, top + 6):  # a block cut short at the last one-word seed
+        assert seed_words(seed) == tuple(
+            np.random.SeedSequence(seed).generate_state(4, np.uint64).tolist()
+        )
+    for seed in range(pcg64.BLOCK - 3, pcg64.BLOCK * 2 + 3):  # across block ends
+        assert seed_words(seed) == tuple(
+            np.random.SeedSequence(seed).generate_state(4, np.uint64).tolist()
+        )
+    with pytest.raises(ValueError, match="non-negative"):
+        seed_words(-1)
+
+
+LAZY_IDS = [
+    "ragen/Bandit-v0",
+    "ragen/Bandit-Pairs-v0",
+    "ragen/Bandit-PairsAB-v0",
+    "ragen/FrozenLake-v0",
+    "ragen/FrozenLake-8x8-v0",
+    "ragen/FrozenLake-Slippery-v0",
+    "ragen/Sudoku-v0",
+    "ragen/Sudoku-4x4-Hard-v0",
+]
+
+
+def _play(env, seed: int, *, touch: bool) -> list:
+    """Reset with ``seed`` and play up to 4 steps (oracle, else random), optionally reading
+    ``np_random`` right after the reset; the record of everything observable."""
+    obs, info = env.reset(seed=seed)
+    record = [obs, info]
+    if touch:
+        record.append(env.np_random.bit_generator.state)
+    rng = np.random.default_rng(seed)
+    for _ in range(4):
+        plan = env.oracle_actions() if seed % 2 else []
+        action = plan[0] if plan else env.sample_action(rng)
+        out = env.step(action)
+        record.append(out)
+        if out[2] or out[3]:
+            break
+    record.append(env.np_random.bit_generator.state)
+    record.append(env.np_random_seed)
+    return record
+
+
+@pytest.mark.parametrize("env_id", LAZY_IDS)
+def test_env_speed_lazy_seeding_is_gymnasium_seeding(env_id: str) -> None:
+    """A lazily seeded env (pure-Python PCG64 stream, Generator built on first use) gives
+    what the same env seeded by Gymnasium gives, step for step, whenever ``np_random``
+    is first read."""
+    fast = ragen_envs.make(env_id).unwrapped
+    slow = ragen_envs.make(env_id).unwrapped
+    assert fast.lazy_seeding
+    slow.lazy_seeding = False  # Gymnasium's own np_random(seed), as before issue 31
+    for seed in [*range(40), 977, 2**32 + 1]:
+        touch = seed % 3 == 0
+        assert _play(fast, seed, touch=touch) == _play(slow, seed, touch=touch), (env_id, seed)
+
+
+def test_env_speed_lazy_seeding_after_seedless_reset_and_setter() -> None:
+    fast = ragen_envs.make("ragen/Bandit-v0").unwrapped
+    slow = ragen_envs.make("ragen/Bandit-v0").unwrapped
+    slow.lazy_seeding = False
+    fast.reset(seed=5)
+    slow.reset(seed=5)
+    for _ in range(3):  # reset() without a seed continues the seeded stream
+        assert fast.reset() == slow.reset()
+        assert fast.step(fast.oracle_actions()[0]) == slow.step(slow.oracle_actions()[0])
+    fast.reset(seed=6)
+    fast.np_random = np.random.default_rng(1)  # the setter replaces the stream
+    assert fast._stream is None and fast.np_random_seed == -1
+    assert fast.np_random.bit_generator.state == np.random.default_rng(1).bit_generator.state
+
+
+def _bandit_state(env) -> dict:
+    state = {k: v for k, v in vars(env).items() if k not in ("_stream", "_gen")}
+    for name in ("_status", "_steps", "_return", "_live", "_ready", "_max_steps"):
+        state[name] = getattr(env, name)
+    state["_pending"] = env._pending
+    state["_last"] = env._last
+    state["rng"] = env.np_random.bit_generator.state
+    return state
+
+
+@pytest.mark.parametrize("env_id", ["ragen/Bandit-v0", "ragen/Bandit-PairsAB-v0"])
+@pytest.mark.parametrize("split", ["train", "validation", "test"])
+def test_env_speed_bandit_fast_reset_is_the_general_reset(env_id: str, split: str) -> None:
+    """Bandit's direct reset (precomputed starts) sets exactly what TextEnv.reset with
+    Bandit's hooks sets; ``split_by="pairs"`` and options take the general path."""
+    from ragen_envs.core import TextEnv
+
+    fast = ragen_envs.make(env_id, split=split).unwrapped
+    slow = ragen_envs.make(env_id, split=split).unwrapped
+    for seed in [*range(60), 4321]:
+        got = fast.reset(seed=seed)
+        want = TextEnv.reset(slow, seed=seed)
+        assert got == want, seed
+        assert _bandit_state(fast) == _bandit_state(slow), seed
+        assert fast.step(fast.oracle_actions()[0]) == slow.step(slow.oracle_actions()[0])
+
+
+def test_env_speed_bandit_reset_info_is_the_callers() -> None:
+    env = ragen_envs.make("ragen/Bandit-v0").unwrapped
+    _, info = env.reset(seed=3)
+    arms = list(info["arms"])
+    info["arms"].append("tampered")
+    info["status"] = "tampered"
+    _, again = env.reset(seed=3)
+    assert again["arms"] == arms and again["status"] == "running"
+
+
+def test_env_speed_frozenlake_flood_fill_is_the_search() -> None:
+    """``has_path`` (bit-set flood fill) agrees with the breadth-first search on random
+    maps of every shape from 1x2 to 9x9."""
+    from ragen_envs.envs.frozenlake.maps import FrozenMap
+
+    rng = np.random.default_rng(31)
+    for _ in range(3000):
+        nrow, ncol = (int(x) for x in rng.integers(1, 10, size=2))
+        if nrow * ncol < 2:
+            continue
+        tiles = ["F" if u < rng.uniform(0.3, 0.95) else "H" for u in rng.random(nrow * ncol)]
+        s, g = rng.choice(nrow * ncol, 2, replace=False)
+        tiles[s], tiles[g] = "S", "G"
+        fmap = FrozenMap(tuple("".join(tiles[r * ncol : (r + 1) * ncol]) for r in range(nrow)))
+        assert fmap.has_path() == (fmap.shortest_path_length() is not None), fmap.rows
+
+
+def test_env_speed_frozenlake_dynamics_built_on_first_use() -> None:
+    from ragen_envs.envs.frozenlake.dynamics import build_dynamics
+
+    env = ragen_envs.make("ragen/FrozenLake-Slippery-v0").unwrapped
+    with pytest.raises(RuntimeError, match="reset"):
+        env.transitions  # noqa: B018
+    env.reset(seed=2)
+    assert env._dyn is None  # not built by the reset
+    assert env.dynamics == build_dynamics(env.lake, env._success_rate)
+    assert env.transitions is env.dynamics.transitions
+
+
+def test_env_speed_pcg64_seed_words_from_threads() -> None:
+    """The block cache is one object replaced whole: threads resetting at once, some in
+    sequence and some not, always get NumPy's words for their own seed."""
+    import threading
+
+    errors: list[int] = []
+
+    def work(offset: int) -> None:
+        seeds = range(offset, offset + 1500) if offset % 2 else range(offset, 10**6, 997)
+        for seed in list(seeds)[:1500]:
+            want = tuple(np.random.SeedSequence(seed).generate_state(4, np.uint64).tolist())
+            if seed_words(seed) != want:
+                errors.append(seed)
+
+    threads = [threading.Thread(target=work, args=(k * 5000 + k % 2,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []

@@ -130,8 +130,39 @@ class FrozenMap:
         return None
 
     def has_path(self) -> bool:
-        """True when the goal is reachable from the start avoiding holes."""
-        return self.shortest_path_length() is not None
+        """True when the goal is reachable from the start avoiding holes.
+
+        A flood fill on bit sets (bit ``s`` = state ``s``): the reached set grows by its
+        four shifted copies (masked at the left and right edges) within the non-hole
+        tiles until it stops growing.  The same answer as
+        ``shortest_path_length() is not None`` (tested), at a fraction of the cost: the
+        breadth-first search was 60 % of an 8x8 reset under cProfile.
+        """
+        nrow, ncol = self.nrow, self.ncol
+        text = "".join(self.rows)
+        free = int(text.replace(HOLE, "0").translate(_ONES)[::-1], 2)
+        goal = 1 << self.goal
+        full = (1 << (nrow * ncol)) - 1
+        col0 = int(("0" * (ncol - 1) + "1") * nrow, 2)  # bits of column 0
+        not_first, not_last = full & ~col0, full & ~(col0 << (ncol - 1))
+        reach = 1 << self.start
+        while True:
+            grown = (
+                reach
+                | (reach & not_first) >> 1
+                | (reach & not_last) << 1
+                | reach >> ncol
+                | reach << ncol
+            ) & free
+            if grown & goal:
+                return True
+            if grown == reach:
+                return False
+            reach = grown
+
+
+#: Letters other than ``H`` to ``1`` (``has_path``'s bit set of non-hole tiles).
+_ONES = str.maketrans({START: "1", FROZEN: "1", GOAL: "1"})
 
 
 def random_map_attempt(rng: np.random.Generator, size: int, p: float) -> FrozenMap | None:

@@ -61,6 +61,9 @@ class SudokuEnv(TextEnv):
     """
 
     env_key = "sudoku"
+    #: The base seed is drawn from a pure-Python copy of the seeded PCG64
+    #: (TextEnv.lazy_seeding): no NumPy generator is built for it.
+    lazy_seeding = True
 
     def __init__(self, render_mode: str | None = None, **config: Any):
         super().__init__(render_mode=render_mode, **config)
@@ -84,7 +87,7 @@ class SudokuEnv(TextEnv):
             target = EMPTY_CELLS[n][self.config["difficulty"]]
             split = self.config["split"]
             puzzle, self._attempts = sample_instance(
-                self.np_random,
+                self._rng(),
                 lambda rng: generate_attempt(rng, n, target, split),
                 max_attempts=MAX_ATTEMPTS,
             )
