@@ -530,7 +530,7 @@ def test_axioms_verdict(listing, allowed, uses_sorry) -> None:
 
 def test_admit_goal_in_a_repl_without_proof_status_is_caught_by_axioms() -> None:
     """An older REPL (no proofStatus) answers admitGoal with no goal and no message; the
-    written #print axioms answer lists sorryAx (tests/data/lean/written/admit_goal.*)."""
+    written #print axioms answer lists sorryAx (tests/data/lean/written/admit_goal.in and .expected.out)."""
     from .lean_support import lean_env, repl_spec
 
     _assert_admit_goal_rejected(lean_env(repl_spec()))
