@@ -91,7 +91,8 @@ class EnvSection:
 @dataclass
 class VLLMSection:
     """The colocated vLLM rollout engine (``rollout.engine=vllm``; see
-    :mod:`ragen_train.rollout_engine`).  ``dtype`` ``auto`` takes ``model.dtype``."""
+    :mod:`ragen_train.rollout_engine`).  ``dtype`` ``auto``: bfloat16 on GPUs and on CPUs with
+    native bf16 (AVX512_BF16 / AMX), float32 on other CPUs (``rollout_engine.engine_dtype``)."""
 
     dtype: str = "auto"
     gpu_memory_utilization: float = 0.5
@@ -257,6 +258,11 @@ class TrainerSection:
         10  # stop (checkpoints kept) after this many such steps in a row; 0 = never
     )
     overwrite: bool = False  # start a new run in an out_dir that holds one (its metrics and checkpoints are removed)
+    # How the update computes log-probs (ragen_train.logprobs): "shared_prefix" (a group's prompt
+    # once per micro-batch, LM head only at trained positions), "padded" (no prefix sharing),
+    # "plain" (the earlier path: padded to the step's longest sample, full-width LM head).
+    update_path: str = "shared_prefix"
+    max_tokens_per_microbatch: int = 0  # > 0: micro-batches by computed-token budget, not by count
 
 
 @dataclass
@@ -301,6 +307,7 @@ _CHOICES: dict[str, Collection[Any]] = {
     "env.val_split": ("train", "validation", "test"),
     "env.test_split": ("train", "validation", "test"),
     "trainer.distributed": ("ddp", "fsdp2"),
+    "trainer.update_path": ("shared_prefix", "padded", "plain"),
 }
 
 #: Allowed values of every numeric field (``None`` values of optional fields are not
@@ -368,6 +375,7 @@ _RANGES: dict[str, Range] = {
     "trainer.collapse_every": Range(ge=0),
     "trainer.collapse_samples": Range(ge=1),
     "trainer.max_nonfinite_skips": Range(ge=0),
+    "trainer.max_tokens_per_microbatch": Range(ge=0),  # 0: optim.micro_batch_size samples
     "trainer.degenerate_warn_rate": Range(ge=0, le=1),
     "trainer.degenerate_stop_steps": Range(ge=0),  # 0: never stop
     "algorithm.tis_cap": Range(ge=1),  # the largest importance weight kept (truncated IS)
