@@ -24,6 +24,7 @@ trainer's ``_update`` with every path of ``--paths`` (``trainer.update_path``, d
   of an fp32 matmul of the model's MLP shape measured in the same run;
 * the largest difference of the updated trainable parameters and of ``actor/grad_norm``
   against the first path (identical gradients give the same update);
+* before each path, an untimed update on ``--warmup`` samples (one-time kernel set-up);
 * the process's peak RSS (``ru_maxrss``) after each path, the load average, the CPU flags.
 
 The JSON goes to ``--out`` (default ``benchmarks/results/update_efficiency.json``).
@@ -178,6 +179,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--engine", default="hf", help="rollout.engine for the rollouts")
     ap.add_argument("--samples", type=Path, default=None, help="replay file (written if absent)")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    ap.add_argument(
+        "--warmup", type=int, default=2, help="samples of an untimed update per path (0: none)"
+    )
     ap.add_argument("overrides", nargs="*", help="extra config key=value")
     args = ap.parse_args(argv)
     paths = [p.strip() for p in args.paths.split(",") if p.strip()]
@@ -231,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     for path in paths:
         trainer.cfg.trainer.update_path = path
         trainer._update_path = None  # re-resolve (and warn if the model cannot run it)
+        if args.warmup:  # first calls pay one-time kernel set-up: not part of the figure
+            trainer._update(steps[0]["samples"][: args.warmup], steps[0]["scale"])
         restore(trainer, start)
         torch.manual_seed(cfg.trainer.seed)
         rows = []

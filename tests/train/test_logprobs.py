@@ -237,10 +237,11 @@ def test_shared_prefix_computes_at_least_4x_fewer_tokens_on_a_bandit_like_step()
     assert cost_padded / cost_shared >= 4.0
 
 
+@pytest.mark.slow
 def test_trainer_update_paths_give_the_same_parameters(tmp_path: Path) -> None:
-    """One real `_update` (GRPO + KL + entropy bonus + a critic-free step) from the same
-    weights with `trainer.update_path=plain` and `shared_prefix`: the same new parameters,
-    fewer tokens computed."""
+    """One real `_update` (GRPO + KL + entropy bonus) from the same weights with
+    `trainer.update_path=plain`, `shared_prefix` (by count and by a token budget) and `padded`:
+    the same new parameters; the fast paths compute fewer tokens."""
     from ragen_train.config import load_config
     from ragen_train.trainer import StarPOTrainer
 
@@ -248,11 +249,17 @@ def test_trainer_update_paths_give_the_same_parameters(tmp_path: Path) -> None:
 
     params = {}
     processed = {}
-    for path in ("plain", "shared_prefix"):
+    runs = {
+        "plain": ("plain", 0),
+        "shared_prefix": ("shared_prefix", 0),
+        "budget": ("shared_prefix", 120),
+        "padded": ("padded", 0),
+    }
+    for run, (path, budget) in runs.items():
         cfg = load_config(
             "quickstart",
             [
-                f"trainer.out_dir={tmp_path / path}",
+                f"trainer.out_dir={tmp_path / run}",
                 "trainer.loggers=jsonl",
                 "rollout.group_size=4",
                 "optim.lr=1e-2",
@@ -261,6 +268,7 @@ def test_trainer_update_paths_give_the_same_parameters(tmp_path: Path) -> None:
                 "algorithm.kl_coef=0.05",
                 "algorithm.entropy_coef=0.01",
                 f"trainer.update_path={path}",
+                f"trainer.max_tokens_per_microbatch={budget}",
             ],
         )
         torch.manual_seed(0)
@@ -268,8 +276,26 @@ def test_trainer_update_paths_give_the_same_parameters(tmp_path: Path) -> None:
         assert trainer.update_path == path
         samples = mixed_samples(trainer)
         metrics = trainer._update(samples, 1.0)
-        processed[path] = metrics["update/tokens_processed"]
-        params[path] = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
-    assert processed["shared_prefix"] < processed["plain"]
-    for name, p in params["plain"].items():
-        assert torch.allclose(p, params["shared_prefix"][name], atol=1e-5, rtol=0), name
+        assert metrics["actor/grad_norm"] > 0  # a real gradient, not a trivially equal zero
+        processed[run] = metrics["update/tokens_processed"]
+        params[run] = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+    assert processed["shared_prefix"] < processed["padded"] < processed["plain"]
+    for run in ("shared_prefix", "budget", "padded"):
+        for name, p in params["plain"].items():
+            assert torch.allclose(p, params[run][name], atol=1e-5, rtol=0), (run, name)
+
+
+@pytest.mark.parametrize("share", [True, False])
+def test_a_sample_without_trained_tokens_gives_zero_but_connected_gradients(share: bool) -> None:
+    """The trainer's `_dummy_sample` (two pad tokens, nothing trained) on a rank without data:
+    the forward runs, every trainable parameter receives a (zero) gradient, nothing is NaN."""
+    model = _qwen2(tie=False)
+    dummy = Sample([0, 0], [0, 0], [-1, -1], [0.0, 0.0], None, 0.0, -1, -1)
+    (mb,) = plan_micro_batches([dummy], [0], share_prefix=share, max_samples=1)
+    lp, ent = micro_logprobs(model, [dummy], mb, width=1, pad_id=0, with_entropy=True)
+    assert lp.shape == (1, 1) and float(lp.abs().sum()) == 0.0
+    (lp.sum() + ent.sum()).backward()
+    grads = [p.grad for p in model.parameters()]
+    assert all(
+        g is not None and torch.isfinite(g).all() and float(g.abs().sum()) == 0 for g in grads
+    )
