@@ -351,6 +351,12 @@ def _capture(norm: Any) -> Iterator[list[torch.Tensor]]:
         handle.remove()
 
 
+def _no_logits(device: Any) -> torch.Tensor:
+    """``logits_to_keep`` that keeps no position: the model's own LM head computes nothing
+    (``1`` would still project one position per row onto the whole vocabulary)."""
+    return torch.zeros(0, dtype=torch.long, device=device)
+
+
 def _cache_kw(base: Any) -> str:
     params = inspect.signature(base.forward).parameters
     return "cache" if "cache" in params else "past_key_values"
@@ -402,7 +408,9 @@ def _final_hidden(
         for i, s in enumerate(ids):
             att[i, : len(s)] = 1
         with _capture(norm) as got:
-            model(input_ids=x, attention_mask=att, use_cache=False, logits_to_keep=1)
+            model(
+                input_ids=x, attention_mask=att, use_cache=False, logits_to_keep=_no_logits(device)
+            )
         flat = got[-1].reshape(-1, got[-1].shape[-1])
         for i, (s, m) in enumerate(zip(ids, masks)):
             for t in range(1, len(s)):
@@ -458,7 +466,7 @@ def _shared_prefix_pass(
             attention_mask=_additive(allowed, dtype),
             position_ids=q[None].expand(len(units), -1),
             use_cache=True,
-            logits_to_keep=1,
+            logits_to_keep=_no_logits(device),
         )
     h_pre = got[-1]
     cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
@@ -486,7 +494,7 @@ def _shared_prefix_pass(
             attention_mask=_additive(allowed, dtype),
             position_ids=p_of[:, None] + qs[None, :],
             use_cache=True,
-            logits_to_keep=1,
+            logits_to_keep=_no_logits(device),
             **{kw: cache},
         )
     h_suf = got[-1]
