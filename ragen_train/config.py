@@ -140,11 +140,12 @@ class EnvSection:
 @dataclass
 class VLLMSection:
     """The colocated vLLM rollout engine (``rollout.engine=vllm``; see
-    :mod:`ragen_train.rollout_engine`).  ``dtype`` ``auto`` takes ``model.dtype``."""
+    :mod:`ragen_train.rollout_engine`).  ``dtype`` ``auto``: bfloat16 on GPUs and on CPUs with
+    native bf16 (AVX512_BF16 / AMX), float32 on other CPUs (``rollout_engine.engine_dtype``)."""
 
     dtype: str = setting(
         "auto",
-        "Precision of the vLLM engine's weights; auto = model.dtype.",
+        "vLLM engine weight dtype; auto = bfloat16 on GPUs and CPUs with native bf16, float32 on other CPUs.",
         choices=("auto", *_DTYPES),
     )
     gpu_memory_utilization: float = setting(
@@ -571,6 +572,16 @@ class TrainerSection:
     overwrite: bool = setting(
         False,
         "Start a new run in an out_dir that holds one (its metrics and checkpoints are removed).",
+    )
+    update_path: str = setting(
+        "shared_prefix",
+        "Update log-prob path: shared_prefix (group prompt once, LM head at trained positions), padded, or plain (earlier path).",
+        choices=("shared_prefix", "padded", "plain"),
+    )
+    max_tokens_per_microbatch: int = setting(
+        0,
+        "Cap micro-batches by computed tokens (padding included), not by sample count; 0 = off.",
+        range=Range(ge=0),
     )
 
 

@@ -49,6 +49,14 @@ from .batch import Sample, TensorBatch, build_samples, collate
 from .config import StarPOConfig, _flatten, rollout_config_for, validate
 from .filtering import FilterConfig, group_scores, group_values, select_groups
 from .logger import MetricLogger
+from .logprobs import (
+    MicroBatch,
+    Unit,
+    fast_path_problem,
+    micro_batch_cost,
+    micro_logprobs,
+    plan_micro_batches,
+)
 from .losses import (
     Denominators,
     aggregate,
@@ -317,7 +325,7 @@ class StarPOTrainer:
         name = resolve_engine(cfg.rollout.engine, cfg.model.path)
         if name == "hf":
             return name, None
-        from .rollout_engine import VLLMRolloutEngine, vllm_available
+        from .rollout_engine import VLLMRolloutEngine, engine_dtype, vllm_available
 
         if not vllm_available():
             from ragen_bench.policies.vllm_backend import VLLM_EXTRA_HINT
@@ -329,7 +337,7 @@ class StarPOTrainer:
         v = cfg.rollout.vllm
         engine = VLLMRolloutEngine(
             resolve_model_path(cfg.model.path),
-            dtype=cfg.model.dtype if v.dtype == "auto" else v.dtype,
+            dtype=engine_dtype(v.dtype, str(self.device)),
             max_batch_size=cfg.rollout.batch_size,
             device=str(self.device),
             tensor_parallel_size=v.tensor_parallel_size,
@@ -542,20 +550,18 @@ class StarPOTrainer:
         return [s for s in samples if s.group in kept_ids], fmetrics, scale
 
     def _fill_entropy(self, samples: list[Sample]) -> None:
+        """Each sample's mean token entropy over its trained tokens (for entropy filtering)."""
         self._eval_mode()
+        batch = collate(samples, self.tokenizer.pad_token_id)
         with torch.no_grad():
-            for chunk in _chunks(list(range(len(samples))), self.cfg.optim.micro_batch_size):
-                b = collate([samples[i] for i in chunk], self.tokenizer.pad_token_id)
-                _, ent = token_logprobs(
-                    self.model,
-                    b.input_ids.to(self.device),
-                    b.attention_mask.to(self.device),
-                    temperature=self.cfg.rollout.temperature,
-                    with_entropy=True,
-                )
+            for mb in self._agree_micro_count(self._plan(samples, list(range(len(samples))))):
+                rows = mb.rows if mb is not None else [0]
+                _, ent = self._policy_logprobs(self.model, batch, samples, mb, with_entropy=True)
+                if mb is None:  # a dummy micro-batch (another rank has more)
+                    continue
                 ent = ent.cpu()
-                for j, i in enumerate(chunk):
-                    m = b.loss_mask[j]
+                for j, i in enumerate(rows):
+                    m = batch.loss_mask[i]
                     samples[i].entropy = float((ent[j] * m).sum() / m.sum().clamp(min=1))
 
     # ----------------------------------------------------------------- update
@@ -583,30 +589,137 @@ class StarPOTrainer:
             if m is not None:
                 m.eval()
 
+    # -------------------------------------------------------------- forwards
+    @property
+    def update_path(self) -> str:
+        """The path :mod:`ragen_train.logprobs` runs: ``trainer.update_path``, or a simpler
+        one (with a warning, once) when the model cannot run it."""
+        path = getattr(self, "_update_path", None)
+        if path is None:
+            path = self.cfg.trainer.update_path
+            if path != "plain":
+                problem = fast_path_problem(self.model, share_prefix=path == "shared_prefix")
+                if problem is not None:
+                    fallback = "padded" if "checkpointing" in problem else "plain"
+                    warnings.warn(
+                        f"trainer.update_path={path} cannot run here ({problem}); using {fallback}",
+                        RuntimeWarning,
+                        stacklevel=2,
+                    )
+                    path = fallback
+            self._update_path = path
+        return path
+
+    def _plan(self, samples: list[Sample], rows: list[int]) -> list[MicroBatch]:
+        """Micro-batches of ``rows`` (:func:`~ragen_train.logprobs.plan_micro_batches`; the
+        plain path keeps fixed chunks of ``optim.micro_batch_size`` in the given order)."""
+        size = self.cfg.optim.micro_batch_size
+        if self.update_path == "plain":
+            return [MicroBatch((Unit(tuple(c), 0),)) for c in _chunks(rows, size)]
+        return plan_micro_batches(
+            samples,
+            rows,
+            share_prefix=self.update_path == "shared_prefix",
+            max_samples=size,
+            max_tokens=self.cfg.trainer.max_tokens_per_microbatch,
+        )
+
+    def _agree_micro_count(self, micro: list[MicroBatch]) -> list[MicroBatch | None]:
+        """The same number of micro-batches on every rank: ``None`` marks a dummy one (a
+        forward on row 0 whose loss is masked out), so DDP/FSDP collectives stay in step."""
+        n = int(D.all_reduce_max(len(micro), self.dist))
+        return list(micro) + [None] * (n - len(micro))
+
+    def _policy_logprobs(
+        self,
+        model: Any,
+        batch: TensorBatch,
+        samples: list[Sample],
+        mb: MicroBatch | None,
+        *,
+        with_entropy: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``logp, entropy (b, T)`` of the micro-batch's rows (row 0 for a dummy), zero
+        outside the trained positions on the fast paths."""
+        temp = self.cfg.rollout.temperature
+        if mb is None:
+            mb = (
+                MicroBatch((Unit((0,), 0),)) if self.update_path == "plain" else self._row0(samples)
+            )
+        if self.update_path == "plain":
+            sel = mb.rows
+            return token_logprobs(
+                model,
+                batch.input_ids[sel].to(self.device),
+                batch.attention_mask[sel].to(self.device),
+                temperature=temp,
+                with_entropy=with_entropy,
+                loss_mask=batch.loss_mask[sel].to(self.device),
+            )
+        return micro_logprobs(
+            model,
+            samples,
+            mb,
+            width=batch.loss_mask.shape[1],
+            pad_id=self.tokenizer.pad_token_id,
+            device=self.device,
+            temperature=temp,
+            with_entropy=with_entropy,
+        )
+
+    def _row0(self, samples: list[Sample]) -> MicroBatch:
+        return self._plan(samples, [0])[0]
+
+    def _values(self, batch: TensorBatch, samples: list[Sample], mb: MicroBatch | None):
+        """Critic values ``(b, T)`` of the micro-batch's rows (padded to the micro-batch on
+        the fast paths; the critic runs every position, its head is one output wide)."""
+        sel = mb.rows if mb is not None else [0]
+        if self.update_path == "plain":
+            ids, att = batch.input_ids[sel], batch.attention_mask[sel]
+        else:
+            sub = collate([samples[i] for i in sel], self.tokenizer.pad_token_id)
+            ids, att = sub.input_ids, sub.attention_mask
+        v = token_values(self.critic, ids.to(self.device), att.to(self.device))
+        width = batch.loss_mask.shape[1]
+        if v.shape[1] < width:
+            v = torch.nn.functional.pad(v, (0, width - v.shape[1]))
+        return v
+
+    def _tokens_processed(self, batch: TensorBatch, samples: list[Sample], mb: MicroBatch) -> int:
+        """Tokens the policy forward of a micro-batch computes, padding included."""
+        if self.update_path == "plain":
+            return len(mb.rows) * int(batch.input_ids.shape[1])
+        return micro_batch_cost(samples, mb.units)
+
     @torch.no_grad()
-    def _forward_stats(self, batch: TensorBatch) -> dict[str, torch.Tensor]:
+    def _forward_stats(self, batch: TensorBatch, samples: list[Sample]) -> dict[str, torch.Tensor]:
         """Old log-probs (unless :attr:`_single_pass`), reference log-probs and values, micro-batched,
         all in eval mode (:meth:`_eval_mode`)."""
-        cfg = self.cfg
         self._eval_mode()
-        out: dict[str, list[torch.Tensor]] = defaultdict(list)
-        for idx in _chunks(list(range(len(batch))), cfg.optim.micro_batch_size):
-            ids = batch.input_ids[idx].to(self.device)
-            att = batch.attention_mask[idx].to(self.device)
-            lm = batch.loss_mask[idx].to(self.device)
-            if not self._single_pass:
-                lp, _ = token_logprobs(
-                    self.model, ids, att, temperature=cfg.rollout.temperature, loss_mask=lm
-                )
-                out["old_logp"].append(lp.cpu())
-            if self.ref is not None:
-                rl, _ = token_logprobs(
-                    self.ref, ids, att, temperature=cfg.rollout.temperature, loss_mask=lm
-                )
-                out["ref_logp"].append(rl.cpu())
-            if self.critic is not None:
-                out["values"].append(token_values(self.critic, ids, att).cpu())
-        return {k: torch.cat(v) for k, v in out.items()}
+        width = batch.loss_mask.shape[1]
+        keys = [
+            k
+            for k, on in (
+                ("old_logp", not self._single_pass),
+                ("ref_logp", self.ref is not None),
+                ("values", self.critic is not None),
+            )
+            if on
+        ]
+        out = {k: torch.zeros((len(batch), width)) for k in keys}
+        for mb in self._agree_micro_count(self._plan(samples, list(range(len(batch))))):
+            rows = mb.rows if mb is not None else [0]
+            got: dict[str, torch.Tensor] = {}
+            if "old_logp" in out:
+                got["old_logp"], _ = self._policy_logprobs(self.model, batch, samples, mb)
+            if "ref_logp" in out:
+                got["ref_logp"], _ = self._policy_logprobs(self.ref, batch, samples, mb)
+            if "values" in out:
+                got["values"] = self._values(batch, samples, mb)
+            if mb is not None:
+                for k, v in got.items():
+                    out[k][rows] = v.cpu()
+        return out
 
     def _advantages(
         self, batch: TensorBatch, samples: list[Sample], stats: dict[str, torch.Tensor]
@@ -695,7 +808,7 @@ class StarPOTrainer:
         samples = samples or [self._dummy_sample()]
         batch = collate(samples, self.tokenizer.pad_token_id)
         t_old = time.perf_counter()
-        stats = self._forward_stats(batch)
+        stats = self._forward_stats(batch, samples)
         t_old = time.perf_counter() - t_old
         adv, returns = self._advantages(batch, samples, stats)
         mask = batch.loss_mask
@@ -724,7 +837,7 @@ class StarPOTrainer:
             order = torch.randperm(n, generator=gen).tolist()
             for k in range(opt.mini_batches):
                 self._minibatch(
-                    batch, stats, adv, returns, order[k :: opt.mini_batches], scale, acc
+                    batch, samples, stats, adv, returns, order[k :: opt.mini_batches], scale, acc
                 )
         metrics = acc.reduce(self.dist)
         metrics["time/old_logprob_s"] = t_old
@@ -737,6 +850,7 @@ class StarPOTrainer:
     def _minibatch(
         self,
         batch: TensorBatch,
+        samples: list[Sample],
         stats: dict[str, torch.Tensor],
         adv: torch.Tensor,
         returns: torch.Tensor,
@@ -760,29 +874,21 @@ class StarPOTrainer:
         )
         if denom.tokens == 0:
             return
-        micro = _chunks(idx, opt.micro_batch_size)
-        n_micro = int(D.all_reduce_max(len(micro), self.dist))
-        micro += [[]] * (n_micro - len(micro))  # dummy micro-batches keep DDP collectives in step
+        micro = self._agree_micro_count(self._plan(samples, idx))
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
         if self.critic is not None:
             self.critic.train()
             self.critic_optimizer.zero_grad(set_to_none=True)
-        for j, mi in enumerate(micro):
+        for j, mb in enumerate(micro):
             last = j == len(micro) - 1
-            sel = mi or [0]
-            ids = batch.input_ids[sel].to(self.device)
-            att = batch.attention_mask[sel].to(self.device)
+            mi = mb is not None  # False: a dummy micro-batch (row 0, loss masked out)
+            sel = mb.rows if mb is not None else [0]
             mask = batch.loss_mask[sel].to(self.device) * (1.0 if mi else 0.0)
+            if mb is not None:
+                acc.total("update/tokens_processed", self._tokens_processed(batch, samples, mb))
             with D.accumulate_without_sync(self.model, self.dist, sync=last):
-                logp, ent = token_logprobs(
-                    self.model,
-                    ids,
-                    att,
-                    temperature=cfg.rollout.temperature,
-                    with_entropy=True,
-                    loss_mask=batch.loss_mask[sel].to(self.device),
-                )
+                logp, ent = self._policy_logprobs(self.model, batch, samples, mb, with_entropy=True)
                 if "old_logp" in stats:
                     old = stats["old_logp"][sel].to(self.device)
                 else:
@@ -828,7 +934,7 @@ class StarPOTrainer:
                 acc.tok(f"actor/{k}", float(v) * ntok, ntok)
             if self.critic is not None:
                 with D.accumulate_without_sync(self.critic, self.dist, sync=last):
-                    v = token_values(self.critic, ids, att)
+                    v = self._values(batch, samples, mb)
                     vl, _ = value_loss(
                         v,
                         stats["values"][sel].to(self.device),

@@ -223,6 +223,8 @@ TRL_FIELDS: dict[str, FieldHandling] = {
     "trainer.degenerate_warn_rate": handling("unused", "native trainer only"),
     "trainer.degenerate_stop_steps": handling("unused", "native trainer only"),
     "trainer.overwrite": handling("unused", "native trainer only"),
+    "trainer.update_path": handling("unused", "TRL computes its own log-probs"),
+    "trainer.max_tokens_per_microbatch": handling("unused", "TRL batches by sample count"),
 }
 
 

@@ -176,6 +176,10 @@ VERL_FIELDS: dict[str, FieldHandling] = {
     "trainer.degenerate_warn_rate": handling("unused", _NATIVE_ONLY),
     "trainer.degenerate_stop_steps": handling("unused", _NATIVE_ONLY),
     "trainer.overwrite": handling("unused", _NATIVE_ONLY),
+    "trainer.update_path": handling("unused", "verl computes its own log-probs"),
+    "trainer.max_tokens_per_microbatch": handling(
+        "unused", "verl's counterpart is use_dynamic_bsz / ppo_max_token_len_per_gpu, not mapped"
+    ),
 }
 
 

@@ -1,0 +1,46 @@
+"""Issue 27 item 6: ``benchmarks/bench_update.py`` replays the same samples through two update
+paths and writes their tokens, FLOPs, times and the difference of the updated parameters."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_update.py"
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("bench_update", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.slow
+def test_bench_update_replays_the_same_samples_through_both_paths(tmp_path: Path) -> None:
+    bench = _bench()
+    out, replay = tmp_path / "u.json", tmp_path / "samples.json"
+    args = [
+        "--preset", "quickstart", "--steps", "1", "--out", str(out), "--samples", str(replay),
+        "--warmup", "0", "rollout.group_size=4", "rollout.env_groups=2",
+    ]  # fmt: skip
+    assert bench.main(args) == 0
+    first = json.loads(out.read_text())
+    assert replay.exists()
+    assert bench.main(args) == 0  # the second run replays the written samples
+    again = json.loads(out.read_text())
+    fast, plain = first["paths"]["shared_prefix"], first["paths"]["plain"]
+    assert fast["tokens_trained"] == plain["tokens_trained"] > 0
+    assert plain["tokens_processed"] > fast["tokens_processed"]
+    assert first["vs_plain"]["shared_prefix"]["flops_ratio"] > 1
+    assert plain["max_param_diff_vs_shared_prefix"] < 1e-5
+    assert again["paths"]["plain"]["tokens_processed"] == plain["tokens_processed"]
+    assert first["matmul_peak_gflops"] > 0
+
+
+def test_bench_update_refuses_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _bench().main(["--steps", "0"]) == 2
+    assert "--steps must be >= 1" in capsys.readouterr().err
