@@ -329,15 +329,21 @@ def request_from_options(
     from .endpoints import resolve_endpoint
     from .protocol import protocol_env
 
-    values = {
-        **values,
-        "env": values.get("env") or protocol_env(values["backend"], values["model"]),
-    }
+    backend, model = values["backend"], values["model"]
+    if (
+        model
+        and values.get("endpoints") is None
+        and backend in POLICIES
+        and POLICIES.meta(backend, "check_model")
+    ):  # a missing local path: one line now, before --env is asked for or the hub is tried
+        from .model_dirs import check_model_ref
+
+        check_model_ref(model, need_config=POLICIES.meta(backend, "check_model") == "config")
+    values = {**values, "env": values.get("env") or protocol_env(backend, model)}
     if not values["env"]:  # a saved model's ragen_protocol.json names the env it was trained on
         import typer
 
         raise typer.BadParameter("--env is required (see `ragen-bench ls`)", param_hint="--env")
-    backend, model = values["backend"], values["model"]
     options: dict[str, Any] = {}
     sampling_defaults: dict[str, Any] = {}
     if (backend in POLICIES and POLICIES.meta(backend, "endpoint")) or values.get(

@@ -423,9 +423,17 @@ def evaluate(
     out_dir: Annotated[
         Path, typer.Option("--out", help="Parent folder of the run directory.")
     ] = Path("runs"),
+    base: Annotated[
+        str | None,
+        typer.Option(
+            help="Base model of a LoRA adapter folder (default: its adapter_config.json's, "
+            "else the training config's model.path)."
+        ),
+    ] = None,
 ) -> None:
     """Evaluate a model folder with the agent-loop protocol, env and env config it was trained with
     (from the run's config.json; options override single settings). Writes a normal ragen-bench run."""
+    from ragen_bench.model_dirs import folder_hint, is_model_folder
     from ragen_bench.runner import RunRequest, start_run
     from ragen_bench.summary_table import print_summary
     from ragen_envs import UnknownEnvError
@@ -433,6 +441,8 @@ def evaluate(
 
     from .evaluation import EvalSetupError, plan_eval
 
+    if checkpoint.is_dir() and not is_model_folder(checkpoint) and folder_hint(checkpoint):
+        raise _error(f"CHECKPOINT: {folder_hint(checkpoint)}")
     try:
         plan = plan_eval(
             checkpoint,
@@ -458,7 +468,11 @@ def evaluate(
         split=plan.split,
         env_config=plan.env_config or None,
         rollout=plan.rollout,
-        policy_options={"device": plan.device, "dtype": plan.dtype},
+        policy_options={
+            "device": plan.device,
+            "dtype": plan.dtype,
+            **({"base": base} if base else {}),
+        },
         out=str(out_dir),
     )
     try:
