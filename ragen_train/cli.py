@@ -482,7 +482,7 @@ def evaluate(
         raise _error(f"{where}: {exc}") from None
     except (UnknownEnvError, FileExistsError, ValueError) as exc:  # as ragen-bench run
         raise _error(exc) from None
-    print_summary(json.loads((path / "summary.json").read_text()), path, to=out)
+    print_summary(json.loads((path / "summary.json").read_text()), path, to=out, warn_to=console)
 
 
 @app.command()
