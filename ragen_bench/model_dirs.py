@@ -305,3 +305,35 @@ def merged_model_dir(source: ModelSource, cache: Path | None = None) -> str:
 
         shutil.rmtree(tmp, ignore_errors=True)
     return str(dest)
+
+
+def model_fingerprint(model: str | Path | None) -> str | None:
+    """A hash of a saved model's files, from the manifest ragen-train wrote with it
+    (``final_model/manifest.json``, or the checkpoint's ``step_N/manifest.json`` entries
+    under ``model/``): sha256 of the sorted ``name:sha256`` lines.  ``None`` for a model
+    without a manifest (a hub id, ``tiny``, a folder saved elsewhere).
+
+    Two evaluations of the same path score the same model only when their fingerprints
+    agree: a later training run into the same folder replaces the files.
+    """
+    if not model or str(model) == "tiny":
+        return None
+    d = Path(model).expanduser()
+    entries: dict[str, str] = {}
+    own = _read_json(d / "manifest.json")
+    if isinstance(own, dict) and isinstance(own.get("files"), dict):
+        entries = {k: v.get("sha256", "") for k, v in own["files"].items() if isinstance(v, dict)}
+    else:
+        ckpt = _read_json(d.parent / "manifest.json")
+        files = ckpt.get("files") if isinstance(ckpt, dict) else None
+        if isinstance(files, dict):
+            prefix = d.name + "/"
+            entries = {
+                k[len(prefix) :]: v.get("sha256", "")
+                for k, v in files.items()
+                if k.startswith(prefix) and isinstance(v, dict)
+            }
+    if not entries:
+        return None
+    lines = "\n".join(f"{k}:{v}" for k, v in sorted(entries.items()))
+    return hashlib.sha256(lines.encode()).hexdigest()

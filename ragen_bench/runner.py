@@ -23,10 +23,12 @@ import ragen_envs
 from ragen_envs import EnvEntry
 
 from . import __version__
+from .model_dirs import model_fingerprint
 from .options import CliOption
 from .policies import POLICIES, declared_options, make_policy, policy_options
 from .policies.base import Policy
 from .preflight import preflight
+from .protocol import LOCAL_BACKENDS
 from .records import EpisodeRecord
 from .results import RETRY_STATUSES, RunDir, git_commit, now_iso, summarize
 from .rollout import EpisodeSpec, RolloutConfig, RolloutEngine, make_specs
@@ -512,6 +514,9 @@ def _run_meta(plan: RunPlan, run_id: str, policy: Policy) -> dict[str, Any]:
         "seed": req.seed,
         "backend": req.backend,
         "model": req.model,
+        "model_fingerprint": model_fingerprint(req.model)
+        if req.backend in LOCAL_BACKENDS
+        else None,
         "policy": policy.describe(),
         "policy_options": req.policy_options or {},
         "rollout": plan.rollout.as_dict(),

@@ -581,6 +581,19 @@ def report(
             "(ROOT/* and ROOT/*/*); repeatable. Default: runs.",
         ),
     ] = None,
+    smooth: Annotated[
+        float,
+        typer.Option(
+            help="EMA weight of the curves in [0, 1) (0: raw only); raw points stay, faint."
+        ),
+    ] = 0.6,
+    compare: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--compare",
+            help="Another training output directory whose curves are overlaid, dashed (repeatable).",
+        ),
+    ] = None,
 ) -> None:
     """Write an HTML report of a training run: config, before/after evaluation, interactive training curves, links to evaluation reports.
 
@@ -588,9 +601,17 @@ def report(
     """
     from .report import write_train_report
 
+    for root in runs or []:
+        if not root.is_dir():
+            raise _error(f"--runs {root}: no such folder (nothing to link from it)")
     try:
         files = write_train_report(
-            out_dir, out_file, eval_runs=eval_run or [], runs_roots=runs or [Path("runs")]
+            out_dir,
+            out_file,
+            eval_runs=eval_run or [],
+            runs_roots=runs or [Path("runs")],
+            smooth=smooth,
+            compare=compare or [],
         )
     except (OSError, ValueError, ImportError) as exc:
         raise _error(exc) from None

@@ -21,6 +21,7 @@ from ragen_bench.model_dirs import (
     folder_hint,
     looks_local,
     merged_model_dir,
+    model_fingerprint,
     model_source,
 )
 from ragen_train import cli as train_cli
@@ -73,6 +74,8 @@ def test_adapter_final_model_and_checkpoint_evaluate(
     own = json.loads((lora_run / "final_model" / "adapter_config.json").read_text())
     for meta in run_jsons:  # the base model the adapter was applied to is recorded
         assert meta["policy"]["base"] == own["base_model_name_or_path"]
+        # and which model it was (ragen-train report matches evaluations by it)
+        assert meta["model_fingerprint"] == model_fingerprint(meta["model"]) is not None
         assert meta["env_id"] == "ragen/Bandit-PairsAB-v0"  # from the saved protocol
 
 
