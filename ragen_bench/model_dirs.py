@@ -19,10 +19,13 @@ hub (which retries for a minute before failing).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
+import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -243,6 +246,18 @@ def model_source(model: str, base: str | None = None) -> ModelSource:
     return ModelSource(path)
 
 
+@contextlib.contextmanager
+def peft_quietly() -> Iterator[None]:
+    """Hide the ``is_gradient_checkpointing`` FutureWarning that peft's ``PeftModel``
+    triggers in transformers >= 5 (peft reads the deprecated property; nothing the user
+    can act on).  Other warnings pass."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message=r".*is_gradient_checkpointing.*", category=FutureWarning
+        )
+        yield
+
+
 def load_hf_model(source: ModelSource, torch_dtype: Any, *, trust_remote_code: bool = False) -> Any:
     """A transformers causal LM for ``source``; an adapter is applied with peft and merged
     into the base weights (``merge_and_unload``: generation then costs what the base costs).
@@ -264,7 +279,8 @@ def load_hf_model(source: ModelSource, torch_dtype: Any, *, trust_remote_code: b
     base = AutoModelForCausalLM.from_pretrained(
         source.base, dtype=torch_dtype, trust_remote_code=trust_remote_code
     )
-    return PeftModel.from_pretrained(base, source.path).merge_and_unload()
+    with peft_quietly():
+        return PeftModel.from_pretrained(base, source.path).merge_and_unload()
 
 
 def tokenizer_path(source: ModelSource) -> str:

@@ -166,7 +166,7 @@ def starpo(
         )
         _info(
             f"done: {cfg.trainer.out_dir} (model: {Path(cfg.trainer.out_dir) / 'final_model'}; curves: {png}); "
-            "last validation: " + _val_text(last)
+            "last validation: " + _val_text(last or _logged_val(Path(cfg.trainer.out_dir)))
         )
 
 
@@ -290,6 +290,18 @@ def _interrupted(cfg, command: str, exc: BaseException | None = None) -> typer.E
         soft_wrap=True,
     )
     return typer.Exit(exit_status(signum))
+
+
+def _logged_val(out_dir: Path) -> dict[str, float]:
+    """The last validation row of ``out_dir/metrics.jsonl`` (a resumed run that was already
+    finished validates nothing new), or ``{}``."""
+    from .logger import read_metrics
+
+    try:
+        rows = read_metrics(out_dir / "metrics.jsonl")
+    except (OSError, ValueError):
+        return {}
+    return next((r for r in reversed(rows) if r.get("phase") == "val"), {})
 
 
 def _val_text(last: dict[str, float]) -> str:
