@@ -196,6 +196,12 @@ def add_run(
         "git_commit": summary.get("git_commit"),
         "config_hash": config_hash(run),
         "run_id": run["run_id"],
+        # how the model was run (back-end settings: dtype, device, LoRA base...): model metadata
+        "policy": {
+            k: v
+            for k, v in (run.get("policy") or {}).items()
+            if isinstance(v, (str, int, float, bool)) and k != "model"
+        },
     }
     if "diagnostics" in summary:
         entry["diagnostics"] = summary["diagnostics"]
