@@ -557,9 +557,11 @@ def site(
     from .site import SiteError, build_site
 
     for root in runs or []:
-        if not root.is_dir():
-            _error(f"--runs {root}: no such folder (nothing to link from it)")
-            raise typer.Exit(2)
+        if not root.is_dir():  # said, not silent: the pages still build, without run links
+            _error(
+                f"--runs {root}: no such folder, so no entry links a run report from it",
+                label="warning:",
+            )
     try:
         files = build_site(boards, out_dir, runs_roots=runs or [Path("runs")], reports=reports)
     except (SiteError, OSError, ValueError, ImportError) as exc:

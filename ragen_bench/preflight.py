@@ -102,7 +102,7 @@ def check_env(env_id: str, env_config: dict[str, Any], seed: int) -> None:
     try:
         check_packages(
             env_id,
-            ragen_envs.get_entry(env_id).env_key,
+            getattr(env.unwrapped, "env_key", ""),
             dict(getattr(env.unwrapped, "config", None) or env_config),
         )
         env.reset(seed=seed)

@@ -337,6 +337,7 @@ def request_from_options(
         and values.get("endpoints") is None
         and backend in POLICIES
         and POLICIES.meta(backend, "check_model")
+        and not Path(model).expanduser().exists()
     ):  # a missing local path: one line now, before --env is asked for or the hub is tried
         from .model_dirs import check_model_ref
 

@@ -676,8 +676,8 @@ def report(
     from .report import write_train_report
 
     for root in runs or []:
-        if not root.is_dir():
-            raise _error(f"--runs {root}: no such folder (nothing to link from it)")
+        if not root.is_dir():  # said, not silent: the report still builds
+            _warn(f"--runs {root}: no such folder, so no evaluation run is found there")
     try:
         files = write_train_report(
             out_dir,

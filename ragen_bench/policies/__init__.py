@@ -116,12 +116,17 @@ def policy_options(*, endpoint: bool | None = None) -> list[CliOption]:
 
 def declared_options(backend: str, values: dict[str, Any]) -> dict[str, Any]:
     """The factory keywords of ``backend``'s declared options, taken from ``values``
-    (command-line values by parameter name).  Endpoint back-ends get theirs through
+    (command-line values by parameter name; ``None``, an option not given, is left out).
+    Endpoint back-ends get theirs through
     :func:`~ragen_bench.endpoints.resolve_endpoint` instead."""
     entry = POLICIES.entry(backend)
     if entry.meta["endpoint"]:
         return {}
-    return {opt.keyword: values[opt.name] for opt in entry.meta["options"] if opt.name in values}
+    return {
+        opt.keyword: values[opt.name]
+        for opt in entry.meta["options"]
+        if opt.name in values and values[opt.name] is not None  # None: the factory's default
+    }
 
 
 @register_policy(
