@@ -23,6 +23,7 @@ from ragen_bench.model_dirs import (
     merged_model_dir,
     model_fingerprint,
     model_source,
+    peft_quietly,
 )
 from ragen_train import cli as train_cli
 from tests.helpers.cli import in_process_cli
@@ -86,7 +87,8 @@ def _nonzero_adapter(tmp_path: Path) -> tuple[Path, str]:
 
     base = model_source("tiny").path
     model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
-    model = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules="all-linear"))
+    with peft_quietly():
+        model = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules="all-linear"))
     torch.manual_seed(0)
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -115,9 +117,10 @@ def test_adapter_is_applied_merged_and_equal_to_peft(tmp_path: Path) -> None:
     assert policy.describe()["base"] == base
     ids = torch.tensor([[1, 5, 9, 13, 2]])
     plain = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
-    reference = PeftModel.from_pretrained(
-        AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32), str(adapter)
-    )
+    with peft_quietly():
+        reference = PeftModel.from_pretrained(
+            AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32), str(adapter)
+        )
     got, want, bare = _logits(policy.model, ids), _logits(reference, ids), _logits(plain, ids)
     assert (want - bare).abs().max() > 1e-2  # the adapter matters
     torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
