@@ -237,7 +237,7 @@ def run(ctx: typer.Context, **opts: Any) -> None:
         _stop(bar)
     summary = json.loads((path / "summary.json").read_text())
     print_summary(
-        summary, path, to=console if print_json else out
+        summary, path, to=console if print_json else out, warn_to=console
     )  # --json: stdout is the JSON alone
     _exit_if_failed(path, summary, print_json)
     _warn_format(summary, applied)
@@ -371,7 +371,8 @@ def list_envs(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
-    """List environment ids, presets and versions (NAME: one environment, by name or id).
+    """List environment ids, presets, versions and the pip extra each needs (NAME: one
+    environment, by name or id; `pip install 'ragen[EXTRA]'`).
 
     Exits 1 with a message (and close matches) when NAME matches nothing.
     """
@@ -397,14 +398,22 @@ def list_envs(
             )
             _error(f"no environment matches {name!r}{hint}")
             raise typer.Exit(1)
+    from .preflight import env_extra
+
     if as_json:
-        out.print_json(data=[e.as_dict() for e in entries])
+        out.print_json(data=[{**e.as_dict(), "extra": env_extra(e.env_key)} for e in entries])
         return
     table = Table(title="ragen environments")
-    for col in ("id", "version", "preset", "description"):
+    for col in ("id", "version", "preset", "extra", "description"):
         table.add_column(col)
     for e in entries:
-        table.add_row(escape(e.id), str(e.version), escape(e.preset or "–"), escape(e.description))
+        table.add_row(
+            escape(e.id),
+            str(e.version),
+            escape(e.preset or "–"),
+            escape(env_extra(e.env_key) or "–"),
+            escape(e.description),
+        )
     out.print(table)
 
 
@@ -552,6 +561,12 @@ def site(
     """
     from .site import SiteError, build_site
 
+    for root in runs or []:
+        if not root.is_dir():  # said, not silent: the pages still build, without run links
+            _error(
+                f"--runs {root}: no such folder, so no entry links a run report from it",
+                label="warning:",
+            )
     try:
         files = build_site(boards, out_dir, runs_roots=runs or [Path("runs")], reports=reports)
     except (SiteError, OSError, ValueError, ImportError) as exc:

@@ -123,7 +123,7 @@ def add_run(
 
     Raises:
         LeaderboardError: env version, split or protocol differ from the board's, the
-            run has missing episodes, or it would replace an entry with fewer episodes or
+            run has missing or ``env_error`` episodes, or it would replace an entry with fewer episodes or
             other seeds without ``replace``.
         FileNotFoundError: not a run directory, or no ``summary.json``.
         ValueError: a damaged ``run.json``, ``summary.json`` or board (one line naming the file).
@@ -135,6 +135,13 @@ def add_run(
         raise LeaderboardError(
             f"run {run['run_id']} has {summary['episodes']['missing']} missing episodes; "
             "finish it with `ragen-bench run --resume` first"
+        )
+    env_errors = summary.get("counts", {}).get("env_error", 0)
+    if env_errors:
+        raise LeaderboardError(
+            f"run {run['run_id']} has {env_errors} env_error episode"
+            f"{'s' if env_errors != 1 else ''} (the environment failed, not the policy): its "
+            "scores are not results; fix the env (see the episodes' `error`) and run again"
         )
     board = load_board(board_path) or new_board(Path(board_path).stem, run["split"], description)
     if board["split"] != run["split"]:
@@ -189,6 +196,12 @@ def add_run(
         "git_commit": summary.get("git_commit"),
         "config_hash": config_hash(run),
         "run_id": run["run_id"],
+        # how the model was run (back-end settings: dtype, device, LoRA base...): model metadata
+        "policy": {
+            k: v
+            for k, v in (run.get("policy") or {}).items()
+            if isinstance(v, (str, int, float, bool)) and k != "model"
+        },
     }
     if "diagnostics" in summary:
         entry["diagnostics"] = summary["diagnostics"]

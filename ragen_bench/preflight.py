@@ -12,6 +12,9 @@ exit status 2 with nothing written:
   first search); together they import the env's optional packages (a
   :class:`~ragen_envs.data.loaders.MissingExtraError` names the extra to install) and
   read its data;
+* the packages an env imports only when a step needs them (:data:`ENV_PACKAGES`:
+  MetaMathQA's answer checker ``math-verify`` is imported at the first answer, so without
+  it every answered episode became ``env_error``): each is imported now;
 * an ``openai`` endpoint: every base URL answers an HTTP request (any status, even
   401 or 404, counts as reachable; only a failed connection or a connect timeout does
   not).  ``GET <base_url>/models`` through the ``openai`` client the policy uses, with
@@ -20,7 +23,8 @@ exit status 2 with nothing written:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import importlib
+from collections.abc import Callable, Sequence
 from typing import Any
 
 #: Seconds to wait for an endpoint's connection in :func:`check_endpoint`.
@@ -31,13 +35,64 @@ class PreflightError(ValueError):
     """A run cannot start: what is missing and how to fix it (one line)."""
 
 
+def _equivalence(*names: str) -> Callable[[dict[str, Any]], bool]:
+    return lambda config: config.get("equivalence", "math_verify") in names
+
+
+def _always(config: dict[str, Any]) -> bool:
+    return True
+
+
+def _by_check_ready(config: dict[str, Any]) -> bool:
+    return False  # the env's own check_ready() imports it when its configured verifier needs it
+
+
+#: Optional packages each env (by ``env_key``) needs while it plays: ``(import name,
+#: distribution, extra, needed(env config))``.  Kept in step with the envs' lazy imports
+#: (``ragen_envs/envs/metamathqa/equivalence.py``, ``ragen_envs/bm25.py``,
+#: ``ragen_envs/envs/lean/kimina.py``) and the extras of ``pyproject.toml``.
+ENV_PACKAGES: dict[str, tuple[tuple[str, str, str, Callable[[dict[str, Any]], bool]], ...]] = {
+    "metamathqa": (
+        ("math_verify", "math-verify", "math", _equivalence("math_verify")),
+        ("sympy", "sympy", "math", _equivalence("math_verify", "sympy")),
+    ),
+    "searchqa": (("bm25s", "bm25s", "search", _always),),
+    "webshop": (("bm25s", "bm25s", "webshop", _always),),
+    "lean": (("httpx", "httpx", "lean", _by_check_ready),),
+}
+
+
+def env_extra(env_key: str) -> str | None:
+    """The ``ragen[...]`` extra an env needs (``None``: none), for ``ragen-bench ls``."""
+    extras = {extra for _, _, extra, _ in ENV_PACKAGES.get(env_key, ())}
+    return ", ".join(sorted(extras)) or None
+
+
+def check_packages(env_id: str, env_key: str, config: dict[str, Any]) -> None:
+    """Import every optional package ``env_key`` needs with ``config`` (:data:`ENV_PACKAGES`).
+
+    Raises:
+        MissingExtraError: the first one missing (names the package and the extra).
+    """
+    from ragen_envs.data.loaders import MissingExtraError
+
+    for module, dist, extra, needed in ENV_PACKAGES.get(env_key, ()):
+        if not needed(config):
+            continue
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            raise MissingExtraError(dist, extra, f"{env_id} (every episode would fail)") from None
+
+
 def check_env(env_id: str, env_config: dict[str, Any], seed: int) -> None:
     """Make ``env_id``, reset it once with ``seed`` (the run's first episode) and call its
     ``check_ready()`` if it has one.
 
     Raises:
-        ImportError: an optional package is missing
-            (:class:`~ragen_envs.data.loaders.MissingExtraError`, with the install hint).
+        ImportError: an optional package is missing, imported now (:data:`ENV_PACKAGES`)
+            or by the reset (:class:`~ragen_envs.data.loaders.MissingExtraError`, with the
+            install hint).
         PreflightError: the reset could not reach a file or service (``OSError``).
     """
     import ragen_envs
@@ -45,6 +100,11 @@ def check_env(env_id: str, env_config: dict[str, Any], seed: int) -> None:
     env = ragen_envs.make(env_id, **env_config)
     what = f"the first reset (seed {seed})"
     try:
+        check_packages(
+            env_id,
+            getattr(env.unwrapped, "env_key", ""),
+            dict(getattr(env.unwrapped, "config", None) or env_config),
+        )
         env.reset(seed=seed)
         check_ready = getattr(
             env.unwrapped, "check_ready", None
@@ -124,4 +184,13 @@ def preflight(
         )
 
 
-__all__ = ["CONNECT_TIMEOUT_S", "PreflightError", "check_endpoint", "check_env", "preflight"]
+__all__ = [
+    "CONNECT_TIMEOUT_S",
+    "ENV_PACKAGES",
+    "PreflightError",
+    "check_endpoint",
+    "check_env",
+    "check_packages",
+    "env_extra",
+    "preflight",
+]

@@ -190,6 +190,11 @@ def write_run_report(
     return write_page(target, render_run_report(run_path, nav=nav))
 
 
+def _n(count: Any, word: str) -> str:
+    """``1 turn``, ``5 turns``."""
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
 def protocol_text(p: dict[str, Any], *, short: bool = False) -> str:
     """One line for an agent-loop protocol (``results.protocol_of``), e.g.
     ``5 turns × 2 actions · think · context full · 256 new tokens · format penalty -0.1 · group 4``;
@@ -210,7 +215,7 @@ def protocol_text(p: dict[str, Any], *, short: bool = False) -> str:
             ]
         )
     parts = [
-        f"{p.get('max_turns')} turns × {p.get('max_actions_per_turn')} actions",
+        f"{_n(p.get('max_turns'), 'turn')} × {_n(p.get('max_actions_per_turn'), 'action')}",
         "think" if p.get("enable_think") else "no think",
         f"context {ctx}",
         f"{p.get('max_new_tokens')} new tokens",

@@ -23,10 +23,12 @@ import ragen_envs
 from ragen_envs import EnvEntry
 
 from . import __version__
+from .model_dirs import model_fingerprint
 from .options import CliOption
 from .policies import POLICIES, declared_options, make_policy, policy_options
 from .policies.base import Policy
 from .preflight import preflight
+from .protocol import LOCAL_BACKENDS
 from .records import EpisodeRecord
 from .results import RETRY_STATUSES, RunDir, git_commit, now_iso, summarize
 from .rollout import EpisodeSpec, RolloutConfig, RolloutEngine, make_specs, rollout_config
@@ -325,15 +327,22 @@ def request_from_options(
     from .endpoints import resolve_endpoint
     from .protocol import protocol_env
 
-    values = {
-        **values,
-        "env": values.get("env") or protocol_env(values["backend"], values["model"]),
-    }
+    backend, model = values["backend"], values["model"]
+    if (
+        model
+        and values.get("endpoints") is None
+        and backend in POLICIES
+        and POLICIES.meta(backend, "check_model")
+        and not Path(model).expanduser().exists()
+    ):  # a missing local path: one line now, before --env is asked for or the hub is tried
+        from .model_dirs import check_model_ref
+
+        check_model_ref(model, need_config=POLICIES.meta(backend, "check_model") == "config")
+    values = {**values, "env": values.get("env") or protocol_env(backend, model)}
     if not values["env"]:  # a saved model's ragen_protocol.json names the env it was trained on
         import typer
 
         raise typer.BadParameter("--env is required (see `ragen-bench ls`)", param_hint="--env")
-    backend, model = values["backend"], values["model"]
     options: dict[str, Any] = {}
     sampling_defaults: dict[str, Any] = {}
     if (backend in POLICIES and POLICIES.meta(backend, "endpoint")) or values.get(
@@ -502,6 +511,9 @@ def _run_meta(plan: RunPlan, run_id: str, policy: Policy) -> dict[str, Any]:
         "seed": req.seed,
         "backend": req.backend,
         "model": req.model,
+        "model_fingerprint": model_fingerprint(req.model)
+        if req.backend in LOCAL_BACKENDS
+        else None,
         "policy": policy.describe(),
         "policy_options": req.policy_options or {},
         "rollout": plan.rollout.as_dict(),

@@ -97,3 +97,25 @@ def pass_at_k_over_groups(
         if per_group:
             out[f"pass@{k}"] = mean_with_uncertainty(per_group, **kw)
     return out
+
+
+def wilson_interval(share: float, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson score interval of a binomial proportion (Wilson 1927, JASA 22:209).
+
+    Args:
+        share: the observed share of successes in ``[0, 1]``.
+        n: the number of independent trials (``>= 1``).
+        z: the normal quantile (1.96: a 95% interval).
+
+    Returns:
+        ``(low, high)`` within ``[0, 1]``.
+
+    Raises:
+        ValueError: ``n < 1`` or ``share`` outside ``[0, 1]``.
+    """
+    if n < 1 or not 0.0 <= share <= 1.0:
+        raise ValueError(f"wilson_interval needs n >= 1 and 0 <= share <= 1, got {share}, {n}")
+    z2 = z * z
+    centre = (share + z2 / (2 * n)) / (1 + z2 / n)
+    half = z * math.sqrt(share * (1 - share) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+    return max(0.0, centre - half), min(1.0, centre + half)

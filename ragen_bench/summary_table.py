@@ -60,11 +60,46 @@ def summary_table(summary: dict[str, Any]) -> Table:
     return table
 
 
-def print_summary(summary: dict[str, Any], path: Path | None = None, *, to: Console) -> None:
-    """Print ``summary`` as a table on ``to``, then the run directory ``path`` if given."""
+def env_error_warning(summary: dict[str, Any]) -> str | None:
+    """One loud line when any episode ended in ``env_error`` (the environment, not the
+    policy, failed: a missing package, a data file, a verifier); ``None`` otherwise.
+
+    Such episodes count as failures in the success rate, so the run measures the
+    environment as much as the model; ``ragen-bench leaderboard add`` refuses it.
+    """
+    n = summary.get("counts", {}).get("env_error", 0)
+    if not n:
+        return None
+    total = sum(summary.get("counts", {}).values())
+    return (
+        f"{n} of {total} episode{'s' if total != 1 else ''} ended in env_error: the environment "
+        "failed, not the policy, and the metrics count them as failures; see each episode's "
+        "`error` (`ragen-bench report`), fix the env and run again. `leaderboard add` refuses "
+        "this run."
+    )
+
+
+def print_summary(
+    summary: dict[str, Any],
+    path: Path | None = None,
+    *,
+    to: Console,
+    warn_to: Console | None = None,
+) -> None:
+    """Print ``summary`` as a table on ``to``, then the run directory ``path`` if given, then
+    the :func:`env_error_warning` if any on ``warn_to`` (default ``to``)."""
     to.print(summary_table(summary))
     if path is not None:
         to.print(f"results: {escape(str(path))}")
+    warning = env_error_warning(summary)
+    if warning:
+        (warn_to or to).print(f"[bold red]WARNING:[/bold red] {escape(warning)}", soft_wrap=True)
 
 
-__all__ = ["PERCENT_METRICS", "format_estimate", "print_summary", "summary_table"]
+__all__ = [
+    "PERCENT_METRICS",
+    "env_error_warning",
+    "format_estimate",
+    "print_summary",
+    "summary_table",
+]

@@ -19,6 +19,8 @@ import jsonschema
 from ragen_envs import jsonutil
 from ragen_envs.config import schema_validator
 
+from .schema_versions import CURRENT, SchemaVersionError, upgrade
+
 #: File name -> schema (relative to ``schemas/``).
 BY_NAME = {
     "episodes.jsonl": "episode",
@@ -137,44 +139,31 @@ class InvalidFileError(ValueError):
     """A file the project reads does not follow its schema (one line: ``path[:line]: at 'where': why``)."""
 
 
-#: The ``schema_version`` each kind of file has (files without one: ``None``).
-SCHEMA_VERSIONS = {
-    "episode": 1,
-    "summary": 1,
-    "run": 1,
-    "leaderboard": 1,
-    "metrics": None,
-    "train_config": None,
-    "train_summary": None,
-    "agent_protocol": 1,
-}
+#: The ``schema_version`` each kind of file has (:data:`ragen_bench.schema_versions.CURRENT`).
+SCHEMA_VERSIONS = CURRENT
 
 
-def check_object(obj: Any, kind: str, where: str, validator: Any = None) -> None:
-    """Check one parsed object against schema ``kind``; ``where`` (``path`` or ``path:line``)
-    starts the message.
+def check_object(obj: Any, kind: str, where: str, validator: Any = None) -> Any:
+    """Upgrade one parsed object to the current version of schema ``kind``
+    (:func:`ragen_bench.schema_versions.upgrade`: migrations, then defaults of fields
+    added since it was written; in place) and check it; ``where`` (``path`` or
+    ``path:line``) starts the message.
 
-    An unknown ``schema_version`` is refused with its own message (a newer ragen wrote
-    the file) before the schema is checked.
-
+    Returns:
+        ``obj``, upgraded.
     Raises:
-        InvalidFileError: the first (most specific) violation.
+        InvalidFileError: an unsupported ``schema_version`` (a newer ragen wrote the file,
+            or no migration exists), else the first (most specific) schema violation.
     """
-    version = SCHEMA_VERSIONS.get(kind)
-    if (
-        version is not None
-        and isinstance(obj, dict)
-        and "schema_version" in obj
-        and obj["schema_version"] != version
-    ):
-        raise InvalidFileError(
-            f"{where}: schema_version {obj['schema_version']!r} is not supported (this ragen "
-            f"reads {kind} files of schema_version {version}; a newer ragen may have written it)"
-        )
+    try:
+        upgrade(obj, kind)
+    except SchemaVersionError as exc:
+        raise InvalidFileError(f"{where}: {exc}") from None
     err = jsonschema.exceptions.best_match((validator or schema_validator(kind)).iter_errors(obj))
     if err is not None:
         at = "/".join(str(x) for x in err.absolute_path)
         raise InvalidFileError(f"{where}: at '{at}': {err.message}")
+    return obj
 
 
 def read_checked(path: str | Path, kind: str) -> Any:

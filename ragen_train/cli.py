@@ -151,6 +151,7 @@ def starpo(
 
     backend = _trainer_option(trainer_name, backend)
     cfg, resume = _load_for_resume(config, overrides, resume)
+    _warn_gpu_preset_on_cpu(config, cfg)
     _preflight_envs(cfg)
     if backend != "native":
         _external_backend(backend, cfg, resume)
@@ -181,7 +182,7 @@ def starpo(
         )
         _info(
             f"done: {cfg.trainer.out_dir} (model: {Path(cfg.trainer.out_dir) / 'final_model'}; curves: {png}); "
-            "last validation: " + _val_text(last)
+            "last validation: " + _val_text(last or _logged_val(Path(cfg.trainer.out_dir)))
         )
 
 
@@ -196,6 +197,23 @@ def _trainer_option(trainer_name: str, backend: str | None) -> str:
         f"--backend is deprecated in ragen-train (removed in the next release); use --trainer {backend}"
     )
     return backend
+
+
+def _warn_gpu_preset_on_cpu(config: str | None, cfg) -> None:
+    """One warning when a GPU-scale preset (``model.device=cuda``) is run on the CPU: it plays
+    the same episodes (:func:`workload`), which takes hours to days there."""
+    from .presets import PRESETS
+
+    if config not in PRESETS or cfg.model.device != "cpu":
+        return
+    if not PRESETS[config]().model.device.startswith("cuda"):
+        return
+    train, val = workload(cfg)
+    _warn(
+        f"{config} is a GPU-scale preset run on the CPU: {_count(train)} training and "
+        f"{_count(val)} validation episodes (lower trainer.total_steps, rollout.env_groups, "
+        "trainer.val_episodes for a try; progress lines come every 15 s)"
+    )
 
 
 def _load_for_resume(config: str | None, overrides: list[str] | None, resume: str | None):
@@ -301,6 +319,18 @@ def _interrupted(cfg, command: str, exc: BaseException | None = None) -> typer.E
         soft_wrap=True,
     )
     return typer.Exit(exit_status(signum))
+
+
+def _logged_val(out_dir: Path) -> dict[str, float]:
+    """The last validation row of ``out_dir/metrics.jsonl`` (a resumed run that was already
+    finished validates nothing new), or ``{}``."""
+    from .logger import read_metrics
+
+    try:
+        rows = read_metrics(out_dir / "metrics.jsonl")
+    except (OSError, ValueError):
+        return {}
+    return next((r for r in reversed(rows) if r.get("phase") == "val"), {})
 
 
 def _val_text(last: dict[str, float]) -> str:
@@ -452,9 +482,17 @@ def evaluate(
     out_dir: Annotated[
         Path, typer.Option("--out", help="Parent folder of the run directory.")
     ] = Path("runs"),
+    base: Annotated[
+        str | None,
+        typer.Option(
+            help="Base model of a LoRA adapter folder (default: its adapter_config.json's, "
+            "else the training config's model.path)."
+        ),
+    ] = None,
 ) -> None:
     """Evaluate a model folder with the agent-loop protocol, env and env config it was trained with
     (from the run's config.json; options override single settings). Writes a normal ragen-bench run."""
+    from ragen_bench.model_dirs import folder_hint, is_model_folder
     from ragen_bench.runner import RunRequest, start_run
     from ragen_bench.summary_table import print_summary
     from ragen_envs import UnknownEnvError
@@ -462,6 +500,8 @@ def evaluate(
 
     from .evaluation import EvalSetupError, plan_eval
 
+    if checkpoint.is_dir() and not is_model_folder(checkpoint) and folder_hint(checkpoint):
+        raise _error(f"CHECKPOINT: {folder_hint(checkpoint)}")
     try:
         plan = plan_eval(
             checkpoint,
@@ -487,17 +527,37 @@ def evaluate(
         split=plan.split,
         env_config=plan.env_config or None,
         rollout=plan.rollout,
-        policy_options={"device": plan.device, "dtype": plan.dtype},
+        policy_options={
+            "device": plan.device,
+            "dtype": plan.dtype,
+            **({"base": base} if base else {}),
+        },
         out=str(out_dir),
     )
+    from ragen_bench.progress import RunProgress
+
+    bar = RunProgress(console, plan.episodes, plan.resolved.max_turns)
+    live = (
+        {"progress": bar.on_episode, "on_start": bar.on_start, "on_turn": bar.on_turn}
+        if console.is_terminal  # a progress bar on a terminal; logs and pipes stay clean
+        else {}
+    )
     try:
-        path = start_run(req)
+        with sigterm_as_interrupt():
+            path = start_run(req, **live)
     except EnvConfigError as exc:
         where = f"env.config in {plan.source}" if plan.source and plan.env_config else "--env"
         raise _error(f"{where}: {exc}") from None
     except (UnknownEnvError, FileExistsError, ValueError) as exc:  # as ragen-bench run
         raise _error(exc) from None
-    print_summary(json.loads((path / "summary.json").read_text()), path, to=out)
+    except KeyboardInterrupt as exc:  # one line: what is saved, how to finish (as ragen-bench run)
+        from ragen_bench.cli import _interrupted as run_interrupted
+
+        bar.stop()
+        raise run_interrupted(exc) from None
+    finally:
+        bar.stop()
+    print_summary(json.loads((path / "summary.json").read_text()), path, to=out, warn_to=console)
 
 
 @app.command()
@@ -539,16 +599,25 @@ def presets() -> None:
     rows = []
     for name in sorted(PRESETS):
         cfg = PRESETS[name]()
+        train, val = workload(cfg)
         rows.append(
             (
                 name,
+                "GPU" if cfg.model.device.startswith("cuda") else "CPU",
                 f"env={cfg.env.id}",
                 f"model={cfg.model.path}",
                 f"estimator={cfg.algorithm.adv_estimator}",
+                f"episodes={_count(train)} train + {_count(val)} val",
             )
         )
     for line in aligned_rows(rows):
         _info(line)
+    _info(
+        "\nGPU: a GPU-scale preset (model.device=cuda; RAGEN's recipes, vLLM rollouts); on a CPU "
+        "(model.device=cpu) it plays the same episodes at CPU speed, hours to days. "
+        "episodes: what a full run plays (trainer.total_steps x rollout.env_groups x "
+        "rollout.group_size, and the validations)."
+    )
     critic = set(ADVANTAGE_ESTIMATORS.names(needs_critic=True))
     _info(
         "\nalgorithm.adv_estimator: "
@@ -556,6 +625,25 @@ def presets() -> None:
     )
     _info("algorithm.loss_agg_mode: " + ", ".join(AGG_MODES))
     _info("algorithm.kl_estimator:  " + ", ".join(KL_ESTIMATORS))
+
+
+def workload(cfg) -> tuple[int, int]:
+    """``(training episodes, validation episodes)`` a full run of ``cfg`` plays: every step
+    plays ``env_groups x group_size`` episodes; a validation (before step 1 when
+    ``val_before_train``, every ``val_every`` steps and at the last) plays ``val_episodes``
+    per validation env (:meth:`ragen_train.trainer.StarPOTrainer.fit`)."""
+    t, r = cfg.trainer, cfg.rollout
+    train = t.total_steps * r.env_groups * r.group_size
+    if t.val_every <= 0:
+        return train, 0
+    checks = t.total_steps // t.val_every + (1 if t.total_steps % t.val_every else 0)
+    checks += 1 if t.val_before_train else 0
+    per_check = sum(v.episodes or t.val_episodes for v in cfg.env.val) or t.val_episodes
+    return train, checks * per_check
+
+
+def _count(n: int) -> str:
+    return f"{n / 1000:.1f}k" if n >= 10_000 else str(n)
 
 
 def aligned_rows(rows: list[tuple[str, ...]], gap: int = 2) -> list[str]:
@@ -618,6 +706,19 @@ def report(
             "(ROOT/* and ROOT/*/*); repeatable. Default: runs.",
         ),
     ] = None,
+    smooth: Annotated[
+        float,
+        typer.Option(
+            help="EMA weight of the curves in [0, 1) (0: raw only); raw points stay, faint."
+        ),
+    ] = 0.6,
+    compare: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--compare",
+            help="Another training output directory whose curves are overlaid, dashed (repeatable).",
+        ),
+    ] = None,
 ) -> None:
     """Write an HTML report of a training run: config, before/after evaluation, interactive training curves, links to evaluation reports.
 
@@ -625,9 +726,17 @@ def report(
     """
     from .report import write_train_report
 
+    for root in runs or []:
+        if not root.is_dir():  # said, not silent: the report still builds
+            _warn(f"--runs {root}: no such folder, so no evaluation run is found there")
     try:
         files = write_train_report(
-            out_dir, out_file, eval_runs=eval_run or [], runs_roots=runs or [Path("runs")]
+            out_dir,
+            out_file,
+            eval_runs=eval_run or [],
+            runs_roots=runs or [Path("runs")],
+            smooth=smooth,
+            compare=compare or [],
         )
     except (OSError, ValueError, ImportError) as exc:
         raise _error(exc) from None

@@ -134,7 +134,10 @@ def apply_lora(model: Any, cfg: LoraConfig) -> Any:
         target_modules=target,
         task_type="CAUSAL_LM",
     )
-    return get_peft_model(model, pcfg)
+    from ragen_bench.model_dirs import peft_quietly
+
+    with peft_quietly():
+        return get_peft_model(model, pcfg)
 
 
 def load_critic(cfg: ModelConfig) -> Any:

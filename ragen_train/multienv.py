@@ -245,7 +245,11 @@ class GroupAllocator:
 
 
 def run_by_env(
-    policy: Any, specs_by_env: Sequence[Sequence[Any]], configs: Sequence[Any]
+    policy: Any,
+    specs_by_env: Sequence[Sequence[Any]],
+    configs: Sequence[Any],
+    *,
+    progress: Any = None,
 ) -> list[list[Any]]:
     """Play each env's episode specs with its own agent-loop config, all envs at once.
 
@@ -258,6 +262,8 @@ def run_by_env(
         policy: the policy playing every episode.
         specs_by_env: ``[env][i]`` :class:`~ragen_bench.rollout.EpisodeSpec`.
         configs: one ``RolloutConfig`` per env.
+        progress: an object with ``on_episode(record)`` and ``on_turn(index, turn)``
+            (:class:`ragen_train.progress.PhaseProgress`), or ``None``.
 
     Returns:
         ``[env][i]`` :class:`~ragen_bench.records.EpisodeRecord`, in spec order.
@@ -268,7 +274,12 @@ def run_by_env(
 
     async def play() -> list[list[Any]]:
         jobs = [
-            RolloutEngine(policy, c).arun(list(specs))
+            RolloutEngine(
+                policy,
+                c,
+                on_episode=progress.on_episode if progress else None,
+                on_turn=progress.on_turn if progress else None,
+            ).arun(list(specs))
             for specs, c in zip(specs_by_env, configs)
             if specs
         ]

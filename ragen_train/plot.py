@@ -15,7 +15,8 @@ PANELS = (
     ("kept groups (filter)", ("filter/kept_ratio",)),
     ("gradient norm", ("actor/grad_norm", "critic/grad_norm")),
     ("policy loss", ("actor/pg_loss",)),
-    ("KL to the reference", ("actor/kl_loss", "actor/approx_kl")),
+    ("KL to the reference", ("actor/kl_loss",)),
+    ("KL to the rollout policy", ("actor/approx_kl",)),
     ("learning rate", ("actor/lr",)),
     ("critic", ("critic/vf_loss", "critic/value_mean")),
 )
@@ -29,7 +30,8 @@ Y_LABELS = {
     "kept groups (filter)": "share of groups kept",
     "gradient norm": "L2 norm (before clipping)",
     "policy loss": "clipped PPO loss",
-    "KL to the reference": "KL (nats per token)",
+    "KL to the reference": "KL loss to the reference model (nats per token)",
+    "KL to the rollout policy": "approx. KL, E[log π_old − log π] (nats per token)",
     "learning rate": "learning rate",
     "critic": "value loss / mean value",
 }
@@ -39,7 +41,8 @@ def plot_metrics(
     metrics_path: str | Path, out_png: str | Path, *, title: str = "StarPO training"
 ) -> Path:
     """Plot :data:`PANELS` from a ``metrics.jsonl``: success, return, format-valid rate, entropy,
-    kept groups, gradient norms, policy loss, KL, learning rate and critic (value loss, mean value),
+    kept groups, gradient norms, policy loss, KL to the reference (``actor/kl_loss``), KL to the
+    rollout policy (``actor/approx_kl``), learning rate and critic (value loss, mean value),
     each with labelled axes (:data:`Y_LABELS`; x: training step).  A panel whose metrics were not
     logged (e.g. the critic of a GRPO run, KL without a reference model) says so.
 
@@ -69,7 +72,10 @@ def training_figure(rows: list[dict[str, Any]], *, title: str = "StarPO training
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(2, 5, figsize=(21, 7.5))
+    cols = 4
+    fig, axes = plt.subplots(-(-len(PANELS) // cols), cols, figsize=(17, 10))
+    for ax in axes.flat[len(PANELS) :]:
+        ax.remove()  # the grid's unused cells
     for ax, (name, keys) in zip(axes.flat, PANELS):
         for key in keys:
             phase = "val" if key.startswith("val/") else "train"

@@ -48,3 +48,60 @@ class ProgressLines:
             f"{short} {fmt.format(metrics[k])}" for k, short, fmt in self.keys if k in metrics
         ]
         self.log("  ".join(parts) + f"  ({now - self.start:.0f} s)")
+
+
+class PhaseProgress:
+    """Heartbeat lines for a phase that plays many episodes (validation, rollouts).
+
+    A batched CPU generation can run for minutes between two finished episodes, so the
+    lines come from a timer thread, not from the episodes: every ``every_s`` seconds while
+    the phase runs, ``<label>: k/N episodes finished, T turns played (t s)``, and one
+    closing line if any was printed.  A phase shorter than ``every_s`` prints nothing.
+    Use as a context manager; pass :meth:`on_episode` and :meth:`on_turn` to the rollout
+    engine (:class:`ragen_bench.rollout.RolloutEngine`).
+
+    Args:
+        log: a ``print``-like function (called from the timer thread).
+        label: the phase (``"[ragen] validation"``).
+        total: episodes in the phase.
+        every_s: seconds between lines.
+    """
+
+    def __init__(self, log: Callable[[str], Any], label: str, total: int, *, every_s: float = 15.0):
+        import threading
+
+        self.log, self.label, self.total, self.every_s = log, label, int(total), float(every_s)
+        self.finished = 0
+        self.turns = 0
+        self.printed = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, daemon=True, name="ragen-progress")
+        self.start = time.monotonic()
+
+    def on_episode(self, record: Any) -> None:
+        self.finished += 1
+
+    def on_turn(self, index: int, turn: Any) -> None:
+        self.turns += 1
+
+    def line(self) -> str:
+        return (
+            f"{self.label}: {self.finished}/{self.total} episodes finished, "
+            f"{self.turns} turns played ({time.monotonic() - self.start:.0f} s)"
+        )
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.every_s):
+            self.printed += 1
+            self.log(self.line())
+
+    def __enter__(self) -> PhaseProgress:
+        self.start = time.monotonic()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join()
+        if self.printed and exc[0] is None:
+            self.log(self.line())

@@ -42,23 +42,47 @@ def _phase_of(key: str) -> str:
     return "val" if key.startswith("val/") else "train"
 
 
-def find_eval_runs(out_dir: str | Path, roots: Iterable[str | Path]) -> list[Path]:
-    """Run directories under ``roots`` (``root/*`` and ``root/*/*``) whose model is a folder
-    inside ``out_dir`` (``run.json`` ``model``), sorted by path."""
+def scan_eval_runs(
+    out_dir: str | Path, roots: Iterable[str | Path]
+) -> tuple[list[Path], list[Path]]:
+    """``(matching, stale)``: run directories under ``roots`` (``root/*`` and ``root/*/*``)
+    whose model is a folder inside ``out_dir`` (``run.json`` ``model``), sorted by path.
+
+    A run matches when the ``model_fingerprint`` it recorded equals the fingerprint of the
+    model folder now (:func:`ragen_bench.model_dirs.model_fingerprint`, from the folder's
+    manifest): a later training run into the same ``out_dir`` replaces the model, and the
+    evaluations of the earlier one are ``stale``, as are runs that recorded no fingerprint
+    of a folder that has one now (written before fingerprints were recorded).  A folder
+    without a manifest can only be matched by path.
+    """
+    from ragen_bench.model_dirs import model_fingerprint
+
     base = Path(out_dir).resolve()
-    found = set()
+    found, stale = set(), set()
+    now: dict[Path, str | None] = {}
     for root in roots:
         root = Path(root)
         if not root.is_dir():
             continue
         for meta in [*root.glob("*/run.json"), *root.glob("*/*/run.json")]:
             try:
-                model = json.loads(meta.read_text(encoding="utf-8")).get("model")
+                run = json.loads(meta.read_text(encoding="utf-8"))
             except (OSError, ValueError):
                 continue
-            if model and Path(model).resolve().is_relative_to(base):
-                found.add(meta.parent)
-    return sorted(found)
+            model = run.get("model") if isinstance(run, dict) else None
+            if not model or not Path(model).resolve().is_relative_to(base):
+                continue
+            folder = Path(model).resolve()
+            if folder not in now:
+                now[folder] = model_fingerprint(folder)
+            same = now[folder] is None or run.get("model_fingerprint") == now[folder]
+            (found if same else stale).add(meta.parent)
+    return sorted(found), sorted(stale)
+
+
+def find_eval_runs(out_dir: str | Path, roots: Iterable[str | Path]) -> list[Path]:
+    """The matching runs of :func:`scan_eval_runs`."""
+    return scan_eval_runs(out_dir, roots)[0]
 
 
 def _eval_row(run: Path, href: str, out_dir: Path) -> dict[str, Any]:
@@ -81,12 +105,37 @@ def _eval_row(run: Path, href: str, out_dir: Path) -> dict[str, Any]:
     }
 
 
+#: Default EMA weight of the training curves (TensorBoard's default slider value).
+DEFAULT_SMOOTH = 0.6
+
+
+def _load_rows(out_dir: Path) -> list[dict[str, Any]]:
+    metrics_path = out_dir / "metrics.jsonl"
+    if not metrics_path.is_file():
+        raise FileNotFoundError(f"{out_dir} is not a training output directory (no metrics.jsonl)")
+    try:
+        return read_metrics(metrics_path)
+    except ValueError as exc:
+        raise ValueError(f"{metrics_path}: a line is not valid JSON ({exc})") from None
+
+
+def _run_label(out_dir: Path, cfg: dict[str, Any], taken: set[str]) -> str:
+    """A short distinct name for an overlaid run: its config ``name``, else its folder name."""
+    label = str(cfg.get("name") or out_dir.name)
+    if label in taken:
+        label = f"{label} ({out_dir})"
+    taken.add(label)
+    return label
+
+
 def write_train_report(
     out_dir: str | Path,
     out: str | Path | None = None,
     *,
     eval_runs: Sequence[str | Path] = (),
     runs_roots: Sequence[str | Path] = ("runs",),
+    smooth: float = DEFAULT_SMOOTH,
+    compare: Sequence[str | Path] = (),
 ) -> list[Path]:
     """Write the report of training output directory ``out_dir``; return the files written
     (the report first, then one run report per evaluation run).
@@ -96,32 +145,48 @@ def write_train_report(
             and ``sft/metrics.jsonl`` when present).
         out: the HTML file (default ``<out_dir>/report.html``).
         eval_runs: evaluation run directories to link (besides those found in ``runs_roots``).
-        runs_roots: folders searched by :func:`find_eval_runs`.
+        runs_roots: folders searched by :func:`scan_eval_runs`.
+        smooth: EMA weight of the curves in ``[0, 1)`` (0: raw curves only;
+            :func:`ragen_bench.site.charts.ema`); the raw points stay, faint and hoverable.
+        compare: other training output directories whose curves are overlaid (dashed),
+            each series labelled ``<run name>: <metric>``.
 
     Raises:
-        FileNotFoundError: ``out_dir`` has no ``metrics.jsonl``, or an ``eval_runs`` entry
-            is not a run directory.
-        ValueError: a corrupt ``metrics.jsonl`` line.
+        FileNotFoundError: ``out_dir`` or a ``compare`` entry has no ``metrics.jsonl``, or
+            an ``eval_runs`` entry is not a run directory.
+        ValueError: a corrupt ``metrics.jsonl`` line; ``smooth`` outside ``[0, 1)``.
     """
+    if not 0.0 <= smooth < 1.0:
+        raise ValueError(f"--smooth must be in [0, 1), got {smooth}")
     base = Path(out_dir)
-    metrics_path = base / "metrics.jsonl"
-    if not metrics_path.is_file():
-        raise FileNotFoundError(f"{base} is not a training output directory (no metrics.jsonl)")
-    try:
-        rows = read_metrics(metrics_path)
-    except ValueError as exc:
-        raise ValueError(f"{metrics_path}: a line is not valid JSON ({exc})") from None
+    rows = _load_rows(base)
     target = Path(out) if out is not None else base / REPORT_FILE
     cfg = _read_json(base / "config.json")
+    taken: set[str] = set()
+    runs_rows = [(_run_label(base, cfg, taken) if compare else "", rows)]
+    for other in compare:
+        other = Path(other)
+        runs_rows.append(
+            (_run_label(other, _read_json(other / "config.json"), taken), _load_rows(other))
+        )
+    overlaid = {label for label, _ in runs_rows[1:]}
+
+    def panel_series(keys: Sequence[str]) -> tuple[list, list[str]]:
+        series, dashed = [], []
+        for run_label, run_rows in runs_rows:
+            for k in keys:
+                name = f"{run_label}: {k}" if run_label else k
+                series.append((name, _series(run_rows, k, _phase_of(k))))
+                if run_label in overlaid:
+                    dashed.append(name)
+        return series, dashed
+
     charts = []
     shown: set[str] = set()
     for i, (title, keys) in enumerate(PANELS):
+        series, dashed = panel_series(keys)
         charts.append(
-            line_chart(
-                [(k, _series(rows, k, _phase_of(k))) for k in keys],
-                title=title,
-                chart_id=f"panel{i}",
-            )
+            line_chart(series, title=title, chart_id=f"panel{i}", smooth=smooth, dashed=dashed)
         )
         shown.update(keys)
     sft_path = base / "sft" / "metrics.jsonl"
@@ -132,26 +197,37 @@ def write_train_report(
                 [("sft/loss", _series(sft_rows, "sft/loss", "sft"))],
                 title="SFT loss",
                 chart_id="sft",
+                smooth=smooth,
             )
         )
     other = sorted(
         {
             k
-            for r in rows
+            for _, run_rows in runs_rows
+            for r in run_rows
             for k, v in r.items()
             if k not in shown and k not in ("step", "time", "phase") and isinstance(v, (int, float))
         }
     )
-    more = [
-        line_chart(
-            [(k, _series(rows, k, _phase_of(k)))], title=k, chart_id=f"m{i}", width=330, height=200
+    more = []
+    for i, k in enumerate(other):
+        series, dashed = panel_series([k])
+        more.append(
+            line_chart(
+                series,
+                title=k,
+                chart_id=f"m{i}",
+                width=330,
+                height=200,
+                smooth=smooth,
+                dashed=dashed,
+            )
         )
-        for i, k in enumerate(other)
-    ]
 
     written = [target]
     evals = []
-    runs = sorted({Path(r) for r in eval_runs} | set(find_eval_runs(base, runs_roots)))
+    found, stale = scan_eval_runs(base, runs_roots)
+    runs = sorted({Path(r) for r in eval_runs} | set(found))
     for run in runs:
         if not (run / "run.json").is_file():
             raise FileNotFoundError(f"{run} is not a run directory (no run.json)")
@@ -173,6 +249,9 @@ def write_train_report(
             charts=charts,
             more_charts=more,
             evals=evals,
+            stale=[str(p) for p in stale if p not in runs],
+            smooth=smooth,
+            compared=[label for label, _ in runs_rows] if compare else [],
         ),
     )
     return written
@@ -211,6 +290,26 @@ def _overview(cfg: dict[str, Any]) -> list[tuple[str, Any]]:
     ]
 
 
+#: Before/after metrics that are one yes/no per episode, so a Wilson interval applies
+#: (``test/status_*`` are shares of episodes ending so).
+def _binary(key: str) -> bool:
+    return key in ("test/success", "val/success") or "/status_" in key
+
+
+def _cell(value: Any, key: str, n: Any) -> str:
+    """A before/after table cell: the value, with its Wilson 95% interval for a
+    per-episode yes/no share over ``n`` independent episodes."""
+    from ragen_bench.site.page import fmt_num
+    from ragen_bench.stats import wilson_interval
+
+    text = fmt_num(value)
+    if _binary(key) and isinstance(value, (int, float)) and isinstance(n, int) and n > 0:
+        if 0.0 <= value <= 1.0:
+            lo, hi = wilson_interval(float(value), n)
+            text += f" [{lo:.3f}, {hi:.3f}]"
+    return text
+
+
 def _pipeline(summary: dict[str, Any]) -> dict[str, Any] | None:
     columns = [
         (label, summary[key])
@@ -224,9 +323,10 @@ def _pipeline(summary: dict[str, Any]) -> dict[str, Any] | None:
     if not columns:
         return None
     keys = sorted({k for _, values in columns for k in values})
+    n = summary.get("eval_episodes", "?")
     return {
-        "columns": columns,
-        "metric_keys": keys,
+        "columns": [label for label, _ in columns],
+        "rows": [(k, [_cell(values.get(k), k, n) for _, values in columns]) for k in keys],
         "split": summary.get("eval_split", "?"),
-        "episodes": summary.get("eval_episodes", "?"),
+        "episodes": n,
     }

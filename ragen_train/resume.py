@@ -144,12 +144,13 @@ def missing_checkpoint_message(where: str, out_dir: Path, save_every: int) -> st
     if last is None:
         return (
             f"{head}: the run there logged no training step, so it wrote no checkpoint (the first is "
-            f"written at step {run_every}, trainer.save_every={run_every})"
+            f"written at step {run_every}, trainer.save_every={run_every}); start it again with "
+            "trainer.overwrite=true"
         )
     return (
         f"{head}: the run there stopped at step {last}, before its first checkpoint at step {run_every} "
-        f"(trainer.save_every={run_every}); start it again, or save more often with a smaller "
-        "trainer.save_every"
+        f"(trainer.save_every={run_every}); start it again with trainer.overwrite=true, or save "
+        "more often with a smaller trainer.save_every"
     )
 
 
@@ -180,7 +181,11 @@ def interrupted_message(
             if save_every <= 0
             else f"no checkpoint was written yet (one every trainer.save_every={save_every} steps)"
         )
-        again = "run the quickstart again" if command == "quickstart" else "start it again"
+        again = (
+            "run the quickstart again"  # a recipe: it overwrites by itself
+            if command == "quickstart"
+            else "start it again with trainer.overwrite=true (its first files are in the way)"
+        )
         return f"{reason}: nothing to resume in {out} — {why}; {again}"
     tail = (
         " (the StarPO phase; the before/after summary needs a complete quickstart)"

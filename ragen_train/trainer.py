@@ -85,6 +85,7 @@ from .multienv import (
     val_envs,
 )
 from .outputs import clear_run_outputs
+from .progress import PhaseProgress
 from .schedules import build_lr_scheduler
 
 
@@ -385,9 +386,13 @@ class StarPOTrainer:
                 for m in range(r.group_size)
             ]
         self.model.eval()
-        parts = run_by_env(
-            self.policy, specs, [rollout_config_for(self.cfg, r.temperature, e.id) for e in envs]
-        )
+        with self._phase(f"step {step} rollouts", sum(map(len, specs))) as progress:
+            parts = run_by_env(
+                self.policy,
+                specs,
+                [rollout_config_for(self.cfg, r.temperature, e.id) for e in envs],
+                progress=progress,
+            )
         for part in parts:
             _raise_if_env_broken(part)
         return [rec for part in parts for rec in part]
@@ -423,16 +428,27 @@ class StarPOTrainer:
         self.model.eval()
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(12345)
-            parts = run_by_env(
-                self.policy,
-                specs,
-                [rollout_config_for(self.cfg, max(t, 0.0), e.id) for e in self.val_envs],
-            )
+            with self._phase(f"{prefix} ({split} split)", sum(map(len, specs))) as progress:
+                parts = run_by_env(
+                    self.policy,
+                    specs,
+                    [rollout_config_for(self.cfg, max(t, 0.0), e.id) for e in self.val_envs],
+                    progress=progress,
+                )
         for part in parts:
             _raise_if_env_broken(part)
         records = [rec for part in parts for rec in part]
         out = self._reduce_means(episode_metrics(records, prefix), len(records))
         return out | self._per_env_metrics(parts, self.val_envs, prefix)
+
+    #: Seconds between progress lines of a long rollout or validation phase (issue 29 item 7).
+    progress_every_s = 15.0
+
+    def _phase(self, label: str, episodes: int) -> PhaseProgress:
+        """Heartbeat lines on standard output while a phase plays (main rank only; a phase
+        shorter than :attr:`progress_every_s` prints nothing)."""
+        log = (lambda line: print(line, flush=True)) if self.dist.is_main else (lambda line: None)
+        return PhaseProgress(log, f"[ragen] {label}", episodes, every_s=self.progress_every_s)
 
     def _per_env_metrics(
         self,

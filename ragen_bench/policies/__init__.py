@@ -31,6 +31,13 @@ from .privileged import OraclePolicy, RandomPolicy
 POLICIES: Registry[Callable[..., Policy]] = Registry("back-end")
 
 _BATCH = CliOption("batch_size", int, 32, "hf: largest generation batch.", key="max_batch_size")
+_BASE = CliOption(
+    "base",
+    Optional[str],
+    None,
+    "hf / vllm: base model of a LoRA adapter --model (default: its adapter_config.json's, "
+    "else the training run's model.path).",
+)
 _CONCURRENCY = CliOption(
     "concurrency",
     Optional[int],
@@ -109,12 +116,17 @@ def policy_options(*, endpoint: bool | None = None) -> list[CliOption]:
 
 def declared_options(backend: str, values: dict[str, Any]) -> dict[str, Any]:
     """The factory keywords of ``backend``'s declared options, taken from ``values``
-    (command-line values by parameter name).  Endpoint back-ends get theirs through
+    (command-line values by parameter name; ``None``, an option not given, is left out).
+    Endpoint back-ends get theirs through
     :func:`~ragen_bench.endpoints.resolve_endpoint` instead."""
     entry = POLICIES.entry(backend)
     if entry.meta["endpoint"]:
         return {}
-    return {opt.keyword: values[opt.name] for opt in entry.meta["options"] if opt.name in values}
+    return {
+        opt.keyword: values[opt.name]
+        for opt in entry.meta["options"]
+        if opt.name in values and values[opt.name] is not None  # None: the factory's default
+    }
 
 
 @register_policy(
@@ -125,6 +137,7 @@ def declared_options(backend: str, values: dict[str, Any]) -> dict[str, Any]:
         CliOption("device", str, "cpu", "hf: torch device."),
         CliOption("dtype", str, "float32", "hf: float32 | bfloat16 | float16."),
         _BATCH,
+        _BASE,
     ),
 )
 def _hf(model: str | None, **options: Any) -> Policy:
@@ -221,7 +234,7 @@ def _openai(model: str | None, **options: Any) -> Policy:
     return OpenAIPolicy(model or "", **options)
 
 
-@register_policy("vllm", model="required", check_model="path", options=(_BATCH,))
+@register_policy("vllm", model="required", check_model="path", options=(_BATCH, _BASE))
 def _vllm(model: str | None, **options: Any) -> Policy:
     if not model:
         raise ValueError("the vllm back-end needs --model (a directory or a hub id)")

@@ -13,52 +13,19 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import threading
 from pathlib import Path
 from typing import Any
 
+from ..model_dirs import (  # noqa: F401 - re-exported: ragen_train and vllm import them here
+    check_model_ref,
+    load_hf_model,
+    model_source,
+    resolve_model_path,
+    tokenizer_path,
+)
 from ..types import Generation, PolicyRequest, SamplingParams
 from .base import Policy
-
-
-def resolve_model_path(model: str) -> str:
-    """Resolve ``"tiny"`` to the tiny model preset (built on first use); else return as is."""
-    if model == "tiny":
-        from ..tiny import tiny_model_path
-
-        return str(tiny_model_path())
-    return model
-
-
-#: A Hugging Face hub id: ``name`` or ``owner/name`` (the hub's own rule: word
-#: characters, ``-`` and ``.``, at most 96 characters a part).
-_HUB_ID = re.compile(r"(?:[\w.-]{1,96}/)?[\w.-]{1,96}")
-
-
-def check_model_ref(model: str, *, need_config: bool = True) -> None:
-    """Refuse a model that can be neither a local model nor a hub id, before loading it.
-
-    Args:
-        model: ``"tiny"``, a local path or a hub id.
-        need_config: a local path must be a directory with ``config.json`` (``hf``);
-            ``False`` accepts any existing path (vLLM also loads single GGUF files).
-
-    Raises:
-        ValueError: the path does not exist and is not shaped like a hub id, or it is
-            not a model directory.
-    """
-    if model == "tiny":
-        return
-    path = Path(model).expanduser()
-    if path.exists():
-        if need_config and not (path.is_dir() and (path / "config.json").is_file()):
-            raise ValueError(f"model {model!r} is not a model directory (no config.json in it)")
-        return
-    if not _HUB_ID.fullmatch(model) or ".." in model or model.startswith((".", "-")):
-        raise ValueError(
-            f"model path {model!r} does not exist (and it is not a hub id like owner/name)"
-        )
 
 
 def _load_error(model: str, exc: OSError) -> ValueError:
@@ -103,6 +70,20 @@ class _LogprobRecorder:
         return torch.stack(self.columns, dim=1) if self.columns else None
 
 
+class _Cancelled:
+    """A transformers stopping criterion: stop every row once ``event`` is set."""
+
+    def __init__(self, event: threading.Event):
+        self.event = event
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        import torch
+
+        return torch.full(
+            (input_ids.shape[0],), self.event.is_set(), dtype=torch.bool, device=input_ids.device
+        )
+
+
 class HFPolicy(Policy):
     """A local transformers causal LM as a policy.
 
@@ -114,12 +95,14 @@ class HFPolicy(Policy):
         dtype: ``"float32"`` (default; fastest on CPU), ``"bfloat16"`` or ``"float16"``.
         max_batch_size: largest generation batch.
         trust_remote_code: forwarded to ``from_pretrained``.
+        base: base model of a LoRA adapter folder (default: found from the adapter and the
+            training run, :func:`ragen_bench.model_dirs.adapter_base`).
 
     Raises:
         ImportError: torch/transformers are missing (install ``ragen[hf]``).
         ValueError: the model path does not exist or is not a model directory, a hub
             id cannot be loaded (offline / unknown), an unknown ``dtype``, or
-            ``max_batch_size < 1``.
+            ``max_batch_size < 1``, an adapter whose base model is not found.
     """
 
     name = "hf"
@@ -134,10 +117,11 @@ class HFPolicy(Policy):
         dtype: str = "float32",
         max_batch_size: int = 32,
         trust_remote_code: bool = False,
+        base: str | None = None,
     ):
         try:
             import torch
-            from transformers import AutoModelForCausalLM, AutoTokenizer
+            from transformers import AutoTokenizer
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise ImportError(
                 "the hf back-end needs torch and transformers: pip install 'ragen[hf]'"
@@ -152,22 +136,21 @@ class HFPolicy(Policy):
         if not isinstance(torch_dtype, torch.dtype):
             raise ValueError(f"unknown dtype {dtype!r}; use float32, bfloat16 or float16")
         if isinstance(model, (str, os.PathLike)):
-            check_model_ref(str(model))
-            path = resolve_model_path(str(model))
-            self._model_name = Path(path).name if str(model) != "tiny" else "tiny"
+            source = model_source(str(model), base)
+            self._model_name = Path(source.path).name if str(model) != "tiny" else "tiny"
+            self.base = source.base
             try:
                 self._tokenizer = tokenizer or AutoTokenizer.from_pretrained(
-                    path, trust_remote_code=trust_remote_code
+                    tokenizer_path(source), trust_remote_code=trust_remote_code
                 )
-                self.model = AutoModelForCausalLM.from_pretrained(
-                    path, dtype=torch_dtype, trust_remote_code=trust_remote_code
-                )
+                self.model = load_hf_model(source, torch_dtype, trust_remote_code=trust_remote_code)
             except OSError as exc:
                 raise _load_error(str(model), exc) from exc
         else:
             if tokenizer is None:
                 raise ValueError("pass the tokenizer together with a loaded model")
             self.model, self._tokenizer = model, tokenizer
+            self.base = None
             self._model_name = (
                 getattr(getattr(model, "config", None), "_name_or_path", "") or type(model).__name__
             )
@@ -195,17 +178,31 @@ class HFPolicy(Policy):
             "model": self.model_name,
             "device": self.device,
             "dtype": str(next(self.model.parameters()).dtype).replace("torch.", ""),
+            **({"base": self.base} if self.base else {}),
         }
 
     async def generate(
         self, requests: list[PolicyRequest], params: SamplingParams
     ) -> list[Generation]:
-        return await asyncio.to_thread(self.generate_sync, requests, params)
+        """:meth:`generate_sync` in a worker thread.  Cancelled (Ctrl-C: ``asyncio.run``
+        cancels its task), it stops the generation at the next token, so the interpreter,
+        which waits for the thread before it exits, exits within one decoding step instead
+        of after the whole batch (minutes for a large CPU batch)."""
+        cancel = threading.Event()  # this call's own: a later call is never stopped by it
+        try:
+            return await asyncio.to_thread(self.generate_sync, requests, params, cancel)
+        except asyncio.CancelledError:
+            cancel.set()
+            raise
 
     def generate_sync(
-        self, requests: list[PolicyRequest], params: SamplingParams
+        self,
+        requests: list[PolicyRequest],
+        params: SamplingParams,
+        cancel: threading.Event | None = None,
     ) -> list[Generation]:
-        """Blocking batched generation (see :meth:`Policy.generate`)."""
+        """Blocking batched generation (see :meth:`Policy.generate`); once ``cancel`` is set
+        every row stops at the next token."""
         import torch
 
         prompts = [
@@ -236,6 +233,8 @@ class HFPolicy(Policy):
             kwargs.update(temperature=params.temperature, top_p=params.top_p, top_k=0)
         if params.stop:
             kwargs.update(stop_strings=list(params.stop), tokenizer=self._tokenizer)
+        if cancel is not None:
+            kwargs["stopping_criteria"] = [_Cancelled(cancel)]
         with self._lock, torch.no_grad():
             if params.seed is not None:
                 torch.manual_seed(params.seed)

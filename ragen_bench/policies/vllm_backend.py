@@ -80,7 +80,10 @@ class VLLMPolicy(Policy):
     """A model run in-process by vLLM's offline engine (``vllm.LLM``).
 
     Args:
-        model: model directory or hub id (``"tiny"`` resolves to the tiny preset).
+        model: model directory, LoRA adapter folder (merged into its base once and cached,
+            :func:`ragen_bench.model_dirs.merged_model_dir`) or hub id (``"tiny"`` resolves
+            to the tiny preset).
+        base: base model of an adapter ``model`` (default: found from the adapter).
         max_batch_size: most requests per ``generate`` call (vLLM schedules them
             continuously inside the call).
         tensor_parallel_size, gpu_memory_utilization, max_model_len, dtype, seed,
@@ -93,6 +96,7 @@ class VLLMPolicy(Policy):
 
     Raises:
         ImportError: vLLM is not installed (message names ``pip install 'ragen[vllm]'``).
+        ValueError: an adapter whose base model is not found.
     """
 
     name = "vllm"
@@ -112,13 +116,15 @@ class VLLMPolicy(Policy):
         enforce_eager: bool = False,
         trust_remote_code: bool = False,
         logprobs: bool = True,
+        base: str | None = None,
         **engine_kwargs: Any,
     ):
         vllm = _import_vllm()
-        from .hf import resolve_model_path
+        from ..model_dirs import merged_model_dir, model_source
 
-        path = resolve_model_path(str(model))
-        self._model_name = "tiny" if str(model) == "tiny" else Path(path).name or str(model)
+        source = model_source(str(model), base)  # a LoRA adapter: merged into its base once
+        path = merged_model_dir(source)
+        self._model_name = "tiny" if str(model) == "tiny" else Path(source.path).name or str(model)
         self.max_batch_size = int(max_batch_size)
         self.logprobs = bool(logprobs)
         self.settings = {
@@ -441,10 +447,10 @@ class VLLMServerPolicy(OpenAIPolicy):
         log_path: str | None = None,
         **openai_options: Any,
     ):
-        from .hf import resolve_model_path
+        from ..model_dirs import merged_model_dir, model_source
 
         openai_options.pop("base_url", None)
-        path = resolve_model_path(str(model))
+        path = merged_model_dir(model_source(str(model), openai_options.pop("base", None)))
         self.server = ManagedServer(
             path,
             served_model_name=served_model_name,

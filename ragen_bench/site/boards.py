@@ -4,6 +4,8 @@ Layout of ``DIR``::
 
     index.html              every board: name, description, split, counts
     <board>.html            one page per board (the JSON file's stem): a sortable, filterable table
+    matrix.html             models x environment families (:mod:`ragen_bench.site.matrix`)
+    data/<board>.json|.csv  each board to download (and data/all.csv), linked from every page
     runs/<run_id>.html      the run report of each entry whose run directory was found
 
 A board entry names its run by ``run_id``; the run directory is looked up as
@@ -107,9 +109,31 @@ def build_site(
     out = Path(out_dir)
     written: list[Path] = []
     report_of: dict[str, str | None] = {}  # run_id -> href relative to out/
-    nav = [("leaderboards", "index.html")] + [
+    nav = [("leaderboards", "index.html"), ("models × envs", "matrix.html")] + [
         (b["name"], f"{slug(p.stem)}.html") for p, b in loaded
     ]
+    from .matrix import matrix, write_data
+
+    written += write_data(out, [(slug(p.stem), p, b) for p, b in loaded])
+    downloads = [
+        (f"{slug(p.stem)}.{ext}", f"data/{slug(p.stem)}.{ext}")
+        for p, _ in loaded
+        for ext in ("json", "csv")
+    ] + [("all boards (CSV)", "data/all.csv")]
+    grid = matrix([(b["name"], b) for _, b in loaded])
+    written.append(
+        write_page(
+            out / "matrix.html",
+            render_page(
+                "matrix.html",
+                title="models × environments · ragen leaderboards",
+                nav=nav,
+                downloads=downloads,
+                n_boards=len(loaded),
+                **grid,
+            ),
+        )
+    )
 
     def report_for(run_id: str) -> str | None:
         if run_id not in report_of:
@@ -152,6 +176,7 @@ def build_site(
                     rows=rows,
                     envs=envs,
                     protocols=protocols,
+                    downloads=downloads,
                 ),
             )
         )
@@ -171,7 +196,12 @@ def build_site(
         write_page(
             out / "index.html",
             render_page(
-                "index.html", title="ragen leaderboards", nav=nav, boards=summaries, reports=listed
+                "index.html",
+                title="ragen leaderboards",
+                nav=nav,
+                boards=summaries,
+                reports=listed,
+                downloads=downloads,
             ),
         )
     )

@@ -34,14 +34,18 @@ def _label(x: float) -> str:
 
 
 def _tick_labels(ticks: Sequence[float]) -> list[str]:
-    """Labels for axis ticks: the fewest decimals (up to 12) that tell every tick apart."""
+    """Labels for axis ticks, each equal to its tick value: the fewest decimals (up to 12,
+    the same for every tick) at which every label reads back as its tick (0.14 and 0.16
+    are "0.14" and "0.16", 0.0 and 0.05 "0.00" and "0.05"), else ``%.12g``."""
     if all(t == int(t) and abs(t) < 1e6 for t in ticks):
         return [str(int(t)) for t in ticks]
+    gaps = [abs(b - a) for a, b in zip(ticks, ticks[1:]) if b != a]
+    tol = max(min(gaps, default=abs(ticks[0]) if ticks else 1.0) * 1e-6, 1e-12)
     for digits in range(1, 13):
         labels = [f"{t:.{digits}f}" for t in ticks]
-        if len(set(labels)) == len(labels):
-            return labels
-    return [f"{t:.6g}" for t in ticks]
+        if all(abs(float(s) - t) <= tol for s, t in zip(labels, ticks)):
+            return [s if s.strip("-0.") else s.lstrip("-") for s in labels]  # never "-0.00"
+    return [f"{t:.12g}" for t in ticks]
 
 
 def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
@@ -143,6 +147,26 @@ def histogram(
     return Markup("".join(parts))
 
 
+def ema(values: Sequence[float], weight: float) -> list[float]:
+    """Exponential moving average with TensorBoard's debiasing: ``m_t = w m_{t-1} + (1-w) y_t``,
+    shown as ``m_t / (1 - w^t)`` (so the first value is ``y_1``, not pulled towards 0).
+
+    Raises:
+        ValueError: ``weight`` outside ``[0, 1)``.
+    """
+    if not 0.0 <= weight < 1.0:
+        raise ValueError(f"smoothing weight must be in [0, 1), got {weight}")
+    out, m = [], 0.0
+    for t, y in enumerate(values, start=1):
+        m = weight * m + (1 - weight) * y
+        out.append(m / (1 - weight**t))
+    return out
+
+
+#: Series with fewer points than this are drawn unsmoothed (a smoothed line of 3 points hides them).
+MIN_SMOOTH_POINTS = 5
+
+
 def line_chart(
     series: Sequence[tuple[str, Sequence[tuple[float, float]]]],
     *,
@@ -151,6 +175,8 @@ def line_chart(
     xlabel: str = "step",
     width: int = 430,
     height: int = 250,
+    smooth: float = 0.0,
+    dashed: Sequence[str] = (),
 ) -> Markup:
     """An SVG line chart, one polyline (and hoverable points) per ``(label, [(x, y), ...])``,
     with a legend of checkboxes that show and hide each series.
@@ -159,6 +185,10 @@ def line_chart(
         series: labels and points; points with a non-finite y are skipped.
         title: the chart title.
         chart_id: a page-unique id prefix (``[A-Za-z0-9_-]``) for the series groups.
+        smooth: EMA weight in ``[0, 1)`` (:func:`ema`); ``> 0``: a series of at least
+            :data:`MIN_SMOOTH_POINTS` points is drawn as its smoothed line over the raw one
+            (faint); hovering a point still gives the raw value.
+        dashed: labels of series drawn dashed (e.g. a second run overlaid).
     """
     clean = [
         (label, [(float(x), float(y)) for x, y in pts if y is not None and math.isfinite(float(y))])
@@ -203,10 +233,20 @@ def line_chart(
         colour = PALETTE[i % len(PALETTE)]
         gid = f"{chart_id}-s{i}"
         path = " ".join(f"{_r(px(x))},{_r(py(y))}" for x, y in pts)
-        parts.append(
-            f'<g id="{gid}" data-series="{escape(label)}"><polyline fill="none" stroke="{colour}" '
-            f'stroke-width="1.8" points="{path}"/>'
-        )
+        dash = ' stroke-dasharray="5 3"' if label in dashed else ""
+        parts.append(f'<g id="{gid}" data-series="{escape(label)}">')
+        if smooth > 0 and len(pts) >= MIN_SMOOTH_POINTS:
+            smoothed = ema([y for _, y in pts], smooth)
+            line = " ".join(f"{_r(px(x))},{_r(py(y))}" for (x, _), y in zip(pts, smoothed))
+            parts.append(
+                f'<polyline class="raw" fill="none" stroke="{colour}" stroke-opacity="0.3" '
+                f'stroke-width="1" points="{path}"/><polyline class="smoothed" fill="none" '
+                f'stroke="{colour}" stroke-width="2"{dash} points="{line}"/>'
+            )
+        else:
+            parts.append(
+                f'<polyline fill="none" stroke="{colour}" stroke-width="1.8"{dash} points="{path}"/>'
+            )
         radius = 2.6 if len(pts) <= 60 else 1.6
         for x, y in pts:
             parts.append(

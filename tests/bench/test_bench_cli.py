@@ -413,8 +413,7 @@ def test_hf_model_that_cannot_be_loaded_is_one_clear_line(tmp_path: Path, cli) -
     assert (
         code == 2
         and err.strip()
-        == "error: model path '/nonexistent' does not exist "
-        "(and it is not a hub id like owner/name)"
+        == "error: model path '/nonexistent' does not exist"  # a local path: no hub id hint
     )
     (tmp_path / "empty").mkdir()
     code, _, err = cli(*base, "--model", str(tmp_path / "empty"))

@@ -125,7 +125,12 @@ def test_issue14_item2_policies_are_a_registry_of_factories_declaring_their_opti
     assert list(POLICIES) == ["hf", "random", "oracle", "openai", "vllm", "vllm-server"]
     assert ENDPOINT_BACKENDS == ("openai", "vllm-server") == POLICIES.names(endpoint=True)
     hf = {o.name: o.keyword for o in POLICIES.meta("hf", "options")}
-    assert hf == {"device": "device", "dtype": "dtype", "batch_size": "max_batch_size"}
+    assert hf == {
+        "device": "device",
+        "dtype": "dtype",
+        "batch_size": "max_batch_size",
+        "base": "base",  # a LoRA adapter's base model (issue 29 item 3)
+    }
     assert declared_options("random", {"policy_seed": 7}) == {"seed": 7}
     assert (
         declared_options("openai", {"concurrency": 3}) == {}

@@ -174,7 +174,9 @@ def test_site_is_deterministic(board_with_runs, tmp_path):
 
 def test_site_pages_need_no_network(board_with_runs, tmp_path):
     board, runs = board_with_runs
-    for page in build_site([*BASELINES, board], tmp_path / "site", runs_roots=[runs]):
+    files = build_site([*BASELINES, board], tmp_path / "site", runs_roots=[runs])
+    assert {p.suffix for p in files} == {".html", ".json", ".csv"}  # pages and data/ downloads
+    for page in (p for p in files if p.suffix == ".html"):
         html = page.read_text()
         assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html), page
         assert (
@@ -188,7 +190,9 @@ def test_site_publishes_baseline_boards_with_one_command(tmp_path):
     )  # no runs/ there
     assert res.returncode == 0, res.stderr
     names = sorted(p.name for p in (tmp_path / "site").iterdir())
-    assert names == sorted(["index.html", *(f"{p.stem}.html" for p in BASELINES)])
+    assert names == sorted(
+        ["index.html", "matrix.html", "data", *(f"{p.stem}.html" for p in BASELINES)]
+    )
     index = (tmp_path / "site" / "index.html").read_text()
     for p in BASELINES:
         assert f'<a href="{p.stem}.html">{json.loads(p.read_text())["name"]}</a>' in index

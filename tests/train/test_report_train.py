@@ -140,4 +140,11 @@ def test_train_report_shows_before_and_after_evaluation_of_a_recipe(trained, tmp
     html = write_train_report(copy, runs_roots=[])[0].read_text()
     assert "Held-out evaluation (test split, 512 episodes)" in html
     row = re.search(r"<tr><td>val/success</td>(.*?)</tr>", html).group(1)
-    assert re.findall(r">([0-9.–]+)</td>", row) == ["0.000", "0.578", "0.992"]
+    # success is one yes/no per episode: Wilson 95% intervals over the 512 episodes
+    assert re.findall(r">([^<]+)</td>", row) == [
+        "0.000 [0.000, 0.007]",
+        "0.578 [0.535, 0.620]",
+        "0.992 [0.980, 0.997]",
+    ]
+    ret = re.search(r"<tr><td>val/return</td>(.*?)</tr>", html).group(1)
+    assert re.findall(r">([^<]+)</td>", ret) == ["–", "0.100", "0.900"]  # not a share: no interval

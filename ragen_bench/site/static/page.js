@@ -2,6 +2,9 @@
 // it reads only attributes and text the page already holds and never writes HTML.
 (function () {
   "use strict";
+  // Sort and filter controls are shown only when this script runs (page.css hides them
+  // under <html> without the "js" class): without JavaScript they would do nothing.
+  document.documentElement.classList.add("js");
 
   // Sortable tables: <table class="sortable"> with <th data-sort="num|text">; a cell may
   // carry data-value (the number to sort by). Numbers sort high-to-low on the first click,

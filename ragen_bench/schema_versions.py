@@ -1,0 +1,109 @@
+"""How the files the project writes evolve, so that old results stay readable.
+
+Two kinds of change, two rules:
+
+* **Added field** (additive, no ``schema_version`` bump): the schema may require the new
+  field, and a file written before it was added lacks it.  Every such field is listed in
+  :data:`ADDED_FIELDS` with the default the code uses (the dataclass default for
+  ``train_config``); :func:`upgrade` fills it in before the schema is checked, so the file
+  validates and readers see the same value the code assumed when it was written.
+* **Breaking change** (a field renamed, removed or re-typed): the kind's version in
+  :data:`CURRENT` is bumped and a migration from the previous version is registered in
+  :data:`MIGRATIONS` (``(kind, old_version) -> fn(obj) -> obj`` giving the next
+  version).  :func:`upgrade` chains them; a file of a version with no path to the current
+  one, or of a newer version than this ragen knows, is refused with one line.
+
+A test validates every committed run directory, board and example, so a change that
+makes one of them invalid fails until it is listed here.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+#: The ``schema_version`` each kind of file has now (files without one: ``None``).
+CURRENT: dict[str, int | None] = {
+    "episode": 1,
+    "summary": 1,
+    "run": 1,
+    "leaderboard": 1,
+    "metrics": None,
+    "train_config": None,
+    "train_summary": None,
+    "agent_protocol": 1,
+}
+
+#: Fields added to a kind since its files were first written: ``(dotted path, default)``.
+#: ``train_config`` defaults are those of :class:`ragen_train.config.StarPOConfig`
+#: (a test keeps them equal).
+ADDED_FIELDS: dict[str, tuple[tuple[str, Any], ...]] = {
+    "train_config": (
+        ("env.train", []),  # multi-env StarPO (issue 17 item 10)
+        ("env.val", []),
+        ("algorithm.filter.scope", "global"),
+        ("optim.lr_schedule", "constant"),  # LR schedules (issue 17 item 11)
+        ("optim.min_lr_ratio", 0.0),
+        ("trainer.degenerate_warn_rate", 0.5),
+        ("trainer.degenerate_stop_steps", 10),
+    ),
+}
+
+#: ``(kind, version) -> migration`` to ``version + 1`` (none yet: no version was bumped).
+MIGRATIONS: dict[tuple[str, int], Callable[[dict[str, Any]], dict[str, Any]]] = {}
+
+
+class SchemaVersionError(ValueError):
+    """A file's ``schema_version`` cannot be read by this ragen (one line)."""
+
+
+def _fill(obj: dict[str, Any], path: str, default: Any) -> None:
+    *parents, leaf = path.split(".")
+    node: Any = obj
+    for key in parents:
+        node = node.get(key) if isinstance(node, dict) else None
+        if not isinstance(node, dict):
+            return  # the section itself is missing: the schema reports that
+    if leaf not in node:
+        node[leaf] = copy.deepcopy(default)
+
+
+def upgrade(obj: Any, kind: str) -> Any:
+    """Bring a parsed file up to the current version of ``kind``, in place: run the
+    migrations from its ``schema_version`` on, then fill :data:`ADDED_FIELDS` it lacks.
+
+    Returns:
+        ``obj`` (the same object, upgraded; a non-dict is returned as is).
+    Raises:
+        SchemaVersionError: a newer ``schema_version`` than this ragen reads, or an
+            older one without a migration.
+    """
+    if not isinstance(obj, dict):
+        return obj
+    current = CURRENT.get(kind)
+    if current is not None and "schema_version" in obj:
+        version = obj["schema_version"]
+        if not isinstance(version, int) or version > current:
+            raise SchemaVersionError(
+                f"schema_version {version!r} is not supported (this ragen reads {kind} files "
+                f"of schema_version {current}; a newer ragen may have written it)"
+            )
+        while version < current:
+            step = MIGRATIONS.get((kind, version))
+            if step is None:
+                raise SchemaVersionError(
+                    f"schema_version {version} of a {kind} file has no migration to "
+                    f"{version + 1} (this ragen reads schema_version {current})"
+                )
+            migrated = step(obj)
+            obj.clear()
+            obj.update(migrated)
+            version += 1
+            obj["schema_version"] = version
+    for path, default in ADDED_FIELDS.get(kind, ()):
+        _fill(obj, path, default)
+    return obj
+
+
+__all__ = ["ADDED_FIELDS", "CURRENT", "MIGRATIONS", "SchemaVersionError", "upgrade"]

@@ -1,0 +1,116 @@
+"""The site's model × environment matrix, board downloads, and controls that need
+JavaScript hidden without it (issue 29 item 2)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from pathlib import Path
+
+from ragen_bench.site import build_site
+from ragen_bench.site.matrix import family_of, matrix, to_csv
+from tests.helpers.browser import browser, console_errors, file_url  # noqa: F401  (fixture)
+
+ROOT = Path(__file__).resolve().parents[2]
+BOARDS = sorted((ROOT / "leaderboards").glob("*.json"))
+
+
+def _boards() -> list[tuple[str, dict]]:
+    return [(json.loads(p.read_text())["name"], json.loads(p.read_text())) for p in BOARDS]
+
+
+def test_matrix_cells_are_the_board_entries_and_the_average_their_mean() -> None:
+    grid = matrix(_boards())
+    entries = [e for _, b in _boards() for e in b["entries"]]
+    assert grid["families"] == sorted({family_of(e["env_id"]) for e in entries})
+    assert {(r["model"], r["backend"]) for r in grid["rows"]} == {
+        (e["model"], e["backend"]) for e in entries
+    }
+    for row in grid["rows"]:
+        for fam, cell in row["cells"].items():
+            same = [
+                e
+                for e in entries
+                if (e["model"], e["backend"]) == (row["model"], row["backend"])
+                and family_of(e["env_id"]) == fam
+            ]
+            most = max(e["episodes"] for e in same)
+            chosen = [e for e in same if e["run_id"] == cell["run_id"]][0]
+            assert chosen["episodes"] == most
+            assert cell["mean"] == chosen["metrics"]["success"]["mean"]
+            assert [cell["lo"], cell["hi"]] == chosen["metrics"]["success"]["ci95"]
+        means = [c["mean"] for c in row["cells"].values()]
+        assert row["average"] == sum(means) / len(means) and row["n"] == len(means)
+    averages = [r["average"] for r in grid["rows"]]
+    assert averages == sorted(averages, reverse=True)
+
+
+def test_family_of_groups_presets_of_one_env() -> None:
+    assert family_of("ragen/Sokoban-Large-v0") == family_of("ragen/Sokoban-v0") == "Sokoban"
+    assert family_of("ragen/Unknown-Thing-v3") == "Unknown"
+
+
+def test_site_has_the_matrix_and_downloads_on_every_page(tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    build_site(BOARDS, out, runs_roots=[], reports=False)
+    html = (out / "matrix.html").read_text()
+    grid = matrix(_boards())
+    assert html.count('<tr><td class="policy">') == len(grid["rows"])
+    oracle = next(r for r in grid["rows"] if r["model"] == "oracle")
+    assert f"{100 * oracle['average']:.1f} ({oracle['n']})" in html
+    assert '<th data-sort="num" class="num">Sokoban</th>' in html
+    for page in ["index.html", "matrix.html", *(f"{p.stem}.html" for p in BOARDS)]:
+        text = (out / page).read_text()
+        assert '<a href="data/all.csv" download>' in text, page
+        for p in BOARDS:
+            assert f'<a href="data/{p.stem}.json" download>' in text, page
+            assert f'<a href="data/{p.stem}.csv" download>' in text, page
+        assert '<a href="matrix.html">models × envs</a>' in text
+    for p in BOARDS:
+        assert (out / "data" / f"{p.stem}.json").read_bytes() == p.read_bytes()
+        rows = list(csv.DictReader(io.StringIO((out / "data" / f"{p.stem}.csv").read_text())))
+        board = json.loads(p.read_text())
+        assert [r["run_id"] for r in rows] == [e["run_id"] for e in board["entries"]]
+        assert [float(r["success"]) for r in rows] == [
+            e["metrics"]["success"]["mean"] for e in board["entries"]
+        ]
+    n_all = len(list(csv.DictReader(io.StringIO((out / "data" / "all.csv").read_text()))))
+    assert n_all == sum(len(json.loads(p.read_text())["entries"]) for p in BOARDS)
+
+
+def test_controls_that_need_javascript_are_hidden_without_it(tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    build_site(BOARDS, out, runs_roots=[], reports=False)
+    html = (out / "procedural.html").read_text()
+    css = re.search(r"<style>(.*?)</style>", html, re.S).group(1)
+    assert ".toolbar { display: none; }" in css and "html.js .toolbar { display: flex;" in css
+    assert re.search(r"(?m)^html\.js table\.sortable th\[data-sort\]::after", css)
+    assert 'document.documentElement.classList.add("js")' in html
+
+
+def test_csv_cells_are_never_spreadsheet_formulas() -> None:
+    text = to_csv([{"model": "=HYPERLINK(1)", "return": -0.5, "board": "@x"}])
+    row = next(csv.DictReader(io.StringIO(text)))
+    assert row["model"] == "'=HYPERLINK(1)" and row["board"] == "'@x" and row["return"] == "-0.5"
+
+
+def test_matrix_sorts_in_a_browser_and_shows_controls_with_javascript(browser, tmp_path):  # noqa: F811
+    from selenium.webdriver.common.by import By
+
+    out = tmp_path / "site"
+    build_site(BOARDS, out, runs_roots=[], reports=False)
+    browser.get(file_url(out / "matrix.html"))
+    cells = lambda: [  # noqa: E731
+        float(td.get_attribute("data-value"))
+        for td in browser.find_elements(By.CSS_SELECTOR, "#matrix tbody tr td:nth-child(3)")
+    ]
+    before = cells()
+    header = browser.find_element(By.ID, "col-average")
+    header.click()
+    header.click()
+    assert cells() == sorted(before)
+    browser.get(file_url(out / "procedural.html"))
+    assert browser.find_element(By.CSS_SELECTOR, ".toolbar").is_displayed()
+    assert console_errors(browser) == []

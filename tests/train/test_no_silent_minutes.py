@@ -1,0 +1,107 @@
+"""No silent minutes (issue 29 item 7): long validation and rollout phases print progress,
+Ctrl-C stops a generation in flight at once, and ``ragen-train presets`` marks GPU-scale
+presets with what a full run plays."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from ragen_train import cli as train_cli
+from ragen_train.config import load_config
+from ragen_train.progress import PhaseProgress
+from tests.helpers.cli import in_process_cli
+
+
+def test_phase_progress_beats_while_nothing_finishes() -> None:
+    lines: list[str] = []
+    with PhaseProgress(lines.append, "[ragen] validation", 256, every_s=0.05) as p:
+        time.sleep(0.3)  # a batched generation: no episode finishes for a while
+        p.on_turn(0, None)
+        p.on_episode(None)
+        time.sleep(0.12)
+    assert len(lines) >= 3
+    assert re.fullmatch(
+        r"\[ragen\] validation: 0/256 episodes finished, 0 turns played \(0 s\)", lines[0]
+    )
+    assert lines[-1].startswith("[ragen] validation: 1/256 episodes finished, 1 turns played")
+    quiet: list[str] = []
+    with PhaseProgress(quiet.append, "x", 4, every_s=5.0):
+        pass
+    assert quiet == []  # a short phase prints nothing
+
+
+def test_trainer_validation_and_rollouts_print_progress(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    from ragen_train.trainer import StarPOTrainer
+
+    monkeypatch.setattr(StarPOTrainer, "progress_every_s", 0.01)
+    cfg = load_config("tiny-bandit-grpo", [f"trainer.out_dir={tmp_path}"])
+    trainer = StarPOTrainer(cfg)
+    trainer.evaluate(episodes=16)
+    trainer.rollout(0)
+    out = capsys.readouterr().out
+    assert re.search(r"\[ragen\] val \(validation split\): 16/16 episodes finished", out)
+    assert re.search(r"\[ragen\] step 0 rollouts: 64/64 episodes finished", out)
+
+
+def test_a_cancelled_generation_stops_at_once() -> None:
+    """Ctrl-C cancels the asyncio task; the worker thread (which the interpreter waits for
+    before exiting) stops at the next token instead of finishing the batch."""
+    from ragen_bench.policies.hf import HFPolicy
+    from ragen_bench.types import PolicyRequest, SamplingParams
+
+    policy = HFPolicy("tiny")
+    policy._eos_ids = lambda: [10**6]  # no end of text: every row runs to max_new_tokens
+    reqs = [
+        PolicyRequest(messages=[{"role": "user", "content": "hi"}], episode_index=i, turn=0)
+        for i in range(8)
+    ]
+    params = SamplingParams(max_new_tokens=300, temperature=1.0)
+    t0 = time.monotonic()
+    full = policy.generate_sync(reqs, params)
+    t_full = time.monotonic() - t0
+    assert all(g.completion_tokens == 300 for g in full)
+
+    async def cancel_midway() -> float:
+        task = asyncio.create_task(policy.generate(reqs, params))
+        await asyncio.sleep(t_full / 4)
+        task.cancel()
+        t = time.monotonic()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        while policy._lock.locked():  # the thread still generating
+            await asyncio.sleep(0.002)
+        return time.monotonic() - t
+
+    t_stop = asyncio.run(cancel_midway())
+    assert t_stop < t_full / 4  # was: the rest of the batch (~3/4 of t_full)
+    assert (
+        policy.generate_sync(reqs[:1], SamplingParams(max_new_tokens=5))[0].completion_tokens == 5
+    )
+
+
+def test_presets_mark_gpu_scale_and_what_a_run_plays(monkeypatch: pytest.MonkeyPatch) -> None:
+    code, out, _ = in_process_cli(monkeypatch, train_cli)("presets")
+    assert code == 0
+    rows = {line.split()[0]: line.split() for line in out.splitlines() if "env=" in line}
+    assert rows["ragen2-ppo-sokoban-3b"][1] == "GPU" and rows["tiny-bandit-grpo"][1] == "CPU"
+    assert rows["quickstart"][1] == "CPU"
+    # tiny-bandit-grpo: 30 steps x 8 groups x 8 = 1920; validations at 0, 5, ..., 30: 7 x 64
+    assert " ".join(rows["tiny-bandit-grpo"]).endswith("episodes=1920 train + 448 val")
+    assert "GPU: a GPU-scale preset" in out
+
+
+def test_gpu_preset_on_cpu_is_warned(monkeypatch: pytest.MonkeyPatch) -> None:
+    warned: list[str] = []
+    monkeypatch.setattr(train_cli, "_warn", warned.append)
+    cfg = load_config("sudoku", ["model.path=tiny", "model.device=cpu"])
+    train_cli._warn_gpu_preset_on_cpu("sudoku", cfg)
+    assert len(warned) == 1 and warned[0].startswith("sudoku is a GPU-scale preset run on the CPU")
+    train_cli._warn_gpu_preset_on_cpu("tiny-bandit-grpo", load_config("tiny-bandit-grpo"))
+    assert len(warned) == 1
