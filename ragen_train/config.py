@@ -257,6 +257,9 @@ class TrainerSection:
         10  # stop (checkpoints kept) after this many such steps in a row; 0 = never
     )
     overwrite: bool = False  # start a new run in an out_dir that holds one (its metrics and checkpoints are removed)
+    dist_timeout_s: float = (
+        600.0  # a collective waits this long for the other ranks, then the job fails
+    )
 
 
 @dataclass
@@ -364,6 +367,7 @@ _RANGES: dict[str, Range] = {
     "trainer.val_temperature": Range(ge=0),
     "trainer.save_every": Range(ge=0),
     "trainer.keep_checkpoints": Range(ge=0),
+    "trainer.dist_timeout_s": Range(gt=0),
     "trainer.seed": Range(ge=0),
     "trainer.collapse_every": Range(ge=0),
     "trainer.collapse_samples": Range(ge=1),

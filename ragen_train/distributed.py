@@ -18,6 +18,7 @@ import contextlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import torch
@@ -42,8 +43,18 @@ class DistInfo:
         return self.world_size > 1
 
 
-def init(device: str = "cpu") -> DistInfo:
-    """Initialise the process group when launched by ``torchrun`` (else single process)."""
+#: ``trainer.dist_timeout_s``'s default: how long a collective waits for the other ranks.
+DEFAULT_TIMEOUT_S = 600.0
+
+
+def init(device: str = "cpu", timeout_s: float = DEFAULT_TIMEOUT_S) -> DistInfo:
+    """Initialise the process group when launched by ``torchrun`` (else single process).
+
+    Args:
+        timeout_s: every collective fails after waiting this long for the other ranks
+            (``init_process_group(timeout=...)``), so a stopped or hung rank ends the job
+            instead of blocking it forever; :func:`failure_message` words the error.
+    """
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world <= 1:
         return DistInfo(device=device)
@@ -56,8 +67,42 @@ def init(device: str = "cpu") -> DistInfo:
     else:
         backend = "gloo"
     if not dist.is_initialized():
-        dist.init_process_group(backend=backend)
+        dist.init_process_group(backend=backend, timeout=timedelta(seconds=float(timeout_s)))
     return DistInfo(rank=rank, world_size=world, local_rank=local, device=device)
+
+
+def rank_prefix() -> str:
+    """``"[rank r/W] "`` under ``torchrun`` (from ``RANK`` / ``WORLD_SIZE``), else ``""``: the
+    prefix of every warning and error line a process prints, so a log says who wrote it."""
+    world = int(os.environ.get("WORLD_SIZE", "1") or 1)
+    if world <= 1:
+        return ""
+    return f"[rank {os.environ.get('RANK', '?')}/{world}] "
+
+
+#: Substrings of the errors torch raises when a collective times out or a peer vanishes
+#: (gloo: "Timed out waiting ...", "Connection closed by peer"; NCCL: "Watchdog caught
+#: collective operation timeout").
+_PEER_FAILURES = ("timed out", "timeout", "connection closed by peer", "connection reset")
+
+
+def failure_message(exc: BaseException, timeout_s: float) -> str | None:
+    """One line for a collective that failed because another rank stopped, hung or died
+    (``None`` for any other error).  Names this rank; the other rank's own log (or
+    ``torchrun``'s summary) names the one that failed."""
+    text = str(exc)
+    if not isinstance(exc, (RuntimeError, dist.DistBackendError)) or not any(
+        s in text.lower() for s in _PEER_FAILURES
+    ):
+        return None
+    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), type(exc).__name__)
+    rank = os.environ.get("RANK", "?")
+    world = os.environ.get("WORLD_SIZE", "?")
+    return (
+        f"rank {rank} of {world}: a collective got no answer from the other ranks within "
+        f"trainer.dist_timeout_s={timeout_s:g} s (a rank is stopped, hung or dead; its own log "
+        f"or torchrun's summary names it): {first[:200]}"
+    )
 
 
 def shutdown() -> None:
@@ -143,6 +188,55 @@ def _fsdp_no_sync(model: Any) -> Iterator[None]:
         yield
     finally:
         model.set_requires_gradient_sync(True)
+
+
+def _fsdp_modules(model: Any) -> list[Any]:
+    """Every FSDP2-managed submodule of ``model`` (``fully_shard`` makes them ``FSDPModule``)."""
+    try:
+        from torch.distributed.fsdp import FSDPModule
+    except ImportError:  # pragma: no cover - torch without FSDP2
+        return []
+    return [m for m in model.modules() if isinstance(m, FSDPModule)] if model is not None else []
+
+
+@contextlib.contextmanager
+def unsharded(*models: Any) -> Iterator[None]:
+    """Hold the full parameters of FSDP2 models for a stretch of no-grad forwards.
+
+    FSDP2 all-gathers each layer's parameters inside every forward, so a forward that runs
+    on one rank only, or a different number of times per rank (sampling until EOS, uneven
+    groups, rank-0 diagnostics), waits forever for the others.  Inside this context the
+    parameters are gathered once on entry (a collective: every rank enters) and kept
+    (``set_reshard_after_forward(False)``), so forwards need no communication and ranks may
+    run any number of them; on exit they are resharded.  Costs the memory of a full copy
+    of the model while it lasts (as a colocated rollout engine does).  A no-op for DDP or
+    one process.  Not for forwards whose gradients are needed.
+    """
+    mods = [m for model in models for m in _fsdp_modules(model)]
+    if not mods:
+        yield
+        return
+    for m in mods:
+        m.set_reshard_after_forward(False, recurse=False)
+    for m in mods:
+        m.unshard()
+    try:
+        yield
+    finally:
+        for m in mods:
+            m.reshard()
+            m.set_reshard_after_forward(True, recurse=False)
+
+
+def rollout_seed(seed: int, *key: int | str) -> int:
+    """The torch sampling seed of one rollout unit: a stable function of the run's seed and
+    ``key`` (e.g. ``("train", step, global group index)``), never of the rank, via NumPy's
+    ``SeedSequence`` (strings enter as their UTF-8 bytes' integer value).  In ``[0, 2**63)``."""
+    import numpy as np
+
+    ints = [k if isinstance(k, int) else int.from_bytes(str(k).encode(), "little") for k in key]
+    state = np.random.SeedSequence([int(seed) % 2**63, *ints]).generate_state(2, dtype=np.uint32)
+    return (int(state[0]) << 31) ^ int(state[1])
 
 
 def groups_for_rank(n_groups: int, info: DistInfo) -> list[int]:
