@@ -69,6 +69,9 @@ class ModelConfig:
     device: str = "cpu"
     gradient_checkpointing: bool = False
     lora: LoraConfig = field(default_factory=LoraConfig)
+    # "bf16": float32 master weights and optimizer state, bfloat16 compute (FSDP2
+    # MixedPrecisionPolicy; autocast for DDP / one process); needs model.dtype=float32
+    mixed_precision: str = "none"
 
 
 @dataclass
@@ -304,6 +307,7 @@ _CHOICES: dict[str, Collection[Any]] = {
     "env.val_split": ("train", "validation", "test"),
     "env.test_split": ("train", "validation", "test"),
     "trainer.distributed": ("ddp", "fsdp2"),
+    "model.mixed_precision": ("none", "bf16"),
 }
 
 #: Allowed values of every numeric field (``None`` values of optional fields are not
@@ -402,6 +406,12 @@ def validate(cfg: StarPOConfig, *, user_env_fields: set[str] | None = None) -> S
         problem = None if value is None else allowed.problem(value)
         if problem is not None:
             raise TrainConfigError(key, problem)
+    if flat["model.mixed_precision"] != "none" and flat["model.dtype"] != "float32":
+        raise TrainConfigError(
+            "model.mixed_precision",
+            f"keeps float32 master weights (bf16 only in compute): set model.dtype=float32, "
+            f"not {flat['model.dtype']!r}",
+        )
     for sampler in flat["trainer.collapse_samplers"]:
         if sampler not in ("first_turn", "trajectory"):
             raise TrainConfigError(

@@ -15,6 +15,7 @@ batch (``tests/train/test_distributed.py``).
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -142,12 +143,33 @@ def barrier(info: DistInfo) -> None:
         dist.barrier()
 
 
-def wrap(model: Any, info: DistInfo, strategy: str = "ddp") -> Any:
+def autocast_forward(model: Any, dtype: torch.dtype, device_type: str) -> Any:
+    """Run every forward of ``model`` (generation included) under ``torch.autocast``: float32
+    parameters and optimizer state, ``dtype`` matmuls; returns ``model`` (patched in place)."""
+    inner = model.forward
+
+    @functools.wraps(inner)
+    def forward(*args: Any, **kwargs: Any) -> Any:
+        with torch.autocast(device_type=device_type, dtype=dtype):
+            return inner(*args, **kwargs)
+
+    model.forward = forward
+    return model
+
+
+def wrap(model: Any, info: DistInfo, strategy: str = "ddp", mixed_precision: str = "none") -> Any:
     """Wrap for data parallelism (no-op in one process).
 
     Args:
         strategy: ``ddp`` or ``fsdp2`` (each decoder layer sharded, then the root).
+        mixed_precision: ``none`` or ``bf16``: float32 master weights with bfloat16 compute —
+            FSDP2's ``MixedPrecisionPolicy(param_dtype=bfloat16, reduce_dtype=float32)`` (the
+            all-gathered parameters are cast, gradients reduced in float32 into the float32
+            shards), otherwise :func:`autocast_forward` (DDP reduces the float32 gradients).
     """
+    bf16 = mixed_precision == "bf16"
+    if bf16 and not (info.enabled and strategy == "fsdp2"):
+        autocast_forward(model, torch.bfloat16, torch.device(info.device).type)
     if not info.enabled:
         return model
     if strategy == "ddp":
@@ -156,12 +178,17 @@ def wrap(model: Any, info: DistInfo, strategy: str = "ddp") -> Any:
         ids = [info.local_rank] if info.device.startswith("cuda") else None
         return DDP(model, device_ids=ids)
     if strategy == "fsdp2":
-        from torch.distributed.fsdp import fully_shard
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
+        kw: dict[str, Any] = {}
+        if bf16:
+            kw["mp_policy"] = MixedPrecisionPolicy(
+                param_dtype=torch.bfloat16, reduce_dtype=torch.float32
+            )
         layers = getattr(getattr(model, "model", model), "layers", [])
         for layer in layers:
-            fully_shard(layer)
-        fully_shard(model)
+            fully_shard(layer, **kw)
+        fully_shard(model, **kw)
         return model
     raise ValueError(f"unknown distributed strategy {strategy!r}")
 

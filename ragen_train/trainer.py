@@ -200,9 +200,12 @@ class StarPOTrainer:
         raw.to(self.device)
         self.ref = load_policy(cfg.model, trainable=False) if alg.kl_coef > 0 else None
         self.critic = load_critic(cfg.model) if needs_critic(alg.adv_estimator) else None
-        self.model = D.wrap(raw, self.dist, cfg.trainer.distributed)
+        mp = cfg.model.mixed_precision
+        self.model = D.wrap(raw, self.dist, cfg.trainer.distributed, mp)
         if self.critic is not None:
-            self.critic = D.wrap(self.critic, self.dist, cfg.trainer.distributed)
+            self.critic = D.wrap(self.critic, self.dist, cfg.trainer.distributed, mp)
+        if self.ref is not None and mp == "bf16":
+            D.autocast_forward(self.ref, torch.bfloat16, torch.device(self.device).type)
         opt = cfg.optim
         params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(
