@@ -472,16 +472,20 @@ class RagenRolloutFunc:
         metrics = episode_metrics(records, "train", cfg.rollout.group_size)
         if gather is not None:
             metrics = _mean_over_processes(metrics, len(records), gather)
-        metrics.update(stats.metrics())
         metrics.update(fmetrics)
         masks = [
             row.completion_mask if row.group in kept else [0] * len(row.completion_mask)
             for row in rows
         ]
-        metrics["batch/response_tokens"] = float(sum(sum(m) for m in masks))
-        metrics["batch/total_tokens"] = float(
-            sum(len(r.prompt_ids) + len(r.completion_ids) for r in rows)
-        )
+        counts = {
+            **stats.metrics(),
+            "batch/response_tokens": float(sum(sum(m) for m in masks)),
+            "batch/total_tokens": float(
+                sum(len(r.prompt_ids) + len(r.completion_ids) for r in rows)
+            ),
+        }
+        # counts of the whole batch, not of this process's share (issue 26 item 6)
+        metrics.update(_sum_over_processes(counts, gather) if gather is not None else counts)
         metrics["time/rollout_s"] = t_roll
         self.last = {
             "step": self.step,
@@ -517,6 +521,15 @@ def _mean_over_processes(
     total = sum(w for _, w in parts) or 1
     keys = sorted(set().union(*[m.keys() for m, _ in parts]))
     return {k: sum(m.get(k, 0.0) * w for m, w in parts) / total for k in keys}
+
+
+def _sum_over_processes(
+    counts: dict[str, float], gather: Callable[[Any], list[Any]]
+) -> dict[str, float]:
+    """Counts (episodes, samples, tokens) summed over every process's share of the batch."""
+    parts = gather(counts)
+    keys = sorted(set().union(*[p.keys() for p in parts]))
+    return {k: float(sum(p.get(k, 0.0) for p in parts)) for k in keys}
 
 
 # ------------------------------------------------------------------- metrics

@@ -155,3 +155,15 @@ def test_failure_message_names_the_rank_and_only_for_peer_failures(monkeypatch) 
     assert D.rank_prefix() == "[rank 1/4] "
     monkeypatch.setenv("WORLD_SIZE", "1")
     assert D.rank_prefix() == ""
+
+
+def test_trl_batch_counts_are_summed_over_processes() -> None:
+    """Under torchrun the TRL back-end logged rank 0's share of ``batch/*`` (32 of 64 episodes)."""
+    from ragen_train.backends.trl_backend import _sum_over_processes
+
+    shares = [
+        {"batch/episodes": 32.0, "batch/response_tokens": 500.0},
+        {"batch/episodes": 32.0, "batch/response_tokens": 700.0, "batch/dropped": 1.0},
+    ]
+    got = _sum_over_processes(shares[0], lambda obj: [obj, shares[1]])
+    assert got == {"batch/dropped": 1.0, "batch/episodes": 64.0, "batch/response_tokens": 1200.0}
