@@ -8,6 +8,12 @@ leaves a damaged one in place, and verified before they are loaded.
   ``ragen-train eval`` load it directly;
 * ``critic/`` — the value model, when there is one;
 * ``optimizer.pt``, ``critic_optimizer.pt``, ``scheduler.pt``;
+* under FSDP2, instead of ``optimizer.pt``, ``critic_optimizer.pt`` and ``critic/``: ``dcp/``,
+  the sharded model and optimizer state written by every rank with
+  torch.distributed.checkpoint (:mod:`ragen_train.dist_state`; it loads into any world size,
+  DDP or one process); ``model/`` is then gathered collectively and written by rank 0.
+  The checkpoint directory must be on a file system every rank sees (rank 0 hashes every
+  rank's shard into the manifest);
 * ``rng_rank<r>.pt`` — Python, NumPy and torch RNG states of every rank;
 * ``state.json`` — step, rollout seed counter, consecutive-empty counter, config;
 * ``manifest.json`` — written last: ``{"format": "ragen-checkpoint", "version": 1, "step",
@@ -57,6 +63,7 @@ from ragen_bench.fileio import (
 from ragen_bench.protocol import write_protocol
 from ragen_envs import jsonutil
 
+from . import dist_state
 from .evaluation import saved_protocol
 
 MANIFEST = "manifest.json"
@@ -258,17 +265,47 @@ def _write_model(
     *,
     merge_lora: bool = False,
     config: dict[str, Any] | None = None,
+    state_dict: dict[str, torch.Tensor] | None = None,
 ) -> None:
+    """``save_pretrained`` of ``model`` (or of ``state_dict``: the full tensors
+    :func:`export_weights` gathered from a sharded model, LoRA already merged when
+    ``merge_lora``), the tokenizer and the agent protocol."""
     m = getattr(model, "module", model)
-    if merge_lora and hasattr(m, "merge_and_unload"):
-        import copy
+    if state_dict is not None:
+        if merge_lora and hasattr(m, "get_base_model"):
+            m = m.get_base_model()  # the merged weights carry the base model's names
+        m.save_pretrained(path, safe_serialization=True, state_dict=state_dict)
+    else:
+        if merge_lora and hasattr(m, "merge_and_unload"):
+            import copy
 
-        m = copy.deepcopy(m).merge_and_unload()
-    m.save_pretrained(path, safe_serialization=True)
+            m = copy.deepcopy(m).merge_and_unload()
+        m.save_pretrained(path, safe_serialization=True)
     if tokenizer is not None:
         tokenizer.save_pretrained(path)
     if config is not None:  # the agent protocol travels with the model (ragen_bench.protocol)
         write_protocol(path, saved_protocol(config))
+
+
+def export_weights(model: Any, *, merge_lora: bool, rank: int) -> dict[str, torch.Tensor] | None:
+    """The full tensors of a sharded (FSDP2) model for a Hugging Face export, else ``None``.
+
+    A collective when sharded: every rank calls it; rank 0 gets the tensors (CPU), the others
+    an empty dict.  ``merge_lora``: the LoRA deltas are merged, one parameter at a time
+    (:func:`ragen_train.rollout_engine.merged_named_weights`).
+    """
+    if not dist_state.is_sharded(model):
+        return None
+    m = getattr(model, "module", model)
+    if merge_lora and hasattr(m, "get_base_model"):
+        from .rollout_engine import merged_named_weights
+
+        out = {}
+        for name, t in merged_named_weights(model):
+            if rank == 0:
+                out[name] = t.detach().cpu().clone()
+        return out
+    return dist_state.full_state_dict(model, rank=rank)
 
 
 def save_model(
@@ -278,8 +315,11 @@ def save_model(
     *,
     merge_lora: bool = False,
     config: dict[str, Any] | None = None,
+    state_dict: dict[str, torch.Tensor] | None = None,
 ) -> Path:
     """Save a (possibly LoRA-wrapped) policy as a loadable Hugging Face directory, atomically.
+
+    ``state_dict``: the full tensors of a sharded model (:func:`export_weights`, rank 0).
 
     The directory is built under a temporary name, given a manifest (``format:
     "ragen-model"``; :func:`verify` with ``kind=MODEL_FORMAT`` checks it) and renamed over
@@ -287,7 +327,9 @@ def save_model(
     """
     path = Path(path)
     with atomic_directory(path) as tmp:
-        _write_model(model, tokenizer, tmp, merge_lora=merge_lora, config=config)
+        _write_model(
+            model, tokenizer, tmp, merge_lora=merge_lora, config=config, state_dict=state_dict
+        )
         write_manifest(tmp, kind=MODEL_FORMAT, config=config)
     return path
 
@@ -310,8 +352,9 @@ def save(
 ) -> Path:
     """Write checkpoint ``step`` (see the module docstring for the layout and the order).
 
-    Every rank calls it (``barrier`` synchronises them): each writes its RNG state, rank 0
-    the shared files, the manifest, the rename, ``latest`` and the pruning.
+    Every rank calls it (``barrier`` synchronises them): each writes its RNG state (and,
+    for an FSDP2 model, its DCP shards and its part of the gathered HF export), rank 0 the
+    shared files, the manifest, the rename, ``latest`` and the pruning.
 
     Returns:
         The checkpoint directory.
@@ -329,6 +372,16 @@ def save(
     barrier()
     _fault_point()
     torch.save(rng_state(), tmp / f"rng_rank{rank}.pt")
+    sharded = dist_state.is_sharded(model)
+    full: dict[str, torch.Tensor] | None = None
+    if sharded:  # collectives: every rank writes its DCP shards, then the HF export is gathered
+        entries = {"policy": (model, optimizer)}
+        if critic is not None:
+            entries["critic"] = (critic, critic_optimizer)
+        _fault_point()
+        dist_state.save_sharded(tmp / dist_state.DCP_DIR, entries)
+        fsync_tree(tmp / dist_state.DCP_DIR)
+        full = export_weights(model, merge_lora=merge_lora, rank=rank)
     barrier()
     if rank != 0:
         return final
@@ -340,14 +393,16 @@ def save(
         tmp / "model",
         merge_lora=merge_lora,
         config=cfg if isinstance(cfg, dict) else None,
+        state_dict=full,
     )
-    if critic is not None:
+    if critic is not None and not sharded:
         _fault_point()
         getattr(critic, "module", critic).save_pretrained(tmp / "critic", safe_serialization=True)
         _fault_point()
         torch.save(critic_optimizer.state_dict(), tmp / "critic_optimizer.pt")
-    _fault_point()
-    torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
+    if not sharded:
+        _fault_point()
+        torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
     _fault_point()
     torch.save(scheduler.state_dict(), tmp / "scheduler.pt")
     _fault_point()

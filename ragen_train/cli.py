@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -46,12 +47,19 @@ out = make_console()  # listings, progress, results
 
 def _error(message: str, label: str = "error") -> typer.Exit:
     """Print ``label: message`` as one line on standard error; return the exit (status 2) to raise."""
-    print_error(console, message, f"{label}:")
+    from .distributed import rank_prefix
+
+    print_error(console, message, f"{escape(rank_prefix())}{label}:")
     return typer.Exit(2)
 
 
 def _warn(message: str) -> None:
-    console.print(f"[yellow]warning:[/yellow] {escape(str(message))}", soft_wrap=True)
+    from .distributed import rank_prefix
+
+    console.print(
+        f"{escape(rank_prefix())}[yellow]warning:[/yellow] {escape(str(message))}",
+        soft_wrap=True,
+    )
 
 
 def _info(message: str) -> None:
@@ -172,6 +180,14 @@ def starpo(
             last = trainer.fit()
     except KeyboardInterrupt as exc:
         raise _interrupted(cfg, "starpo", exc) from None
+    except RuntimeError as exc:  # a collective timed out: one line naming this rank
+        from .distributed import failure_message
+
+        msg = failure_message(exc, cfg.trainer.dist_timeout_s)
+        if msg is None:
+            raise
+        print_error(console, msg, "error:")
+        os._exit(3)  # the process group cannot be torn down with a peer gone; no atexit hang
     if trainer.dist.is_main:
         from .plot import plot_metrics
 

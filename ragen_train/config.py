@@ -98,6 +98,11 @@ class ModelConfig:
         "Recompute activations during the backward pass: less memory for one more forward pass.",
     )
     lora: LoraConfig = field(default_factory=LoraConfig)
+    mixed_precision: str = setting(
+        "none",
+        "bf16: float32 master weights and optimizer state, bfloat16 compute (FSDP2 policy or autocast); needs model.dtype=float32.",
+        choices=("none", "bf16"),
+    )
 
 
 @dataclass
@@ -583,6 +588,11 @@ class TrainerSection:
         "Cap micro-batches by computed tokens (padding included), not by sample count; 0 = off.",
         range=Range(ge=0),
     )
+    dist_timeout_s: float = setting(
+        600.0,
+        "Seconds a collective waits for the other ranks before the job fails with a one-line error.",
+        range=Range(gt=0),
+    )
 
 
 @dataclass
@@ -642,6 +652,12 @@ def validate(cfg: StarPOConfig, *, user_env_fields: set[str] | None = None) -> S
                 raise TrainConfigError(
                     spec.path, f"unknown {spec.item_noun} {item!r} (known: {', '.join(known)})"
                 )
+    if flat["model.mixed_precision"] != "none" and flat["model.dtype"] != "float32":
+        raise TrainConfigError(
+            "model.mixed_precision",
+            f"keeps float32 master weights (bf16 only in compute): set model.dtype=float32, "
+            f"not {flat['model.dtype']!r}",
+        )
     if (
         ADVANTAGE_ESTIMATORS.meta(flat["algorithm.adv_estimator"], "level") == "outcome"
         and flat["rollout.group_size"] < 2

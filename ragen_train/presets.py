@@ -263,7 +263,11 @@ def _ragen2(alg: str, env: str, size: str) -> StarPOConfig:
     name = f"ragen2-{alg}-{env}-{size}"
     return StarPOConfig(
         name=name,
-        model=ModelConfig(path=_RAGEN2_MODELS[size], dtype="bfloat16", device="cuda"),
+        # float32 master weights and optimizer state, bfloat16 compute (issue 26 item 4: plain
+        # bf16 AdamW at lr 1e-6 rounds most updates away); vLLM samples in bfloat16.
+        model=ModelConfig(
+            path=_RAGEN2_MODELS[size], dtype="float32", device="cuda", mixed_precision="bf16"
+        ),
         env=EnvSection(id=env_id),
         rollout=RolloutSection(
             env_groups=8,
@@ -273,7 +277,7 @@ def _ragen2(alg: str, env: str, size: str) -> StarPOConfig:
             max_new_tokens=400,
             batch_size=128,
             engine="vllm",
-            vllm=VLLMSection(gpu_memory_utilization=0.3, max_model_len=3600),
+            vllm=VLLMSection(dtype="bfloat16", gpu_memory_utilization=0.3, max_model_len=3600),
         ),
         algorithm=AlgorithmSection(
             entropy_coef=0.001,

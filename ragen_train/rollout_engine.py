@@ -35,6 +35,9 @@ from typing import Any
 
 import torch
 
+from . import dist_state
+from .dist_state import full_tensor
+
 ENGINES = ("auto", "hf", "vllm")
 
 
@@ -117,6 +120,9 @@ def merged_named_weights(
     ``…q_proj.base_layer.weight``); adapter tensors themselves are not yielded.  The model
     itself is not modified (no merge/unmerge round trip, which would drift in float32).
     A plain model yields its ``named_parameters`` and buffers that are part of its state.
+    FSDP2-sharded (``DTensor``) parameters are gathered one at a time
+    (:func:`ragen_train.dist_state.full_tensor`), so every rank gets full tensors: a
+    collective, every rank must consume the whole iterator in step.
 
     Args:
         model: a ``PreTrainedModel``, a peft ``PeftModel`` or one wrapped by DDP.
@@ -140,17 +146,29 @@ def merged_named_weights(
 
     for name, module in lora_prefixes.items():
         layer = module.base_layer
-        weight = layer.weight.detach().clone()
+        weight = full_tensor(layer.weight.detach()).clone()
         for adapter in getattr(module, "active_adapters", ["default"]):
             if adapter in module.lora_A:
-                weight += module.get_delta_weight(adapter).to(weight.dtype)
+                weight += _delta_weight(module, adapter).to(weight.dtype)
         yield f"{name}.weight", cast(weight)
         if getattr(layer, "bias", None) is not None:
-            yield f"{name}.bias", cast(layer.bias)
+            yield f"{name}.bias", cast(full_tensor(layer.bias))
     for name, param in base.named_parameters():
         if ".lora_" in name or ".base_layer." in name:
             continue
-        yield name, cast(param)
+        yield name, cast(full_tensor(param))
+
+
+def _delta_weight(module: Any, adapter: str) -> torch.Tensor:
+    """peft's ``get_delta_weight``; for FSDP2-sharded adapters the same ``(α / r) · B A``
+    (transposed for ``fan_in_fan_out`` layers) from the gathered full ``A`` and ``B``."""
+    a, b = module.lora_A[adapter].weight, module.lora_B[adapter].weight
+    if not (dist_state.is_dtensor(a) or dist_state.is_dtensor(b)):
+        return module.get_delta_weight(adapter)
+    delta = full_tensor(b.detach()) @ full_tensor(a.detach())
+    if getattr(module, "fan_in_fan_out", False):
+        delta = delta.T
+    return delta * module.scaling[adapter]
 
 
 # -------------------------------------------------------------------- engine

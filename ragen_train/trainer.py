@@ -39,7 +39,7 @@ from ragen_bench.diagnostics.text_stats import DegenerateWatch, degenerate_rate,
 from ragen_bench.fileio import atomic_write_json
 from ragen_bench.policies.hf import HFPolicy
 from ragen_bench.records import EpisodeRecord
-from ragen_bench.rollout import EpisodeSpec
+from ragen_bench.rollout import EpisodeSpec, RolloutConfig
 from ragen_bench.stats import pass_at_k
 
 from . import checkpoint as ckpt
@@ -194,7 +194,7 @@ class StarPOTrainer:
             warnings.warn(found.fallback_message(), RuntimeWarning, stacklevel=2)
         if resume is None:
             self._claim_out_dir()
-        self.dist = D.init(cfg.model.device)
+        self.dist = D.init(cfg.model.device, cfg.trainer.dist_timeout_s)
         self.device = self.dist.device
         seed_everything(cfg.trainer.seed + self.dist.rank)
         alg = cfg.algorithm
@@ -203,9 +203,12 @@ class StarPOTrainer:
         raw.to(self.device)
         self.ref = load_policy(cfg.model, trainable=False) if alg.kl_coef > 0 else None
         self.critic = load_critic(cfg.model) if needs_critic(alg.adv_estimator) else None
-        self.model = D.wrap(raw, self.dist, cfg.trainer.distributed)
+        mp = cfg.model.mixed_precision
+        self.model = D.wrap(raw, self.dist, cfg.trainer.distributed, mp)
         if self.critic is not None:
-            self.critic = D.wrap(self.critic, self.dist, cfg.trainer.distributed)
+            self.critic = D.wrap(self.critic, self.dist, cfg.trainer.distributed, mp)
+        if self.ref is not None and mp == "bf16":
+            D.autocast_forward(self.ref, torch.bfloat16, torch.device(self.device).type)
         opt = cfg.optim
         params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(
@@ -386,16 +389,58 @@ class StarPOTrainer:
                 for m in range(r.group_size)
             ]
         self.model.eval()
-        with self._phase(f"step {step} rollouts", sum(map(len, specs))) as progress:
-            parts = run_by_env(
-                self.policy,
-                specs,
-                [rollout_config_for(self.cfg, r.temperature, e.id) for e in envs],
-                progress=progress,
-            )
+        configs = [rollout_config_for(self.cfg, r.temperature, e.id) for e in envs]
+        with (
+            self._phase(f"step {step} rollouts", sum(map(len, specs))) as progress,
+            D.unsharded(self.model),  # FSDP2: sampling runs a rank-dependent number of forwards
+        ):
+            if self.vllm_engine is None:
+                parts = self._play_seeded(
+                    specs,
+                    configs,
+                    [("train", step, g) for g in range(r.env_groups)],
+                    "group",
+                    progress,
+                )
+            else:  # one batch for the engine's throughput; its sampling seed is per rank
+                parts = run_by_env(self.policy, specs, configs, progress=progress)
         for part in parts:
             _raise_if_env_broken(part)
         return [rec for part in parts for rec in part]
+
+    def _play_seeded(
+        self,
+        specs: list[list[EpisodeSpec]],
+        configs: list[RolloutConfig],
+        keys: list[tuple[str, int, int]],
+        by: str,
+        progress: Any = None,
+    ) -> list[list[EpisodeRecord]]:
+        """Play ``specs`` one unit at a time (a unit: the episodes whose ``by`` attribute,
+        ``group`` or ``index // batch``, is ``u``), sampling unit ``u`` with the torch seed
+        :func:`~ragen_train.distributed.rollout_seed` of ``(trainer.seed, *keys[u])``.
+
+        So what an episode samples depends on the step and its global unit, not on the rank or
+        the world size: 1 and N processes play the same episodes (process-count independence).
+        The global RNG state is left as it was.  ``progress``: passed to
+        :func:`~ragen_train.multienv.run_by_env`.  Returns ``[env][i]`` records in spec order.
+        """
+        batch = max(1, self.cfg.rollout.batch_size)
+
+        def unit(spec: EpisodeSpec) -> int:
+            return spec.group if by == "group" else spec.index // batch
+
+        units = sorted({unit(sp) for part in specs for sp in part})
+        out: list[list[EpisodeRecord]] = [[] for _ in specs]
+        devices = [torch.cuda.current_device()] if str(self.device).startswith("cuda") else []
+        for u in units:
+            mine = [[sp for sp in part if unit(sp) == u] for part in specs]
+            with torch.random.fork_rng(devices=devices):
+                torch.manual_seed(D.rollout_seed(self.cfg.trainer.seed, *keys[u]))
+                got = run_by_env(self.policy, mine, configs, progress=progress)
+            for e, recs in enumerate(got):
+                out[e] += recs
+        return out
 
     def evaluate(
         self,
@@ -411,6 +456,9 @@ class StarPOTrainer:
         or ``test`` for the held-out evaluation of :mod:`ragen_train.pipeline`)."""
         split = split or self.cfg.env.val_split
         t = self.cfg.trainer.val_temperature if temperature is None else temperature
+        # Chunks of rollout.batch_size episodes, chunk c on rank c % W with its own sampling seed:
+        # the metrics do not depend on the number of processes.
+        batch = max(1, self.cfg.rollout.batch_size)
         specs = [
             [
                 EpisodeSpec(
@@ -421,20 +469,23 @@ class StarPOTrainer:
                     env_config=self.env_config(split, e.config),
                 )
                 for i in range(episodes or e.episodes or self.cfg.trainer.val_episodes)
-                if i % self.dist.world_size == self.dist.rank
+                if (i // batch) % self.dist.world_size == self.dist.rank
             ]
             for e in self.val_envs
         ]
         self.model.eval()
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(12345)
-            with self._phase(f"{prefix} ({split} split)", sum(map(len, specs))) as progress:
-                parts = run_by_env(
-                    self.policy,
-                    specs,
-                    [rollout_config_for(self.cfg, max(t, 0.0), e.id) for e in self.val_envs],
-                    progress=progress,
-                )
+        n_units = max((sp.index // batch for part in specs for sp in part), default=-1) + 1
+        with (
+            self._phase(f"{prefix} ({split} split)", sum(map(len, specs))) as progress,
+            D.unsharded(self.model),
+        ):
+            parts = self._play_seeded(
+                specs,
+                [rollout_config_for(self.cfg, max(t, 0.0), e.id) for e in self.val_envs],
+                [(prefix, 0, u) for u in range(n_units)],
+                "batch",
+                progress,
+            )
         for part in parts:
             _raise_if_env_broken(part)
         records = [rec for part in parts for rec in part]
@@ -502,9 +553,12 @@ class StarPOTrainer:
         if every and (
             self.step == 0 or (self.step + 1) % every == 0
         ):  # step 1, then every k (RAGEN)
-            metrics.update(self._collapse_metrics(records))
-        if self.filter_cfg.metric == "entropy" and samples:
-            self._fill_entropy(samples)
+            with D.unsharded(self.model):  # every rank enters; rank 0 scores (FSDP2-safe)
+                metrics.update(self._collapse_metrics(records))
+        if self.filter_cfg.metric == "entropy":
+            with D.unsharded(self.model):  # a rank may have fewer (or no) samples
+                if samples:
+                    self._fill_entropy(samples)
         kept_samples, fmetrics, scale = self._filter(samples, records)
         metrics.update(fmetrics)
         if fmetrics["filter/kept"] == 0:  # the kept set is global, so every rank agrees
@@ -824,7 +878,10 @@ class StarPOTrainer:
         samples = samples or [self._dummy_sample()]
         batch = collate(samples, self.tokenizer.pad_token_id)
         t_old = time.perf_counter()
-        stats = self._forward_stats(batch, samples)
+        with D.unsharded(
+            self.model, self.critic
+        ):  # [scale] equal work: no-grad forwards, any count
+            stats = self._forward_stats(batch, samples)
         t_old = time.perf_counter() - t_old
         adv, returns = self._advantages(batch, samples, stats)
         mask = batch.loss_mask
@@ -1058,15 +1115,19 @@ class StarPOTrainer:
 
     def save_final_model(self) -> Path:
         """Save the policy to ``<out_dir>/final_model`` (rank 0; atomic, with a manifest), as
-        every back-end does (docs/backends.md); returns the path."""
+        every back-end does (docs/backends.md); returns the path.  Every rank must call it."""
         final = self.out_dir / "final_model"
+        merge = self.cfg.model.lora.save == "merged"
+        # FSDP2: the full tensors are gathered on every rank (a collective), rank 0 writes.
+        full = ckpt.export_weights(self.model, merge_lora=merge, rank=self.dist.rank)
         if self.dist.is_main:
             ckpt.save_model(
                 self.model,
                 self.tokenizer,
                 final,
-                merge_lora=self.cfg.model.lora.save == "merged",
+                merge_lora=merge,
                 config=self.cfg.to_dict(),
+                state_dict=full,
             )
         D.barrier(self.dist)
         return final
@@ -1144,29 +1205,8 @@ class StarPOTrainer:
     def _resume(self, d: Path) -> None:
         """Load the model, optimiser, scheduler, RNG, module modes and loop state of checkpoint
         ``d`` (verified by :meth:`_find_checkpoint`)."""
-        from safetensors.torch import load_file
-
         state = ckpt.load_state(d)
-        target = unwrap(self.model)
-        weights = d / "model" / "model.safetensors"
-        if weights.is_file():
-            sd = load_file(str(weights))
-            missing, unexpected = target.load_state_dict(sd, strict=False)
-            if unexpected:
-                raise RuntimeError(f"checkpoint has unexpected weights: {unexpected[:5]}")
-        else:  # a LoRA adapter
-            from peft import set_peft_model_state_dict
-
-            set_peft_model_state_dict(
-                target, load_file(str(d / "model" / "adapter_model.safetensors"))
-            )
-        self.optimizer.load_state_dict(torch.load(d / "optimizer.pt", weights_only=False))
-        self.scheduler.load_state_dict(torch.load(d / "scheduler.pt", weights_only=False))
-        if self.critic is not None:
-            unwrap(self.critic).load_state_dict(load_file(str(d / "critic" / "model.safetensors")))
-            self.critic_optimizer.load_state_dict(
-                torch.load(d / "critic_optimizer.pt", weights_only=False)
-            )
+        self._load_weights(d)
         rng = d / f"rng_rank{self.dist.rank}.pt"
         if rng.is_file():
             ckpt.set_rng_state(torch.load(rng, weights_only=False))
@@ -1187,6 +1227,56 @@ class StarPOTrainer:
             )
             self.collapse_tracker.load_state_dict(state["collapse_tracker"])
         self._sync_engine()  # the engine was built from model.path, not the checkpoint
+
+    def _load_weights(self, d: Path) -> None:
+        """Model, optimizer and scheduler state (critic too) of checkpoint ``d``, whatever
+        layout wrote it: DCP shards (FSDP2, any world size) or full tensors (DDP / one
+        process), into whatever layout this run uses (:mod:`ragen_train.dist_state`)."""
+        from safetensors.torch import load_file
+
+        from . import dist_state
+
+        entries = {"policy": (self.model, self.optimizer)}
+        if self.critic is not None:
+            entries["critic"] = (self.critic, self.critic_optimizer)
+        self.scheduler.load_state_dict(torch.load(d / "scheduler.pt", weights_only=False))
+        if (d / dist_state.DCP_DIR).is_dir():
+            dist_state.load_sharded(d / dist_state.DCP_DIR, entries)
+            return
+        weights = d / "model" / "model.safetensors"
+        if dist_state.is_sharded(self.model):
+            if not weights.is_file():
+                raise RuntimeError(
+                    f"{d} holds a LoRA adapter written without FSDP2; resume it with "
+                    "trainer.distributed=ddp (FSDP2 resumes LoRA runs from its own checkpoints)"
+                )
+            opt = torch.load(d / "optimizer.pt", weights_only=False)
+            dist_state.load_full(self.model, self.optimizer, load_file(str(weights)), opt)
+            if self.critic is not None:
+                dist_state.load_full(
+                    self.critic,
+                    self.critic_optimizer,
+                    load_file(str(d / "critic" / "model.safetensors")),
+                    torch.load(d / "critic_optimizer.pt", weights_only=False),
+                )
+            return
+        target = unwrap(self.model)
+        if weights.is_file():
+            missing, unexpected = target.load_state_dict(load_file(str(weights)), strict=False)
+            if unexpected:
+                raise RuntimeError(f"checkpoint has unexpected weights: {unexpected[:5]}")
+        else:  # a LoRA adapter
+            from peft import set_peft_model_state_dict
+
+            set_peft_model_state_dict(
+                target, load_file(str(d / "model" / "adapter_model.safetensors"))
+            )
+        self.optimizer.load_state_dict(torch.load(d / "optimizer.pt", weights_only=False))
+        if self.critic is not None:
+            unwrap(self.critic).load_state_dict(load_file(str(d / "critic" / "model.safetensors")))
+            self.critic_optimizer.load_state_dict(
+                torch.load(d / "critic_optimizer.pt", weights_only=False)
+            )
 
     # -------------------------------------------------------------------- fit
     def fit(self) -> dict[str, float]:

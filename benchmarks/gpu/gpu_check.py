@@ -23,7 +23,16 @@ What it measures, per model size:
 
 Then ``starpo``: 3 StarPO steps with ``model.device=<device>`` in this process, and 3 under
 ``torchrun --nproc_per_node 1`` with ``trainer.distributed=fsdp2`` (GPU only), with their
-step times.  Each part that fails records its error instead of stopping the script.
+step times; then ``starpo_vllm``: 2 StarPO steps with ``rollout.engine=vllm`` under
+``torchrun --nproc_per_node <GPUs>`` (``trainer.distributed=fsdp2`` when more than one GPU)
+on a random-initialised 2-layer model of Qwen2.5-0.5B's width with the tiny tokenizer
+(built offline; vLLM's attention kernels do not take the tiny model's head size), skipped
+when vllm is not importable.  Each part that fails records its error instead of stopping
+the script.
+
+Time: ``--budget-s`` (default 540 s = 9 min) bounds the whole run; a stage that would start
+after it is recorded as skipped, subprocess stages get at most the time left, and the JSON
+is rewritten after every stage, so a run cut short still leaves what it measured.
 """
 
 from __future__ import annotations
@@ -250,6 +259,58 @@ def starpo_fsdp2(device: str, work: str, timeout: float) -> dict[str, Any]:
         "tiny-bandit-grpo",
         *_starpo_overrides(device, out, "fsdp2"),
     ]
+    return _run_stage(cmd, timeout, out)
+
+
+def _vllm_model(work: str) -> str:
+    """A random-initialised 2-layer model with Qwen2.5-0.5B's width (head size 64) and the
+    tiny model's tokenizer, saved under ``work``; its directory."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    from ragen_bench.tiny import tiny_model_path
+
+    tiny = tiny_model_path()
+    cfg = AutoConfig.from_pretrained(tiny)
+    shape = {k: v for k, v in SIZES["0.5b"].items() if k != "vocab_size"}
+    cfg.update({**shape, "num_hidden_layers": 2})
+    model = AutoModelForCausalLM.from_config(cfg)
+    path = Path(work) / "vllm_model"
+    model.save_pretrained(path)
+    AutoTokenizer.from_pretrained(tiny).save_pretrained(path)
+    return str(path)
+
+
+def starpo_vllm(device: str, work: str, timeout: float) -> dict[str, Any]:
+    """2 StarPO steps with ``rollout.engine=vllm`` on every visible GPU (FSDP2 when > 1)."""
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is None:
+        return {"ok": None, "skipped": "vllm is not importable"}
+    if not device.startswith("cuda"):
+        return {"ok": None, "skipped": "GPU only"}
+    import torch
+
+    gpus = max(1, torch.cuda.device_count())
+    out = str(Path(work) / "vllm")
+    overrides = [
+        *_starpo_overrides("cuda", out, "fsdp2" if gpus > 1 else "ddp"),
+        f"model.path={_vllm_model(work)}",
+        "trainer.total_steps=2",
+        "rollout.engine=vllm",
+        "rollout.vllm.gpu_memory_utilization=0.3",
+        "rollout.vllm.max_model_len=1024",
+        "algorithm.entropy_coef=0.01",
+    ]
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
+    cmd += ["--nproc_per_node", str(gpus), "-m", "ragen_train.cli", "starpo"]
+    cmd += ["--config", "tiny-bandit-grpo", *overrides]
+    res = _run_stage(cmd, timeout, out)
+    res["gpus"] = gpus
+    return res
+
+
+def _run_stage(cmd: list[str], timeout: float, out: str) -> dict[str, Any]:
+    """Run one training subprocess with at most ``timeout`` seconds; its steps and error."""
     t0 = time.perf_counter()
     env = {
         **os.environ,
@@ -260,7 +321,7 @@ def starpo_fsdp2(device: str, work: str, timeout: float) -> dict[str, Any]:
             cmd, capture_output=True, text=True, timeout=timeout, cwd=REPO, env=env
         )
     except subprocess.TimeoutExpired:
-        return {"ok": False, "error": f"timed out after {timeout:g}s"}
+        return {"ok": False, "error": f"timed out after {timeout:g}s", "steps": _read_steps(out)}
     res: dict[str, Any] = {
         "ok": proc.returncode == 0,
         "wall_s": time.perf_counter() - t0,
@@ -289,6 +350,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--peak-tflops", type=float, default=None, help="dense bf16 peak of the device")
     ap.add_argument("--no-starpo", action="store_true")
     ap.add_argument("--fsdp2-timeout", type=float, default=180.0)
+    ap.add_argument(
+        "--budget-s", type=float, default=540.0, help="overall time budget (default 9 min)"
+    )
     ap.add_argument("--out", type=Path, default=Path("gpu_check.json"))
     a = ap.parse_args(argv)
     if a.tiny:
@@ -305,6 +369,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     import transformers
 
     t0 = time.perf_counter()
+    deadline = t0 + a.budget_s
     report: dict[str, Any] = {
         "device": a.device,
         "device_name": torch.cuda.get_device_name(0) if a.device.startswith("cuda") else "cpu",
@@ -312,18 +377,41 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "cuda": torch.version.cuda,
         "transformers": transformers.__version__,
         "settings": {k: v for k, v in vars(a).items() if k != "out"} | {"out": str(a.out)},
-        "sizes": [size_report(s.strip(), a) for s in a.sizes.split(",") if s.strip()],
+        "sizes": [],
     }
+
+    def left() -> float:
+        return deadline - time.perf_counter()
+
+    def save() -> None:  # after every stage: a run cut short keeps what it measured
+        report["wall_s"] = time.perf_counter() - t0
+        a.out.write_text(json.dumps(report, indent=2, default=str) + "\n")
+
+    def skipped() -> dict[str, Any]:
+        return {"ok": None, "skipped": f"time budget ({a.budget_s:g} s) spent"}
+
+    for size in (s.strip() for s in a.sizes.split(",") if s.strip()):
+        report["sizes"].append(size_report(size, a) if left() > 0 else skipped() | {"size": size})
+        save()
     if not a.no_starpo:
         with tempfile.TemporaryDirectory(prefix="ragen-gpu-check-") as work:
-            report["starpo_single_process"] = starpo_single(a.device, work)
-            report["starpo_fsdp2_world1"] = (
-                starpo_fsdp2(a.device, work, a.fsdp2_timeout)
-                if a.device.startswith("cuda")
-                else {"ok": None, "skipped": "GPU only"}
+            report["starpo_single_process"] = (
+                starpo_single(a.device, work) if left() > 0 else skipped()
             )
-    report["wall_s"] = time.perf_counter() - t0
-    a.out.write_text(json.dumps(report, indent=2, default=str) + "\n")
+            save()
+            report["starpo_fsdp2_world1"] = (
+                {"ok": None, "skipped": "GPU only"}
+                if not a.device.startswith("cuda")
+                else starpo_fsdp2(a.device, work, min(a.fsdp2_timeout, left()))
+                if left() > 10
+                else skipped()
+            )
+            save()
+            report["starpo_vllm"] = (
+                starpo_vllm(a.device, work, left()) if left() > 10 else skipped()
+            )
+            save()
+    save()
     print(
         json.dumps(
             {k: report[k] for k in ("device_name", "wall_s")}

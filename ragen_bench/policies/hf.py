@@ -228,6 +228,10 @@ class HFPolicy(Policy):
             pad_token_id=pad,
             logits_processor=[recorder],
             return_dict_in_generate=True,
+            # Each process generates on its own: transformers would otherwise sync every decode
+            # step across ranks for an FSDP-managed model, and ranks sample different amounts
+            # (ragen_train.distributed.unsharded makes such forwards collective-free).
+            synced_gpus=False,
         )
         if params.temperature > 0:
             kwargs.update(temperature=params.temperature, top_p=params.top_p, top_k=0)

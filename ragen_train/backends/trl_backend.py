@@ -108,6 +108,9 @@ TRL_FIELDS: dict[str, FieldHandling] = {
     "model.dtype": handling("mapped", "load dtype; bf16 / fp16 off the CPU"),
     "model.device": handling("mapped", "use_cpu on cpu, else accelerate's device"),
     "model.gradient_checkpointing": handling("mapped", "gradient (activation) checkpointing"),
+    "model.mixed_precision": handling(
+        "mapped", "bf16 -> TrainingArguments.bf16 (autocast over float32 weights; GPU only)"
+    ),
     "model.lora": handling("ours", "peft wrapping by our load_policy before TRL sees the model"),
     "env.id": handling("ours", _ENGINE),
     "env.config": handling("ours", _ENGINE),
@@ -223,6 +226,7 @@ TRL_FIELDS: dict[str, FieldHandling] = {
     "trainer.degenerate_warn_rate": handling("unused", "native trainer only"),
     "trainer.degenerate_stop_steps": handling("unused", "native trainer only"),
     "trainer.overwrite": handling("unused", "native trainer only"),
+    "trainer.dist_timeout_s": handling("unused", "accelerate sets the process-group timeout"),
     "trainer.update_path": handling("unused", "TRL computes its own log-probs"),
     "trainer.max_tokens_per_microbatch": handling("unused", "TRL batches by sample count"),
 }
@@ -457,7 +461,8 @@ def trl_settings(
         mask_truncated_completions=False,
         multi_objective_aggregation="sum_then_normalize",
         use_vllm=False,
-        bf16=cfg.model.dtype == "bfloat16" and device != "cpu",
+        bf16=(cfg.model.dtype == "bfloat16" or cfg.model.mixed_precision == "bf16")
+        and device != "cpu",
         fp16=cfg.model.dtype == "float16" and device != "cpu",
         use_cpu=device == "cpu",
         seed=t.seed,
@@ -620,16 +625,20 @@ class RagenRolloutFunc:
         metrics = episode_metrics(records, "train", cfg.rollout.group_size)
         if gather is not None:
             metrics = _mean_over_processes(metrics, len(records), gather)
-        metrics.update(stats.metrics())
         metrics.update(fmetrics)
         masks = [
             row.completion_mask if row.group in kept else [0] * len(row.completion_mask)
             for row in rows
         ]
-        metrics["batch/response_tokens"] = float(sum(sum(m) for m in masks))
-        metrics["batch/total_tokens"] = float(
-            sum(len(r.prompt_ids) + len(r.completion_ids) for r in rows)
-        )
+        counts = {
+            **stats.metrics(),
+            "batch/response_tokens": float(sum(sum(m) for m in masks)),
+            "batch/total_tokens": float(
+                sum(len(r.prompt_ids) + len(r.completion_ids) for r in rows)
+            ),
+        }
+        # counts of the whole batch, not of this process's share (issue 26 item 6)
+        metrics.update(_sum_over_processes(counts, gather) if gather is not None else counts)
         metrics["time/rollout_s"] = t_roll
         self.last = {
             "step": self.step,
@@ -665,6 +674,15 @@ def _mean_over_processes(
     total = sum(w for _, w in parts) or 1
     keys = sorted(set().union(*[m.keys() for m, _ in parts]))
     return {k: sum(m.get(k, 0.0) * w for m, w in parts) / total for k in keys}
+
+
+def _sum_over_processes(
+    counts: dict[str, float], gather: Callable[[Any], list[Any]]
+) -> dict[str, float]:
+    """Counts (episodes, samples, tokens) summed over every process's share of the batch."""
+    parts = gather(counts)
+    keys = sorted(set().union(*[p.keys() for p in parts]))
+    return {k: float(sum(p.get(k, 0.0) for p in parts)) for k in keys}
 
 
 # ------------------------------------------------------------------- metrics

@@ -61,6 +61,9 @@ VERL_FIELDS: dict[str, FieldHandling] = {
     "model.dtype": handling("unused", "verl's FSDP mixed-precision settings decide"),
     "model.device": handling("unused", "verl places its workers on the cluster's GPUs"),
     "model.gradient_checkpointing": handling("mapped", "model.enable_gradient_checkpointing"),
+    "model.mixed_precision": handling(
+        "approximate", "verl's FSDP always computes in bf16 over float32 master weights"
+    ),
     "model.lora.rank": handling("mapped", "model.lora_rank"),
     "model.lora.alpha": handling("mapped", "model.lora_alpha"),
     "model.lora.dropout": handling("unused", "verl sets no LoRA dropout"),
@@ -176,6 +179,7 @@ VERL_FIELDS: dict[str, FieldHandling] = {
     "trainer.degenerate_warn_rate": handling("unused", _NATIVE_ONLY),
     "trainer.degenerate_stop_steps": handling("unused", _NATIVE_ONLY),
     "trainer.overwrite": handling("unused", _NATIVE_ONLY),
+    "trainer.dist_timeout_s": handling("unused", "ray and verl set their own timeouts"),
     "trainer.update_path": handling("unused", "verl computes its own log-probs"),
     "trainer.max_tokens_per_microbatch": handling(
         "unused", "verl's counterpart is use_dynamic_bsz / ppo_max_token_len_per_gpu, not mapped"
