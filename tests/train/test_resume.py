@@ -4,14 +4,11 @@ the next step as an uninterrupted run with the same seed."""
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
+
+from tests.helpers.forked_runs import run_jobs
 
 ARGS = [
     "trainer.total_steps=6",
@@ -29,17 +26,7 @@ SKIP = ("time",)  # wall-clock metrics (time, time/*, *timing*) differ run to ru
 
 
 def cli(out: Path, *extra: str, preset: str = "quickstart") -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "ragen_train.cli",
-        "starpo",
-        "--config",
-        preset,
-        *ARGS,
-        f"trainer.out_dir={out}",
-        *extra,
-    ]
+    return ["starpo", "--config", preset, *ARGS, f"trainer.out_dir={out}", *extra]
 
 
 def rows(out: Path) -> dict[int, dict]:
@@ -65,39 +52,33 @@ def same(a: dict, b: dict) -> None:
 
 
 def kill_and_resume(tmp_path: Path, preset: str) -> None:
-    """Run ``preset`` 6 steps uninterrupted; run it again, SIGKILL it part-way, resume from the
-    last checkpoint; every step after the checkpoint must match the uninterrupted run."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    full = tmp_path / "full"
-    subprocess.run(cli(full, preset=preset), check=True, capture_output=True, timeout=900, env=env)
+    """Run ``preset`` 6 steps uninterrupted; run it again, SIGKILL it part-way (as soon as
+    ``checkpoints/latest`` names step 2 or later), resume from the last checkpoint; every step
+    after the checkpoint must match the uninterrupted run.  The three runs are forked from
+    one warm interpreter (tests/helpers/forked_runs.py), as separate processes."""
+    full, broken = tmp_path / "full", tmp_path / "broken"
+    pointer = broken / "checkpoints" / "latest"
+    results = run_jobs(
+        [
+            {"args": cli(full, preset=preset), "log": str(full) + ".log"},
+            {
+                "args": cli(broken, preset=preset),
+                "log": str(broken) + ".log",
+                "kill": {"watch": str(pointer), "at_least": "step_000002", "delay_s": 0.0},
+            },
+            {
+                "args": cli(broken, "--resume", "latest", preset=preset),
+                "log": str(broken) + ".resume.log",
+            },
+        ]
+    )
+    assert results[0]["rc"] == 0, (tmp_path / "full.log").read_text()[-3000:]
     reference = rows(full)
     assert sorted(reference) == [1, 2, 3, 4, 5, 6]
-
-    broken = tmp_path / "broken"
-    proc = subprocess.Popen(
-        cli(broken, preset=preset),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=env,
-        start_new_session=True,
-    )
-    pointer = broken / "checkpoints" / "latest"
-    deadline = time.time() + 600
-    while time.time() < deadline and proc.poll() is None:
-        if pointer.is_file() and pointer.read_text().strip() >= "step_000002":
-            break
-        time.sleep(0.01)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    k = int(pointer.read_text().strip().split("_")[1])
+    assert results[1]["killed"], results[1]
+    k = int(Path(str(broken) + ".resume.log").read_text().split("(step ")[1].split(")")[0])
     assert 2 <= k < 6, "the kill must land part-way"
-    subprocess.run(
-        cli(broken, "--resume", "latest", preset=preset),
-        check=True,
-        capture_output=True,
-        timeout=900,
-        env=env,
-    )
+    assert results[2]["rc"] == 0, (tmp_path / "broken.resume.log").read_text()[-3000:]
     resumed = rows(broken)
     assert sorted(resumed) == [1, 2, 3, 4, 5, 6]
     for step in range(k + 1, 7):
