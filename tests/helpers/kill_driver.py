@@ -48,25 +48,29 @@ import ragen_train.trainer  # noqa: E402,F401
 
 
 def _child(job: dict, modules_file: str) -> None:
-    fd = os.open(job["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.environ.update(job.get("env", {}))
-    code = 0
+    """Run the job in this forked child and exit; never returns into the parent's code."""
+    code = 1
     try:
-        cli.app(args=job["args"], prog_name="ragen-train")
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        fd = os.open(job["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        os.environ.update(job.get("env", {}))
+        code = 0
+        try:
+            cli.app(args=job["args"], prog_name="ragen-train")
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        with open(modules_file, "w") as f:
+            f.write("\n".join(list(sys.modules)))
     except BaseException:  # noqa: BLE001 - report any crash as a failure of the trial
         import traceback
 
         traceback.print_exc()
         code = 1
-    sys.stdout.flush()
-    sys.stderr.flush()
-    with open(modules_file, "w") as f:
-        f.write("\n".join(list(sys.modules)))
-    os._exit(code)
+    finally:
+        os._exit(code)
 
 
 def _prime(modules_file: str) -> None:

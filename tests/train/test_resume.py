@@ -51,27 +51,44 @@ def same(a: dict, b: dict) -> None:
             assert a[k] == pytest.approx(b[k], rel=1e-6, abs=1e-9), k
 
 
-def kill_and_resume(tmp_path: Path, preset: str) -> None:
-    """Run ``preset`` 6 steps uninterrupted; run it again, SIGKILL it part-way (as soon as
-    ``checkpoints/latest`` names step 2 or later), resume from the last checkpoint; every step
-    after the checkpoint must match the uninterrupted run.  The three runs are forked from
-    one warm interpreter (tests/helpers/forked_runs.py), as separate processes."""
+PRESETS = ("quickstart", "tiny-bandit-ppo", "tiny-sokoban-grpo", "tiny-sokoban-ppo")
+
+
+def kill_jobs(tmp_path: Path, preset: str) -> list[dict]:
+    """Run ``preset`` 6 steps uninterrupted; run it again and SIGKILL it part-way (as soon as
+    ``checkpoints/latest`` names step 2 or later); resume it from the last checkpoint."""
     full, broken = tmp_path / "full", tmp_path / "broken"
     pointer = broken / "checkpoints" / "latest"
-    results = run_jobs(
-        [
-            {"args": cli(full, preset=preset), "log": str(full) + ".log"},
-            {
-                "args": cli(broken, preset=preset),
-                "log": str(broken) + ".log",
-                "kill": {"watch": str(pointer), "at_least": "step_000002", "delay_s": 0.0},
-            },
-            {
-                "args": cli(broken, "--resume", "latest", preset=preset),
-                "log": str(broken) + ".resume.log",
-            },
-        ]
-    )
+    return [
+        {"args": cli(full, preset=preset), "log": str(full) + ".log"},
+        {
+            "args": cli(broken, preset=preset),
+            "log": str(broken) + ".log",
+            "kill": {"watch": str(pointer), "at_least": "step_000002", "delay_s": 0.0},
+        },
+        {
+            "args": cli(broken, "--resume", "latest", preset=preset),
+            "log": str(broken) + ".resume.log",
+        },
+    ]
+
+
+@pytest.fixture(scope="module")
+def kill_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, list[dict]]]:
+    """``preset -> (its directory, the results of its three runs)`` for every preset of
+    :data:`PRESETS`: all twelve runs are forked, one after another, from one warm
+    interpreter (tests/helpers/forked_runs.py), each a separate process."""
+    root = tmp_path_factory.mktemp("resume")
+    for preset in PRESETS:
+        (root / preset).mkdir()
+    jobs = [job for preset in PRESETS for job in kill_jobs(root / preset, preset)]
+    results = run_jobs(jobs, timeout=3600)
+    return {p: (root / p, results[3 * i : 3 * i + 3]) for i, p in enumerate(PRESETS)}
+
+
+def check_resumed(tmp_path: Path, results: list[dict]) -> None:
+    """Every step after the checkpoint resumed from must match the uninterrupted run."""
+    full, broken = tmp_path / "full", tmp_path / "broken"
     assert results[0]["rc"] == 0, (tmp_path / "full.log").read_text()[-3000:]
     reference = rows(full)
     assert sorted(reference) == [1, 2, 3, 4, 5, 6]
@@ -86,17 +103,17 @@ def kill_and_resume(tmp_path: Path, preset: str) -> None:
 
 
 @pytest.mark.slow
-def test_kill_and_resume_matches_uninterrupted(tmp_path: Path) -> None:
-    kill_and_resume(tmp_path, "quickstart")
+def test_kill_and_resume_matches_uninterrupted(kill_runs) -> None:
+    check_resumed(*kill_runs["quickstart"])
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("preset", ["tiny-bandit-ppo", "tiny-sokoban-grpo", "tiny-sokoban-ppo"])
 def test_kill_and_resume_matches_uninterrupted_for_ppo_and_every_preset_family(
-    tmp_path: Path, preset: str
+    kill_runs, preset: str
 ) -> None:
     """Issue 16 item 7: PPO (GAE + critic; its values come from eval mode, so a resumed critic
     gives the same values as the uninterrupted one) and every CPU preset family (Bandit and
     Sokoban, GRPO and PPO; ``quickstart`` is tiny-bandit-grpo) resume exactly.  The GPU task
     presets (``bandit``, ``sokoban``, ...) share these code paths with a hub model."""
-    kill_and_resume(tmp_path, preset)
+    check_resumed(*kill_runs[preset])
