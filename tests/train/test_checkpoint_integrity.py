@@ -32,6 +32,7 @@ from ragen_train.config import load_config
 from ragen_train.logger import read_metrics
 from ragen_train.modeling import unwrap
 from ragen_train.trainer import StarPOTrainer
+from tests.helpers.forked_runs import run_jobs
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Small, fast, and with a gradient every step (entropy bonus; the filter keeps every group),
@@ -401,8 +402,13 @@ def test_sigkill_during_checkpoint_writes_always_resumes_exactly(
     checkpoint every step, keep 1, so pruning runs inside the save too) SIGKILLed at a seeded
     random moment inside the save of step 2, then `--resume latest`: every resume succeeds
     from an intact checkpoint (step 1, or step 2 when the kill came after its rename), and
-    the final policy (and critic) equal the uninterrupted run's bit for bit.  The processes
-    are forked from one warm interpreter (tests/helpers/kill_driver.py) to keep the runs cheap."""
+    the final policy (and critic) equal the uninterrupted run's bit for bit.
+
+    The trials share one trained base: the same command killed as soon as step 1's
+    checkpoint is complete (``checkpoints/latest`` names it); each trial continues a copy of
+    it with ``--resume latest`` into step 2, where the kill lands, so step 1 is trained once
+    instead of once per trial.  The processes are forked from one warm interpreter
+    (tests/helpers/kill_driver.py) to keep the runs cheap."""
     rng = random.Random(19 if estimator == "grpo" else 20)
     stages = 8 if estimator == "grpo" else 10
     args = [
@@ -414,8 +420,17 @@ def test_sigkill_during_checkpoint_writes_always_resumes_exactly(
         "trainer.keep_checkpoints=1",
         f"algorithm.adv_estimator={estimator}",
     ]
+    base = tmp_path / "base"
     jobs = [
-        {"args": [*args, f"trainer.out_dir={tmp_path / 'full'}"], "log": str(tmp_path / "full.log")}
+        {
+            "args": [*args, f"trainer.out_dir={tmp_path / 'full'}"],
+            "log": str(tmp_path / "full.log"),
+        },
+        {
+            "args": [*args, f"trainer.out_dir={base}"],
+            "log": str(base) + ".log",
+            "kill": {"watch": str(base / "checkpoints" / "latest"), "delay_s": 0.0},
+        },
     ]
     plan = []
     for i in range(TRIALS):
@@ -424,7 +439,8 @@ def test_sigkill_during_checkpoint_writes_always_resumes_exactly(
         plan.append((out, k))
         jobs.append(
             {
-                "args": [*args, f"trainer.out_dir={out}"],
+                "args": [*args, f"trainer.out_dir={out}", "--resume", "latest"],
+                "copy": [str(base), str(out)],
                 "log": str(out) + ".log",
                 "env": {ckpt.TEST_DELAY_ENV: str(DELAY_S)},
                 "kill": {
@@ -440,20 +456,12 @@ def test_sigkill_during_checkpoint_writes_always_resumes_exactly(
                 "log": str(out) + ".resume.log",
             }
         )
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    env.pop(ckpt.TEST_DELAY_ENV, None)
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "helpers" / "kill_driver.py")],
-        input=json.dumps({"jobs": jobs}),
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env=env,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    results = [json.loads(line) for line in proc.stdout.splitlines()]
-    assert len(results) == 1 + 2 * TRIALS
+    results = run_jobs(jobs)
     assert results[0]["rc"] == 0, (tmp_path / "full.log").read_text()[-3000:]
+    assert results[1]["killed"], results[1]
+    assert (
+        ckpt.find_resumable(base).step == 1 and not (base / "checkpoints" / "step_000002").exists()
+    )
 
     def final(out: Path) -> dict[str, torch.Tensor]:
         t = {
@@ -470,7 +478,7 @@ def test_sigkill_during_checkpoint_writes_always_resumes_exactly(
     want = final(tmp_path / "full")
     inside = 0
     for i, (out, k) in enumerate(plan):
-        killed, resume = results[1 + 2 * i], results[2 + 2 * i]
+        killed, resume = results[2 + 2 * i], results[3 + 2 * i]
         assert killed["killed"] and killed["saw_watch"], (i, killed)
         inside += killed["watch_left"]
         log = Path(str(out) + ".resume.log").read_text()

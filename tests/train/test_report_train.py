@@ -4,48 +4,43 @@ tiny model and a real ``ragen-train eval`` of its checkpoint, driven in headless
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+import ragen_train.cli
 from ragen_bench.site.charts import _tick_labels, _ticks, line_chart
 from ragen_train.logger import read_metrics
 from ragen_train.plot import PANELS
 from ragen_train.report import find_eval_runs, write_train_report
 from tests.helpers.browser import browser, console_errors, file_url  # noqa: F401  (browser is a fixture)
-
-
-def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=600)
+from tests.helpers.cli import in_process_cli
 
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory) -> tuple[Path, Path]:
     """``(out_dir, runs root)``: 2 StarPO steps (quickstart preset, tiny model), a checkpoint
-    at step 2 and a 4-episode evaluation of it."""
+    at step 2 and a 4-episode evaluation of it, both through the real CLI in-process
+    (tests/helpers/cli.py)."""
     tmp = tmp_path_factory.mktemp("train")
     out = tmp / "out"
-    res = _run(
-        "-m",
-        "ragen_train.cli",
-        "starpo",
-        "--config",
-        "quickstart",
-        "model.path=tiny",
-        "trainer.total_steps=2",
-        "trainer.val_every=1",
-        "trainer.val_episodes=4",
-        "trainer.save_every=2",
-        f"trainer.out_dir={out}",
-    )
-    assert res.returncode == 0, res.stderr[-2000:]
-    model = next((out / "checkpoints").glob("step_*/model"))
-    res = _run(
-        "-m", "ragen_train.cli", "eval", str(model), "--episodes", "4", "--out", str(tmp / "runs")
-    )
-    assert res.returncode == 0, res.stderr[-2000:]
+    with pytest.MonkeyPatch.context() as mp:
+        invoke = in_process_cli(mp, ragen_train.cli)
+        code, _, err = invoke(
+            "starpo",
+            "--config",
+            "quickstart",
+            "model.path=tiny",
+            "trainer.total_steps=2",
+            "trainer.val_every=1",
+            "trainer.val_episodes=4",
+            "trainer.save_every=2",
+            f"trainer.out_dir={out}",
+        )
+        assert code == 0, err[-2000:]
+        model = next((out / "checkpoints").glob("step_*/model"))
+        code, _, err = invoke("eval", str(model), "--episodes", "4", "--out", str(tmp / "runs"))
+        assert code == 0, err[-2000:]
     return out, tmp / "runs"
 
 
@@ -91,14 +86,19 @@ def test_train_report_links_evaluation_reports_and_curves_are_interactive(
 
 
 @pytest.mark.slow
-def test_train_report_cli(trained, tmp_path):
+def test_train_report_cli(trained, tmp_path, monkeypatch):
+    """`ragen-train report` in-process (tests/helpers/cli.py): its output and one-line error."""
+    import ragen_train.cli
+    from tests.helpers.cli import in_process_cli
+
     out, runs = trained
-    res = _run("-m", "ragen_train.cli", "report", str(out), "--runs", str(runs))
-    assert res.returncode == 0, res.stderr
-    assert (out / "report.html").is_file() and "1 evaluation report" in res.stdout
-    res = _run("-m", "ragen_train.cli", "report", str(tmp_path))
-    assert res.returncode == 2
-    assert res.stderr.strip().splitlines() == [
+    invoke = in_process_cli(monkeypatch, ragen_train.cli)
+    code, stdout, stderr = invoke("report", str(out), "--runs", str(runs))
+    assert code == 0, stderr
+    assert (out / "report.html").is_file() and "1 evaluation report" in stdout
+    code, _, stderr = invoke("report", str(tmp_path))
+    assert code == 2
+    assert stderr.strip().splitlines() == [
         f"error: {tmp_path} is not a training output directory (no metrics.jsonl)"
     ]
 

@@ -4,14 +4,11 @@ the next step as an uninterrupted run with the same seed."""
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
+
+from tests.helpers.forked_runs import run_jobs
 
 ARGS = [
     "trainer.total_steps=6",
@@ -29,17 +26,7 @@ SKIP = ("time",)  # wall-clock metrics (time, time/*, *timing*) differ run to ru
 
 
 def cli(out: Path, *extra: str, preset: str = "quickstart") -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "ragen_train.cli",
-        "starpo",
-        "--config",
-        preset,
-        *ARGS,
-        f"trainer.out_dir={out}",
-        *extra,
-    ]
+    return ["starpo", "--config", preset, *ARGS, f"trainer.out_dir={out}", *extra]
 
 
 def rows(out: Path) -> dict[int, dict]:
@@ -64,40 +51,51 @@ def same(a: dict, b: dict) -> None:
             assert a[k] == pytest.approx(b[k], rel=1e-6, abs=1e-9), k
 
 
-def kill_and_resume(tmp_path: Path, preset: str) -> None:
-    """Run ``preset`` 6 steps uninterrupted; run it again, SIGKILL it part-way, resume from the
-    last checkpoint; every step after the checkpoint must match the uninterrupted run."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    full = tmp_path / "full"
-    subprocess.run(cli(full, preset=preset), check=True, capture_output=True, timeout=900, env=env)
+PRESETS = ("quickstart", "tiny-bandit-ppo", "tiny-sokoban-grpo", "tiny-sokoban-ppo")
+
+
+def kill_jobs(tmp_path: Path, preset: str) -> list[dict]:
+    """Run ``preset`` 6 steps uninterrupted; run it again and SIGKILL it part-way (as soon as
+    ``checkpoints/latest`` names step 2 or later); resume it from the last checkpoint."""
+    full, broken = tmp_path / "full", tmp_path / "broken"
+    pointer = broken / "checkpoints" / "latest"
+    return [
+        {"args": cli(full, preset=preset), "log": str(full) + ".log"},
+        {
+            "args": cli(broken, preset=preset),
+            "log": str(broken) + ".log",
+            "kill": {"watch": str(pointer), "at_least": "step_000002", "delay_s": 0.0},
+        },
+        {
+            "args": cli(broken, "--resume", "latest", preset=preset),
+            "log": str(broken) + ".resume.log",
+        },
+    ]
+
+
+@pytest.fixture(scope="module")
+def kill_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, list[dict]]]:
+    """``preset -> (its directory, the results of its three runs)`` for every preset of
+    :data:`PRESETS`: all twelve runs are forked, one after another, from one warm
+    interpreter (tests/helpers/forked_runs.py), each a separate process."""
+    root = tmp_path_factory.mktemp("resume")
+    for preset in PRESETS:
+        (root / preset).mkdir()
+    jobs = [job for preset in PRESETS for job in kill_jobs(root / preset, preset)]
+    results = run_jobs(jobs, timeout=3600)
+    return {p: (root / p, results[3 * i : 3 * i + 3]) for i, p in enumerate(PRESETS)}
+
+
+def check_resumed(tmp_path: Path, results: list[dict]) -> None:
+    """Every step after the checkpoint resumed from must match the uninterrupted run."""
+    full, broken = tmp_path / "full", tmp_path / "broken"
+    assert results[0]["rc"] == 0, (tmp_path / "full.log").read_text()[-3000:]
     reference = rows(full)
     assert sorted(reference) == [1, 2, 3, 4, 5, 6]
-
-    broken = tmp_path / "broken"
-    proc = subprocess.Popen(
-        cli(broken, preset=preset),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=env,
-        start_new_session=True,
-    )
-    pointer = broken / "checkpoints" / "latest"
-    deadline = time.time() + 600
-    while time.time() < deadline and proc.poll() is None:
-        if pointer.is_file() and pointer.read_text().strip() >= "step_000002":
-            break
-        time.sleep(0.01)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    k = int(pointer.read_text().strip().split("_")[1])
+    assert results[1]["killed"], results[1]
+    k = int(Path(str(broken) + ".resume.log").read_text().split("(step ")[1].split(")")[0])
     assert 2 <= k < 6, "the kill must land part-way"
-    subprocess.run(
-        cli(broken, "--resume", "latest", preset=preset),
-        check=True,
-        capture_output=True,
-        timeout=900,
-        env=env,
-    )
+    assert results[2]["rc"] == 0, (tmp_path / "broken.resume.log").read_text()[-3000:]
     resumed = rows(broken)
     assert sorted(resumed) == [1, 2, 3, 4, 5, 6]
     for step in range(k + 1, 7):
@@ -105,17 +103,17 @@ def kill_and_resume(tmp_path: Path, preset: str) -> None:
 
 
 @pytest.mark.slow
-def test_kill_and_resume_matches_uninterrupted(tmp_path: Path) -> None:
-    kill_and_resume(tmp_path, "quickstart")
+def test_kill_and_resume_matches_uninterrupted(kill_runs) -> None:
+    check_resumed(*kill_runs["quickstart"])
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("preset", ["tiny-bandit-ppo", "tiny-sokoban-grpo", "tiny-sokoban-ppo"])
 def test_kill_and_resume_matches_uninterrupted_for_ppo_and_every_preset_family(
-    tmp_path: Path, preset: str
+    kill_runs, preset: str
 ) -> None:
     """Issue 16 item 7: PPO (GAE + critic; its values come from eval mode, so a resumed critic
     gives the same values as the uninterrupted one) and every CPU preset family (Bandit and
     Sokoban, GRPO and PPO; ``quickstart`` is tiny-bandit-grpo) resume exactly.  The GPU task
     presets (``bandit``, ``sokoban``, ...) share these code paths with a hub model."""
-    kill_and_resume(tmp_path, preset)
+    check_resumed(*kill_runs[preset])

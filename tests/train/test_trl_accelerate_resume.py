@@ -91,30 +91,23 @@ def test_accelerate_launch_trl_run_resumes_to_the_uninterrupted_result(tmp_path:
         assert torch.allclose(wa[k], wb[k], atol=1e-6), k
 
 
-def test_resume_without_a_trl_checkpoint_names_the_cause(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ragen_train",
-            "starpo",
-            "--trainer",
-            "trl",
-            "--config",
-            "quickstart",
-            f"trainer.out_dir={tmp_path}",
-            "trainer.save_every=0",
-            "--resume",
-            "latest",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-        cwd=ROOT,
+def test_resume_without_a_trl_checkpoint_names_the_cause(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In-process (tests/helpers/cli.py): the command fails before any training."""
+    import ragen_train.cli
+    from tests.helpers.cli import in_process_cli
+
+    code, _, err = in_process_cli(monkeypatch, ragen_train.cli)(
+        "starpo",
+        "--trainer",
+        "trl",
+        "--config",
+        "quickstart",
+        f"trainer.out_dir={tmp_path}",
+        "trainer.save_every=0",
+        "--resume",
+        "latest",
     )
-    assert proc.returncode == 2
-    assert (
-        "no TRL checkpoint to resume from" in proc.stderr and "trainer.save_every=0" in proc.stderr
-    ), proc.stderr
+    assert code == 2
+    assert "no TRL checkpoint to resume from" in err and "trainer.save_every=0" in err, err

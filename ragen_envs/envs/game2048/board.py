@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 from collections.abc import Sequence
 
 import numpy as np
@@ -67,17 +68,26 @@ def slide_line(line: tuple[int, ...]) -> tuple[tuple[int, ...], int]:
     return tuple(out), score
 
 
+def _scatter(move: str) -> operator.itemgetter:
+    """Maps the four slid lines of ``move``, concatenated, back to row-major cell order."""
+    position = [0] * (SIZE * SIZE)
+    for k, idx in enumerate(LINES[move]):
+        for j, cell in enumerate(idx):
+            position[cell] = k * SIZE + j
+    return operator.itemgetter(*position)
+
+
+#: Per move: one getter per line (the line's tile values, wall first), and the getter that
+#: puts the concatenated slid lines back in row-major order.
+_GET_LINES = {m: tuple(operator.itemgetter(*idx) for idx in LINES[m]) for m in MOVES}
+_SCATTER = {m: _scatter(m) for m in MOVES}
+
+
 def move(board: Sequence[int], name: str) -> tuple[tuple[int, ...], int]:
     """Apply a move (no spawn).  Returns ``(new_board, merge_score)``; ``new_board ==
     tuple(board)`` when the move is illegal.  ``KeyError`` for an unknown move name."""
-    out = list(board)
-    score = 0
-    for idx in LINES[name]:
-        new, s = slide_line(tuple(board[i] for i in idx))
-        score += s
-        for i, v in zip(idx, new):
-            out[i] = v
-    return tuple(out), score
+    (a, sa), (b, sb), (c, sc), (d, sd) = (slide_line(get(board)) for get in _GET_LINES[name])
+    return _SCATTER[name](a + b + c + d), sa + sb + sc + sd
 
 
 def legal_moves(board: Sequence[int]) -> list[str]:

@@ -22,6 +22,7 @@ where ``merges`` counts adjacent equal non-empty tiles (runs, ignoring gaps) and
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Sequence
 
 from .board import LINES, MOVES, move
@@ -60,14 +61,26 @@ def line_score(line: tuple[int, ...]) -> float:
     return _LOST + 270.0 * empty + 700.0 * merges - 47.0 * min(mono_left, mono_right) - 11.0 * total
 
 
+#: One getter per line of the heuristic, rows then columns (a line's values as a tuple).
+_LINES = tuple(operator.itemgetter(*idx) for idx in (*_ROWS, *_COLS))
+
+
+def _sum8(s: Sequence[float]) -> float:
+    """``s[0] + ... + s[7]`` added left to right, as a ``total = 0.0; total += x`` loop does
+    (``0.0 + x == x``), so the search's values do not depend on how they are computed."""
+    return s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7]
+
+
 def heuristic(board: Sequence[int]) -> float:
-    """Sum of :func:`line_score` over the rows and columns of ``board``."""
-    s = 0.0
-    for idx in _ROWS:
-        s += line_score((board[idx[0]], board[idx[1]], board[idx[2]], board[idx[3]]))
-    for idx in _COLS:
-        s += line_score((board[idx[0]], board[idx[1]], board[idx[2]], board[idx[3]]))
-    return s
+    """Sum of :func:`line_score` over the rows and columns of ``board`` (rows first, top
+    to bottom, then columns left to right, added in that order)."""
+    return _sum8([line_score(get(board)) for get in _LINES])
+
+
+@functools.cache
+def _spawned_scores(line: tuple[int, ...], pos: int) -> dict[int, float]:
+    """``{2: score, 4: score}``: :func:`line_score` of ``line`` with a 2 or a 4 at ``pos``."""
+    return {v: line_score(line[:pos] + (v,) + line[pos + 1 :]) for v in (2, 4)}
 
 
 def _max_node(board: tuple[int, ...], depth: int, p2: float) -> float:
@@ -80,18 +93,35 @@ def _max_node(board: tuple[int, ...], depth: int, p2: float) -> float:
 
 
 def _chance_node(board: tuple[int, ...], depth: int, p2: float) -> float:
+    """The mean, over every empty cell and both spawn values (weighted by their
+    probabilities), of the heuristic after the spawn (``depth <= 1``) or of the max node
+    one move deeper.
+
+    At the last level a spawn on cell ``(r, c)`` changes only row ``r`` and column ``c``,
+    so the heuristic of each child reuses the other six line scores of ``board`` (same
+    terms, same order of addition: the value equals :func:`heuristic` of the child).
+    """
     empty = [i for i, v in enumerate(board) if v == 0]
     if not empty:  # cannot happen after a legal move, kept for safety
         return heuristic(board)
+    spawns = [(value, p) for value, p in ((2, p2), (4, 1.0 - p2)) if p > 0.0]
     total = 0.0
+    if depth <= 1:
+        lines = [get(board) for get in _LINES]
+        scores = [line_score(line) for line in lines]
+        for i in empty:
+            r, c = divmod(i, 4)
+            row, col = _spawned_scores(lines[r], c), _spawned_scores(lines[4 + c], r)
+            child = scores.copy()
+            for value, p in spawns:
+                child[r], child[4 + c] = row[value], col[value]
+                total += p * _sum8(child)
+        return total / len(empty)
     cells = list(board)
     for i in empty:
-        for value, p in ((2, p2), (4, 1.0 - p2)):
-            if p <= 0.0:
-                continue
+        for value, p in spawns:
             cells[i] = value
-            child = tuple(cells)
-            total += p * (heuristic(child) if depth <= 1 else _max_node(child, depth - 1, p2))
+            total += p * _max_node(tuple(cells), depth - 1, p2)
         cells[i] = 0
     return total / len(empty)
 
