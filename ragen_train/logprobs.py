@@ -336,9 +336,20 @@ def fast_path_problem(model: Any, *, share_prefix: bool = True) -> str | None:
     if share_prefix and checkpointing:
         return "gradient checkpointing recomputes layers (no key/value cache with gradient)"
     w = getattr(head, "weight", None)
-    if w is not None and type(w).__name__ == "DTensor":
+    if (w is not None and type(w).__name__ == "DTensor") or _fsdp2_wrapped(base):
+        # Checked by wrapping, not only by the head's weight: inside ``distributed.unsharded``
+        # the weights are plain tensors, but the training forward runs sharded.
         return "FSDP2-sharded parameters"
     return None
+
+
+def _fsdp2_wrapped(model: Any) -> bool:
+    """Whether any module of ``model`` is sharded by FSDP2 (``fully_shard``)."""
+    try:
+        from torch.distributed.fsdp import FSDPModule
+    except ImportError:  # a torch build without torch.distributed
+        return False
+    return any(isinstance(m, FSDPModule) for m in model.modules())
 
 
 @contextlib.contextmanager
