@@ -47,6 +47,10 @@ ADDED_FIELDS: dict[str, tuple[tuple[str, Any], ...]] = {
         ("optim.min_lr_ratio", 0.0),
         ("trainer.degenerate_warn_rate", 0.5),
         ("trainer.degenerate_stop_steps", 10),
+        ("model.mixed_precision", "none"),  # bf16 compute over float32 masters (issue 26 item 4)
+        ("trainer.dist_timeout_s", 600.0),  # collective timeout (issue 26 item 6)
+        ("trainer.update_path", "shared_prefix"),  # the update's log-prob path (issue 27)
+        ("trainer.max_tokens_per_microbatch", 0),
     ),
 }
 
