@@ -685,6 +685,9 @@ def test_vllm_server_backend_starts_evaluates_and_stops(tmp_path: Path) -> None:
     """The process management of ``vllm-server``, with the test server standing in for vLLM."""
     model_dir = tmp_path / "my-model"
     model_dir.mkdir()
+    # A model folder has a config.json (the back-end refuses any other folder before starting
+    # a server); the stand-in server never reads it.
+    (model_dir / "config.json").write_text("{}")
     opts = {
         "python": sys.executable,
         "module": "tests.helpers.fault_server",
