@@ -49,10 +49,10 @@ from ragen_bench.rollout import EpisodeSpec, RolloutEngine
 from ragen_envs import jsonutil
 
 from ..advantages import ADVANTAGE_ESTIMATORS
-from ..config import StarPOConfig, TrainConfigError
+from ..config import StarPOConfig, TrainConfigError, rollout_config_for
 from ..losses import AGG_MODES, KL_ESTIMATORS
+from ..metrics import episode_metrics
 from ..schedules import hf_scheduler_type
-from ..trainer import episode_metrics, rollout_config_for
 from .base import BackendResult
 from .common import (
     FieldHandling,

@@ -593,7 +593,7 @@ def write_verl_inputs(
 # ---------------------------------------------------------------- metrics
 @dataclass
 class _Episode:
-    """An episode log line with the interface :func:`ragen_train.trainer.episode_metrics` reads."""
+    """An episode log line with the interface :func:`ragen_train.metrics.episode_metrics` reads."""
 
     group: int
     status: str
@@ -615,7 +615,7 @@ def metrics_from_episode_log(
     being logged at step ``i · val_every`` when ``val_before_train`` else
     ``(i + 1) · val_every`` (capped at ``total_steps``).
     """
-    from ..trainer import episode_metrics
+    from ..metrics import episode_metrics
 
     t = cfg.trainer
     train: dict[int, list[_Episode]] = defaultdict(list)
