@@ -19,7 +19,7 @@ import torch
 from ragen_bench.fileio import atomic_write_json
 
 from . import checkpoint as ckpt
-from .config import _flatten
+from .config import RENAMED_FIELDS, _flatten
 from .distributed import DistInfo, barrier
 from .modeling import unwrap
 from .outputs import clear_run_outputs
@@ -89,8 +89,10 @@ def find_checkpoint(out_dir: Path, where: str, save_every: int) -> ckpt.Resumabl
 
 def config_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """``"section.field: old -> new"`` for every field that differs between two saved
-    configs (``StarPOConfig.to_dict()`` form; ``env.config`` compared as a whole), sorted."""
-    a, b = _flatten(old), _flatten(new)
+    configs (``StarPOConfig.to_dict()`` form; ``env.config`` compared as a whole), sorted.
+    A field saved under its old name (:data:`ragen_train.config.RENAMED_FIELDS`) is
+    compared under its new one."""
+    a, b = ({RENAMED_FIELDS.get(k, k): v for k, v in _flatten(d).items()} for d in (old, new))
     missing = object()
 
     def show(value: Any) -> str:

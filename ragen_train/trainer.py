@@ -242,7 +242,7 @@ class StarPOTrainer:
 
     # ------------------------------------------------------------ configuration
     def _build_engine(self, *, sync: bool) -> tuple[str, Any]:
-        """``("hf", None)`` or ``("vllm", VLLMRolloutEngine)`` for ``rollout.engine``
+        """``("hf", None)`` or ``("vllm", VLLMRolloutEngine)`` for ``rollout.sampler``
         (see :mod:`ragen_train.rollout_engine`); ``sync`` loads the trainer's weights into a
         new engine (a model passed in, e.g. after SFT, differs from ``model.path``)."""
         from .config import TrainConfigError
@@ -250,7 +250,7 @@ class StarPOTrainer:
         from .rollout_engine import resolve_engine
 
         cfg = self.cfg
-        name = resolve_engine(cfg.rollout.engine, cfg.model.path)
+        name = resolve_engine(cfg.rollout.sampler, cfg.model.path)
         if name == "hf":
             return name, None
         from .rollout_engine import VLLMRolloutEngine, engine_dtype, vllm_available
@@ -259,8 +259,8 @@ class StarPOTrainer:
             from ragen_bench.policies.vllm_backend import VLLM_EXTRA_HINT
 
             raise TrainConfigError(
-                "rollout.engine",
-                f"vllm is not importable here ({VLLM_EXTRA_HINT}); use rollout.engine=hf",
+                "rollout.sampler",
+                f"vllm is not importable here ({VLLM_EXTRA_HINT}); use rollout.sampler=hf",
             )
         v = cfg.rollout.vllm
         engine = VLLMRolloutEngine(

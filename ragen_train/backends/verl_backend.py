@@ -101,7 +101,7 @@ VERL_FIELDS: dict[str, FieldHandling] = {
     ),
     "rollout.batch_size": handling("unused", "verl's rollout server batches requests itself"),
     "rollout.format_reminder": handling("ours", _LOOP),
-    "rollout.engine": handling("unused", "verl's rollout server generates (rollout.name)"),
+    "rollout.sampler": handling("unused", "verl's rollout server generates (rollout.name)"),
     "rollout.vllm": handling("unused", "verl configures its own rollout server"),
     "algorithm.adv_estimator": handling(
         "mapped", "algorithm.adv_estimator", "algorithm.adv_estimator=bilevel_gae"
