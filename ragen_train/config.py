@@ -1072,6 +1072,7 @@ def explain_fields(name: str, cfg: StarPOConfig | None = None) -> str:
     Raises:
         TrainConfigError: (field ``--explain``) an unknown name, with the closest ones.
     """
+    name = RENAMED_FIELDS.get(name, name)  # an old name explains its new field
     if name == "all":
         chosen = FIELD_SPECS
     elif name in FIELDS:

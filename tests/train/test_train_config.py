@@ -292,6 +292,7 @@ def test_issue20_item9_train_cli_rejects_nan_with_one_line_exit_2() -> None:
 def test_rollout_engine_is_a_deprecated_spelling_of_rollout_sampler(tmp_path: Path) -> None:
     """Issue 30 item 2: ``rollout.engine`` (the token sampler) is now ``rollout.sampler``; the
     old key still works for one release, in overrides, config files and saved configs."""
+    from ragen_train.config import explain_fields
     from ragen_train.run_dir import config_changes
 
     with pytest.warns(FutureWarning, match=r"rollout\.engine is deprecated.*use rollout\.sampler"):
@@ -307,6 +308,7 @@ def test_rollout_engine_is_a_deprecated_spelling_of_rollout_sampler(tmp_path: Pa
     # a run saved before the rename resumes without a spurious "changed" field
     new = load_config("tiny-bandit-grpo", ["rollout.sampler=hf"]).to_dict()
     assert config_changes(old, new) == []
+    assert explain_fields("rollout.engine") == explain_fields("rollout.sampler")
     both = dict(old, rollout=dict(old["rollout"], sampler="hf"))
     p.write_text(json.dumps(both))
     with pytest.raises(TrainConfigError, match=r"rollout\.engine.*give rollout\.sampler only"):
