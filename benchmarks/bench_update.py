@@ -176,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", default=None, help="model.path (default: the preset's)")
     ap.add_argument("--steps", type=int, default=1)
     ap.add_argument("--paths", default="shared_prefix,plain")
-    ap.add_argument("--engine", default="hf", help="rollout.engine for the rollouts")
+    ap.add_argument("--engine", default="hf", help="rollout.sampler for the rollouts")
     ap.add_argument("--samples", type=Path, default=None, help="replay file (written if absent)")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument(
@@ -198,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         f"trainer.out_dir={tmp}",
         "trainer.loggers=jsonl",
         "trainer.collapse_every=0",
-        f"rollout.engine={args.engine}",
+        f"rollout.sampler={args.engine}",
         *([f"model.path={args.model}"] if args.model else []),
         *args.overrides,
     ]

@@ -1,7 +1,7 @@
 """A real-model StarPO run on a CPU: Qwen2.5-Coder-0.5B-Instruct + LoRA, vLLM rollouts.
 
 For each task: held-out test success on fixed seeds before training, StarPO training with
-the colocated vLLM engine (``rollout.engine=vllm``), test success after, on the same seeds;
+the colocated vLLM engine (``rollout.sampler=vllm``), test success after, on the same seeds;
 standard errors are binomial, ``sqrt(p (1 - p) / n)``.  Results go to
 ``<out>/<task>/result.json`` and the run's ``metrics.jsonl``; ``--plot`` combines every
 task's result into ``<out>/results.json`` and ``<out>/real_model_run.png``.

@@ -1,6 +1,6 @@
 """The ``ragen-bench`` command line (typer).
 
-ragen-bench run --backend hf --model tiny --env ragen/Sokoban-v0 --episodes 8
+ragen-bench run --policy hf --model tiny --env ragen/Sokoban-v0 --episodes 8
 ragen-bench run --resume runs/<run-id>
 ragen-bench ls
 ragen-bench show runs/<run-id>
@@ -122,6 +122,43 @@ def _callbacks(bar: Any) -> dict[str, Any]:
     )
 
 
+#: Flags whose parameter is named otherwise (``--policy`` fills ``backend``, the name
+#: ``run.json`` and :class:`~ragen_bench.runner.RunRequest` keep).
+_FLAGS = {"backend": "--policy", "backend_alias": "--backend"}
+
+
+def _flag(name: str) -> str:
+    """The command-line flag of parameter ``name`` of ``ragen-bench run``."""
+    return _FLAGS.get(name, "--" + name.replace("_", "-"))
+
+
+def _policy_alias(ctx: typer.Context, opts: dict[str, Any]) -> Any:
+    """Fold the deprecated ``--backend`` into ``--policy`` (one ``warning:`` line) and return
+    ``given(name)``: whether option ``name`` was given on the command line.
+
+    Raises:
+        typer.BadParameter: ``--policy`` and ``--backend`` both given, with different values.
+    """
+    from .endpoints import option_given
+
+    old = opts.pop("backend_alias", None)
+    if old is not None:
+        if option_given(ctx, "backend") and opts["backend"] != old:
+            raise typer.BadParameter(
+                f"--policy {opts['backend']} and --backend {old} disagree; use --policy",
+                param_hint="--backend",
+            )
+        console.print(
+            escape(
+                "warning: --backend is deprecated in ragen-bench run (removed in the next "
+                f"release); use --policy {old}"
+            ),
+            soft_wrap=True,
+        )
+        opts["backend"] = old
+    return lambda name: option_given(ctx, name) or (name == "backend" and old is not None)
+
+
 def _stop(progress: Any) -> None:
     """Stop a progress display if it was started (a never-started one prints nothing)."""
     if progress is not None:
@@ -130,6 +167,14 @@ def _stop(progress: Any) -> None:
 
 #: Options of ``ragen-bench run`` that only the command line itself reads.
 _CLI_OPTIONS = (
+    CliOption(
+        "backend_alias",
+        Optional[str],
+        None,
+        "Deprecated spelling of --policy (removed in the next release).",
+        flags=("--backend",),
+        hidden=True,
+    ),
     CliOption(
         "resume",
         Optional[Path],
@@ -160,6 +205,7 @@ def run(ctx: typer.Context, **opts: Any) -> None:
     from .runner import plan_run, request_from_options, resume_run, start_run
 
     resume, progress, print_json = opts["resume"], opts["progress"], opts["print_json"]
+    given_option = _policy_alias(ctx, opts)
     diagnostics, scorer = opts["diagnostics"], opts["scorer"]
     diag_policy: Any = None  # --diagnostics on hf: the run's own model scores it
     applied: Any = None  # the protocol saved with the model, if any (ragen_bench.protocol)
@@ -190,7 +236,7 @@ def run(ctx: typer.Context, **opts: Any) -> None:
                     console.print(
                         escape(
                             f"warning: ignored with --resume (the run's run.json settings are used): "
-                            f"{', '.join('--' + n.replace('_', '-') for n in sorted(given))}"
+                            f"{', '.join(sorted(_flag(n) for n in given))}"
                         ),
                         soft_wrap=True,
                     )
@@ -208,9 +254,7 @@ def run(ctx: typer.Context, **opts: Any) -> None:
             else:
                 from .protocol import apply_protocol
 
-                req = request_from_options(
-                    opts, given=lambda name: option_given(ctx, name), parse_kv=_parse_kv
-                )
+                req = request_from_options(opts, given=given_option, parse_kv=_parse_kv)
                 applied = apply_protocol(
                     req, {n for n in ctx.params if option_given(ctx, n)}
                 )  # ragen_protocol.json

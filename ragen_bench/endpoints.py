@@ -196,10 +196,10 @@ def resolve_endpoint(
     """Merge an alias (if ``model`` names one in ``endpoints_file``) with command-line values.
 
     Args:
-        backend: the ``--backend`` value.
+        backend: the ``--policy`` value.
         model: the ``--model`` value: an alias of ``endpoints_file`` or a model name.
         endpoints_file: the ``--endpoints`` file, if any.
-        backend_explicit: whether ``--backend`` was given (else an alias's back-end wins).
+        backend_explicit: whether ``--policy`` was given (else an alias's back-end wins).
         base_urls / api_key_env: the command-line values (``None``: not given).
         cli_options: other command-line policy options; ``None`` values are "not given".
 

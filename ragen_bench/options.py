@@ -29,6 +29,7 @@ class CliOption:
             ``rollout.sampling.temperature`` path...); default ``name``.
         flags: explicit declarations, e.g. ``("--env", "-e")`` or ``("--stream/--no-stream",)``.
         panel: the ``--help`` section it is listed under (``None``: the main one).
+        hidden: left out of ``--help`` (a deprecated spelling kept for one release).
     """
 
     name: str
@@ -38,6 +39,7 @@ class CliOption:
     key: str | None = None
     flags: tuple[str, ...] = ()
     panel: str | None = None
+    hidden: bool = False
 
     @property
     def keyword(self) -> str:
@@ -48,7 +50,9 @@ class CliOption:
         """The keyword-only parameter typer turns into this option."""
         import typer  # only a command line needs it
 
-        info = typer.Option(*self.flags, help=self.help, rich_help_panel=self.panel or panel)
+        info = typer.Option(
+            *self.flags, help=self.help, rich_help_panel=self.panel or panel, hidden=self.hidden
+        )
         return inspect.Parameter(
             self.name,
             inspect.Parameter.KEYWORD_ONLY,

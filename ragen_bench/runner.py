@@ -144,7 +144,7 @@ def plan_run(req: RunRequest) -> RunPlan:
     finally:
         probe.close()
     if req.backend == "oracle" and no_oracle:
-        raise ValueError(f"--backend oracle cannot run {entry.id}: {no_oracle}")
+        raise ValueError(f"--policy oracle cannot run {entry.id}: {no_oracle}")
     specs = make_specs(
         entry.id,
         episodes=req.episodes,
@@ -182,7 +182,9 @@ REQUEST_OPTIONS: tuple[CliOption, ...] = (
         "model name for endpoints.",
         flags=("--model", "-m"),
     ),
-    CliOption("backend", str, "hf", f"Policy back-end: {' | '.join(POLICIES)}."),
+    CliOption(
+        "backend", str, "hf", f"Policy back-end: {' | '.join(POLICIES)}.", flags=("--policy",)
+    ),
     CliOption("episodes", int, 32, "Episodes to play (a multiple of --group-size)."),
     CliOption("group_size", int, 1, "Episodes per env seed (for pass@k)."),
     CliOption("split", str, "test", "Instance split: train | validation | test."),

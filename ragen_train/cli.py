@@ -108,9 +108,12 @@ def _load(config: str, overrides: list[str] | None):
     from .config import TrainConfigError, load_config
 
     try:
-        return load_config(config, overrides or [])
+        with warnings.catch_warnings(record=True) as caught:  # a renamed field: one line
+            cfg = load_config(config, overrides or [])
     except TrainConfigError as exc:
         raise _error(exc, "config error") from None
+    _replay(caught)
+    return cfg
 
 
 @app.command()
@@ -354,6 +357,11 @@ def _val_text(last: dict[str, float]) -> str:
     return ", ".join(parts) if parts else "none (trainer.val_every=0)"
 
 
+#: Warnings shown as one ``warning:`` line: ours (RuntimeWarning) and renamed fields
+#: (FutureWarning, :data:`ragen_train.config.RENAMED_FIELDS`).
+_OUR_WARNINGS = (RuntimeWarning, FutureWarning)
+
+
 @contextlib.contextmanager
 def _clean_warnings() -> Iterator[None]:
     """While training, show our warnings (RuntimeWarning: "no learning signal", "stopping: ...")
@@ -365,7 +373,7 @@ def _clean_warnings() -> Iterator[None]:
         python_format = warnings.showwarning
 
         def show(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001 - warnings' signature
-            if issubclass(category, RuntimeWarning):
+            if issubclass(category, _OUR_WARNINGS):
                 _warn(str(message))
             else:
                 python_format(message, category, filename, lineno, file, line)
@@ -378,7 +386,7 @@ def _replay(caught: list[warnings.WarningMessage]) -> None:
     """Show warnings recorded while setting up: ours (RuntimeWarning) as one ``warning:``
     line each, others in Python's usual format."""
     for w in caught:
-        if issubclass(w.category, RuntimeWarning):
+        if issubclass(w.category, _OUR_WARNINGS):
             _warn(str(w.message))
         else:
             warnings.showwarning(w.message, w.category, w.filename, w.lineno)

@@ -20,6 +20,7 @@ import json
 import math
 import types
 import typing
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -144,7 +145,7 @@ class EnvSection:
 
 @dataclass
 class VLLMSection:
-    """The colocated vLLM rollout engine (``rollout.engine=vllm``; see
+    """The colocated vLLM rollout engine (``rollout.sampler=vllm``; see
     :mod:`ragen_train.rollout_engine`).  ``dtype`` ``auto``: bfloat16 on GPUs and on CPUs with
     native bf16 (AVX512_BF16 / AMX), float32 on other CPUs (``rollout_engine.engine_dtype``)."""
 
@@ -197,7 +198,7 @@ class RolloutSection:
     and take their defaults from it; ``temperature`` and ``top_p`` are
     :class:`~ragen_bench.types.SamplingParams`'s.
 
-    ``engine``: who samples the rollouts — ``hf`` (transformers ``generate`` on the training
+    ``sampler``: who samples the rollouts — ``hf`` (transformers ``generate`` on the training
     model), ``vllm`` (a colocated vLLM engine synced after every optimizer step) or
     ``auto`` (``vllm`` when vLLM is installed and the model is not ``tiny``).
     """
@@ -283,7 +284,7 @@ class RolloutSection:
         RolloutConfig.format_reminder,
         "Restate the answer format at the end of every user message (helps small instruct models).",
     )
-    engine: str = setting(
+    sampler: str = setting(
         "auto",
         "Who samples rollouts: transformers generate (hf), a colocated vLLM engine, or auto "
         "(vllm when installed and the model is not tiny).",
@@ -870,13 +871,44 @@ def field_elsewhere(leaf: str, paths: Any, *, cutoff: float = 0.8) -> str:
     return f"; did you mean {', '.join(found[:3])}?" if found else ""
 
 
+#: Renamed fields: old dotted path -> new one.  The old spelling is read (config files,
+#: ``key=value`` overrides, saved configs) with one ``FutureWarning`` line, for one release.
+RENAMED_FIELDS: dict[str, str] = {"rollout.engine": "rollout.sampler"}
+
+
+def renamed_field(path: str) -> str:
+    """The current name of dotted field ``path``: itself, or (with one ``FutureWarning``
+    line) its new name when :data:`RENAMED_FIELDS` lists it."""
+    new = RENAMED_FIELDS.get(path)
+    if new is None:
+        return path
+    warnings.warn(
+        f"{path} is deprecated and will be removed in the next release; use {new}",
+        FutureWarning,
+        stacklevel=3,
+    )
+    return new
+
+
 def from_dict(cls: type, data: dict[str, Any], path: str = "") -> Any:
-    """Build dataclass ``cls`` from a (possibly partial) dict, checking every key."""
+    """Build dataclass ``cls`` from a (possibly partial) dict, checking every key (a key
+    of :data:`RENAMED_FIELDS` is read as its new name).
+
+    Raises:
+        TrainConfigError: an unknown field, a bad value, or a field given under both its
+            old and its new name.
+    """
     hints = typing.get_type_hints(cls)
     names = {f.name for f in dataclasses.fields(cls)}
     kwargs = {}
     for key, value in data.items():
         fp = f"{path}.{key}" if path else key
+        if fp in RENAMED_FIELDS:
+            new_fp = renamed_field(fp)
+            key = new_fp.rsplit(".", 1)[-1]
+            if key in data:
+                raise TrainConfigError(fp, f"give {new_fp} only (it replaces {fp})")
+            fp = new_fp
         if key not in names:
             hint = did_you_mean(key, names, prefix=f"{path}." if path else "")
             raise TrainConfigError(fp, f"unknown field{hint} (known: {', '.join(sorted(names))})")
@@ -911,6 +943,7 @@ def _apply_overrides(
         if "=" not in item:
             raise TrainConfigError(item, "overrides look like section.field=value")
         key, raw = item.split("=", 1)
+        key = renamed_field(key.strip())
         try:  # issue 28: 30,000 brackets were a RecursionError in json.loads
             check_depth(raw)
         except NestingTooDeep as exc:
@@ -1039,6 +1072,7 @@ def explain_fields(name: str, cfg: StarPOConfig | None = None) -> str:
     Raises:
         TrainConfigError: (field ``--explain``) an unknown name, with the closest ones.
     """
+    name = RENAMED_FIELDS.get(name, name)  # an old name explains its new field
     if name == "all":
         chosen = FIELD_SPECS
     elif name in FIELDS:

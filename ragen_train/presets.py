@@ -211,7 +211,7 @@ def _cpu_lora(
         format_reminder=True,
         temperature=1.0,
         batch_size=64,
-        engine="vllm",
+        sampler="vllm",
         vllm=VLLMSection(dtype="auto", kv_cache_gb=2.0),
     )
     r.update(rollout)
@@ -276,7 +276,7 @@ def _ragen2(alg: str, env: str, size: str) -> StarPOConfig:
             max_actions_per_turn=actions,
             max_new_tokens=400,
             batch_size=128,
-            engine="vllm",
+            sampler="vllm",
             vllm=VLLMSection(dtype="bfloat16", gpu_memory_utilization=0.3, max_model_len=3600),
         ),
         algorithm=AlgorithmSection(

@@ -47,14 +47,14 @@ def vllm_available() -> bool:
 
 
 def resolve_engine(engine: str, model_path: str) -> str:
-    """The engine ``rollout.engine`` selects: ``auto`` is ``vllm`` when vLLM is installed
+    """The engine ``rollout.sampler`` selects: ``auto`` is ``vllm`` when vLLM is installed
     and the model is not the tiny preset, else ``hf``.
 
     Raises:
         ValueError: an unknown engine name.
     """
     if engine not in ENGINES:
-        raise ValueError(f"rollout.engine must be one of {list(ENGINES)}, got {engine!r}")
+        raise ValueError(f"rollout.sampler must be one of {list(ENGINES)}, got {engine!r}")
     if engine != "auto":
         return engine
     return "vllm" if model_path != "tiny" and vllm_available() else "hf"

@@ -22,8 +22,6 @@ One step (RAGEN, arXiv 2504.20073, section 3 "StarPO"; RAGEN-AI/RAGEN
 
 from __future__ import annotations
 
-import json
-import os
 import random
 import time
 import warnings
@@ -35,18 +33,18 @@ from typing import Any
 import numpy as np
 import torch
 
-from ragen_bench.diagnostics.text_stats import DegenerateWatch, degenerate_rate, record_responses
+from ragen_bench.diagnostics.text_stats import DegenerateWatch
 from ragen_bench.fileio import atomic_write_json
 from ragen_bench.policies.hf import HFPolicy
 from ragen_bench.records import EpisodeRecord
 from ragen_bench.rollout import EpisodeSpec, RolloutConfig
-from ragen_bench.stats import pass_at_k
 
 from . import checkpoint as ckpt
-from . import distributed as D
+from . import distributed as dist_utils
+from . import run_dir
 from .advantages import ADVANTAGE_ESTIMATORS, needs_critic
 from .batch import Sample, TensorBatch, build_samples, collate
-from .config import StarPOConfig, _flatten, rollout_config_for, validate
+from .config import StarPOConfig, rollout_config_for, validate
 from .filtering import FilterConfig, group_scores, group_values, select_groups
 from .logger import MetricLogger
 from .logprobs import (
@@ -66,6 +64,7 @@ from .losses import (
     token_mean,
     value_loss,
 )
+from .metrics import MetricAccumulator, episode_metrics, per_env_metrics, reduce_means
 from .modeling import (
     check_device,
     load_critic,
@@ -84,8 +83,8 @@ from .multienv import (
     train_envs,
     val_envs,
 )
-from .outputs import clear_run_outputs
 from .progress import PhaseProgress
+from .run_dir import config_changes
 from .schedules import build_lr_scheduler
 
 
@@ -106,63 +105,6 @@ def _raise_if_env_broken(records: Sequence[EpisodeRecord]) -> None:
         raise RuntimeError(
             f"every episode failed in the environment ({records[0].env_id}): {records[0].error}"
         )
-
-
-def episode_metrics(
-    records: Sequence[EpisodeRecord], prefix: str, group_size: int | None = None
-) -> dict[str, float]:
-    """Means of per-episode metrics, status shares, pass@k over groups and ``degenerate_rate``
-    (the share of responses, over every turn, that :func:`~ragen_bench.diagnostics.is_degenerate`)."""
-    if not records:
-        return {}
-    out: dict[str, float] = {}
-    keys = records[0].metrics().keys()
-    for k in keys:
-        out[f"{prefix}/{k}"] = float(np.mean([r.metrics()[k] for r in records]))
-    degenerate = degenerate_rate(record_responses(records))  # every mode, think or not
-    if degenerate is not None:
-        out[f"{prefix}/degenerate_rate"] = degenerate
-    statuses: dict[str, int] = defaultdict(int)
-    for r in records:
-        statuses[r.status] += 1
-    for s, n in statuses.items():
-        out[f"{prefix}/status_{s}"] = n / len(records)
-    if group_size and group_size > 1:
-        groups: dict[int, list[bool]] = defaultdict(list)
-        for r in records:
-            groups[r.group].append(r.success)
-        vals = [pass_at_k(len(v), sum(v), len(v)) for v in groups.values()]
-        out[f"{prefix}/pass@{group_size}"] = float(np.mean(vals))
-        stds = [float(np.std([x.episode_return for x in records if x.group == g])) for g in groups]
-        out[f"{prefix}/in_group_reward_std"] = float(np.mean(stds))
-    return out
-
-
-def config_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """``"section.field: old -> new"`` for every field that differs between two saved
-    configs (``StarPOConfig.to_dict()`` form; ``env.config`` compared as a whole), sorted."""
-    a, b = _flatten(old), _flatten(new)
-    missing = object()
-
-    def show(value: Any) -> str:
-        return "(absent)" if value is missing else json.dumps(value)
-
-    return [
-        f"{key}: {show(a.get(key, missing))} -> {show(b.get(key, missing))}"
-        for key in sorted(set(a) | set(b))
-        if a.get(key, missing) != b.get(key, missing)
-    ]
-
-
-def _resumed_copy_path(out_dir: Path) -> Path:
-    """``config.resumed_from.json``, or ``config.resumed_from.<n>.json`` if earlier
-    resumes with a changed config already kept one (none is overwritten)."""
-    path = out_dir / "config.resumed_from.json"
-    n = 2
-    while path.exists():
-        path = out_dir / f"config.resumed_from.{n}.json"
-        n += 1
-    return path
 
 
 class StarPOTrainer:
@@ -187,14 +129,22 @@ class StarPOTrainer:
         self.cfg = validate(cfg)
         check_device(cfg.model.device)
         self.out_dir = Path(cfg.trainer.out_dir)
-        found = self._find_checkpoint(resume) if resume else None  # before loading anything
+        found = (  # before loading anything
+            run_dir.find_checkpoint(self.out_dir, resume, cfg.trainer.save_every)
+            if resume
+            else None
+        )
         resume_dir = found.path if found is not None else None
         self.resumed_from: ckpt.Resumable | None = found
         if found is not None and found.fallback_message():
             warnings.warn(found.fallback_message(), RuntimeWarning, stacklevel=2)
         if resume is None:
-            self._claim_out_dir()
-        self.dist = D.init(cfg.model.device, cfg.trainer.dist_timeout_s)
+            run_dir.claim_out_dir(
+                self.out_dir,
+                overwrite=cfg.trainer.overwrite,
+                keep=(cfg.model.path, cfg.sft.demos_path),
+            )
+        self.dist = dist_utils.init(cfg.model.device, cfg.trainer.dist_timeout_s)
         self.device = self.dist.device
         seed_everything(cfg.trainer.seed + self.dist.rank)
         alg = cfg.algorithm
@@ -204,11 +154,11 @@ class StarPOTrainer:
         self.ref = load_policy(cfg.model, trainable=False) if alg.kl_coef > 0 else None
         self.critic = load_critic(cfg.model) if needs_critic(alg.adv_estimator) else None
         mp = cfg.model.mixed_precision
-        self.model = D.wrap(raw, self.dist, cfg.trainer.distributed, mp)
+        self.model = dist_utils.wrap(raw, self.dist, cfg.trainer.distributed, mp)
         if self.critic is not None:
-            self.critic = D.wrap(self.critic, self.dist, cfg.trainer.distributed, mp)
+            self.critic = dist_utils.wrap(self.critic, self.dist, cfg.trainer.distributed, mp)
         if self.ref is not None and mp == "bf16":
-            D.autocast_forward(self.ref, torch.bfloat16, torch.device(self.device).type)
+            dist_utils.autocast_forward(self.ref, torch.bfloat16, torch.device(self.device).type)
         opt = cfg.optim
         params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(
@@ -285,40 +235,14 @@ class StarPOTrainer:
         if self.dist.is_main:
             self.out_dir.mkdir(parents=True, exist_ok=True)
             if resume_dir is not None:
-                self._note_config_changes(resume_dir)
+                run_dir.note_config_changes(self.out_dir, resume_dir, cfg.to_dict())
             atomic_write_json(self.out_dir / "config.json", cfg.to_dict())
         if resume_dir is not None:
             self._resume(resume_dir)
 
-    def _claim_out_dir(self) -> None:
-        """A new run never mixes with an earlier one in ``out_dir``.
-
-        Raises:
-            FileExistsError: ``out_dir`` holds a run (``metrics.jsonl`` or checkpoints) and
-                ``trainer.overwrite`` is false; the message says how to resume or overwrite.
-                With ``trainer.overwrite`` every output of the earlier run is removed
-                (:func:`ragen_train.outputs.clear_run_outputs`).
-        """
-        metrics, ckpts = self.out_dir / "metrics.jsonl", self.out_dir / "checkpoints"
-        old = ([metrics] if metrics.is_file() and metrics.stat().st_size > 0 else []) + (
-            [ckpts] if any(ckpts.glob("step_*")) else []
-        )
-        if not old:
-            return
-        if not self.cfg.trainer.overwrite:
-            raise FileExistsError(
-                f"trainer.out_dir {str(self.out_dir)!r} already holds a run ({', '.join(p.name for p in old)}); "
-                "continue it with --resume latest, choose another trainer.out_dir, or set trainer.overwrite=true "
-                "to replace it"
-            )
-        if (
-            int(os.environ.get("RANK", "0")) == 0
-        ):  # the earlier run's other files too (ragen_train.outputs)
-            clear_run_outputs(self.out_dir, keep=(self.cfg.model.path, self.cfg.sft.demos_path))
-
     # ------------------------------------------------------------ configuration
     def _build_engine(self, *, sync: bool) -> tuple[str, Any]:
-        """``("hf", None)`` or ``("vllm", VLLMRolloutEngine)`` for ``rollout.engine``
+        """``("hf", None)`` or ``("vllm", VLLMRolloutEngine)`` for ``rollout.sampler``
         (see :mod:`ragen_train.rollout_engine`); ``sync`` loads the trainer's weights into a
         new engine (a model passed in, e.g. after SFT, differs from ``model.path``)."""
         from .config import TrainConfigError
@@ -326,7 +250,7 @@ class StarPOTrainer:
         from .rollout_engine import resolve_engine
 
         cfg = self.cfg
-        name = resolve_engine(cfg.rollout.engine, cfg.model.path)
+        name = resolve_engine(cfg.rollout.sampler, cfg.model.path)
         if name == "hf":
             return name, None
         from .rollout_engine import VLLMRolloutEngine, engine_dtype, vllm_available
@@ -335,8 +259,8 @@ class StarPOTrainer:
             from ragen_bench.policies.vllm_backend import VLLM_EXTRA_HINT
 
             raise TrainConfigError(
-                "rollout.engine",
-                f"vllm is not importable here ({VLLM_EXTRA_HINT}); use rollout.engine=hf",
+                "rollout.sampler",
+                f"vllm is not importable here ({VLLM_EXTRA_HINT}); use rollout.sampler=hf",
             )
         v = cfg.rollout.vllm
         engine = VLLMRolloutEngine(
@@ -374,7 +298,7 @@ class StarPOTrainer:
         plan = self.allocator.groups_at(step)
         self.env_of_group = {g: e for g, (e, _) in enumerate(plan)}
         specs: list[list[EpisodeSpec]] = [[] for _ in envs]
-        for g in D.groups_for_rank(r.env_groups, self.dist):
+        for g in dist_utils.groups_for_rank(r.env_groups, self.dist):
             e, seed = plan[g]
             conf = self.env_config(self.cfg.env.train_split, envs[e].config)
             specs[e] += [
@@ -392,7 +316,9 @@ class StarPOTrainer:
         configs = [rollout_config_for(self.cfg, r.temperature, e.id) for e in envs]
         with (
             self._phase(f"step {step} rollouts", sum(map(len, specs))) as progress,
-            D.unsharded(self.model),  # FSDP2: sampling runs a rank-dependent number of forwards
+            dist_utils.unsharded(
+                self.model
+            ),  # FSDP2: sampling runs a rank-dependent number of forwards
         ):
             if self.vllm_engine is None:
                 parts = self._play_seeded(
@@ -436,7 +362,7 @@ class StarPOTrainer:
         for u in units:
             mine = [[sp for sp in part if unit(sp) == u] for part in specs]
             with torch.random.fork_rng(devices=devices):
-                torch.manual_seed(D.rollout_seed(self.cfg.trainer.seed, *keys[u]))
+                torch.manual_seed(dist_utils.rollout_seed(self.cfg.trainer.seed, *keys[u]))
                 got = run_by_env(self.policy, mine, configs, progress=progress)
             for e, recs in enumerate(got):
                 out[e] += recs
@@ -477,7 +403,7 @@ class StarPOTrainer:
         n_units = max((sp.index // batch for part in specs for sp in part), default=-1) + 1
         with (
             self._phase(f"{prefix} ({split} split)", sum(map(len, specs))) as progress,
-            D.unsharded(self.model),
+            dist_utils.unsharded(self.model),
         ):
             parts = self._play_seeded(
                 specs,
@@ -489,8 +415,22 @@ class StarPOTrainer:
         for part in parts:
             _raise_if_env_broken(part)
         records = [rec for part in parts for rec in part]
-        out = self._reduce_means(episode_metrics(records, prefix), len(records))
-        return out | self._per_env_metrics(parts, self.val_envs, prefix)
+        return self._episode_metrics(records, parts, self.val_envs, prefix)
+
+    def _episode_metrics(
+        self,
+        records: list[EpisodeRecord],
+        parts: list[list[EpisodeRecord]],
+        envs: Sequence[Any],
+        prefix: str,
+        group_size: int | None = None,
+    ) -> dict[str, float]:
+        """:func:`~ragen_train.metrics.episode_metrics` of ``records``, reduced over ranks, plus
+        ``<prefix>/<tag>/...`` of each env's ``parts`` entry when there are several envs."""
+        out = reduce_means(episode_metrics(records, prefix, group_size), len(records), self.dist)
+        if self.multi_env:
+            out |= per_env_metrics(parts, envs, prefix, self.dist, group_size)
+        return out
 
     #: Seconds between progress lines of a long rollout or validation phase (issue 29 item 7).
     progress_every_s = 15.0
@@ -501,33 +441,6 @@ class StarPOTrainer:
         log = (lambda line: print(line, flush=True)) if self.dist.is_main else (lambda line: None)
         return PhaseProgress(log, f"[ragen] {label}", episodes, every_s=self.progress_every_s)
 
-    def _per_env_metrics(
-        self,
-        parts: list[list[EpisodeRecord]],
-        envs: Sequence[Any],
-        prefix: str,
-        group_size: int | None = None,
-    ) -> dict[str, float]:
-        """``<prefix>/<tag>/<metric>`` (:func:`episode_metrics` of each env's records, reduced over
-        ranks); empty for a single-env config."""
-        out: dict[str, float] = {}
-        if self.multi_env:
-            for env, part in zip(envs, parts):  # the same order on every rank (collectives)
-                out |= self._reduce_means(
-                    episode_metrics(part, f"{prefix}/{env.tag}", group_size), len(part)
-                )
-        return out
-
-    def _reduce_means(self, metrics: dict[str, float], weight: float) -> dict[str, float]:
-        if not self.dist.enabled:
-            return metrics
-        keys = sorted(set().union(*D.all_gather_object(sorted(metrics), self.dist)))
-        total = D.all_reduce_sum(weight, self.dist)
-        return {
-            k: D.all_reduce_sum(metrics.get(k, 0.0) * weight, self.dist) / max(total, 1.0)
-            for k in keys
-        }
-
     # ------------------------------------------------------------------- step
     def train_step(self) -> dict[str, float]:
         """One StarPO step; returns its metrics (reduced over ranks)."""
@@ -535,28 +448,25 @@ class StarPOTrainer:
         t0 = time.perf_counter()
         records = self.rollout(self.step)
         t_roll = time.perf_counter() - t0
-        metrics = self._reduce_means(
-            episode_metrics(records, "train", cfg.rollout.group_size), len(records)
-        )
         by_env: list[list[EpisodeRecord]] = [[] for _ in self.train_envs]
         for rec in records:
             by_env[self.env_of_group[rec.group]].append(rec)
-        metrics.update(
-            self._per_env_metrics(by_env, self.train_envs, "train", cfg.rollout.group_size)
+        metrics = self._episode_metrics(
+            records, by_env, self.train_envs, "train", cfg.rollout.group_size
         )
         samples, bstats = build_samples(
             records, layout=self.layout, reward_placement=cfg.rollout.reward_placement
         )
         for k, v in bstats.metrics().items():
-            metrics[k] = D.all_reduce_sum(v, self.dist)
+            metrics[k] = dist_utils.all_reduce_sum(v, self.dist)
         every = cfg.trainer.collapse_every
         if every and (
             self.step == 0 or (self.step + 1) % every == 0
         ):  # step 1, then every k (RAGEN)
-            with D.unsharded(self.model):  # every rank enters; rank 0 scores (FSDP2-safe)
+            with dist_utils.unsharded(self.model):  # every rank enters; rank 0 scores (FSDP2-safe)
                 metrics.update(self._collapse_metrics(records))
         if self.filter_cfg.metric == "entropy":
-            with D.unsharded(self.model):  # a rank may have fewer (or no) samples
+            with dist_utils.unsharded(self.model):  # a rank may have fewer (or no) samples
                 if samples:
                     self._fill_entropy(samples)
         kept_samples, fmetrics, scale = self._filter(samples, records)
@@ -598,7 +508,7 @@ class StarPOTrainer:
                 ent[(s.group, s.episode)].append(s.entropy)
             for (g, _), v in ent.items():
                 per_group[g].append(float(np.nanmean(v)))
-        gathered = D.all_gather_object(dict(per_group), self.dist)
+        gathered = dist_utils.all_gather_object(dict(per_group), self.dist)
         merged: dict[int, list[float]] = {}
         for part in gathered:
             merged.update(part)
@@ -697,7 +607,7 @@ class StarPOTrainer:
     def _agree_micro_count(self, micro: list[MicroBatch]) -> list[MicroBatch | None]:
         """The same number of micro-batches on every rank: ``None`` marks a dummy one (a
         forward on row 0 whose loss is masked out), so DDP/FSDP collectives stay in step."""
-        n = int(D.all_reduce_max(len(micro), self.dist))
+        n = int(dist_utils.all_reduce_max(len(micro), self.dist))
         return list(micro) + [None] * (n - len(micro))
 
     def _policy_logprobs(
@@ -849,11 +759,11 @@ class StarPOTrainer:
         """Masked whitening with statistics over the whole batch on every rank (unbiased variance)."""
         m = mask.double()
         a = adv.double()
-        n = D.all_reduce_sum(float(m.sum()), self.dist)
+        n = dist_utils.all_reduce_sum(float(m.sum()), self.dist)
         if n < 2:
             return adv * mask
-        s1 = D.all_reduce_sum(float((a * m).sum()), self.dist)
-        s2 = D.all_reduce_sum(float((a * a * m).sum()), self.dist)
+        s1 = dist_utils.all_reduce_sum(float((a * m).sum()), self.dist)
+        s2 = dist_utils.all_reduce_sum(float((a * a * m).sum()), self.dist)
         mean = s1 / n
         var = max((s2 - n * mean * mean) / (n - 1), 0.0)
         return ((a - mean) / (var + 1e-8) ** 0.5 * m).float()
@@ -878,14 +788,14 @@ class StarPOTrainer:
         samples = samples or [self._dummy_sample()]
         batch = collate(samples, self.tokenizer.pad_token_id)
         t_old = time.perf_counter()
-        with D.unsharded(
+        with dist_utils.unsharded(
             self.model, self.critic
         ):  # [scale] equal work: no-grad forwards, any count
             stats = self._forward_stats(batch, samples)
         t_old = time.perf_counter() - t_old
         adv, returns = self._advantages(batch, samples, stats)
         mask = batch.loss_mask
-        acc = _Acc()
+        acc = MetricAccumulator()
         acc.tok("adv/mean", float((adv * mask).sum()), float(mask.sum()))
         acc.tok("adv/abs_mean", float((adv.abs() * mask).sum()), float(mask.sum()))
         acc.tok("adv/nonzero_frac", float(((adv != 0).float() * mask).sum()), float(mask.sum()))
@@ -929,7 +839,7 @@ class StarPOTrainer:
         returns: torch.Tensor,
         idx: list[int],
         scale: float,
-        acc: _Acc,
+        acc: MetricAccumulator,
     ) -> None:
         """One optimizer step on one mini-batch, micro-batched with gradient accumulation.
 
@@ -941,8 +851,8 @@ class StarPOTrainer:
         m = batch.loss_mask[idx] if idx else torch.zeros((0, 1))
         norm_len = float(alg.norm_len or (cfg.rollout.max_new_tokens * max(1, self.max_turns)))
         denom = Denominators(
-            tokens=D.all_reduce_sum(float(m.sum()), self.dist),
-            seqs=D.all_reduce_sum(float((m.sum(-1) > 0).sum()) if idx else 0.0, self.dist),
+            tokens=dist_utils.all_reduce_sum(float(m.sum()), self.dist),
+            seqs=dist_utils.all_reduce_sum(float((m.sum(-1) > 0).sum()) if idx else 0.0, self.dist),
             norm_len=norm_len,
         )
         if denom.tokens == 0:
@@ -960,7 +870,7 @@ class StarPOTrainer:
             mask = batch.loss_mask[sel].to(self.device) * (1.0 if mi else 0.0)
             if mb is not None:
                 acc.total("update/tokens_processed", self._tokens_processed(batch, samples, mb))
-            with D.accumulate_without_sync(self.model, self.dist, sync=last):
+            with dist_utils.accumulate_without_sync(self.model, self.dist, sync=last):
                 logp, ent = self._policy_logprobs(self.model, batch, samples, mb, with_entropy=True)
                 if "old_logp" in stats:
                     old = stats["old_logp"][sel].to(self.device)
@@ -1006,7 +916,7 @@ class StarPOTrainer:
             for k, v in pst.items():
                 acc.tok(f"actor/{k}", float(v) * ntok, ntok)
             if self.critic is not None:
-                with D.accumulate_without_sync(self.critic, self.dist, sync=last):
+                with dist_utils.accumulate_without_sync(self.critic, self.dist, sync=last):
                     v = self._values(batch, samples, mb)
                     vl, _ = value_loss(
                         v,
@@ -1108,108 +1018,36 @@ class StarPOTrainer:
             critic_optimizer=self.critic_optimizer,
             merge_lora=self.cfg.model.lora.save == "merged",
             keep=t.keep_checkpoints,
-            barrier=lambda: D.barrier(self.dist),
+            barrier=lambda: dist_utils.barrier(self.dist),
         )
-        D.barrier(self.dist)
+        dist_utils.barrier(self.dist)
         return path
 
     def save_final_model(self) -> Path:
-        """Save the policy to ``<out_dir>/final_model`` (rank 0; atomic, with a manifest), as
-        every back-end does (docs/backends.md); returns the path.  Every rank must call it."""
-        final = self.out_dir / "final_model"
-        merge = self.cfg.model.lora.save == "merged"
-        # FSDP2: the full tensors are gathered on every rank (a collective), rank 0 writes.
-        full = ckpt.export_weights(self.model, merge_lora=merge, rank=self.dist.rank)
-        if self.dist.is_main:
-            ckpt.save_model(
-                self.model,
-                self.tokenizer,
-                final,
-                merge_lora=merge,
-                config=self.cfg.to_dict(),
-                state_dict=full,
-            )
-        D.barrier(self.dist)
-        return final
-
-    def _find_checkpoint(self, where: str) -> ckpt.Resumable:
-        """The checkpoint ``--resume`` names, verified (:func:`ragen_train.checkpoint.verify`).
-
-        ``"latest"``: the newest intact checkpoint in ``out_dir`` (damaged newer ones are
-        passed over and reported by :meth:`Resumable.fallback_message`).  A directory: that
-        checkpoint, which must be intact (no fall-back from one the user named).
-
-        Raises:
-            FileNotFoundError: no checkpoint at all; the message names the reason
-                (:func:`ragen_train.resume.missing_checkpoint_message`).
-            NoIntactCheckpoint: checkpoints exist but none (or not the named one) is intact;
-                one line naming the damaged file(s).
-        """
-        root = self.out_dir / "checkpoints"
-        looks_saved = where != "latest" and any(
-            (Path(where) / n).exists() for n in (ckpt.MANIFEST, "state.json", "model")
-        )
-        if (
-            where == "latest"
-            and not ckpt.list_checkpoints(root)
-            or where != "latest"
-            and not looks_saved
-        ):
-            from .resume import missing_checkpoint_message
-
-            raise FileNotFoundError(
-                missing_checkpoint_message(where, self.out_dir, self.cfg.trainer.save_every)
-            )
-        if where == "latest":
-            return ckpt.find_resumable(self.out_dir)
-        try:
-            manifest = ckpt.verify(where)
-        except ckpt.CheckpointError as exc:
-            raise ckpt.NoIntactCheckpoint(f"cannot resume from damaged checkpoint {exc}") from None
-        return ckpt.Resumable(Path(where), int(manifest["step"]), newest_step=int(manifest["step"]))
-
-    def _note_config_changes(self, resume_dir: Path) -> None:
-        """Warn about fields that differ from the resumed run's config and keep that config.
-
-        The saved config is ``<out_dir>/config.json`` (else the checkpoint's
-        ``state.json``).  When it differs, it is copied to ``config.resumed_from.json``
-        (never overwriting an earlier copy) before the new config is written.
-        """
-        saved_path = self.out_dir / "config.json"
-        old: dict[str, Any] | None = None
-        if saved_path.is_file():
-            try:
-                old = json.loads(saved_path.read_text())
-            except ValueError:
-                old = None
-        if old is None:
-            try:
-                old = json.loads((resume_dir / "state.json").read_text()).get("config")
-            except (OSError, ValueError):
-                old = None
-        if not isinstance(old, dict):
-            return
-        changes = config_changes(old, self.cfg.to_dict())
-        if not changes:
-            return
-        kept = _resumed_copy_path(self.out_dir)
-        atomic_write_json(kept, old)
-        warnings.warn(
-            f"resuming {resume_dir} with a changed config ({len(changes)} field(s)): "
-            + "; ".join(changes)
-            + f" — the previous config is kept in {kept}",
-            RuntimeWarning,
-            stacklevel=3,
+        """Save the policy to ``<out_dir>/final_model`` (:func:`ragen_train.run_dir.save_final_model`);
+        returns the path.  Every rank must call it."""
+        return run_dir.save_final_model(
+            self.out_dir,
+            self.model,
+            self.tokenizer,
+            self.dist,
+            merge_lora=self.cfg.model.lora.save == "merged",
+            config=self.cfg.to_dict(),
         )
 
     def _resume(self, d: Path) -> None:
         """Load the model, optimiser, scheduler, RNG, module modes and loop state of checkpoint
-        ``d`` (verified by :meth:`_find_checkpoint`)."""
+        ``d`` (verified by :func:`ragen_train.run_dir.find_checkpoint`)."""
         state = ckpt.load_state(d)
-        self._load_weights(d)
-        rng = d / f"rng_rank{self.dist.rank}.pt"
-        if rng.is_file():
-            ckpt.set_rng_state(torch.load(rng, weights_only=False))
+        run_dir.load_weights(
+            d,
+            model=self.model,
+            optimizer=self.optimizer,
+            scheduler=self.scheduler,
+            critic=self.critic,
+            critic_optimizer=self.critic_optimizer,
+        )
+        run_dir.restore_rng(d, self.dist.rank)
         modes = state.get("modes") or {}
         if modes.get("policy") is not None:
             self.model.train(bool(modes["policy"]))
@@ -1227,56 +1065,6 @@ class StarPOTrainer:
             )
             self.collapse_tracker.load_state_dict(state["collapse_tracker"])
         self._sync_engine()  # the engine was built from model.path, not the checkpoint
-
-    def _load_weights(self, d: Path) -> None:
-        """Model, optimizer and scheduler state (critic too) of checkpoint ``d``, whatever
-        layout wrote it: DCP shards (FSDP2, any world size) or full tensors (DDP / one
-        process), into whatever layout this run uses (:mod:`ragen_train.dist_state`)."""
-        from safetensors.torch import load_file
-
-        from . import dist_state
-
-        entries = {"policy": (self.model, self.optimizer)}
-        if self.critic is not None:
-            entries["critic"] = (self.critic, self.critic_optimizer)
-        self.scheduler.load_state_dict(torch.load(d / "scheduler.pt", weights_only=False))
-        if (d / dist_state.DCP_DIR).is_dir():
-            dist_state.load_sharded(d / dist_state.DCP_DIR, entries)
-            return
-        weights = d / "model" / "model.safetensors"
-        if dist_state.is_sharded(self.model):
-            if not weights.is_file():
-                raise RuntimeError(
-                    f"{d} holds a LoRA adapter written without FSDP2; resume it with "
-                    "trainer.distributed=ddp (FSDP2 resumes LoRA runs from its own checkpoints)"
-                )
-            opt = torch.load(d / "optimizer.pt", weights_only=False)
-            dist_state.load_full(self.model, self.optimizer, load_file(str(weights)), opt)
-            if self.critic is not None:
-                dist_state.load_full(
-                    self.critic,
-                    self.critic_optimizer,
-                    load_file(str(d / "critic" / "model.safetensors")),
-                    torch.load(d / "critic_optimizer.pt", weights_only=False),
-                )
-            return
-        target = unwrap(self.model)
-        if weights.is_file():
-            missing, unexpected = target.load_state_dict(load_file(str(weights)), strict=False)
-            if unexpected:
-                raise RuntimeError(f"checkpoint has unexpected weights: {unexpected[:5]}")
-        else:  # a LoRA adapter
-            from peft import set_peft_model_state_dict
-
-            set_peft_model_state_dict(
-                target, load_file(str(d / "model" / "adapter_model.safetensors"))
-            )
-        self.optimizer.load_state_dict(torch.load(d / "optimizer.pt", weights_only=False))
-        if self.critic is not None:
-            unwrap(self.critic).load_state_dict(load_file(str(d / "critic" / "model.safetensors")))
-            self.critic_optimizer.load_state_dict(
-                torch.load(d / "critic_optimizer.pt", weights_only=False)
-            )
 
     # -------------------------------------------------------------------- fit
     def fit(self) -> dict[str, float]:
@@ -1340,80 +1128,10 @@ def _chunks(items: list[int], size: int) -> list[list[int]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-class _Acc:
-    """Accumulates update metrics and reduces them over ranks.
-
-    * ``loss``: values already normalised by global denominators; summed over
-      micro-batches and ranks they give the mini-batch value; averaged over mini-batches.
-    * ``tok``: token-weighted sums and counts.
-    * ``step_stat``: one value per optimizer step (identical on every rank); averaged —
-      except keys ending in ``_max``: the maximum over all values and ranks.
-    * ``total``: summed over ranks.
-    """
-
-    def __init__(self) -> None:
-        self.losses: dict[str, float] = defaultdict(float)
-        self.minibatches = 0
-        self.toks: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
-        self.steps: dict[str, list[float]] = defaultdict(list)
-        self.totals: dict[str, float] = defaultdict(float)
-
-    def loss(self, key: str, value: float) -> None:
-        self.losses[key] += value
-
-    def end_minibatch(self) -> None:
-        self.minibatches += 1
-
-    def tok(self, key: str, weighted_sum: float, count: float) -> None:
-        self.toks[key][0] += weighted_sum
-        self.toks[key][1] += count
-
-    def step_stat(self, key: str, value: float) -> None:
-        self.steps[key].append(value)
-
-    def total(self, key: str, value: float) -> None:
-        self.totals[key] += value
-
-    def reduce(self, info: D.DistInfo) -> dict[str, float]:
-        out: dict[str, float] = {}
-        keys = (
-            sorted(set().union(*D.all_gather_object(sorted(self.losses), info)))
-            if info.enabled
-            else sorted(self.losses)
-        )
-        for k in keys:
-            out[k] = D.all_reduce_sum(self.losses.get(k, 0.0), info) / max(self.minibatches, 1)
-        tkeys = (
-            sorted(set().union(*D.all_gather_object(sorted(self.toks), info)))
-            if info.enabled
-            else sorted(self.toks)
-        )
-        for k in tkeys:
-            s, c = self.toks[k] if k in self.toks else (0.0, 0.0)
-            c_all = D.all_reduce_sum(c, info)
-            out[k] = D.all_reduce_sum(s, info) / c_all if c_all else 0.0
-        skeys = (
-            sorted(set().union(*D.all_gather_object(sorted(self.steps), info)))
-            if info.enabled
-            else sorted(self.steps)
-        )
-        for k in skeys:
-            vals = self.steps.get(k, [])
-            if k.endswith("_max"):  # a maximum over micro-batches and ranks
-                out[k] = D.all_reduce_max(max(vals, default=0.0), info)
-            elif vals:
-                out[k] = (
-                    float(np.mean(vals)) if k != "actor/nonfinite_skip" else float(np.sum(vals))
-                )
-        for k, v in self.totals.items():
-            out[k] = D.all_reduce_sum(v, info)
-        return out
-
-
 __all__ = [
     "StarPOTrainer",
-    "config_changes",
-    "episode_metrics",
+    "config_changes",  # re-exported from ragen_train.run_dir
+    "episode_metrics",  # re-exported from ragen_train.metrics
     "rollout_config_for",
     "seed_everything",
 ]

@@ -21,7 +21,7 @@ board() {  # board-name description episodes group-size env...
     for backend in random oracle; do
       local run="${backend}-$(basename "$env")"
       rm -rf "${RUNS:?}/$run"
-      ragen-bench run --backend "$backend" --env "$env" --episodes "$episodes" --group-size "$group" --split test \
+      ragen-bench run --policy "$backend" --env "$env" --episodes "$episodes" --group-size "$group" --split test \
         --out "$RUNS" --run-id "$run" --no-progress > /dev/null
       local label=$backend
       [[ $backend == oracle && $env == ragen/2048-* ]] && label=expectimax  # not an optimal policy

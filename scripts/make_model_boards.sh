@@ -53,9 +53,9 @@ PY
 DTYPE=${DTYPE:-$([[ $NATIVE_BF16 == 1 ]] && echo bfloat16 || echo float32)}
 
 if [[ $BACKEND == hf ]]; then
-  POLICY=(--backend hf --device "$DEVICE" --dtype "$DTYPE" --batch-size 64)
+  POLICY=(--policy hf --device "$DEVICE" --dtype "$DTYPE" --batch-size 64)
 else
-  POLICY=(--backend vllm --policy-option "dtype=$DTYPE")
+  POLICY=(--policy vllm --policy-option "dtype=$DTYPE")
 fi
 
 if [[ ${SMOKE:-0} == 1 ]]; then

@@ -45,7 +45,7 @@ def main() -> None:
                 "-m",
                 "ragen_bench.cli",
                 "run",
-                "--backend",
+                "--policy",
                 "random",
                 "--env",
                 "ragen/FrozenLake-v0",

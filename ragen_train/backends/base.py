@@ -20,7 +20,7 @@ It reports a :class:`BackendResult`: the ``metrics.jsonl`` it wrote (the schema 
 ``schemas/metrics.schema.json``, with the native trainer's names for the shared
 quantities — ``train/success``, ``train/return``, ``train/format_valid_rate``, ...,
 ``val/*`` from the benchmark harness) and a Hugging Face model directory that
-``ragen-bench run --backend hf --model DIR`` evaluates.
+``ragen-bench run --policy hf --model DIR`` evaluates.
 """
 
 from __future__ import annotations

@@ -362,7 +362,8 @@ def evaluate_policy(
     from ragen_bench.policies.hf import HFPolicy
     from ragen_bench.rollout import RolloutEngine
 
-    from ..trainer import episode_metrics, rollout_config_for
+    from ..config import rollout_config_for
+    from ..metrics import episode_metrics
 
     t = cfg.trainer.val_temperature if temperature is None else temperature
     rcfg = rollout_config_for(cfg, max(t, 0.0))

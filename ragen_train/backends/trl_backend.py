@@ -49,10 +49,10 @@ from ragen_bench.rollout import EpisodeSpec, RolloutEngine
 from ragen_envs import jsonutil
 
 from ..advantages import ADVANTAGE_ESTIMATORS
-from ..config import StarPOConfig, TrainConfigError
+from ..config import StarPOConfig, TrainConfigError, rollout_config_for
 from ..losses import AGG_MODES, KL_ESTIMATORS
+from ..metrics import episode_metrics
 from ..schedules import hf_scheduler_type
-from ..trainer import episode_metrics, rollout_config_for
 from .base import BackendResult
 from .common import (
     FieldHandling,
@@ -140,10 +140,10 @@ TRL_FIELDS: dict[str, FieldHandling] = {
     ),
     "rollout.batch_size": handling("ours", "HFPolicy max_batch_size"),
     "rollout.format_reminder": handling("ours", _ENGINE),
-    "rollout.engine": handling(
-        "unused", "transformers generate on the model being trained", "rollout.engine=vllm"
+    "rollout.sampler": handling(
+        "unused", "transformers generate on the model being trained", "rollout.sampler=vllm"
     ),
-    "rollout.vllm": handling("unused", "no vLLM engine (rollout.engine=vllm is refused)"),
+    "rollout.vllm": handling("unused", "no vLLM engine (rollout.sampler=vllm is refused)"),
     "algorithm.adv_estimator": handling(
         "mapped",
         "scale_rewards (grpo: group, dr_grpo: none)",
@@ -258,12 +258,12 @@ def trl_settings(
     require_one_row_per_episode(cfg, rollout_config_for(cfg), "trl")
     notes: list[MappingNote] = []
     add = lambda f, s, d: notes.append(MappingNote(f, s, d))  # noqa: E731
-    if r.engine == "vllm":
+    if r.sampler == "vllm":
         add(
-            "rollout.engine",
+            "rollout.sampler",
             "unsupported",
             "the trl back-end samples with transformers on the model being trained "
-            "(use rollout.engine=auto or hf)",
+            "(use rollout.sampler=auto or hf)",
         )
     n_rows = r.env_groups * r.group_size
     problems = []

@@ -101,7 +101,7 @@ VERL_FIELDS: dict[str, FieldHandling] = {
     ),
     "rollout.batch_size": handling("unused", "verl's rollout server batches requests itself"),
     "rollout.format_reminder": handling("ours", _LOOP),
-    "rollout.engine": handling("unused", "verl's rollout server generates (rollout.name)"),
+    "rollout.sampler": handling("unused", "verl's rollout server generates (rollout.name)"),
     "rollout.vllm": handling("unused", "verl configures its own rollout server"),
     "algorithm.adv_estimator": handling(
         "mapped", "algorithm.adv_estimator", "algorithm.adv_estimator=bilevel_gae"
@@ -593,7 +593,7 @@ def write_verl_inputs(
 # ---------------------------------------------------------------- metrics
 @dataclass
 class _Episode:
-    """An episode log line with the interface :func:`ragen_train.trainer.episode_metrics` reads."""
+    """An episode log line with the interface :func:`ragen_train.metrics.episode_metrics` reads."""
 
     group: int
     status: str
@@ -615,7 +615,7 @@ def metrics_from_episode_log(
     being logged at step ``i · val_every`` when ``val_before_train`` else
     ``(i + 1) · val_every`` (capped at ``total_steps``).
     """
-    from ..trainer import episode_metrics
+    from ..metrics import episode_metrics
 
     t = cfg.trainer
     train: dict[int, list[_Episode]] = defaultdict(list)

@@ -35,7 +35,7 @@ def lines(path: Path) -> list[dict]:
 def test_hf_tiny_sokoban_end_to_end(tmp_path: Path) -> None:
     bench(
         "run",
-        "--backend",
+        "--policy",
         "hf",
         "--model",
         "tiny",
@@ -78,7 +78,7 @@ def test_hf_tiny_sokoban_end_to_end(tmp_path: Path) -> None:
 def test_sigkill_then_resume_completes_exactly_the_missing_episodes(tmp_path: Path) -> None:
     args = [
         "run",
-        "--backend",
+        "--policy",
         "hf",
         "--model",
         "tiny",
@@ -147,7 +147,7 @@ def test_oracle_and_random_runs_and_leaderboard(tmp_path: Path) -> None:
     for backend in ("oracle", "random"):
         bench(
             "run",
-            "--backend",
+            "--policy",
             backend,
             "--env",
             "ragen/Bandit-v0",
@@ -172,7 +172,7 @@ def test_oracle_and_random_runs_and_leaderboard(tmp_path: Path) -> None:
     # A run with another protocol is refused, and the board is unchanged.
     bench(
         "run",
-        "--backend",
+        "--policy",
         "oracle",
         "--env",
         "ragen/Bandit-v0",
@@ -192,7 +192,7 @@ def test_oracle_and_random_runs_and_leaderboard(tmp_path: Path) -> None:
     # Another split is refused too.
     bench(
         "run",
-        "--backend",
+        "--policy",
         "oracle",
         "--env",
         "ragen/Bandit-v0",
@@ -215,11 +215,11 @@ def test_oracle_and_random_runs_and_leaderboard(tmp_path: Path) -> None:
 
 
 def test_cli_errors_are_clear(tmp_path: Path) -> None:
-    p = bench("run", "--backend", "oracle", "--env", "ragen/Sokobon-v0", cwd=tmp_path, check=False)
+    p = bench("run", "--policy", "oracle", "--env", "ragen/Sokobon-v0", cwd=tmp_path, check=False)
     assert p.returncode == 2 and "did you mean ragen/Sokoban-v0" in p.stderr
     p = bench(
         "run",
-        "--backend",
+        "--policy",
         "oracle",
         "--env",
         "ragen/Bandit-v0",
@@ -231,7 +231,7 @@ def test_cli_errors_are_clear(tmp_path: Path) -> None:
     assert p.returncode == 2 and "risky_prob" in p.stderr
     p = bench(
         "run",
-        "--backend",
+        "--policy",
         "oracle",
         "--env",
         "ragen/Bandit-v0",
@@ -279,7 +279,7 @@ def test_default_run_ids_are_unique_and_concurrent_runs_get_their_own_directorie
     args = [
         *BENCH,
         "run",
-        "--backend",
+        "--policy",
         "oracle",
         "--env",
         "ragen/Bandit-v0",
@@ -309,7 +309,7 @@ def test_existing_run_directory_is_refused_never_appended(
 
     args = [
         "run",
-        "--backend",
+        "--policy",
         "oracle",
         "--env",
         "ragen/Bandit-v0",
@@ -381,7 +381,7 @@ def test_invalid_run_creates_nothing_and_draws_no_bar(
     model = ["--model", "tiny"] if backend == "hf" else []
     code, out, err = cli(
         "run",
-        "--backend",
+        "--policy",
         backend,
         *model,
         "--env",
@@ -400,7 +400,7 @@ def test_invalid_run_creates_nothing_and_draws_no_bar(
 def test_hf_model_that_cannot_be_loaded_is_one_clear_line(tmp_path: Path, cli) -> None:
     base = [
         "run",
-        "--backend",
+        "--policy",
         "hf",
         "--env",
         "ragen/Bandit-v0",
@@ -442,13 +442,13 @@ def test_hf_model_that_cannot_be_loaded_is_one_clear_line(tmp_path: Path, cli) -
 def test_markup_in_user_and_data_text_is_printed_literally(tmp_path: Path, cli) -> None:
     code, out, _ = cli("ls", "SearchQA")
     assert code == 0 and "search[query] / finish[answer]" in out  # was shown as "search / finish"
-    code, _, err = cli("run", "--backend", "oracle", "--env", "ragen/[b]x")
+    code, _, err = cli("run", "--policy", "oracle", "--env", "ragen/[b]x")
     assert code == 2 and "unknown environment id 'ragen/[b]x'" in err
-    code, _, err = cli("run", "--backend", "oracle", "--env", "ragen/[/red]x")  # was a MarkupError
+    code, _, err = cli("run", "--policy", "oracle", "--env", "ragen/[/red]x")  # was a MarkupError
     assert code == 2 and "unknown environment id 'ragen/[/red]x'" in err
     code, out, _ = cli(
         "run",
-        "--backend",
+        "--policy",
         "random",
         "--env",
         "ragen/Bandit-v0",
@@ -481,7 +481,7 @@ def test_unreachable_endpoint_fails_loudly_and_keeps_files_for_resume(tmp_path: 
     url = f"http://127.0.0.1:{_closed_port()}/v1"
     code, out, err = cli(
         "run",
-        "--backend",
+        "--policy",
         "openai",
         "--base-url",
         url,
@@ -558,7 +558,7 @@ def test_ls_unknown_name_fails_with_close_matches(cli) -> None:
 def _oracle_run(cli, out: Path, run_id: str, episodes: int = 4) -> Path:
     code, _, err = cli(
         "run",
-        "--backend",
+        "--policy",
         "oracle",
         "--env",
         "ragen/Bandit-v0",
@@ -697,7 +697,7 @@ def test_json_flag_makes_stdout_one_json_document(tmp_path: Path) -> None:
     # A real process (progress bar on, the default): everything but the JSON goes to stderr.
     proc = bench(
         "run",
-        "--backend",
+        "--policy",
         "oracle",
         "--env",
         "ragen/Bandit-v0",
@@ -753,7 +753,7 @@ def test_issue20_item9_nan_options_are_one_line_errors_and_create_nothing(
 ) -> None:
     code, out, err = cli(
         "run",
-        "--backend",
+        "--policy",
         "oracle",
         "--env",
         "ragen/Bandit-v0",

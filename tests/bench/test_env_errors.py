@@ -29,7 +29,7 @@ def no_math_verify(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _run(cli, out: Path, *extra: str) -> tuple[int, str, str]:
     return cli(
-        "run", "--env", ENV, "--backend", "oracle", "--episodes", "4", "--out", str(out),
+        "run", "--env", ENV, "--policy", "oracle", "--episodes", "4", "--out", str(out),
         "--no-progress", *extra,
     )  # fmt: skip
 

@@ -138,11 +138,11 @@ def test_starpo_on_lean_without_a_verifier_exits_2_before_loading_a_model(
     assert time.monotonic() - t0 < 60
 
 
-# 3. `ragen-bench run --backend oracle` on Lean was not refused (a row labelled "oracle").
+# 3. `ragen-bench run --policy oracle` on Lean was not refused (a row labelled "oracle").
 def test_oracle_backend_on_lean_is_refused_in_one_line(tmp_path: Path, bench) -> None:
     code, out, err = bench(
         "run",
-        "--backend",
+        "--policy",
         "oracle",
         "--env",
         "ragen/Lean-v0",
@@ -157,9 +157,9 @@ def test_oracle_backend_on_lean_is_refused_in_one_line(tmp_path: Path, bench) ->
     line = _one_line(err)
     assert code == 2 and out == "", (out, err)
     assert line.startswith(
-        "error: --backend oracle cannot run ragen/Lean-v0: theorem proving has no oracle"
+        "error: --policy oracle cannot run ragen/Lean-v0: theorem proving has no oracle"
     ), line
-    assert "--backend random" in line
+    assert "--policy random" in line
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
     # the random baseline (and every env with an oracle) is still planned
     from ragen_bench.runner import RunRequest, plan_run
@@ -418,7 +418,7 @@ def test_show_refuses_a_damaged_run_json(
 ) -> None:
     code, _, err = bench(
         "run",
-        "--backend",
+        "--policy",
         "oracle",
         "--env",
         "ragen/FrozenLake-v0",

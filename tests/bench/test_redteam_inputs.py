@@ -130,7 +130,7 @@ def test_deep_train_override_is_one_error_line(train) -> None:
 
 def test_deep_env_config_option_is_one_error_line(bench, tmp_path: Path) -> None:
     deep = "[" * 30_000 + "]" * 30_000
-    args = ["run", "--backend", "random", "--env", "ragen/Bandit-v0", "--episodes", "1"]
+    args = ["run", "--policy", "random", "--env", "ragen/Bandit-v0", "--episodes", "1"]
     code, _, err = bench(*args, "--env-config", f"x={deep}", "--out", str(tmp_path))
     assert code != 0
     assert err.strip() == "error: --env-config x: nested deeper than 100 levels", err[-300:]
@@ -188,7 +188,7 @@ def test_run_ids_with_control_characters_are_refused(run_id: str) -> None:
 
 
 def test_run_id_with_a_newline_is_refused_by_the_cli(bench, tmp_path: Path) -> None:
-    args = ["run", "--backend", "random", "--env", "ragen/Bandit-v0", "--episodes", "1"]
+    args = ["run", "--policy", "random", "--env", "ragen/Bandit-v0", "--episodes", "1"]
     code, _, err = bench(*args, "--run-id", "x\ninjected", "--out", str(tmp_path))
     assert code != 0 and "must not contain control characters" in err
     assert not any(tmp_path.iterdir())

@@ -1,6 +1,6 @@
 """Issue 17 item 1: the agent protocol travels with a saved model and ``ragen-bench run`` uses it.
 
-Before: ``ragen-bench run --backend hf --model outputs/quickstart/final_model`` played with the
+Before: ``ragen-bench run --policy hf --model outputs/quickstart/final_model`` played with the
 harness defaults (think on, full system prompt, 256 tokens) and scored 0% format-valid on a
 model trained answer-only with the minimal prompt, while ``ragen-train eval`` gave 100%.
 """

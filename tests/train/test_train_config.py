@@ -287,3 +287,45 @@ def test_issue20_item9_train_cli_rejects_nan_with_one_line_exit_2() -> None:
     assert res.exit_code == 2
     lines = [x for x in res.stderr.splitlines() if x.strip()]
     assert len(lines) == 1 and "optim.lr" in lines[0] and "finite" in lines[0]
+
+
+def test_rollout_engine_is_a_deprecated_spelling_of_rollout_sampler(tmp_path: Path) -> None:
+    """Issue 30 item 2: ``rollout.engine`` (the token sampler) is now ``rollout.sampler``; the
+    old key still works for one release, in overrides, config files and saved configs."""
+    from ragen_train.config import explain_fields
+    from ragen_train.run_dir import config_changes
+
+    with pytest.warns(FutureWarning, match=r"rollout\.engine is deprecated.*use rollout\.sampler"):
+        cfg = load_config("tiny-bandit-grpo", ["rollout.engine=hf"])
+    assert cfg.rollout.sampler == "hf" and not hasattr(cfg.rollout, "engine")
+    old = load_config("tiny-bandit-grpo").to_dict()
+    old["rollout"]["engine"] = old["rollout"].pop("sampler")
+    old["rollout"]["engine"] = "hf"
+    p = tmp_path / "old.json"
+    p.write_text(json.dumps(old))
+    with pytest.warns(FutureWarning, match=r"rollout\.engine"):
+        assert load_config(str(p)).rollout.sampler == "hf"
+    # a run saved before the rename resumes without a spurious "changed" field
+    new = load_config("tiny-bandit-grpo", ["rollout.sampler=hf"]).to_dict()
+    assert config_changes(old, new) == []
+    assert explain_fields("rollout.engine") == explain_fields("rollout.sampler")
+    both = dict(old, rollout=dict(old["rollout"], sampler="hf"))
+    p.write_text(json.dumps(both))
+    with pytest.raises(TrainConfigError, match=r"rollout\.engine.*give rollout\.sampler only"):
+        with pytest.warns(FutureWarning):
+            load_config(str(p))
+
+
+def test_cli_shows_the_rollout_engine_deprecation_as_one_line() -> None:
+    from typer.testing import CliRunner
+
+    from ragen_train.cli import app
+
+    res = CliRunner().invoke(app, ["show-config", "-c", "tiny-bandit-grpo", "rollout.engine=hf"])
+    assert res.exit_code == 0, res.output
+    lines = [x for x in res.stderr.splitlines() if x.strip()]
+    assert lines == [
+        "warning: rollout.engine is deprecated and will be removed in the next release; "
+        "use rollout.sampler"
+    ]
+    assert json.loads(res.stdout)["rollout"]["sampler"] == "hf"

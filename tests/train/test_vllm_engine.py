@@ -6,7 +6,7 @@ either the tests skip and print why.  CI (``.ci/run``) installs both.
 
 What they show (issue 13, "must show"):
 
-* two StarPO steps with ``rollout.engine=vllm`` and LoRA on CPU; after each optimizer step
+* two StarPO steps with ``rollout.sampler=vllm`` and LoRA on CPU; after each optimizer step
   the engine serves the trained weights: its log-prob of a fixed continuation equals the
   trainer's to ``LOGPROB_TOL`` and differs from the value before the update;
 * the same scripted (greedy) episode through the ``vllm`` and ``hf`` engines gives the same
@@ -60,7 +60,7 @@ def _config(out_dir: Path, **over: object):
         "model.dtype=float32",
         "model.lora.rank=8",
         "model.lora.alpha=16",
-        "rollout.engine=vllm",
+        "rollout.sampler=vllm",
         "rollout.vllm.kv_cache_gb=1",
         "rollout.env_groups=2",
         "rollout.group_size=2",

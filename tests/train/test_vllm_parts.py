@@ -58,7 +58,7 @@ def test_rollout_engine_auto_is_hf_for_tiny_and_vllm_for_real_models_when_instal
     assert resolve_engine("auto", "tiny") == "hf"
     assert resolve_engine("auto", "/models/qwen") == ("vllm" if vllm_available() else "hf")
     assert resolve_engine("hf", "/models/qwen") == "hf"
-    with pytest.raises(ValueError, match="rollout.engine"):
+    with pytest.raises(ValueError, match="rollout.sampler"):
         resolve_engine("sglang", "tiny")
 
 
@@ -69,9 +69,9 @@ def test_rollout_engine_vllm_without_vllm_is_a_one_line_config_error(tmp_path) -
     if vllm_available():
         pytest.skip("vllm is installed here: the error path cannot be reached")
     cfg = apply_overrides(
-        load_config("tiny-bandit-grpo"), ["rollout.engine=vllm", f"trainer.out_dir={tmp_path}"]
+        load_config("tiny-bandit-grpo"), ["rollout.sampler=vllm", f"trainer.out_dir={tmp_path}"]
     )
-    with pytest.raises(TrainConfigError, match="rollout.engine.*vllm is not importable"):
+    with pytest.raises(TrainConfigError, match="rollout.sampler.*vllm is not importable"):
         StarPOTrainer(cfg)
 
 
@@ -89,7 +89,7 @@ def test_real_model_presets_validate_and_follow_ragen2_recipes() -> None:
         "seq-mean-token-sum",
     )
     assert (g.algorithm.filter.value, g.algorithm.filter.top_p_mode) == (0.9, "softmax")
-    assert g.rollout.engine == "vllm" and g.rollout.vllm.gpu_memory_utilization == 0.3
+    assert g.rollout.sampler == "vllm" and g.rollout.vllm.gpu_memory_utilization == 0.3
     c = PRESETS["cpu-bandit-lora"]()
     assert c.model.lora.rank > 0 and c.rollout.format_reminder and c.model.device == "cpu"
     with pytest.raises(TrainConfigError, match="algorithm.tis_cap"):

@@ -110,12 +110,12 @@ class LeanEnv(DatasetEnv):
     env_key = "lean"
     #: No oracle proves every theorem; with a replay that records a proof it plays it.
     oracle_is_exact = False
-    #: Why ``ragen-bench run --backend oracle`` refuses this env (``ragen_bench.runner.plan_run``):
+    #: Why ``ragen-bench run --policy oracle`` refuses this env (``ragen_bench.runner.plan_run``):
     #: a run labelled "oracle" is read as the upper bound, and this env has none.
     no_oracle_reason = (
         "theorem proving has no oracle: oracle_actions() only replays a proof the verifier has "
         "recorded, else tries Mathlib's automation tactics (docs/envs/lean.md); for a baseline "
-        "run --backend random, or evaluate a model"
+        "run --policy random, or evaluate a model"
     )
 
     def __init__(self, render_mode: str | None = None, **config: Any):
