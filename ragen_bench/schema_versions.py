@@ -54,12 +54,32 @@ ADDED_FIELDS: dict[str, tuple[tuple[str, Any], ...]] = {
     ),
 }
 
+#: Fields renamed in a kind without a ``schema_version`` bump: ``(old dotted path, new)``.
+#: An old file's value moves to the new name when the new one is absent (``train_config``:
+#: :data:`ragen_train.config.RENAMED_FIELDS`, which accepts the old name with a warning for
+#: one release; a test keeps the two equal).
+RENAMED_FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
+    "train_config": (("rollout.engine", "rollout.sampler"),),  # one concept, one name (issue 30)
+}
+
 #: ``(kind, version) -> migration`` to ``version + 1`` (none yet: no version was bumped).
 MIGRATIONS: dict[tuple[str, int], Callable[[dict[str, Any]], dict[str, Any]]] = {}
 
 
 class SchemaVersionError(ValueError):
     """A file's ``schema_version`` cannot be read by this ragen (one line)."""
+
+
+def _rename(obj: dict[str, Any], old: str, new: str) -> None:
+    *parents, leaf = old.split(".")
+    *new_parents, new_leaf = new.split(".")
+    if new_parents != parents:
+        raise ValueError(f"{old} -> {new}: a rename stays within its section")
+    node: Any = obj
+    for key in parents:
+        node = node.get(key) if isinstance(node, dict) else None
+    if isinstance(node, dict) and leaf in node and new_leaf not in node:
+        node[new_leaf] = node.pop(leaf)
 
 
 def _fill(obj: dict[str, Any], path: str, default: Any) -> None:
@@ -105,9 +125,18 @@ def upgrade(obj: Any, kind: str) -> Any:
             obj.update(migrated)
             version += 1
             obj["schema_version"] = version
+    for old_path, new_path in RENAMED_FIELDS.get(kind, ()):
+        _rename(obj, old_path, new_path)
     for path, default in ADDED_FIELDS.get(kind, ()):
         _fill(obj, path, default)
     return obj
 
 
-__all__ = ["ADDED_FIELDS", "CURRENT", "MIGRATIONS", "SchemaVersionError", "upgrade"]
+__all__ = [
+    "ADDED_FIELDS",
+    "CURRENT",
+    "MIGRATIONS",
+    "RENAMED_FIELDS",
+    "SchemaVersionError",
+    "upgrade",
+]

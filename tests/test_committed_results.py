@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ragen_bench import schema_versions
-from ragen_bench.schema_versions import ADDED_FIELDS, CURRENT, MIGRATIONS, upgrade
+from ragen_bench.schema_versions import ADDED_FIELDS, CURRENT, MIGRATIONS, RENAMED_FIELDS, upgrade
 from ragen_bench.validate import InvalidFileError, dir_files, validate_file
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,6 +81,19 @@ def test_added_field_defaults_are_the_configs_defaults() -> None:
         for key in path.split("."):
             node = node[key]
         assert node == default, path
+
+
+def test_renamed_fields_are_the_configs_renames() -> None:
+    from ragen_train.config import RENAMED_FIELDS as CONFIG_RENAMES
+
+    assert dict(RENAMED_FIELDS["train_config"]) == CONFIG_RENAMES
+
+
+def test_an_old_training_config_has_its_renamed_field_moved() -> None:
+    old = json.loads((ROOT / "examples/real_model/cpu-bandit-lora/run/config.json").read_text())
+    engine = old["rollout"]["engine"]
+    upgrade(old, "train_config")
+    assert "engine" not in old["rollout"] and old["rollout"]["sampler"] == engine
 
 
 def test_an_old_training_config_gets_the_defaults_of_added_fields() -> None:
