@@ -95,7 +95,8 @@ def _fill(obj: dict[str, Any], path: str, default: Any) -> None:
 
 def upgrade(obj: Any, kind: str) -> Any:
     """Bring a parsed file up to the current version of ``kind``, in place: run the
-    migrations from its ``schema_version`` on, then fill :data:`ADDED_FIELDS` it lacks.
+    migrations from its ``schema_version`` on, move :data:`RENAMED_FIELDS` to their new names,
+    then fill :data:`ADDED_FIELDS` it lacks.
 
     Returns:
         ``obj`` (the same object, upgraded; a non-dict is returned as is).
