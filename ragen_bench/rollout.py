@@ -268,6 +268,16 @@ def make_specs(
     ]
 
 
+def _mark_retrieved(task: asyncio.Task[Any]) -> None:
+    """Read a finished task's exception so asyncio never logs "Task exception was never
+    retrieved".  A Ctrl-C / SIGTERM handler that raises while a task runs leaves the
+    ``KeyboardInterrupt`` on that task *and* re-raises it from the event loop, which stops
+    the run; the task's copy was then logged as an extra stderr line after the one-line
+    message.  Errors of episodes are still raised where their result is read."""
+    if not task.cancelled():
+        task.exception()
+
+
 class _Batcher:
     """Groups concurrent policy requests into batches.
 
@@ -311,6 +321,7 @@ class _Batcher:
             task = asyncio.get_running_loop().create_task(self._run(batch))
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)
+            task.add_done_callback(_mark_retrieved)
             force = False
 
     async def _run(self, batch: list[tuple[PolicyRequest, asyncio.Future[Generation]]]) -> None:
@@ -392,7 +403,9 @@ class RolloutEngine:
             while queue and len(running) < self.max_parallel:
                 spec = queue.pop()
                 batcher.episode_started()
-                running.add(asyncio.get_running_loop().create_task(self._episode(spec, batcher)))
+                task = asyncio.get_running_loop().create_task(self._episode(spec, batcher))
+                task.add_done_callback(_mark_retrieved)
+                running.add(task)
 
         start_next()
         while running:
