@@ -67,3 +67,16 @@ def test_installed_verl_validates_our_config(
     assert c.data.train_batch_size == cfg.rollout.env_groups
     assert c.actor_rollout_ref.rollout.n == cfg.rollout.group_size
     assert c.actor_rollout_ref.actor.optim.lr == pytest.approx(cfg.optim.lr)
+
+
+def test_installed_verl_knows_our_filter_metric() -> None:
+    """``include_zero=false`` maps to DAPO's filter_groups; the metric must be a name verl
+    reads (its canonical reward), not ``seq_final_reward``, which verl 0.9.1 does not know."""
+    from verl.trainer.ppo.utils import need_critic, need_reference_policy
+    from verl.trainer.ppo.v1.replay_buffer import FILTER_GROUPS_REWARD_METRIC
+    from verl.utils.config import validate_config
+
+    _, c = _composed("algorithm.filter.include_zero=false")
+    validate_config(c, use_reference_policy=need_reference_policy(c), use_critic=need_critic(c))
+    assert c.algorithm.filter_groups.enable is True
+    assert c.algorithm.filter_groups.metric == FILTER_GROUPS_REWARD_METRIC
