@@ -311,6 +311,8 @@ def _external_backend(name: str, cfg, resume: str | None) -> None:
         raise _error(exc) from None
     except (ImportError, TrainConfigError) as exc:
         raise _error(exc, f"{name} back-end") from None
+    if int(os.environ.get("RANK", "0")) != 0:  # one summary line per run, not per process
+        return
     _info(
         f"done ({name}): metrics {result.metrics_path}; model {result.checkpoint_dir}; last validation: "
         + _val_text(result.last_val)

@@ -171,6 +171,19 @@ def _delta_weight(module: Any, adapter: str) -> torch.Tensor:
     return delta * module.scaling[adapter]
 
 
+@torch.no_grad()
+def _linear_weight_through_forward(layer: Any, dtype: torch.dtype) -> torch.Tensor:
+    """The ``(out, in)`` weight of a vLLM linear layer whose ``weight`` was repacked (CPU
+    back-end), as ``(f(I) − f(0))ᵀ``; float32 on the CPU."""
+
+    def f(x: torch.Tensor) -> torch.Tensor:
+        y = layer(x)
+        return (y[0] if isinstance(y, tuple) else y).float()
+
+    eye = torch.eye(int(layer.input_size), dtype=dtype)
+    return (f(eye) - f(torch.zeros_like(eye[:1]))).T.cpu().contiguous()
+
+
 # -------------------------------------------------------------------- engine
 def _import_vllm_in_process() -> Any:
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
@@ -301,11 +314,17 @@ class VLLMRolloutEngine:
     def check_weights(self, weights: dict[str, torch.Tensor], *, tol: float = 1e-2) -> float:
         """Largest absolute difference between the engine's copy of one trained weight
         (the last decoder layer's MLP down projection, which every LoRA ``all-linear``
-        update and every full update changes, summed over rows, plus the final norm) and
-        the trainer's.
+        update and every full update changes; else the final norm) and the trainer's.
+
+        vLLM's CPU back-end repacks linear weights for its GEMM kernels and leaves the
+        layer's ``weight`` empty; the weight is then read through the layer itself:
+        ``Wᵀ = f(I) − f(0)`` for ``f(x) = x Wᵀ + b`` (exact in float32: each output is one
+        weight times 1 plus zeros).
 
         Raises:
-            RuntimeError: the difference exceeds ``tol`` (the engine still serves other weights).
+            RuntimeError: the difference exceeds ``tol`` (the engine still serves other
+                weights), or, without tensor parallelism, the shapes differ (e.g. an FSDP2
+                shard was sent instead of the gathered tensor).
         """
         name = self._check_key(weights)
         if name is None:
@@ -315,13 +334,21 @@ class VLLMRolloutEngine:
 
         def read(m: Any) -> torch.Tensor:
             obj = m
-            for a in attr:
+            for a in attr[:-1]:
                 obj = obj[int(a)] if a.isdigit() else getattr(obj, a)
-            return obj.detach().float().cpu().clone()
+            tensor = getattr(obj, attr[-1])
+            if tensor.numel() == 0 and attr[-1] == "weight" and hasattr(obj, "input_size"):
+                return _linear_weight_through_forward(obj, tensor.dtype)
+            return tensor.detach().float().cpu().clone()
 
         got = self.apply(read)[0]
-        if got.shape != expect.shape:  # sharded under tensor parallelism: nothing comparable
-            return 0.0
+        if got.shape != expect.shape:
+            if self.tensor_parallel_size > 1:  # the engine's own shard: nothing comparable
+                return 0.0
+            raise RuntimeError(
+                f"the vLLM engine's {name} has shape {tuple(got.shape)} but the trainer sent "
+                f"{tuple(expect.shape)} (a sharded tensor instead of the full one?)"
+            )
         err = float((got - expect).abs().max())
         if err > tol:
             raise RuntimeError(

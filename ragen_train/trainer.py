@@ -255,6 +255,13 @@ class StarPOTrainer:
             return name, None
         from .rollout_engine import VLLMRolloutEngine, engine_dtype, vllm_available
 
+        v = cfg.rollout.vllm
+        if not str(self.device).startswith("cuda") and not float(v.kv_cache_gb).is_integer():
+            raise TrainConfigError(  # vLLM parses VLLM_CPU_KVCACHE_SPACE with int()
+                "rollout.vllm.kv_cache_gb",
+                f"vLLM's CPU back-end takes whole GiB, got {v.kv_cache_gb:g}; use e.g. "
+                f"rollout.vllm.kv_cache_gb={max(1, round(v.kv_cache_gb))}",
+            )
         if not vllm_available():
             from ragen_bench.policies.vllm_backend import VLLM_EXTRA_HINT
 
@@ -262,7 +269,6 @@ class StarPOTrainer:
                 "rollout.sampler",
                 f"vllm is not importable here ({VLLM_EXTRA_HINT}); use rollout.sampler=hf",
             )
-        v = cfg.rollout.vllm
         engine = VLLMRolloutEngine(
             resolve_model_path(cfg.model.path),
             dtype=engine_dtype(v.dtype, str(self.device)),

@@ -36,7 +36,7 @@ import re
 import time
 import warnings
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -230,6 +230,34 @@ TRL_FIELDS: dict[str, FieldHandling] = {
     "trainer.update_path": handling("unused", "TRL computes its own log-probs"),
     "trainer.max_tokens_per_microbatch": handling("unused", "TRL batches by sample count"),
 }
+
+
+def single_process_launch_problem(env: Mapping[str, str]) -> str | None:
+    """Why an ``accelerate launch --num_processes N`` (N > 1) may train in one process, or
+    ``None``.
+
+    accelerate's plain launcher (``--cpu``, or no GPU flag on a machine with fewer than two
+    GPUs) starts the script once; more processes need ``--multi_gpu`` (a torchrun launch,
+    gloo when no GPU is visible) or ``mpirun`` (``--mpirun_hostfile``).  Such a launch is
+    recognised by ``ACCELERATE_USE_CPU`` set (the plain launcher sets it), ``MASTER_PORT``
+    set (it sets that only when asked for more than one process, or the shell had it) and
+    no world size from torchrun (``WORLD_SIZE``) or MPI (``OMPI_COMM_WORLD_SIZE``,
+    ``PMI_SIZE``, ``MV2_COMM_WORLD_SIZE``).  A ``MASTER_PORT`` of the shell's own makes it a
+    false alarm, so callers warn rather than stop.
+
+    Args:
+        env: the process environment (``os.environ``).
+    """
+    if "ACCELERATE_USE_CPU" not in env or "MASTER_PORT" not in env:
+        return None
+    world_vars = ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE")
+    if any(v in env for v in world_vars):
+        return None
+    return (
+        "accelerate started one training process (its --cpu launcher runs the script once "
+        "whatever --num_processes says); for N CPU processes use 'accelerate launch "
+        "--multi_gpu --num_processes N' or 'torchrun --nproc_per_node N -m ragen_train ...'"
+    )
 
 
 def _divisor_at_most(n: int, cap: int) -> int:
@@ -926,6 +954,9 @@ class TRLBackend:
             FileNotFoundError: ``resume`` finds no checkpoint (the message says why).
         """
         _require_trl()
+        problem = single_process_launch_problem(os.environ)
+        if problem is not None:
+            warnings.warn(problem, RuntimeWarning, stacklevel=2)
         from ..checkpoint import save_model
         from ..logger import MetricLogger
         from ..modeling import load_policy, load_tokenizer

@@ -130,7 +130,9 @@ VERL_FIELDS: dict[str, FieldHandling] = {
         "algorithm.filter.strategy=top_k",
     ),
     "algorithm.filter.value": handling("approximate", "top_p 1 only", "algorithm.filter.value=0.5"),
-    "algorithm.filter.metric": handling("approximate", "seq_final_reward (DAPO filter_groups)"),
+    "algorithm.filter.metric": handling(
+        "approximate", "reward (DAPO filter_groups on the episode return; verl 0.9.1's name)"
+    ),
     "algorithm.filter.top_p_mode": handling("unused", "top_p < 1 is refused"),
     "algorithm.filter.eps": handling("unused", "top_p < 1 is refused"),
     "algorithm.filter.include_zero": handling(
@@ -333,7 +335,9 @@ def verl_settings(
         add("algorithm.filter", "mapped", "all groups kept")
     elif keep_all:
         hydra["algorithm.filter_groups.enable"] = True
-        hydra["algorithm.filter_groups.metric"] = "seq_final_reward"
+        # verl 0.9.1 (trainer/ppo/v1/replay_buffer.py, FILTER_GROUPS_REWARD_METRIC): "reward" is
+        # the canonical reward, our reward_score; "seq_final_reward" is not a name it knows
+        hydra["algorithm.filter_groups.metric"] = "reward"
         add(
             "algorithm.filter",
             "approximate",

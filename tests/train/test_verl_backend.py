@@ -103,7 +103,10 @@ def test_quickstart_overrides() -> None:
                 "algorithm.kl_ctrl.kl_coef": "0.01",
             },
         ),
-        (["algorithm.filter.include_zero=false"], {"algorithm.filter_groups.enable": "true"}),
+        (
+            ["algorithm.filter.include_zero=false"],
+            {"algorithm.filter_groups.enable": "true", "algorithm.filter_groups.metric": "reward"},
+        ),
         (
             ["optim.mini_batches=4", "optim.ppo_epochs=2"],
             {

@@ -75,6 +75,20 @@ def test_rollout_engine_vllm_without_vllm_is_a_one_line_config_error(tmp_path) -
         StarPOTrainer(cfg)
 
 
+def test_fractional_cpu_kv_cache_is_a_one_line_config_error(tmp_path) -> None:
+    """vLLM's CPU back-end reads ``VLLM_CPU_KVCACHE_SPACE`` with ``int()``: 0.25 used to end
+    in a pydantic traceback from inside vLLM; now the field is named before vLLM starts."""
+    from ragen_train.config import TrainConfigError, apply_overrides, load_config
+    from ragen_train.trainer import StarPOTrainer
+
+    cfg = apply_overrides(
+        load_config("tiny-bandit-grpo"),
+        ["rollout.engine=vllm", "rollout.vllm.kv_cache_gb=0.25", f"trainer.out_dir={tmp_path}"],
+    )
+    with pytest.raises(TrainConfigError, match="kv_cache_gb.*whole GiB.*kv_cache_gb=1"):
+        StarPOTrainer(cfg)
+
+
 def test_real_model_presets_validate_and_follow_ragen2_recipes() -> None:
     from ragen_train.config import TrainConfigError, apply_overrides, load_config, validate
     from ragen_train.presets import PRESETS
