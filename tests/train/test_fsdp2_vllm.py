@@ -88,7 +88,7 @@ def test_fsdp2_vllm_engines_receive_full_trained_tensors(small_model: Path, tmp_
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node"]
     cmd += ["2", "-m", "ragen_train.cli", "starpo", "--config", "tiny-bandit-grpo"]
     cmd += ["trainer.distributed=fsdp2", f"model.path={model}", "model.dtype=float32"]
-    cmd += ["rollout.engine=vllm", "rollout.vllm.kv_cache_gb=1", "rollout.env_groups=2"]
+    cmd += ["rollout.sampler=vllm", "rollout.vllm.kv_cache_gb=1", "rollout.env_groups=2"]
     cmd += ["rollout.group_size=2", "rollout.max_new_tokens=8", "rollout.batch_size=4"]
     cmd += ["optim.micro_batch_size=4", "optim.lr=5e-3", "algorithm.entropy_coef=0.05"]
     cmd += ["trainer.total_steps=1", "trainer.val_every=0", "trainer.save_every=0"]

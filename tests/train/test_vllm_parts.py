@@ -83,7 +83,7 @@ def test_fractional_cpu_kv_cache_is_a_one_line_config_error(tmp_path) -> None:
 
     cfg = apply_overrides(
         load_config("tiny-bandit-grpo"),
-        ["rollout.engine=vllm", "rollout.vllm.kv_cache_gb=0.25", f"trainer.out_dir={tmp_path}"],
+        ["rollout.sampler=vllm", "rollout.vllm.kv_cache_gb=0.25", f"trainer.out_dir={tmp_path}"],
     )
     with pytest.raises(TrainConfigError, match="kv_cache_gb.*whole GiB.*kv_cache_gb=1"):
         StarPOTrainer(cfg)
