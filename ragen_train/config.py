@@ -839,6 +839,19 @@ def field_paths(data: dict[str, Any], prefix: str = "") -> list[str]:
     return out
 
 
+#: Names other trainers use for our fields (Hugging Face ``TrainingArguments``, TRL), so a
+#: user who types theirs gets ours suggested (difflib alone misses ``learning_rate`` -> ``lr``).
+FIELD_SYNONYMS: dict[str, str] = {
+    "learning_rate": "lr",
+    "max_grad_norm": "grad_clip",
+    "lr_scheduler_type": "lr_schedule",
+    "num_warmup_steps": "warmup_steps",
+    "adam_epsilon": "adam_eps",
+    "adam_beta1": "beta1",
+    "adam_beta2": "beta2",
+}
+
+
 def did_you_mean(name: str, candidates: Any, *, prefix: str = "", cutoff: float = 0.6) -> str:
     """``"; did you mean optim.lr?"`` for the closest of ``candidates`` with as many dots as
     ``name`` (difflib ratio at least ``cutoff``; as for env ids in :func:`ragen_envs.get_entry`),
@@ -850,6 +863,8 @@ def did_you_mean(name: str, candidates: Any, *, prefix: str = "", cutoff: float 
         c for c in candidates if c.count(".") == name.count(".")
     )  # optim.lrr: not "optim"
     close = difflib.get_close_matches(name, same_depth, n=3, cutoff=cutoff)
+    if not close and FIELD_SYNONYMS.get(name) in same_depth:
+        close = [FIELD_SYNONYMS[name]]  # another trainer's name for the field (learning_rate)
     return f"; did you mean {', '.join(prefix + c for c in close)}?" if close else ""
 
 

@@ -37,6 +37,9 @@ def test_version_flag() -> None:
             "did you mean algorithm.filter.strategy?",
         ),
         ("optimm.lr=1e-5", "optimm", "did you mean optim.lr?"),
+        # Other trainers' names (Hugging Face TrainingArguments) for ours (issue 29 item 9).
+        ("optim.learning_rate=1e-5", "optim.learning_rate", "did you mean optim.lr?"),
+        ("optim.max_grad_norm=1.0", "optim.max_grad_norm", "did you mean optim.grad_clip?"),
     ],
 )
 def test_mistyped_config_fields_get_a_suggestion(override: str, field: str, hint: str) -> None:
