@@ -11,6 +11,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 
+from .controls import visible
 from .redaction import redact
 
 
@@ -23,5 +24,7 @@ def make_console(*, stderr: bool = False, min_width: int = 160) -> Console:
 
 
 def print_error(console: Console, message: object, label: str = "error:") -> None:
-    """``label message`` as one line (``message`` escaped), in red."""
-    console.print(f"[red]{label}[/red] {escape(redact(str(message)))}", soft_wrap=True)
+    """``label message`` as one line (``message`` escaped: no rich markup, no terminal
+    control sequences or line breaks from the text, :func:`~ragen_bench.controls.visible`),
+    in red."""
+    console.print(f"[red]{label}[/red] {escape(visible(redact(str(message))))}", soft_wrap=True)

@@ -23,6 +23,7 @@ import ragen_envs
 from ragen_envs import EnvEntry
 
 from . import __version__
+from .controls import is_control
 from .model_dirs import model_fingerprint
 from .options import CliOption
 from .policies import POLICIES, declared_options, make_policy, policy_options
@@ -89,7 +90,7 @@ def check_run_id(run_id: str) -> None:
         ValueError: empty, ``.``/``..``, containing a path separator, or containing a
             control character (a newline in a run id splits log lines and tables; issue 28).
     """
-    bad = next((c for c in run_id if ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0), None)
+    bad = next((c for c in run_id if is_control(c)), None)  # C0, DEL, C1, U+2028, U+2029
     if bad is not None:
         raise ValueError(f"--run-id must not contain control characters, got {run_id!r}")
     if (

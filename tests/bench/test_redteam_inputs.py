@@ -181,7 +181,10 @@ def test_a_300_mb_episode_line_is_not_read_whole(finished_run: Path, tmp_path: P
     assert peak < 160 << 20, f"peak {peak >> 20} MiB"  # was > 300 MiB: the line read whole
 
 
-@pytest.mark.parametrize("run_id", ["a\nb", "a\rb", "tab\there", "bell\x07", "del\x7f", "c1\x85"])
+@pytest.mark.parametrize(
+    "run_id",
+    ["a\nb", "a\rb", "tab\there", "bell\x07", "del\x7f", "c1\x85", "ls\u2028x", "ps\u2029x"],
+)
 def test_run_ids_with_control_characters_are_refused(run_id: str) -> None:
     with pytest.raises(ValueError, match="must not contain control characters"):
         check_run_id(run_id)
@@ -192,6 +195,20 @@ def test_run_id_with_a_newline_is_refused_by_the_cli(bench, tmp_path: Path) -> N
     code, _, err = bench(*args, "--run-id", "x\ninjected", "--out", str(tmp_path))
     assert code != 0 and "must not contain control characters" in err
     assert not any(tmp_path.iterdir())
+
+
+def test_terminal_escapes_in_an_error_message_are_shown_not_sent(capsys) -> None:
+    """A hostile endpoint's error text (clear screen, window title, colour, a line
+    separator) reaches the console as visible escapes on one line (fresh-clone red team)."""
+    from ragen_bench.console import make_console, print_error
+
+    print_error(
+        make_console(stderr=True), "bad_request: \x1b[2J\x1b]0;owned\x07\x1b[31mFAKE\u2028x"
+    )
+    err = capsys.readouterr().err
+    assert "\x1b" not in err  # no raw ESC (the console is not a terminal: no colour codes)
+    assert "\\x1b[2J" in err and "\\x1b]0;owned\\x07" in err and "\\u2028" in err
+    assert "\u2028" not in err and err.count("\n") == 1
 
 
 def test_leaderboard_render_escapes_html_and_pipes() -> None:
