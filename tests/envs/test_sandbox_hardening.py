@@ -73,7 +73,7 @@ for root, dirs, files in os.walk("/"):
                     if isinstance(t, dict) and t.get("input") == data:
                         sys.stdout.write(t["output"])
                         sys.exit(0)
-        except (OSError, ValueError, AttributeError):
+        except (OSError, ValueError, AttributeError, RecursionError):  # deep red-team JSONL files
             pass
 sys.stderr.write(f"searched {seen} JSONL files, no answer\n")
 """
