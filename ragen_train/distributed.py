@@ -107,7 +107,11 @@ def failure_message(exc: BaseException, timeout_s: float) -> str | None:
 
 
 def shutdown() -> None:
+    """Leave the process group together: a barrier, then ``destroy_process_group`` (a rank
+    that tore its group down while a peer was still writing its results once aborted with
+    "terminate called without an active exception" under load).  A no-op without one."""
     if dist.is_available() and dist.is_initialized():
+        dist.barrier()
         dist.destroy_process_group()
 
 
