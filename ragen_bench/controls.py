@@ -21,8 +21,8 @@ def is_control(char: str) -> bool:
 
 
 def visible(text: str) -> str:
-    """``text`` with every :func:`is_control` character replaced by its escape (``\\x1b``,
-    ``\\u2028``); other characters, including tabs' neighbours, are kept as they are."""
+    """``text`` with every :func:`is_control` character (tabs and newlines included) replaced
+    by its escape (``\\x1b``, ``\\u2028``, ``\\n``); every other character is kept as it is."""
     if all(not is_control(c) for c in text):
         return text
     return "".join(c.encode("unicode_escape").decode("ascii") if is_control(c) else c for c in text)
