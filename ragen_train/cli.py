@@ -191,6 +191,7 @@ def starpo(
             raise
         print_error(console, msg, "error:")
         os._exit(3)  # the process group cannot be torn down with a peer gone; no atexit hang
+    trainer.close()  # every rank: leave the process group before the interpreter ends
     if trainer.dist.is_main:
         from .plot import plot_metrics
 

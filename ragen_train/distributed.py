@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -107,12 +108,23 @@ def failure_message(exc: BaseException, timeout_s: float) -> str | None:
 
 
 def shutdown() -> None:
-    """Leave the process group together: a barrier, then ``destroy_process_group`` (a rank
-    that tore its group down while a peer was still writing its results once aborted with
-    "terminate called without an active exception" under load).  A no-op without one."""
+    """Leave the process group together and tear it down while the interpreter is alive.
+
+    A barrier (no rank destroys its group while a peer still talks to it), then
+    ``destroy_process_group`` (PyTorch's documented end of a distributed script:
+    ``docs/source/distributed.rst``, "Shutdown"), then a garbage collection so that the
+    process group's last owners (a ``DistributedDataParallel`` module caught in a reference
+    cycle) are freed now.  Without it the group's C++ worker threads outlive ``main`` and
+    can release a tensor that still has a Python object during interpreter finalization,
+    which aborts the process with "terminate called without an active exception"
+    (pytorch/pytorch#179291 describes the mechanism) and makes ``torchrun`` report a finished
+    run as failed.  Release the wrapped models first (:meth:`StarPOTrainer.close`).  The
+    barrier and the collection are no-ops in a single process.
+    """
     if dist.is_available() and dist.is_initialized():
         dist.barrier()
         dist.destroy_process_group()
+        gc.collect()
 
 
 def all_reduce_sum(value: float, info: DistInfo) -> float:

@@ -1129,6 +1129,15 @@ class StarPOTrainer:
         self.save_final_model()
         return last_val
 
+    def close(self) -> None:
+        """Release the policy, critic, reference model, optimizers and rollout sampler, then
+        leave the process group (:func:`ragen_train.distributed.shutdown`).  Call it once,
+        after :meth:`fit` (``ragen-train starpo`` does); the trainer cannot train afterwards.
+        Under ``torchrun`` every rank must call it (it holds a barrier)."""
+        for name in ("model", "critic", "ref", "optimizer", "critic_optimizer", "vllm_engine"):
+            setattr(self, name, None)
+        dist_utils.shutdown()
+
 
 def _chunks(items: list[int], size: int) -> list[list[int]]:
     return [items[i : i + size] for i in range(0, len(items), size)]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from ragen_train import distributed as D
+from ragen_train import distributed
 from ragen_train.config import LoraConfig, ModelConfig
 from ragen_train.modeling import load_policy
 from ragen_train.rollout_engine import merged_named_weights
@@ -24,21 +24,21 @@ from ragen_train.rollout_engine import merged_named_weights
 
 def main() -> None:
     out = Path(sys.argv[1])
-    info = D.init("cpu", 60)
+    info = distributed.init("cpu", 60)
     torch.manual_seed(0)
     model = load_policy(ModelConfig(lora=LoraConfig(rank=4, alpha=8)))
     for name, p in model.named_parameters():
         if "lora_B" in name:
             torch.nn.init.normal_(p, std=0.02)
     full = {n: t.clone() for n, t in merged_named_weights(copy.deepcopy(model))}
-    D.wrap(model, info, "fsdp2")
+    distributed.wrap(model, info, "fsdp2")
     embed = next(p for n, p in model.named_parameters() if "embed_tokens" in n)
     gathered = {n: t.clone() for n, t in merged_named_weights(model)}
     torch.save(
         {"full": full, "gathered": gathered, "local_embed": tuple(embed.to_local().shape)},
         out / f"rank{info.rank}.pt",
     )
-    D.shutdown()
+    distributed.shutdown()
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ import tempfile
 import torch
 
 from ragen_bench.rollout import EpisodeSpec, RolloutEngine
-from ragen_train import distributed as D
+from ragen_train import distributed
 from ragen_train.batch import build_samples
 from ragen_train.config import load_config
 from ragen_train.modeling import unwrap
@@ -57,7 +57,7 @@ def main() -> None:
     ]
     records = RolloutEngine(policy, rollout_config_for(cfg, 1.0)).run(specs)
     samples, _ = build_samples(records)
-    mine = set(D.groups_for_rank(4, trainer.dist))
+    mine = set(distributed.groups_for_rank(4, trainer.dist))
     local = [
         s for s in samples if s.group in mine
     ]  # one mini-batch: the global batch is the same set
@@ -69,7 +69,9 @@ def main() -> None:
     }
     if trainer.dist.is_main:
         torch.save(state, out)
-    D.shutdown()
+    trainer.close()
+    if torch.distributed.is_initialized():  # close() must leave the process group
+        raise SystemExit("StarPOTrainer.close() left the process group initialised")
 
 
 if __name__ == "__main__":

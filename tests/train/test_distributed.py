@@ -15,9 +15,16 @@ SCRIPT = Path(__file__).resolve().parents[1] / "helpers" / "dist_update.py"
 
 
 def run(cmd: list[str], cwd: Path) -> None:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(SCRIPT.parents[2])}
+    # PYTHONFAULTHANDLER: a rank that aborts prints every thread's Python stack, so a failure
+    # says where it happened (torchrun's summary alone fills the last 4,000 characters).
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "PYTHONFAULTHANDLER": "1",
+        "PYTHONPATH": str(SCRIPT.parents[2]),
+    }
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600, env=env)
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert proc.returncode == 0, proc.stderr[:6000] + "\n[...]\n" + proc.stderr[-3000:]
 
 
 @pytest.mark.slow

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from ragen_train import distributed as D
+from ragen_train import distributed
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -132,29 +132,32 @@ def test_fsdp2_weight_stream_gives_every_rank_full_merged_tensors(tmp_path: Path
 
 
 def test_rollout_seed_is_stable_and_separates_keys() -> None:
-    a = D.rollout_seed(0, "train", 3, 5)
-    assert a == D.rollout_seed(0, "train", 3, 5)
+    a = distributed.rollout_seed(0, "train", 3, 5)
+    assert a == distributed.rollout_seed(0, "train", 3, 5)
     assert 0 <= a < 2**63
-    others = {D.rollout_seed(0, "train", 3, 6), D.rollout_seed(0, "train", 4, 5)}
-    others |= {D.rollout_seed(1, "train", 3, 5), D.rollout_seed(0, "val", 3, 5)}
+    others = {
+        distributed.rollout_seed(0, "train", 3, 6),
+        distributed.rollout_seed(0, "train", 4, 5),
+    }
+    others |= {distributed.rollout_seed(1, "train", 3, 5), distributed.rollout_seed(0, "val", 3, 5)}
     assert a not in others and len(others) == 4
     # a pinned value: the sampling seeds of a run must not change between versions
-    assert D.rollout_seed(0, "train", 0, 0) == 5621862644837430399
+    assert distributed.rollout_seed(0, "train", 0, 0) == 5621862644837430399
 
 
 def test_failure_message_names_the_rank_and_only_for_peer_failures(monkeypatch) -> None:
     monkeypatch.setenv("RANK", "1")
     monkeypatch.setenv("WORLD_SIZE", "4")
-    msg = D.failure_message(
+    msg = distributed.failure_message(
         RuntimeError("[gloo/unbound_buffer.cc:81] Timed out waiting 5000ms for recv operation"), 5
     )
     assert msg is not None and msg.startswith("rank 1 of 4: ")
     assert "trainer.dist_timeout_s=5 s" in msg and "\n" not in msg
-    assert D.failure_message(RuntimeError("shape mismatch"), 5) is None
-    assert D.failure_message(ValueError("timed out"), 5) is None
-    assert D.rank_prefix() == "[rank 1/4] "
+    assert distributed.failure_message(RuntimeError("shape mismatch"), 5) is None
+    assert distributed.failure_message(ValueError("timed out"), 5) is None
+    assert distributed.rank_prefix() == "[rank 1/4] "
     monkeypatch.setenv("WORLD_SIZE", "1")
-    assert D.rank_prefix() == ""
+    assert distributed.rank_prefix() == ""
 
 
 def test_trl_batch_counts_are_summed_over_processes() -> None:

@@ -7,14 +7,16 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ragen_train import distributed as D
+from ragen_train import distributed
 from ragen_train.config import ModelConfig, TrainConfigError, load_config
 from ragen_train.modeling import load_policy, token_logprobs
 
 
 def _train(dtype: str, mixed: str, steps: int = 3, lr: float = 1e-5) -> tuple[dict, dict, float]:
     torch.manual_seed(0)
-    model = D.wrap(load_policy(ModelConfig(dtype=dtype)), D.DistInfo(), "ddp", mixed)
+    model = distributed.wrap(
+        load_policy(ModelConfig(dtype=dtype)), distributed.DistInfo(), "ddp", mixed
+    )
     init = {k: v.detach().clone() for k, v in model.state_dict().items()}
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     gen = torch.Generator().manual_seed(1)
@@ -49,7 +51,7 @@ def test_bf16_compute_with_fp32_master_weights_trains_like_fp32() -> None:
 
 
 def test_autocast_forward_computes_in_bf16() -> None:
-    model = D.wrap(load_policy(ModelConfig()), D.DistInfo(), "ddp", "bf16")
+    model = distributed.wrap(load_policy(ModelConfig()), distributed.DistInfo(), "ddp", "bf16")
     out = model(input_ids=torch.tensor([[5, 6, 7]]))
     assert out.logits.dtype == torch.bfloat16
     assert next(model.parameters()).dtype == torch.float32
