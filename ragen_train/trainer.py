@@ -37,7 +37,7 @@ from ragen_bench.diagnostics.text_stats import DegenerateWatch
 from ragen_bench.fileio import atomic_write_json
 from ragen_bench.policies.hf import HFPolicy
 from ragen_bench.records import EpisodeRecord
-from ragen_bench.rollout import EpisodeSpec, RolloutConfig
+from ragen_bench.rollout import EpisodeSpec, RolloutConfig, rollout_config
 
 from . import checkpoint as ckpt
 from . import distributed as dist_utils
@@ -213,7 +213,7 @@ class StarPOTrainer:
         )
         self.allocator = GroupAllocator([e.weight for e in self.train_envs], cfg.rollout.env_groups)
         self.env_of_group: dict[int, int] = {}  # env index of every group of the last rollout
-        self.rollout_cfg = rollout_config_for(cfg, cfg.rollout.temperature)
+        self.rollout_cfg = rollout_config(cfg.env.id, cfg.rollout)
         self.layout = "trajectory" if self.rollout_cfg.context_mode == "full" else "turn"
         self.filter_cfg = FilterConfig.from_section(alg.filter)
         self.step = 0
@@ -319,7 +319,7 @@ class StarPOTrainer:
                 for m in range(r.group_size)
             ]
         self.model.eval()
-        configs = [rollout_config_for(self.cfg, r.temperature, e.id) for e in envs]
+        configs = [rollout_config(e.id, self.cfg.rollout, temperature=r.temperature) for e in envs]
         with (
             self._phase(f"step {step} rollouts", sum(map(len, specs))) as progress,
             dist_utils.unsharded(
@@ -413,7 +413,10 @@ class StarPOTrainer:
         ):
             parts = self._play_seeded(
                 specs,
-                [rollout_config_for(self.cfg, max(t, 0.0), e.id) for e in self.val_envs],
+                [
+                    rollout_config(e.id, self.cfg.rollout, temperature=max(t, 0.0))
+                    for e in self.val_envs
+                ],
                 [(prefix, 0, u) for u in range(n_units)],
                 "batch",
                 progress,
@@ -554,7 +557,7 @@ class StarPOTrainer:
     @property
     def max_turns(self) -> int:
         """The largest turn limit of the training envs (for ``norm_len``)."""
-        return max(rollout_config_for(self.cfg, 1.0, e.id).max_turns for e in self.train_envs)
+        return max(rollout_config(e.id, self.cfg.rollout).max_turns for e in self.train_envs)
 
     @property
     def _single_pass(self) -> bool:
