@@ -26,6 +26,8 @@ from .schedules import LR_SCHEDULES
 
 _DTYPES = ("float32", "bfloat16", "float16")
 _SPLITS = ("train", "validation", "test")
+#: The values of ``rollout.sampler``: who samples the rollouts (:mod:`ragen_train.rollout_engine`).
+SAMPLERS = ("auto", "hf", "vllm")
 
 
 @dataclass
@@ -260,7 +262,7 @@ class RolloutSection:
         choices=("last_token", "turn_end"),
     )
     batch_size: int = setting(
-        64, "Most episodes generated in one batched forward pass (hf engine).", range=Range(ge=1)
+        64, "Most episodes generated in one batched forward pass (hf sampler).", range=Range(ge=1)
     )
     format_reminder: bool = setting(
         RolloutConfig.format_reminder,
@@ -270,7 +272,7 @@ class RolloutSection:
         "auto",
         "Who samples rollouts: transformers generate (hf), a colocated vLLM engine, or auto "
         "(vllm when installed and the model is not tiny).",
-        choices=("auto", "hf", "vllm"),
+        choices=SAMPLERS,
     )
     vllm: VLLMSection = field(default_factory=VLLMSection)
 

@@ -186,7 +186,7 @@ class StarPOTrainer:
             if self.critic is not None
             else None
         )
-        self.engine_name, self.vllm_engine = self._build_engine(sync=model is not None)
+        self.sampler_name, self.vllm_engine = self._build_sampler(sync=model is not None)
         self.policy = (
             self.vllm_engine.policy
             if self.vllm_engine is not None
@@ -197,7 +197,7 @@ class StarPOTrainer:
                 max_batch_size=cfg.rollout.batch_size,
             )
         )
-        self.tis = alg.tis == "on" or (alg.tis == "auto" and self.engine_name == "vllm")
+        self.tis = alg.tis == "on" or (alg.tis == "auto" and self.sampler_name == "vllm")
         if self.tis and cfg.rollout.temperature != 1.0:
             warnings.warn(
                 "algorithm.tis needs rollout.temperature=1 (engines report log-probs at temperature 1); "
@@ -241,16 +241,16 @@ class StarPOTrainer:
             self._resume(resume_dir)
 
     # ------------------------------------------------------------ configuration
-    def _build_engine(self, *, sync: bool) -> tuple[str, Any]:
+    def _build_sampler(self, *, sync: bool) -> tuple[str, Any]:
         """``("hf", None)`` or ``("vllm", VLLMRolloutEngine)`` for ``rollout.sampler``
         (see :mod:`ragen_train.rollout_engine`); ``sync`` loads the trainer's weights into a
         new engine (a model passed in, e.g. after SFT, differs from ``model.path``)."""
         from .config import TrainConfigError
         from .modeling import resolve_model_path
-        from .rollout_engine import resolve_engine
+        from .rollout_engine import resolve_sampler
 
         cfg = self.cfg
-        name = resolve_engine(cfg.rollout.sampler, cfg.model.path)
+        name = resolve_sampler(cfg.rollout.sampler, cfg.model.path)
         if name == "hf":
             return name, None
         from .rollout_engine import VLLMRolloutEngine, engine_dtype, vllm_available

@@ -127,7 +127,7 @@ def trainer(tmp_path_factory):
 
 
 def test_two_starpo_steps_with_vllm_engine_sync_the_trained_weights(trainer) -> None:
-    assert trainer.engine_name == "vllm" and trainer.tis
+    assert trainer.sampler_name == "vllm" and trainer.tis
     prompt, cont = _continuation(trainer.tokenizer)
     before = _engine_logprobs(trainer.vllm_engine, prompt, cont)
     assert (
