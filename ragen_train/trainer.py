@@ -1141,6 +1141,6 @@ __all__ = [
     "StarPOTrainer",
     "config_changes",  # re-exported from ragen_train.run_dir
     "episode_metrics",  # re-exported from ragen_train.metrics
-    "rollout_config_for",
+    "rollout_config_for",  # deprecated (ragen_train.config): use ragen_bench.rollout.rollout_config
     "seed_everything",
 ]

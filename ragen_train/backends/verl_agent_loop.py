@@ -161,7 +161,6 @@ class RagenLoopSettings:
 
     @classmethod
     def from_config(cls, cfg: Any, episode_log: str | None = None) -> RagenLoopSettings:
-
         return cls(
             env_id=cfg.env.id,
             env_config=dict(cfg.env.config),
