@@ -41,19 +41,19 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from ragen_bench.rollout import RolloutEngine  # noqa: E402
+from ragen_bench.rollout import RolloutEngine, rollout_config  # noqa: E402
 from ragen_train.backends.common import train_specs  # noqa: E402
 from ragen_train.config import load_config  # noqa: E402
 from ragen_train.logger import MetricLogger, read_metrics  # noqa: E402
 from ragen_train.modeling import load_policy, load_tokenizer  # noqa: E402
 from ragen_train.sft import MixedPolicy, TokenizingPolicy  # noqa: E402
-from ragen_train.trainer import StarPOTrainer, rollout_config_for  # noqa: E402
+from ragen_train.trainer import StarPOTrainer  # noqa: E402
 
 
 def demo_batches(cfg: Any, tokenizer: Any, steps: int) -> list[list[Any]]:
     """``steps`` rollout batches with reward variance (oracle / random mixture), on the native seeds."""
     policy = TokenizingPolicy(MixedPolicy(0.5, seed=cfg.trainer.seed), tokenizer)
-    engine = RolloutEngine(policy, rollout_config_for(cfg))
+    engine = RolloutEngine(policy, rollout_config(cfg.env.id, cfg.rollout))
     return [engine.run(train_specs(cfg, k)) for k in range(steps)]
 
 

@@ -43,11 +43,11 @@ def main() -> None:
     import vllm
 
     from ragen_bench.policies.hf import HFPolicy
-    from ragen_bench.rollout import EpisodeSpec, RolloutEngine
+    from ragen_bench.rollout import EpisodeSpec, RolloutEngine, rollout_config
     from ragen_bench.types import PolicyRequest, SamplingParams
     from ragen_train.config import apply_overrides, load_config
     from ragen_train.rollout_engine import VLLMRolloutEngine
-    from ragen_train.trainer import StarPOTrainer, rollout_config_for
+    from ragen_train.trainer import StarPOTrainer
 
     cfg = apply_overrides(load_config("cpu-bandit-lora"), [f"model.path={a.model}"])
     engine = VLLMRolloutEngine(a.model, dtype=a.dtype, max_batch_size=a.batch)
@@ -66,7 +66,7 @@ def main() -> None:
         EpisodeSpec(index=i, env_id=cfg.env.id, seed=i, group=i, env_config={"split": "validation"})
         for i in range(a.batch)
     ]
-    RolloutEngine(Recorder(), rollout_config_for(cfg)).run(specs)
+    RolloutEngine(Recorder(), rollout_config(cfg.env.id, cfg.rollout)).run(specs)
     requests = [r for r in seen if r.turn == 1][: a.batch]
     prompts = [list(r.prompt_token_ids) for r in requests]
     out: dict = {

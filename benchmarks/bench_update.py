@@ -4,7 +4,7 @@ rollouts replayed (issue 27 item 6).
     python benchmarks/bench_update.py --preset cpu-bandit-lora --model PATH --steps 1
     python benchmarks/bench_update.py --preset quickstart --steps 2 --out /tmp/u.json
 
-For each of ``--steps`` steps it plays one rollout with the preset's policy (``--engine``,
+For each of ``--steps`` steps it plays one rollout with the preset's policy (``--sampler``,
 default ``hf``; rollouts are not what is measured) and keeps the filtered samples, or reads
 them back from ``--samples FILE`` (written on the first run, so a second run replays the same
 tokens).  Then, from the same starting weights, optimizer state and RNG seed, it runs the
@@ -176,7 +176,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", default=None, help="model.path (default: the preset's)")
     ap.add_argument("--steps", type=int, default=1)
     ap.add_argument("--paths", default="shared_prefix,plain")
-    ap.add_argument("--engine", default="hf", help="rollout.sampler for the rollouts")
+    ap.add_argument(
+        "--sampler", default=None, help="rollout.sampler for the rollouts: hf (default), vllm, auto"
+    )
+    ap.add_argument("--engine", default=None, help=argparse.SUPPRESS)  # deprecated --sampler
     ap.add_argument("--samples", type=Path, default=None, help="replay file (written if absent)")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument(
@@ -184,6 +187,20 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("overrides", nargs="*", help="extra config key=value")
     args = ap.parse_args(argv)
+    if args.engine is not None:  # the old spelling, kept for one release
+        if args.sampler not in (None, args.engine):
+            print(
+                f"error: --sampler {args.sampler} and --engine {args.engine} disagree; use --sampler",
+                file=sys.stderr,
+            )
+            return 2
+        print(
+            "warning: --engine is deprecated in bench_update.py (removed in the next release); "
+            f"use --sampler {args.engine}",
+            file=sys.stderr,
+        )
+        args.sampler = args.engine
+    args.sampler = args.sampler or "hf"
     paths = [p.strip() for p in args.paths.split(",") if p.strip()]
     if args.steps < 1 or not paths:
         print("error: --steps must be >= 1 and --paths non-empty", file=sys.stderr)
@@ -198,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         f"trainer.out_dir={tmp}",
         "trainer.loggers=jsonl",
         "trainer.collapse_every=0",
-        f"rollout.sampler={args.engine}",
+        f"rollout.sampler={args.sampler}",
         *([f"model.path={args.model}"] if args.model else []),
         *args.overrides,
     ]

@@ -132,6 +132,17 @@ class RolloutConfig:
             **({"format_reminder": True} if self.format_reminder else {}),
         }
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RolloutConfig:
+        """The inverse of :meth:`as_dict`: a saved config (``run.json``'s ``rollout``, the
+        verl agent loop's settings) played exactly as saved, without the env's defaults.
+
+        Raises:
+            TypeError: an unknown field.  ValueError: a bad rollout or sampling setting.
+        """
+        values = dict(data)
+        return cls(sampling=_sampling_params(values.pop("sampling", None) or {}), **values)
+
 
 #: The agent-loop protocol fields of :class:`RolloutConfig` that a run's settings override
 #: (``RunRequest.rollout``, a training config's ``rollout`` section, ``ragen_protocol.json``).
@@ -201,16 +212,17 @@ def rollout_config(
     for k, v in (settings or {}).items():
         if v is not None:
             values[k] = v
-    sampling = values.pop("sampling", None) or {}
-    if isinstance(sampling, dict):
-        if temperature is not None:
-            sampling = {**sampling, "temperature": temperature}
-        sampling = SamplingParams(
-            **{k: (tuple(v) if k == "stop" else v) for k, v in sampling.items()}
-        )
-    elif temperature is not None:
+    sampling = _sampling_params(values.pop("sampling", None) or {})
+    if temperature is not None:
         sampling = replace(sampling, temperature=temperature)
     return RolloutConfig(sampling=sampling, **values)
+
+
+def _sampling_params(value: SamplingParams | dict[str, Any]) -> SamplingParams:
+    """``value`` itself, or the :class:`SamplingParams` of its mapping (``stop`` as a tuple)."""
+    if isinstance(value, SamplingParams):
+        return value
+    return SamplingParams(**{k: (tuple(v) if k == "stop" else v) for k, v in value.items()})
 
 
 @dataclass(frozen=True)

@@ -56,19 +56,6 @@ class RunRequest:
     preflight: bool = True  # check env packages and the endpoint before anything is created
 
 
-def rollout_config_from(env: str | EnvEntry, overrides: dict[str, Any] | None) -> RolloutConfig:
-    """Deprecated name of :func:`ragen_bench.rollout.rollout_config` (removed in the next
-    release)."""
-    import warnings
-
-    warnings.warn(
-        "ragen_bench.runner.rollout_config_from is deprecated; use ragen_bench.rollout.rollout_config",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return rollout_config(env, overrides)
-
-
 def default_run_id(env_id: str, model: str | None, backend: str) -> str:
     """``<UTC timestamp>-<6 random hex digits>_<EnvName>_<model>``, filesystem-safe.
 
@@ -695,14 +682,6 @@ def _endpoint_summary(
         )
 
 
-def _rollout_from_meta(meta: dict[str, Any]) -> RolloutConfig:
-    r = dict(meta["rollout"])
-    sampling = r.pop("sampling")
-    return RolloutConfig(
-        sampling=SamplingParams(**{**sampling, "stop": tuple(sampling.get("stop", ()))}), **r
-    )
-
-
 def missing_episodes(run_dir: RunDir, meta: dict[str, Any]) -> list[EpisodeSpec]:
     """The episodes of ``meta`` that ``episodes.jsonl`` lacks or holds as ``endpoint_error`` (to play)."""
     specs = make_specs(
@@ -724,7 +703,7 @@ def _play(
     on_start: Callable[[int, int], None] | None = None,
     on_turn: Callable[[int, Any], None] | None = None,
 ) -> Path:
-    rollout = _rollout_from_meta(meta)
+    rollout = RolloutConfig.from_dict(meta["rollout"])
     run_dir.repair()
     todo = missing_episodes(run_dir, meta)
     total = meta["episodes"]

@@ -34,7 +34,7 @@ from rich.markup import escape
 from ragen_bench.console import make_console, print_error
 from ragen_bench.interrupt import sigterm_as_interrupt
 
-from .backends.base import TRAINER_BACKENDS
+from .backends.registry import TRAINER_BACKENDS
 
 app = typer.Typer(
     add_completion=False,
@@ -404,12 +404,13 @@ def sft(
     ] = None,
 ) -> None:
     """Supervised warm start on oracle (or mixed, or JSONL) demonstrations, with StarPO's masks."""
+    from ragen_bench.rollout import rollout_config
+
     from .checkpoint import save_model
     from .config import TrainConfigError
     from .logger import MetricLogger
     from .modeling import check_device, load_policy, load_tokenizer
     from .sft import sft_samples, sft_train
-    from .trainer import rollout_config_for
 
     cfg = _load(config, overrides)
     dest = out or Path(cfg.trainer.out_dir) / "sft_model"
@@ -428,7 +429,7 @@ def sft(
         model = load_policy(cfg.model)
     except TrainConfigError as exc:
         raise _error(exc, "config error") from None
-    samples = sft_samples(cfg, tok, rollout_config_for(cfg, 1.0))
+    samples = sft_samples(cfg, tok, rollout_config(cfg.env.id, cfg.rollout, temperature=1.0))
     _info(f"{len(samples)} demonstration samples")
     if (log_dir / "metrics.jsonl").exists():
         (log_dir / "metrics.jsonl").unlink()  # only reached with trainer.overwrite=true

@@ -12,7 +12,7 @@ with each field's ``description`` and ``default``), ``ragen-train show-config --
 and the reference page ``docs/config-reference.md`` (``scripts/config_reference.py``).
 
 This module imports only the standard library and :class:`ragen_envs.ranges.Range`, so the
-sections declared outside :mod:`ragen_train.config` (:class:`ragen_train.filtering.FilterConfig`,
+sections declared outside :mod:`ragen_train.sections` (:class:`ragen_train.filtering.FilterConfig`,
 :class:`ragen_train.multienv.TrainEnv`) can use it without an import cycle.
 """
 

@@ -25,9 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from ragen_bench.fileio import atomic_write_json
+from ragen_bench.rollout import rollout_config
 
 from .checkpoint import save_model
-from .config import StarPOConfig, rollout_config_for
+from .config import StarPOConfig
 from .logger import MetricLogger
 from .modeling import load_policy, load_tokenizer
 from .plot import plot_metrics
@@ -94,7 +95,9 @@ def run_sft_then_starpo(
             log(
                 f"[ragen] SFT: playing {cfg.sft.episodes} demonstration episodes ({cfg.sft.demo_policy})"
             )
-        samples = sft_samples(cfg, tokenizer, rollout_config_for(trainer.cfg, 1.0))
+        samples = sft_samples(
+            cfg, tokenizer, rollout_config(trainer.cfg.env.id, trainer.cfg.rollout, temperature=1.0)
+        )
         total = sft_total_steps(cfg, len(samples))
         log(
             f"[ragen] SFT on {len(samples)} demonstration samples ({cfg.sft.demo_policy}), {total} steps"

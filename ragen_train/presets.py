@@ -25,7 +25,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from .config import (
+from .sections import (
     AlgorithmSection,
     EnvSection,
     FilterSection,

@@ -1,6 +1,6 @@
-"""Rollout engines for the native trainer: ``hf`` (transformers ``generate`` on the training
-model) and ``vllm`` (a colocated ``vllm.LLM`` in the trainer's process, kept in step with
-the trained weights).
+"""The samplers of the native trainer's rollouts (``rollout.sampler``): ``hf`` (transformers
+``generate`` on the training model) and ``vllm`` (a colocated ``vllm.LLM`` engine in the
+trainer's process, kept in step with the trained weights).
 
 Both plug into :class:`ragen_bench.rollout.RolloutEngine` as a
 :class:`~ragen_bench.policies.base.Policy`: the episode loop, prompts, parsing, rewards and
@@ -37,8 +37,7 @@ import torch
 
 from . import dist_state
 from .dist_state import full_tensor
-
-ENGINES = ("auto", "hf", "vllm")
+from .sections import SAMPLERS
 
 
 def vllm_available() -> bool:
@@ -46,17 +45,17 @@ def vllm_available() -> bool:
     return importlib.util.find_spec("vllm") is not None
 
 
-def resolve_engine(engine: str, model_path: str) -> str:
-    """The engine ``rollout.sampler`` selects: ``auto`` is ``vllm`` when vLLM is installed
+def resolve_sampler(sampler: str, model_path: str) -> str:
+    """The sampler ``rollout.sampler`` selects: ``auto`` is ``vllm`` when vLLM is installed
     and the model is not the tiny preset, else ``hf``.
 
     Raises:
-        ValueError: an unknown engine name.
+        ValueError: an unknown sampler name.
     """
-    if engine not in ENGINES:
-        raise ValueError(f"rollout.sampler must be one of {list(ENGINES)}, got {engine!r}")
-    if engine != "auto":
-        return engine
+    if sampler not in SAMPLERS:
+        raise ValueError(f"rollout.sampler must be one of {list(SAMPLERS)}, got {sampler!r}")
+    if sampler != "auto":
+        return sampler
     return "vllm" if model_path != "tiny" and vllm_available() else "hf"
 
 
@@ -381,12 +380,12 @@ class VLLMRolloutEngine:
 
 
 __all__ = [
-    "ENGINES",
     "NATIVE_BF16_FLAGS",
     "cpu_flags",
     "engine_dtype",
     "VLLMRolloutEngine",
     "merged_named_weights",
-    "resolve_engine",
+    "SAMPLERS",
+    "resolve_sampler",
     "vllm_available",
 ]

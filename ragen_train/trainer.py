@@ -37,7 +37,7 @@ from ragen_bench.diagnostics.text_stats import DegenerateWatch
 from ragen_bench.fileio import atomic_write_json
 from ragen_bench.policies.hf import HFPolicy
 from ragen_bench.records import EpisodeRecord
-from ragen_bench.rollout import EpisodeSpec, RolloutConfig
+from ragen_bench.rollout import EpisodeSpec, RolloutConfig, rollout_config
 
 from . import checkpoint as ckpt
 from . import distributed as dist_utils
@@ -186,7 +186,7 @@ class StarPOTrainer:
             if self.critic is not None
             else None
         )
-        self.engine_name, self.vllm_engine = self._build_engine(sync=model is not None)
+        self.sampler_name, self.vllm_engine = self._build_sampler(sync=model is not None)
         self.policy = (
             self.vllm_engine.policy
             if self.vllm_engine is not None
@@ -197,7 +197,7 @@ class StarPOTrainer:
                 max_batch_size=cfg.rollout.batch_size,
             )
         )
-        self.tis = alg.tis == "on" or (alg.tis == "auto" and self.engine_name == "vllm")
+        self.tis = alg.tis == "on" or (alg.tis == "auto" and self.sampler_name == "vllm")
         if self.tis and cfg.rollout.temperature != 1.0:
             warnings.warn(
                 "algorithm.tis needs rollout.temperature=1 (engines report log-probs at temperature 1); "
@@ -213,7 +213,7 @@ class StarPOTrainer:
         )
         self.allocator = GroupAllocator([e.weight for e in self.train_envs], cfg.rollout.env_groups)
         self.env_of_group: dict[int, int] = {}  # env index of every group of the last rollout
-        self.rollout_cfg = rollout_config_for(cfg, cfg.rollout.temperature)
+        self.rollout_cfg = rollout_config(cfg.env.id, cfg.rollout)
         self.layout = "trajectory" if self.rollout_cfg.context_mode == "full" else "turn"
         self.filter_cfg = FilterConfig.from_section(alg.filter)
         self.step = 0
@@ -241,16 +241,16 @@ class StarPOTrainer:
             self._resume(resume_dir)
 
     # ------------------------------------------------------------ configuration
-    def _build_engine(self, *, sync: bool) -> tuple[str, Any]:
+    def _build_sampler(self, *, sync: bool) -> tuple[str, Any]:
         """``("hf", None)`` or ``("vllm", VLLMRolloutEngine)`` for ``rollout.sampler``
         (see :mod:`ragen_train.rollout_engine`); ``sync`` loads the trainer's weights into a
         new engine (a model passed in, e.g. after SFT, differs from ``model.path``)."""
         from .config import TrainConfigError
         from .modeling import resolve_model_path
-        from .rollout_engine import resolve_engine
+        from .rollout_engine import resolve_sampler
 
         cfg = self.cfg
-        name = resolve_engine(cfg.rollout.sampler, cfg.model.path)
+        name = resolve_sampler(cfg.rollout.sampler, cfg.model.path)
         if name == "hf":
             return name, None
         from .rollout_engine import VLLMRolloutEngine, engine_dtype, vllm_available
@@ -319,7 +319,7 @@ class StarPOTrainer:
                 for m in range(r.group_size)
             ]
         self.model.eval()
-        configs = [rollout_config_for(self.cfg, r.temperature, e.id) for e in envs]
+        configs = [rollout_config(e.id, self.cfg.rollout, temperature=r.temperature) for e in envs]
         with (
             self._phase(f"step {step} rollouts", sum(map(len, specs))) as progress,
             dist_utils.unsharded(
@@ -413,7 +413,10 @@ class StarPOTrainer:
         ):
             parts = self._play_seeded(
                 specs,
-                [rollout_config_for(self.cfg, max(t, 0.0), e.id) for e in self.val_envs],
+                [
+                    rollout_config(e.id, self.cfg.rollout, temperature=max(t, 0.0))
+                    for e in self.val_envs
+                ],
                 [(prefix, 0, u) for u in range(n_units)],
                 "batch",
                 progress,
@@ -554,7 +557,7 @@ class StarPOTrainer:
     @property
     def max_turns(self) -> int:
         """The largest turn limit of the training envs (for ``norm_len``)."""
-        return max(rollout_config_for(self.cfg, 1.0, e.id).max_turns for e in self.train_envs)
+        return max(rollout_config(e.id, self.cfg.rollout).max_turns for e in self.train_envs)
 
     @property
     def _single_pass(self) -> bool:
@@ -1147,6 +1150,6 @@ __all__ = [
     "StarPOTrainer",
     "config_changes",  # re-exported from ragen_train.run_dir
     "episode_metrics",  # re-exported from ragen_train.metrics
-    "rollout_config_for",
+    "rollout_config_for",  # deprecated (ragen_train.config): use ragen_bench.rollout.rollout_config
     "seed_everything",
 ]

@@ -16,11 +16,12 @@ are imported only by the functions that need them).
 from __future__ import annotations
 
 from .attempts import AttemptTracker
-from .bundled import BundledDataset, bundled_info, list_bundled, load_bundled
+from .bundled import BundledDataset, bundled_info, list_bundled
 from .loaders import (
     SOURCE_SPLIT_KEY,
     DataSourceError,
     MissingExtraError,
+    load_bundled,
     load_hub,
     load_source,
     read_records,

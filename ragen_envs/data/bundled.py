@@ -11,7 +11,9 @@ and its SHA-256.  The registry is the set of sidecars: :func:`list_bundled` read
 so adding a data set means adding a file and its sidecar to the env's ``bundled/``
 folder (``scripts/build_bundled.py`` rebuilds ours).
 
-Load one with ``load_source("bundled:<name>")`` or :func:`load_bundled`.
+Load one with ``load_source("bundled:<name>")`` or
+:func:`ragen_envs.data.loaders.load_bundled`; this module only finds and describes them
+(it imports no reader, so ``loaders`` imports it in one direction).
 """
 
 from __future__ import annotations
@@ -23,8 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .loaders import read_records
-
 __all__ = [
     "BUNDLED_GLOB",
     "PERMISSIVE_LICENSES",
@@ -33,7 +33,6 @@ __all__ = [
     "bundled_dirs",
     "bundled_info",
     "list_bundled",
-    "load_bundled",
 ]
 
 _ENVS_DIR = Path(__file__).resolve().parents[1] / "envs"
@@ -143,12 +142,3 @@ def file_sha256(path: Path) -> str:
         for block in iter(lambda: fh.read(1 << 16), b""):
             h.update(block)
     return h.hexdigest()
-
-
-def load_bundled(name: str) -> list[dict[str, Any]]:
-    """The records of bundled data set ``name`` (in file order).
-
-    Raises:
-        KeyError: unknown name.
-    """
-    return read_records(bundled_info(name).path)

@@ -33,11 +33,14 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .bundled import bundled_info
+
 __all__ = [
     "SOURCE_SPLIT_KEY",
     "DataSourceError",
     "ENVS_EXTRAS",
     "MissingExtraError",
+    "load_bundled",
     "load_hub",
     "load_source",
     "read_records",
@@ -270,11 +273,18 @@ def _load_path(path: Path) -> list[dict[str, Any]]:
     return records if split is None else [{**rec, SOURCE_SPLIT_KEY: split} for rec in records]
 
 
+def load_bundled(name: str) -> list[dict[str, Any]]:
+    """The records of bundled data set ``name`` (:mod:`ragen_envs.data.bundled`), in file order.
+
+    Raises:
+        KeyError: unknown name.
+    """
+    return read_records(bundled_info(name).path)
+
+
 @functools.lru_cache(maxsize=16)
 def _load_source_cached(spec: str) -> tuple[dict[str, Any], ...]:
     if spec.startswith("bundled:"):
-        from .bundled import load_bundled
-
         return tuple(load_bundled(spec[len("bundled:") :]))
     if spec.startswith("hub:"):
         rest = spec[len("hub:") :]

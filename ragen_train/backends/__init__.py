@@ -14,6 +14,7 @@ are the same everywhere; only the optimiser side differs.  See ``docs/backends.m
 
 from __future__ import annotations
 
-from .base import TRAINER_BACKENDS, BackendResult, TrainerBackend, get_backend
+from .base import BackendResult, TrainerBackend
+from .registry import TRAINER_BACKENDS, get_backend
 
 __all__ = ["TRAINER_BACKENDS", "BackendResult", "TrainerBackend", "get_backend"]

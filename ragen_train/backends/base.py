@@ -10,7 +10,7 @@ A back-end trains a policy on a ragen environment.  It receives one
   fixed seeds ``0 .. val_episodes-1`` of the validation split
   (:func:`ragen_train.backends.common.train_specs` / ``val_specs``);
 * the agent-loop protocol (prompts, parser, format penalty, turn and action budgets:
-  :func:`ragen_train.config.rollout_config_for`), so the prompt text, the parsing and the
+  :func:`ragen_bench.rollout.rollout_config` of ``cfg.env.id`` and ``cfg.rollout``), so the prompt text, the parsing and the
   reward of a response are the same under every back-end;
 * the model (``model.path``, dtype, device, LoRA) and the algorithm settings
   (``algorithm.*``, ``optim.*``), which a back-end maps onto its own options as far as
@@ -25,12 +25,9 @@ quantities — ``train/success``, ``train/return``, ``train/format_valid_rate``,
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
-
-from ragen_bench.registry import Registry
 
 if TYPE_CHECKING:  # the config imports torch; naming a back-end must not
     from ..config import StarPOConfig
@@ -74,39 +71,3 @@ class TrainerBackend(Protocol):
             TrainConfigError: a setting of ``cfg`` that this back-end cannot express.
         """
         ...
-
-
-#: Trainer back-end factories by the name ``ragen-train starpo --trainer`` takes (each
-#: imports its library lazily: TRL and verl are optional).  Metadata: ``resume`` — the
-#: back-end continues a run (``ragen-train starpo --resume``).
-TRAINER_BACKENDS: Registry[Callable[[], TrainerBackend]] = Registry("trainer back-end")
-
-
-@TRAINER_BACKENDS.register("native", resume=True)
-def _native() -> TrainerBackend:
-    from .native import NativeBackend
-
-    return NativeBackend()
-
-
-@TRAINER_BACKENDS.register("trl", resume=True)
-def _trl() -> TrainerBackend:
-    from .trl_backend import TRLBackend
-
-    return TRLBackend()
-
-
-@TRAINER_BACKENDS.register("verl")
-def _verl() -> TrainerBackend:
-    from .verl_backend import VerlBackend
-
-    return VerlBackend()
-
-
-def get_backend(name: str) -> TrainerBackend:
-    """The back-end called ``name``.
-
-    Raises:
-        KeyError: unknown name (:class:`~ragen_bench.registry.UnknownNameError`).
-    """
-    return TRAINER_BACKENDS.get(name)()

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ragen_bench.records import EpisodeRecord
-from ragen_bench.rollout import EpisodeSpec, RolloutConfig
+from ragen_bench.rollout import EpisodeSpec, RolloutConfig, rollout_config
 
 from ..batch import BuildStats, Sample, build_samples
 from ..config import StarPOConfig, TrainConfigError
@@ -362,11 +362,10 @@ def evaluate_policy(
     from ragen_bench.policies.hf import HFPolicy
     from ragen_bench.rollout import RolloutEngine
 
-    from ..config import rollout_config_for
     from ..metrics import episode_metrics
 
     t = cfg.trainer.val_temperature if temperature is None else temperature
-    rcfg = rollout_config_for(cfg, max(t, 0.0))
+    rcfg = rollout_config(cfg.env.id, cfg.rollout, temperature=max(t, 0.0))
     was_training = bool(getattr(model, "training", False))
     dev = device or str(next(model.parameters()).device)
     policy = HFPolicy(model, tokenizer, device=dev, max_batch_size=cfg.rollout.batch_size)

@@ -45,11 +45,11 @@ import numpy as np
 
 from ragen_bench.policies.base import Policy
 from ragen_bench.records import EpisodeRecord
-from ragen_bench.rollout import EpisodeSpec, RolloutEngine
+from ragen_bench.rollout import EpisodeSpec, RolloutEngine, rollout_config
 from ragen_envs import jsonutil
 
 from ..advantages import ADVANTAGE_ESTIMATORS
-from ..config import StarPOConfig, TrainConfigError, rollout_config_for
+from ..config import StarPOConfig, TrainConfigError
 from ..losses import AGG_MODES, KL_ESTIMATORS
 from ..metrics import episode_metrics
 from ..schedules import hf_scheduler_type
@@ -283,7 +283,7 @@ def trl_settings(
             shape does not divide (all offending fields are named).
     """
     r, alg, opt, t = cfg.rollout, cfg.algorithm, cfg.optim, cfg.trainer
-    require_one_row_per_episode(cfg, rollout_config_for(cfg), "trl")
+    require_one_row_per_episode(cfg, rollout_config(cfg.env.id, cfg.rollout), "trl")
     notes: list[MappingNote] = []
     add = lambda f, s, d: notes.append(MappingNote(f, s, d))  # noqa: E731
     if r.sampler == "vllm":
@@ -324,7 +324,7 @@ def trl_settings(
         f"{alg.grpo_eps:g} and sets constant groups (population std <= 1e-6) to exactly 0",
     )
     norm_len = float(
-        alg.norm_len or r.max_new_tokens * rollout_config_for(cfg).max_turns
+        alg.norm_len or r.max_new_tokens * rollout_config(cfg.env.id, cfg.rollout).max_turns
     )  # as the native trainer
     loss_type, length = AGG_MODES.meta(alg.loss_agg_mode, "trl")
     norm = norm_len if length == "norm_len" else length
@@ -606,7 +606,7 @@ class RagenRolloutFunc:
         self.tokenizer = tokenizer
         self.policy = policy
         self.records_fn = records_fn
-        self.rollout_cfg = rollout_config_for(cfg)
+        self.rollout_cfg = rollout_config(cfg.env.id, cfg.rollout)
         require_one_row_per_episode(cfg, self.rollout_cfg, "trl")
         self.layout = layout_of(self.rollout_cfg)
         self.fcfg = filter_config(cfg)

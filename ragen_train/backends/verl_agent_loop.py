@@ -39,7 +39,7 @@ from typing import Any
 
 from ragen_bench.chat import ChatTokens
 from ragen_bench.policies.base import Policy
-from ragen_bench.rollout import EpisodeSpec, RolloutConfig, RolloutEngine
+from ragen_bench.rollout import EpisodeSpec, RolloutConfig, RolloutEngine, rollout_config
 from ragen_bench.types import Generation, PolicyRequest, SamplingParams
 from ragen_envs import jsonutil
 
@@ -161,12 +161,10 @@ class RagenLoopSettings:
 
     @classmethod
     def from_config(cls, cfg: Any, episode_log: str | None = None) -> RagenLoopSettings:
-        from ..trainer import rollout_config_for
-
         return cls(
             env_id=cfg.env.id,
             env_config=dict(cfg.env.config),
-            rollout=rollout_config_for(cfg).as_dict(),
+            rollout=rollout_config(cfg.env.id, cfg.rollout).as_dict(),
             reward_placement=cfg.rollout.reward_placement,
             episode_log=episode_log,
         )
@@ -179,10 +177,8 @@ class RagenLoopSettings:
         return cls(**(json.loads(text) if isinstance(text, str) else dict(text)))
 
     def rollout_config(self) -> RolloutConfig:
-        values = dict(self.rollout)
-        s = dict(values.pop("sampling", {}) or {})
-        s["stop"] = tuple(s.get("stop") or ())
-        return RolloutConfig(sampling=SamplingParams(**s), **values)
+        """The saved :attr:`rollout` as a :class:`RolloutConfig` (:meth:`RolloutConfig.from_dict`)."""
+        return RolloutConfig.from_dict(self.rollout)
 
 
 @dataclass

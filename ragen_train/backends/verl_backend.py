@@ -239,10 +239,10 @@ def verl_settings(
     Raises:
         TrainConfigError: a setting verl cannot express has a non-default value (all named).
     """
-    from ..trainer import rollout_config_for
+    from ragen_bench.rollout import rollout_config
 
     r, alg, opt, t, m = cfg.rollout, cfg.algorithm, cfg.optim, cfg.trainer, cfg.model
-    rcfg = rollout_config_for(cfg)
+    rcfg = rollout_config(cfg.env.id, cfg.rollout)
     require_one_row_per_episode(cfg, rcfg, "verl")
     notes: list[MappingNote] = []
     add = lambda f, s, d: notes.append(MappingNote(f, s, d))  # noqa: E731

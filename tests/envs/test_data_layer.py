@@ -20,13 +20,13 @@ from ragen_envs.data.bundled import (
     bundled_dirs,
     file_sha256,
     list_bundled,
-    load_bundled,
 )
 from ragen_envs.data.loaders import (
     ENVS_EXTRAS,
     SOURCE_SPLIT_KEY,
     DataSourceError,
     MissingExtraError,
+    load_bundled,
     load_hub,
     load_source,
     read_records,

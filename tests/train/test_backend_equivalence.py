@@ -233,8 +233,7 @@ class TinyModelServer:
 def test_verl_agent_loop_with_tiny_model_matches_native_rollout(tmp_path: Path) -> None:
     """A real model behind verl's interface: the agent loop's output equals the native sample (greedy)."""
     from ragen_bench.policies.hf import HFPolicy
-    from ragen_bench.rollout import RolloutEngine
-    from ragen_train.trainer import rollout_config_for
+    from ragen_bench.rollout import RolloutEngine, rollout_config
 
     cfg = load_config(
         "quickstart",
@@ -251,7 +250,7 @@ def test_verl_agent_loop_with_tiny_model_matches_native_rollout(tmp_path: Path) 
     )
     trainer = StarPOTrainer(cfg)
     policy = HFPolicy(trainer.model, trainer.tokenizer, max_batch_size=1)
-    rcfg = rollout_config_for(cfg, 0.0)
+    rcfg = rollout_config(cfg.env.id, cfg.rollout, temperature=0.0)
     specs = [
         s for s in train_specs(cfg, 1) if s.member == 0
     ]  # greedy: one member per seed suffices

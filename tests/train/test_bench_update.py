@@ -44,3 +44,24 @@ def test_bench_update_replays_the_same_samples_through_both_paths(tmp_path: Path
 def test_bench_update_refuses_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
     assert _bench().main(["--steps", "0"]) == 2
     assert "--steps must be >= 1" in capsys.readouterr().err
+
+
+def test_bench_update_sampler_flag_and_its_deprecated_engine_alias(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--sampler`` sets ``rollout.sampler`` (a bad value is the config's one-line error);
+    the old ``--engine`` still does, with one ``warning:`` line, and is hidden from --help."""
+    bench = _bench()
+    assert bench.main(["--preset", "quickstart", "--sampler", "sglang"]) == 2
+    err = capsys.readouterr().err
+    assert "rollout.sampler" in err and "sglang" in err and "warning" not in err
+    assert bench.main(["--preset", "quickstart", "--engine", "sglang"]) == 2
+    err = capsys.readouterr().err
+    assert "warning: --engine is deprecated" in err and "use --sampler sglang" in err
+    assert "rollout.sampler" in err and "sglang" in err.split("error:", 1)[1]
+    assert bench.main(["--sampler", "hf", "--engine", "vllm"]) == 2
+    assert "disagree; use --sampler" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        bench.main(["--help"])
+    out = capsys.readouterr().out
+    assert "--sampler" in out and "--engine" not in out

@@ -72,13 +72,13 @@ def one_error_line(result, prefix: str) -> str:
 
 # ------------------------------------------------------------------ eval protocol
 def test_eval_takes_the_whole_training_protocol_from_config_json(tmp_path: Path) -> None:
-    from ragen_train.trainer import rollout_config_for
+    from ragen_bench.rollout import rollout_config
 
     run, cfg = fake_run(tmp_path, PROTOCOL)
     plan = plan_eval(run / "final_model")
     assert plan.source == (run / "config.json").absolute() and plan.run_name == "quickstart"
     # exactly what the trainer's validation plays (same function, val temperature)
-    assert plan.resolved == rollout_config_for(cfg, 0.3)
+    assert plan.resolved == rollout_config(cfg.env.id, cfg.rollout, temperature=0.3)
     r = plan.resolved
     assert (r.enable_think, r.system_prompt, r.context_mode, r.context_window) == (
         False,

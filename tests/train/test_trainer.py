@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from ragen_bench.rollout import EpisodeSpec, RolloutEngine
+from ragen_bench.rollout import EpisodeSpec, RolloutEngine, rollout_config
 from ragen_bench.validate import validate_file
 from ragen_train.batch import build_samples
 from ragen_train.config import load_config
 from ragen_train.sft import MixedPolicy, TokenizingPolicy
-from ragen_train.trainer import StarPOTrainer, rollout_config_for
+from ragen_train.trainer import StarPOTrainer
 
 
 def tiny_cfg(tmp_path: Path, *extra: str):
@@ -46,7 +46,9 @@ def mixed_samples(trainer: StarPOTrainer, n_groups: int = 4, group_size: int = 4
         for g in range(n_groups)
         for m in range(group_size)
     ]
-    records = RolloutEngine(policy, rollout_config_for(trainer.cfg, 1.0)).run(specs)
+    records = RolloutEngine(
+        policy, rollout_config(trainer.cfg.env.id, trainer.cfg.rollout, temperature=1.0)
+    ).run(specs)
     samples, _ = build_samples(records, layout=trainer.layout)
     return samples
 

@@ -158,10 +158,10 @@ def test_reward_function_and_prompt_groups() -> None:
 
 
 def test_sft_then_trl_run_writes_metrics_and_an_evaluable_checkpoint(tmp_path: Path) -> None:
+    from ragen_bench.rollout import rollout_config
     from ragen_bench.validate import validate_file
     from ragen_train.modeling import load_policy, load_tokenizer
     from ragen_train.sft import sft_samples, sft_train
-    from ragen_train.trainer import rollout_config_for
 
     out = tmp_path / "run"
     cfg = load_config(
@@ -183,7 +183,12 @@ def test_sft_then_trl_run_writes_metrics_and_an_evaluable_checkpoint(tmp_path: P
         ],
     )
     tok, model = load_tokenizer(cfg.model.path), load_policy(cfg.model)
-    hist = sft_train(model, tok, sft_samples(cfg, tok, rollout_config_for(cfg, 1.0)), cfg)
+    hist = sft_train(
+        model,
+        tok,
+        sft_samples(cfg, tok, rollout_config(cfg.env.id, cfg.rollout, temperature=1.0)),
+        cfg,
+    )
     assert len(hist) == 3 and all(math.isfinite(h["sft/loss"]) for h in hist)
 
     res = get_backend("trl").train(cfg, model=model, tokenizer=tok)

@@ -127,7 +127,7 @@ def trainer(tmp_path_factory):
 
 
 def test_two_starpo_steps_with_vllm_engine_sync_the_trained_weights(trainer) -> None:
-    assert trainer.engine_name == "vllm" and trainer.tis
+    assert trainer.sampler_name == "vllm" and trainer.tis
     prompt, cont = _continuation(trainer.tokenizer)
     before = _engine_logprobs(trainer.vllm_engine, prompt, cont)
     assert (
@@ -157,11 +157,10 @@ def test_vllm_and_hf_engines_give_the_same_masks_and_rewards_for_a_scripted_epis
     """Greedy decoding makes the episode scripted: both engines must pick the same tokens,
     and then the samples the trainer builds (ids, loss masks, rewards) must be identical."""
     from ragen_bench.policies.hf import HFPolicy
-    from ragen_bench.rollout import EpisodeSpec, RolloutEngine
+    from ragen_bench.rollout import EpisodeSpec, RolloutEngine, rollout_config
     from ragen_train.batch import build_samples
     from ragen_train.config import apply_overrides
     from ragen_train.modeling import unwrap
-    from ragen_train.trainer import rollout_config_for
 
     cfg = apply_overrides(
         trainer.cfg,
@@ -172,7 +171,7 @@ def test_vllm_and_hf_engines_give_the_same_masks_and_rewards_for_a_scripted_epis
             "rollout.max_new_tokens=12",
         ],
     )
-    rcfg = rollout_config_for(cfg, temperature=0.0)
+    rcfg = rollout_config(cfg.env.id, cfg.rollout, temperature=0.0)
     specs = [
         EpisodeSpec(
             index=i, env_id=cfg.env.id, seed=100 + i, group=i, env_config={"split": "validation"}

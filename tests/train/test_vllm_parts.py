@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from ragen_train.losses import tis_weights
-from ragen_train.rollout_engine import merged_named_weights, resolve_engine, vllm_available
+from ragen_train.rollout_engine import merged_named_weights, resolve_sampler, vllm_available
 
 
 def test_lora_merged_for_the_sync_equals_peft_merge_and_unload() -> None:
@@ -54,12 +54,12 @@ def test_tis_weights_are_the_capped_ratio_inside_the_mask() -> None:
         tis_weights(old, rollout[:, :2], cap=2.0)
 
 
-def test_rollout_engine_auto_is_hf_for_tiny_and_vllm_for_real_models_when_installed() -> None:
-    assert resolve_engine("auto", "tiny") == "hf"
-    assert resolve_engine("auto", "/models/qwen") == ("vllm" if vllm_available() else "hf")
-    assert resolve_engine("hf", "/models/qwen") == "hf"
+def test_sampler_auto_is_hf_for_tiny_and_vllm_for_real_models_when_installed() -> None:
+    assert resolve_sampler("auto", "tiny") == "hf"
+    assert resolve_sampler("auto", "/models/qwen") == ("vllm" if vllm_available() else "hf")
+    assert resolve_sampler("hf", "/models/qwen") == "hf"
     with pytest.raises(ValueError, match="rollout.sampler"):
-        resolve_engine("sglang", "tiny")
+        resolve_sampler("sglang", "tiny")
 
 
 def test_rollout_engine_vllm_without_vllm_is_a_one_line_config_error(tmp_path) -> None:

@@ -41,7 +41,7 @@ from ...dataset_env import DatasetEnv
 from .protocol import ACCEPTED, TIMEOUT, LeanMessage, TacticCheck, mentions_sorry, state_signature
 from .render import LogEntry, render_observation
 from .theorems import Theorem, load_theorems, source_split
-from .verifier import Verifier, VerifierError, make_verifier, resolve_spec
+from .verifier import Verifier, VerifierError, VerifierSpec, resolve_spec
 
 __all__ = ["AUTOMATION_TACTICS", "LeanEnv", "RANDOM_TACTICS"]
 
@@ -87,6 +87,26 @@ def _bad_character(text: str) -> str | None:
         if cat in ("Cc", "Cs") or ch in "\u2028\u2029":
             return f"U+{ord(ch):04X}"
     return None
+
+
+def make_verifier(spec: VerifierSpec, config: Mapping[str, Any]) -> Verifier:
+    """Build the back-end named by ``spec`` with the env config's timeouts and retries.
+
+    Raises:
+        MissingExtraError: the Kimina back-end and ``httpx`` is not installed.
+        VerifierError: the replay file cannot be read.
+    """
+    if spec.kind == "kimina":
+        from .kimina import KiminaVerifier
+
+        return KiminaVerifier(spec.url, config)
+    if spec.kind == "repl":
+        from .repl import ReplVerifier
+
+        return ReplVerifier(spec.command, config)
+    from .replay import ReplayVerifier
+
+    return ReplayVerifier(spec.path)
 
 
 class LeanEnv(DatasetEnv):

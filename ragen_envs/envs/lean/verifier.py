@@ -34,9 +34,8 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from .protocol import TacticCheck
 from .theorems import Theorem
@@ -51,7 +50,6 @@ __all__ = [
     "axioms_query",
     "build_proof",
     "declaration_name",
-    "make_verifier",
     "parse_spec",
     "resolve_spec",
 ]
@@ -218,23 +216,3 @@ class Verifier:
 
     def close(self) -> None:
         """Release connections and processes (idempotent)."""
-
-
-def make_verifier(spec: VerifierSpec, config: Mapping[str, Any]) -> Verifier:
-    """Build the back-end named by ``spec`` with the env config's timeouts and retries.
-
-    Raises:
-        MissingExtraError: the Kimina back-end and ``httpx`` is not installed.
-        VerifierError: the replay file cannot be read.
-    """
-    if spec.kind == "kimina":
-        from .kimina import KiminaVerifier
-
-        return KiminaVerifier(spec.url, config)
-    if spec.kind == "repl":
-        from .repl import ReplVerifier
-
-        return ReplVerifier(spec.command, config)
-    from .replay import ReplayVerifier
-
-    return ReplayVerifier(spec.path)
