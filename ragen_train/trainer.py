@@ -44,7 +44,7 @@ from . import distributed as dist_utils
 from . import run_dir
 from .advantages import ADVANTAGE_ESTIMATORS, needs_critic
 from .batch import Sample, TensorBatch, build_samples, collate
-from .config import StarPOConfig, rollout_config_for, validate
+from .config import StarPOConfig, validate
 from .filtering import FilterConfig, group_scores, group_values, select_groups
 from .logger import MetricLogger
 from .logprobs import (
@@ -1150,6 +1150,5 @@ __all__ = [
     "StarPOTrainer",
     "config_changes",  # re-exported from ragen_train.run_dir
     "episode_metrics",  # re-exported from ragen_train.metrics
-    "rollout_config_for",  # deprecated (ragen_train.config): use ragen_bench.rollout.rollout_config
     "seed_everything",
 ]

@@ -19,13 +19,13 @@ import tempfile
 
 import torch
 
-from ragen_bench.rollout import EpisodeSpec, RolloutEngine
+from ragen_bench.rollout import EpisodeSpec, RolloutEngine, rollout_config
 from ragen_train import distributed
 from ragen_train.batch import build_samples
 from ragen_train.config import load_config
 from ragen_train.modeling import unwrap
 from ragen_train.sft import MixedPolicy, TokenizingPolicy
-from ragen_train.trainer import StarPOTrainer, rollout_config_for
+from ragen_train.trainer import StarPOTrainer
 
 
 def main() -> None:
@@ -55,7 +55,9 @@ def main() -> None:
         for g in range(4)
         for m in range(4)
     ]
-    records = RolloutEngine(policy, rollout_config_for(cfg, 1.0)).run(specs)
+    records = RolloutEngine(policy, rollout_config(cfg.env.id, cfg.rollout, temperature=1.0)).run(
+        specs
+    )
     samples, _ = build_samples(records)
     mine = set(distributed.groups_for_rank(4, trainer.dist))
     local = [
