@@ -141,19 +141,26 @@ def apply_lora(model: Any, cfg: LoraConfig) -> Any:
 
 
 def load_critic(cfg: ModelConfig) -> Any:
-    """A value model ``(B, L) -> (B, L)`` initialised from the policy weights.
+    """A value model ``(B, L) -> (B, L)`` initialised from the policy weights, without
+    dropout on its value head (so the critic's update is the same on any process count).
 
     Raises:
         TrainConfigError: ``cfg.device`` is not usable here (:func:`check_device`).
     """
     check_device(cfg.device)
-    from transformers import AutoModelForTokenClassification
+    from transformers import AutoConfig, AutoModelForTokenClassification
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
     hf_logging.set_verbosity_error()  # "some weights newly initialised" is expected for the value head
+    # classifier_dropout=0: no dropout on the value head (verl's critic sets the same,
+    # verl/workers/fsdp_workers.py).  Its masks would come from each rank's RNG stream, so
+    # 1 and 2 processes would train different critics from the same batch.
+    path = resolve_model_path(cfg.path)
+    config = AutoConfig.from_pretrained(path, num_labels=1)
+    config.classifier_dropout = 0.0
     critic = AutoModelForTokenClassification.from_pretrained(
-        resolve_model_path(cfg.path), num_labels=1, dtype=torch.float32
+        path, config=config, dtype=torch.float32
     )
     hf_logging.set_verbosity_warning()
     if critic.config.pad_token_id is None:

@@ -571,9 +571,10 @@ class StarPOTrainer:
         """Policy, reference and critic in eval mode (no dropout) for the statistics of the
         batch; :meth:`_minibatch` switches the policy and critic back to train mode.
 
-        The critic's value head has dropout (0.1 for the tiny model): values computed in train
-        mode would carry dropout noise into GAE, and a resumed run (whose freshly loaded
-        critic is in eval mode) would differ from the uninterrupted one."""
+        A model whose config has dropout (a user's own policy; the critic's value head has none,
+        :func:`ragen_train.modeling.load_critic`) would otherwise carry dropout noise into the
+        old log-probs and GAE, and a resumed run (whose freshly loaded models are in eval
+        mode) would differ from the uninterrupted one."""
         for m in (self.model, self.ref, self.critic):
             if m is not None:
                 m.eval()

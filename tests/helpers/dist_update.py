@@ -1,21 +1,29 @@
-"""One StarPO update on a fixed batch; run alone or under torchrun (tests/train/test_distributed.py).
+"""One StarPO update on a fixed batch per case; run alone or under torchrun
+(tests/train/test_distributed.py).
 
-    python tests/helpers/dist_update.py OUT.pt [estimator [key=value ...]]
-    python -m torch.distributed.run --nproc_per_node 2 tests/helpers/dist_update.py OUT.pt [estimator [key=value ...]]
+    python tests/helpers/dist_update.py OUT_DIR CASE [CASE ...]
+    python -m torch.distributed.run --nproc_per_node 2 tests/helpers/dist_update.py OUT_DIR CASE ...
+
+A CASE is ``estimator`` or ``estimator:strategy`` (``grpo:ddp``, ``gae:fsdp2``); every case
+runs in this one launch (process startup costs more than the update), each with a fresh
+trainer, and rank 0 saves ``OUT_DIR/<estimator>-<strategy>.pt`` (``<estimator>-one.pt`` for
+a plain case): the policy's parameters, and the critic's under ``critic.`` for GAE.
 
 Adam's epsilon is raised (1e-3) for this check: with the default 1e-8 the first Adam step
 is ``lr * g / |g|`` and turns float noise in near-zero gradients (different summation
 order across ranks) into differences of order ``lr``.
 
 Every process builds the same fixed samples (token-exact demonstrations with reward
-variance), keeps the groups of its rank (g % world == rank) and runs one update; rank 0
-saves the policy's parameters.
+variance), keeps the groups of its rank (g % world == rank) and runs one update.
 """
 
 from __future__ import annotations
 
+import gc
 import sys
 import tempfile
+from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -28,9 +36,16 @@ from ragen_train.sft import MixedPolicy, TokenizingPolicy
 from ragen_train.trainer import StarPOTrainer
 
 
-def main() -> None:
-    out = sys.argv[1]
-    estimator = sys.argv[2] if len(sys.argv) > 2 else "grpo"
+def full_state(module: Any) -> dict[str, torch.Tensor]:
+    """Every parameter as a full CPU tensor (FSDP2 DTensors are gathered: a collective)."""
+    return {
+        k: (v.full_tensor() if hasattr(v, "full_tensor") else v).detach().cpu().clone()
+        for k, v in unwrap(module).state_dict().items()
+    }
+
+
+def run_case(out_dir: Path, estimator: str, strategy: str | None) -> StarPOTrainer:
+    """One update of a fresh trainer; rank 0 writes the result file.  Returns the trainer."""
     tmp = tempfile.mkdtemp()
     cfg = load_config(
         "quickstart",
@@ -45,7 +60,7 @@ def main() -> None:
             "algorithm.kl_coef=0.05",
             "algorithm.entropy_coef=0.01",
             "algorithm.loss_agg_mode=seq-mean-token-mean",
-            *sys.argv[3:],
+            *([f"trainer.distributed={strategy}"] if strategy else []),
         ],
     )
     trainer = StarPOTrainer(cfg)
@@ -55,23 +70,30 @@ def main() -> None:
         for g in range(4)
         for m in range(4)
     ]
-    records = RolloutEngine(policy, rollout_config(cfg.env.id, cfg.rollout, temperature=1.0)).run(
-        specs
-    )
-    samples, _ = build_samples(records)
+    config = rollout_config(cfg.env.id, cfg.rollout, temperature=1.0)
+    samples, _ = build_samples(RolloutEngine(policy, config).run(specs))
     mine = set(distributed.groups_for_rank(4, trainer.dist))
-    local = [
-        s for s in samples if s.group in mine
-    ]  # one mini-batch: the global batch is the same set
-    trainer._update(local, 1.0)
-    # FSDP2 holds sharded DTensors: gather every full tensor (a collective) before rank 0 saves.
-    state = {
-        k: (v.full_tensor() if hasattr(v, "full_tensor") else v).detach().cpu().clone()
-        for k, v in unwrap(trainer.model).state_dict().items()
-    }
+    # One mini-batch: the global batch is the same set of groups in every launch.
+    trainer._update([s for s in samples if s.group in mine], 1.0)
+    state = full_state(trainer.model)
+    if trainer.critic is not None:
+        state |= {f"critic.{k}": v for k, v in full_state(trainer.critic).items()}
     if trainer.dist.is_main:
-        torch.save(state, out)
-    trainer.close()
+        torch.save(state, out_dir / f"{estimator}-{strategy or 'one'}.pt")
+    return trainer
+
+
+def main() -> None:
+    out_dir = Path(sys.argv[1])
+    cases = [c.partition(":")[::2] for c in sys.argv[2:]]
+    trainer = None
+    for estimator, strategy in cases:
+        if trainer is not None:  # free the previous case's wrapped models before the next
+            del trainer
+            gc.collect()
+        trainer = run_case(out_dir, estimator, strategy or None)
+    if trainer is not None:
+        trainer.close()
     if torch.distributed.is_initialized():  # close() must leave the process group
         raise SystemExit("StarPOTrainer.close() left the process group initialised")
 

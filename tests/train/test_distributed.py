@@ -27,31 +27,30 @@ def run(cmd: list[str], cwd: Path) -> None:
     assert proc.returncode == 0, proc.stderr[:6000] + "\n[...]\n" + proc.stderr[-3000:]
 
 
+ESTIMATORS = ("grpo", "gae")
+STRATEGIES = ("ddp", "fsdp2")
+
+
+@pytest.fixture(scope="module")
+def updates(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every case in two launches: one process, then ``torchrun`` with 2 processes."""
+    out = tmp_path_factory.mktemp("updates")
+    run([sys.executable, str(SCRIPT), str(out), *ESTIMATORS], out)
+    cases = [f"{e}:{s}" for e in ESTIMATORS for s in STRATEGIES]
+    launch = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"]
+    run([*launch, "--standalone", str(SCRIPT), str(out), *cases], out)
+    return out
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    ("estimator", "strategy"),
-    [("grpo", "ddp"), ("gae", "ddp"), ("grpo", "fsdp2"), ("gae", "fsdp2")],
-)
-def test_two_processes_match_one(tmp_path: Path, estimator: str, strategy: str) -> None:
-    one, two = tmp_path / "one.pt", tmp_path / "two.pt"
-    run([sys.executable, str(SCRIPT), str(one), estimator], tmp_path)
-    run(
-        [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--nproc_per_node",
-            "2",
-            "--standalone",
-            str(SCRIPT),
-            str(two),
-            estimator,
-            f"trainer.distributed={strategy}",
-        ],
-        tmp_path,
-    )
-    a, b = torch.load(one), torch.load(two)
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_two_processes_match_one(updates: Path, estimator: str, strategy: str) -> None:
+    """Policy (and, for GAE, critic) parameters after one update: 2 processes == 1."""
+    a = torch.load(updates / f"{estimator}-one.pt")
+    b = torch.load(updates / f"{estimator}-{strategy}.pt")
     assert a.keys() == b.keys()
+    assert any(k.startswith("critic.") for k in a) == (estimator == "gae")
     from transformers import AutoModelForCausalLM
 
     from ragen_bench.tiny import tiny_model_path
@@ -62,5 +61,9 @@ def test_two_processes_match_one(tmp_path: Path, estimator: str, strategy: str) 
         assert torch.allclose(a[k], b[k], atol=1e-6, rtol=1e-4), (
             f"{k}: max diff {(a[k] - b[k]).abs().max()}"
         )
-        moved += not torch.equal(a[k], init[k])
-    assert moved == len(a), "every parameter must have moved (the comparison is not vacuous)"
+        moved += k in init and not torch.equal(a[k], init[k])
+    assert moved == len(init), "every policy parameter must have moved (the check is not vacuous)"
+    # The critic starts from the policy's weights (its backbone keys are the policy's).
+    backbone = [k for k in a if k.startswith("critic.") and k[len("critic.") :] in init]
+    assert len(backbone) == (len(init) - 1 if estimator == "gae" else 0)  # all but the LM head
+    assert all(not torch.equal(a[k], init[k[len("critic.") :]]) for k in backbone)

@@ -10,8 +10,8 @@ reference, ``ppo_epochs=2`` and 3 groups on 2 ranks (uneven work):
 * ``one``: one process, 2 steps, with checkpoints (full tensors);
 * ``one_to_fsdp``: FSDP2 from ``one``'s step-1 checkpoint (full tensors -> shards);
 * ``critic``: FSDP2 with a critic (GAE), a checkpoint and ``final_model``.  (The critic's
-  value head has dropout, whose masks come from each rank's RNG stream, so critic runs are
-  not compared across process counts.)
+  parameters after an update are compared across process counts in
+  ``tests/train/test_distributed.py``.)
 
 Rollout sampling is seeded per (step, global group) and validation per fixed chunk, so one
 process and two must produce the same episodes, metrics and weights.
