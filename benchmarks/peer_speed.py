@@ -96,9 +96,17 @@ def _replay(runs: list[tuple[Callable[[Any], Any], list[Any]]]) -> Callable[[], 
     return run
 
 
-def _per_seed(call: Callable[[int], Any]) -> Prepare:
-    """A batch of ``call(k)`` over fresh seeds ``k`` (a reset, a data-set item, ...)."""
-    seeds = iter(range(10**9))
+def _per_seed(call: Callable[[int], Any], *, scattered: bool = False) -> Prepare:
+    """A batch of ``call(k)`` over fresh seeds ``k`` (a reset, a data-set item, ...):
+    ``0, 1, 2, ...``, or with ``scattered`` seeds out of sequence (even numbers below
+    ``2**32`` from ``random.Random(0)``, the same list on every side)."""
+    if scattered:
+        import random
+
+        rnd = random.Random(0)
+        seeds = iter(lambda: 2 * rnd.randrange(2**31), None)
+    else:
+        seeds = iter(range(10**9))
 
     def prepare(n: int) -> tuple[Callable[[], Any], int]:
         ks = [next(seeds) for _ in range(n)]
@@ -112,10 +120,11 @@ def _per_seed(call: Callable[[int], Any]) -> Prepare:
     return prepare
 
 
-def ours_reset(env_id: str) -> Prepare:
-    """``env.reset(seed=k)`` with a new seed every call (instance generation included)."""
+def ours_reset(env_id: str, *, scattered: bool = False) -> Prepare:
+    """``env.reset(seed=k)`` with a new seed every call (instance generation included);
+    ``scattered``: seeds out of sequence (:func:`_per_seed`)."""
     reset = _our_env(env_id).reset
-    return _per_seed(lambda k: reset(seed=k))
+    return _per_seed(lambda k: reset(seed=k), scattered=scattered)
 
 
 def ours_steps(env_id: str, *, per_episode: int, policy: str = "oracle") -> Prepare:
@@ -395,12 +404,12 @@ def _ragen_source(module: str) -> Any:
         raise PeerMissing(f"RAGEN's {module} does not import here ({exc})") from None
 
 
-def ragen_src_bandit_reset() -> Prepare:
+def ragen_src_bandit_reset(*, scattered: bool = False) -> Prepare:
     """RAGEN's own ``BanditEnv.reset(seed)`` (``ragen/env/bandit/env.py``, default
     config): ``gym.Env.reset(seed)``, ``_randomize_arms`` (one ``np_random.random()``,
-    three dicts), the ``INIT_PROMPT`` format."""
+    three dicts), the ``INIT_PROMPT`` format; ``scattered`` as :func:`_per_seed`."""
     env = _ragen_source("ragen.env.bandit.env").BanditEnv()
-    return _per_seed(lambda k: env.reset(seed=k))
+    return _per_seed(lambda k: env.reset(seed=k), scattered=scattered)
 
 
 def ragen_src_bandit_steps() -> Prepare:
@@ -857,10 +866,10 @@ N_RESET = 100
 SRC = f"(source {RAGEN_COMMIT[:7]})"
 
 
-def _ragen_restated_bandit_reset() -> Prepare:
+def _ragen_restated_bandit_reset(*, scattered: bool = False) -> Prepare:
     """The re-stated RAGEN Bandit's ``reset(seed)`` (:func:`_ragen_bandit_class`)."""
     env = _ragen_bandit_class(inlined=False)()
-    return _per_seed(lambda k: env.reset(seed=k))
+    return _per_seed(lambda k: env.reset(seed=k), scattered=scattered)
 
 
 ROWS: dict[str, Row] = {
@@ -875,6 +884,25 @@ ROWS: dict[str, Row] = {
                     f"RAGEN BanditEnv.reset(seed) {SRC}", ragen_src_bandit_reset, N_RESET, peer=True
                 ),
                 Side("RAGEN reset (re-stated)", _ragen_restated_bandit_reset, N_RESET),
+            ],
+            target=1.5,
+        ),
+        Row(
+            "bandit_reset_scattered",
+            "Bandit reset, seeds out of sequence (ragen/Bandit-v0)",
+            Side("ours", lambda: ours_reset("ragen/Bandit-v0", scattered=True), N_RESET),
+            [
+                Side(
+                    f"RAGEN BanditEnv.reset(seed) {SRC}",
+                    lambda: ragen_src_bandit_reset(scattered=True),
+                    N_RESET,
+                    peer=True,
+                ),
+                Side(
+                    "RAGEN reset (re-stated)",
+                    lambda: _ragen_restated_bandit_reset(scattered=True),
+                    N_RESET,
+                ),
             ],
             target=1.5,
         ),
@@ -1031,9 +1059,10 @@ def _timed_batch(prepare: Prepare, n: int) -> float:
     run, count = prepare(n)
     gc.collect()
     gc.disable()
-    t0 = time.perf_counter()
+    clock = time.thread_time if os.environ.get("RAGEN_PEER_CLOCK") == "cpu" else time.perf_counter
+    t0 = clock()
     run()
-    dt = time.perf_counter() - t0
+    dt = clock() - t0
     gc.enable()
     return dt / count
 
