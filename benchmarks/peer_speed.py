@@ -11,9 +11,10 @@ Repetition ``r`` starts a fresh subprocess per side (so no side warms the other'
 caches) and, once all are set up, has them time ``--batches`` batches in lockstep:
 batch ``b`` of every side in turn (ABBA order), so a change of the shared machine's load
 weighs on every side alike (:func:`compare`).  A batch is ``n`` operations
-(:data:`N_STEP` steps or :data:`N_RESET` resets) with ``time.perf_counter`` around the
-whole batch (per-call timer overhead is amortised; setting a batch up — resets, action
-plans — is outside the timed region).  A side's figure per repetition is the median of
+(:data:`N_STEP` steps or :data:`N_RESET` resets) with ``time.perf_counter`` (or, with
+``--clock cpu``, the worker's ``time.thread_time``) around the whole batch (per-call
+timer overhead is amortised; setting a batch up — resets, action plans — is outside the
+timed region).  A side's figure per repetition is the median of
 its batches; the table gives the median over repetitions and the ratio
 ``peer time / our time`` (higher is better for us; 2.0 = twice as fast) with the range
 of the per-repetition ratios.  ``--before DIR`` adds ours from checkout ``DIR`` as one
@@ -1059,6 +1060,8 @@ def _timed_batch(prepare: Prepare, n: int) -> float:
     run, count = prepare(n)
     gc.collect()
     gc.disable()
+    # --clock cpu: the worker's CPU time (thread_time), blind to the time the shared
+    # machine's scheduler gives other processes; wall (default): perf_counter.
     clock = time.thread_time if os.environ.get("RAGEN_PEER_CLOCK") == "cpu" else time.perf_counter
     t0 = clock()
     run()
@@ -1273,6 +1276,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--peer-python", default=None, help="interpreter with the peers installed")
     ap.add_argument(
+        "--clock",
+        choices=["wall", "cpu"],
+        default=None,
+        help="time batches by wall clock (perf_counter; default) or by the worker's CPU time "
+        "(thread_time: the time the shared machine gives other processes not counted); "
+        "default: $RAGEN_PEER_CLOCK, else wall",
+    )
+    ap.add_argument(
         "--before",
         default=None,
         metavar="DIR",
@@ -1299,6 +1310,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.reps < 1 or args.batches < 1:
         ap.error("--reps and --batches must be at least 1")
+    if args.clock:
+        os.environ["RAGEN_PEER_CLOCK"] = args.clock  # the workers inherit it
     before = str(Path(args.before).resolve()) if args.before else None
     results = compare(args.rows, args.reps, args.batches, _peer_python(args.peer_python), before)
     if args.json:

@@ -287,6 +287,25 @@ class PCG64Stream:
                 m = self.next64() * n
         return m >> 64
 
+    def integers2(self, n: int, m: int) -> tuple[int, int]:
+        """``(integers(n), integers(m))``, the two calls in turn, for ``2 <= n, m < 2**32``.
+
+        Two 32-bit Lemire draws are the two halves of one 64-bit draw when no half is
+        buffered: taken here from one :meth:`next64` when both are accepted at once
+        (leftover ``>= n``; otherwise, with probability below ``(n + m) / 2**32``, the
+        calls are made one by one from the saved state).
+        """
+        if not self.has_uint32 and 2 <= n <= _M32 and 2 <= m <= _M32:
+            state = self.state
+            x = self.next64()
+            a = (x & _M32) * n
+            b = (x >> 32) * m
+            if (a & _M32) >= n and (b & _M32) >= m:
+                self.uinteger = x >> 32  # next32's buffer, its upper half used
+                return a >> 32, b >> 32
+            self.state = state
+        return self.integers(n), self.integers(m)
+
     def words32(self) -> Iterator[int]:
         """The stream's 32-bit draws one after another, as repeated :meth:`next32` calls
         give them, from a copy of the state: ``self`` does not advance.  For a stream

@@ -1,9 +1,11 @@
-"""Issue 31 (env resets): the 4x4 Sudoku attempt on tables and pure-Python draws
-(``ragen_envs/envs/sudoku/four.py``) is the general attempt, puzzle for puzzle.
+"""Issue 31 (env resets): the reset fast paths give exactly what the general paths give.
 
-The general path draws from ``numpy.random.default_rng([base, attempt])`` and decides
-uniqueness with the 288-grid table; the fast path draws the same numbers from
-:func:`ragen_envs.seeding.attempt_stream` and decides uniqueness with unavoidable sets.
+The 4x4 Sudoku attempt on tables and pure-Python draws (``ragen_envs/envs/sudoku/four.py``)
+is the general attempt, puzzle for puzzle: the general path draws from
+``numpy.random.default_rng([base, attempt])`` and decides uniqueness with the 288-grid
+table; the fast path draws the same numbers from :func:`ragen_envs.seeding.attempt_stream`
+and decides uniqueness with unavoidable sets.  The PCG64 stream's new draws
+(``words32``, ``integers2``, ``entropy_stream``) are NumPy's.
 """
 
 from __future__ import annotations
@@ -91,3 +93,18 @@ def test_four_entropy_stream_is_default_rng(entropy: tuple[int, ...]) -> None:
 def test_four_entropy_stream_refuses_negative_entropy() -> None:
     with pytest.raises(ValueError, match="non-negative"):
         entropy_stream((3, -1))
+
+
+@pytest.mark.parametrize("buffered", [False, True])
+def test_integers2_is_two_integers_calls(buffered: bool) -> None:
+    rng = np.random.default_rng(4)
+    # 2**32 - 1 and 2**31 + 1 make the one-draw path fall back often (leftover < n)
+    sizes = [2, 3, 7, 16, 1, 2**31 + 1, 2**32 - 1, 2**32, 100_000]
+    for seed in rng.integers(0, 2**32, size=400).tolist():
+        n, m = (sizes[i] for i in rng.integers(0, len(sizes), size=2))
+        a, b = seeded_stream(seed), seeded_stream(seed)
+        if buffered:
+            a.next32(), b.next32()
+        want = (b.integers(n), b.integers(m))
+        assert a.integers2(n, m) == want, (seed, n, m)
+        assert a.bit_state() == b.bit_state()
