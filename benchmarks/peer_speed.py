@@ -11,9 +11,10 @@ Repetition ``r`` starts a fresh subprocess per side (so no side warms the other'
 caches) and, once all are set up, has them time ``--batches`` batches in lockstep:
 batch ``b`` of every side in turn (ABBA order), so a change of the shared machine's load
 weighs on every side alike (:func:`compare`).  A batch is ``n`` operations
-(:data:`N_STEP` steps or :data:`N_RESET` resets) with ``time.perf_counter`` around the
-whole batch (per-call timer overhead is amortised; setting a batch up — resets, action
-plans — is outside the timed region).  A side's figure per repetition is the median of
+(:data:`N_STEP` steps or :data:`N_RESET` resets) with ``time.perf_counter`` (or, with
+``--clock cpu``, the worker's ``time.thread_time``) around the whole batch (per-call
+timer overhead is amortised; setting a batch up — resets, action plans — is outside the
+timed region).  A side's figure per repetition is the median of
 its batches; the table gives the median over repetitions and the ratio
 ``peer time / our time`` (higher is better for us; 2.0 = twice as fast) with the range
 of the per-repetition ratios.  ``--before DIR`` adds ours from checkout ``DIR`` as one
@@ -96,9 +97,17 @@ def _replay(runs: list[tuple[Callable[[Any], Any], list[Any]]]) -> Callable[[], 
     return run
 
 
-def _per_seed(call: Callable[[int], Any]) -> Prepare:
-    """A batch of ``call(k)`` over fresh seeds ``k`` (a reset, a data-set item, ...)."""
-    seeds = iter(range(10**9))
+def _per_seed(call: Callable[[int], Any], *, scattered: bool = False) -> Prepare:
+    """A batch of ``call(k)`` over fresh seeds ``k`` (a reset, a data-set item, ...):
+    ``0, 1, 2, ...``, or with ``scattered`` seeds out of sequence (even numbers below
+    ``2**32`` from ``random.Random(0)``, the same list on every side)."""
+    if scattered:
+        import random
+
+        rnd = random.Random(0)
+        seeds = iter(lambda: 2 * rnd.randrange(2**31), None)
+    else:
+        seeds = iter(range(10**9))
 
     def prepare(n: int) -> tuple[Callable[[], Any], int]:
         ks = [next(seeds) for _ in range(n)]
@@ -112,10 +121,11 @@ def _per_seed(call: Callable[[int], Any]) -> Prepare:
     return prepare
 
 
-def ours_reset(env_id: str) -> Prepare:
-    """``env.reset(seed=k)`` with a new seed every call (instance generation included)."""
+def ours_reset(env_id: str, *, scattered: bool = False) -> Prepare:
+    """``env.reset(seed=k)`` with a new seed every call (instance generation included);
+    ``scattered``: seeds out of sequence (:func:`_per_seed`)."""
     reset = _our_env(env_id).reset
-    return _per_seed(lambda k: reset(seed=k))
+    return _per_seed(lambda k: reset(seed=k), scattered=scattered)
 
 
 def ours_steps(env_id: str, *, per_episode: int, policy: str = "oracle") -> Prepare:
@@ -395,12 +405,12 @@ def _ragen_source(module: str) -> Any:
         raise PeerMissing(f"RAGEN's {module} does not import here ({exc})") from None
 
 
-def ragen_src_bandit_reset() -> Prepare:
+def ragen_src_bandit_reset(*, scattered: bool = False) -> Prepare:
     """RAGEN's own ``BanditEnv.reset(seed)`` (``ragen/env/bandit/env.py``, default
     config): ``gym.Env.reset(seed)``, ``_randomize_arms`` (one ``np_random.random()``,
-    three dicts), the ``INIT_PROMPT`` format."""
+    three dicts), the ``INIT_PROMPT`` format; ``scattered`` as :func:`_per_seed`."""
     env = _ragen_source("ragen.env.bandit.env").BanditEnv()
-    return _per_seed(lambda k: env.reset(seed=k))
+    return _per_seed(lambda k: env.reset(seed=k), scattered=scattered)
 
 
 def ragen_src_bandit_steps() -> Prepare:
@@ -857,10 +867,10 @@ N_RESET = 100
 SRC = f"(source {RAGEN_COMMIT[:7]})"
 
 
-def _ragen_restated_bandit_reset() -> Prepare:
+def _ragen_restated_bandit_reset(*, scattered: bool = False) -> Prepare:
     """The re-stated RAGEN Bandit's ``reset(seed)`` (:func:`_ragen_bandit_class`)."""
     env = _ragen_bandit_class(inlined=False)()
-    return _per_seed(lambda k: env.reset(seed=k))
+    return _per_seed(lambda k: env.reset(seed=k), scattered=scattered)
 
 
 ROWS: dict[str, Row] = {
@@ -875,6 +885,25 @@ ROWS: dict[str, Row] = {
                     f"RAGEN BanditEnv.reset(seed) {SRC}", ragen_src_bandit_reset, N_RESET, peer=True
                 ),
                 Side("RAGEN reset (re-stated)", _ragen_restated_bandit_reset, N_RESET),
+            ],
+            target=1.5,
+        ),
+        Row(
+            "bandit_reset_scattered",
+            "Bandit reset, seeds out of sequence (ragen/Bandit-v0)",
+            Side("ours", lambda: ours_reset("ragen/Bandit-v0", scattered=True), N_RESET),
+            [
+                Side(
+                    f"RAGEN BanditEnv.reset(seed) {SRC}",
+                    lambda: ragen_src_bandit_reset(scattered=True),
+                    N_RESET,
+                    peer=True,
+                ),
+                Side(
+                    "RAGEN reset (re-stated)",
+                    lambda: _ragen_restated_bandit_reset(scattered=True),
+                    N_RESET,
+                ),
             ],
             target=1.5,
         ),
@@ -1031,9 +1060,12 @@ def _timed_batch(prepare: Prepare, n: int) -> float:
     run, count = prepare(n)
     gc.collect()
     gc.disable()
-    t0 = time.perf_counter()
+    # --clock cpu: the worker's CPU time (thread_time), blind to the time the shared
+    # machine's scheduler gives other processes; wall (default): perf_counter.
+    clock = time.thread_time if os.environ.get("RAGEN_PEER_CLOCK") == "cpu" else time.perf_counter
+    t0 = clock()
     run()
-    dt = time.perf_counter() - t0
+    dt = clock() - t0
     gc.enable()
     return dt / count
 
@@ -1244,6 +1276,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--peer-python", default=None, help="interpreter with the peers installed")
     ap.add_argument(
+        "--clock",
+        choices=["wall", "cpu"],
+        default=None,
+        help="time batches by wall clock (perf_counter; default) or by the worker's CPU time "
+        "(thread_time: the time the shared machine gives other processes not counted); "
+        "default: $RAGEN_PEER_CLOCK, else wall",
+    )
+    ap.add_argument(
         "--before",
         default=None,
         metavar="DIR",
@@ -1270,6 +1310,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.reps < 1 or args.batches < 1:
         ap.error("--reps and --batches must be at least 1")
+    if args.clock:
+        os.environ["RAGEN_PEER_CLOCK"] = args.clock  # the workers inherit it
     before = str(Path(args.before).resolve()) if args.before else None
     results = compare(args.rows, args.reps, args.batches, _peer_python(args.peer_python), before)
     if args.json:

@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from .pcg64 import PCG64Stream
+from .pcg64 import PCG64Stream, entropy_stream
 
 T = TypeVar("T")
 
@@ -100,12 +100,20 @@ def attempt_rng(base_seed: int, attempt: int) -> np.random.Generator:
     return np.random.default_rng([int(base_seed), int(attempt)])
 
 
+def attempt_stream(base_seed: int, attempt: int) -> PCG64Stream:
+    """:func:`attempt_rng`'s stream without the NumPy objects: a pure-Python
+    :class:`~ragen_envs.pcg64.PCG64Stream` with the same state, so the same draws for
+    the methods it has (``integers``, ``random``, ``permutation``)."""
+    return entropy_stream((int(base_seed), int(attempt)))
+
+
 def sample_instance(
     np_random: np.random.Generator | PCG64Stream,
-    build: Callable[[np.random.Generator], T | None],
+    build: Callable[[Any], T | None],
     *,
     max_attempts: int,
     fallback: Callable[[], T] | None = None,
+    streams: bool = False,
 ) -> tuple[T, int]:
     """Generate one instance with bounded, stably seeded retries.
 
@@ -119,6 +127,8 @@ def sample_instance(
         max_attempts: attempts before giving up.
         fallback: called when every attempt failed; if ``None`` a
             :class:`GenerationError` is raised instead.
+        streams: hand ``build`` :func:`attempt_stream` (a pure-Python PCG64 stream, no
+            NumPy objects) instead of :func:`attempt_rng`; the draws are the same.
 
     Returns:
         ``(instance, attempts_used)``.
@@ -127,8 +137,9 @@ def sample_instance(
         base = np_random.integers(2**63 - 1)  # = Generator.integers(0, 2**63 - 1)
     else:
         base = int(np_random.integers(0, 2**63 - 1))
+    make = attempt_stream if streams else attempt_rng
     for attempt in range(max_attempts):
-        inst = build(attempt_rng(base, attempt))
+        inst = build(make(base, attempt))
         if inst is not None:
             return inst, attempt + 1
     if fallback is None:

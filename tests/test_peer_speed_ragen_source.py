@@ -59,3 +59,19 @@ def test_vendored_ragen_bandit_resets(tmp_path: Path) -> None:
         check=True,
     )
     assert out.stdout.strip() == "5"
+
+
+def test_scattered_seeds_are_out_of_sequence_and_the_same_on_every_side() -> None:
+    seen: list[list[int]] = []
+    for _ in range(2):  # two sides: two prepares, each its own seed iterator
+        got: list[int] = []
+        run, n = peer_speed._per_seed(got.append, scattered=True)(50)
+        run()
+        seen.append(got)
+    assert n == 50 and seen[0] == seen[1]
+    assert all(s % 2 == 0 and 0 <= s < 2**32 for s in seen[0])
+    assert sum(b == a + 1 for a, b in zip(seen[0], seen[0][1:])) == 0
+    run, _ = peer_speed._per_seed(got.append)(3)  # the default: 0, 1, 2
+    got.clear()
+    run()
+    assert got == [0, 1, 2]

@@ -232,7 +232,8 @@ class BanditEnv(TextEnv):
         self._gen = None  # TextEnv._seed_generator, inlined
         stream = self._stream = seeded_stream(seed)
         self._np_random_seed = seed
-        start = starts[2 * stream.integers(len(starts) >> 1) + stream.integers(2)]
+        pair, swap = stream.integers2(len(starts) >> 1, 2)
+        start = starts[2 * pair + swap]
         obs, info, self._arms, self.action_names, self._best, self._steady, self._risky, table = (
             start
         )

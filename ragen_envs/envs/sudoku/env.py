@@ -90,6 +90,7 @@ class SudokuEnv(TextEnv):
                 self._rng(),
                 lambda rng: generate_attempt(rng, n, target, split),
                 max_attempts=MAX_ATTEMPTS,
+                streams=n == 4,  # 4x4 attempts run on pure-Python streams (generator.four)
             )
         self._g = geometry(puzzle.n)
         self._givens, self._solution = puzzle.givens, puzzle.solution

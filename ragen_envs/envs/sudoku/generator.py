@@ -25,7 +25,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...pcg64 import PCG64Stream
 from ...seeding import in_split
+from . import four
 from .grid import geometry, to_text
 from .solver import SearchBudgetExceeded, random_solution, solve
 
@@ -120,16 +122,23 @@ def has_unique_solution_without(
 
 
 def generate_attempt(
-    rng: np.random.Generator, n: int, num_empty: int, split: str | None
+    rng: np.random.Generator | PCG64Stream, n: int, num_empty: int, split: str | None
 ) -> Puzzle | None:
     """One generation attempt (see the module docstring); ``None`` when it fails.
 
     Args:
-        rng: the attempt's generator.
+        rng: the attempt's generator, or its pure-Python stream
+            (:func:`ragen_envs.seeding.attempt_stream`): the same puzzle either way; a
+            4x4 stream attempt runs on precomputed tables (:mod:`.four`).
         n: side, 4 or 9.
         num_empty: target number of empty cells.
         split: required split of the solution grid, or ``None``.
     """
+    if type(rng) is PCG64Stream:
+        if n == 4:
+            found = four.attempt(rng, num_empty, split)
+            return None if found is None else Puzzle(*found)
+        rng = rng.generator()
     solution = random_solution(n, rng, budget=FILL_BUDGET)
     if solution is None or not in_split(solution_key(solution), split):
         return None

@@ -27,14 +27,15 @@ def _cell(value: int, given: bool) -> str:
 
 
 @cache
-def _layout(
-    n: int,
-) -> tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
-    """A ``str.format`` template with one slot per cell, and the cell tokens (placed or
-    empty / given; the last column without its trailing space)."""
+def _layout(n: int) -> tuple[str, tuple[tuple[str, ...], ...]]:
+    """A ``str.format`` template with one slot per cell, and per cell its tokens indexed
+    by ``v`` for a digit ``v`` the agent placed (``0``: empty) and by ``n + 1 + v`` for a
+    given ``v`` (the last column's without their trailing space)."""
     b = geometry(n).box
-    placed = tuple(_cell(v, False) for v in range(n + 1))
-    given = tuple(_cell(v, True) for v in range(n + 1))
+    tokens = tuple(_cell(v, False) for v in range(n + 1)) + tuple(
+        _cell(v, True) for v in range(n + 1)
+    )
+    last = tuple(t.rstrip() for t in tokens)
 
     def line(label: str, cells: list[str], sep: str) -> str:
         boxes = [" ".join(cells[k : k + b]) for k in range(0, n, b)]
@@ -47,14 +48,7 @@ def _layout(
         if r and r % b == 0:
             rows.append(rule)
         rows.append(line(str(r + 1), ["{}"] * n, " | "))
-    template = "\n".join(rows)
-    return (
-        template,
-        placed,
-        given,
-        tuple(t.rstrip() for t in placed),
-        tuple(t.rstrip() for t in given),
-    )
+    return "\n".join(rows), tuple(last if i % n == n - 1 else tokens for i in range(n * n))
 
 
 def render_grid(grid: Sequence[int], givens: Sequence[int]) -> str:
@@ -63,12 +57,8 @@ def render_grid(grid: Sequence[int], givens: Sequence[int]) -> str:
     Both are flat row-major lists of length 16 or 81.  Lines carry no trailing spaces.
     """
     n = {16: 4, 81: 9}[len(grid)]
-    template, placed, given, placed_last, given_last = _layout(n)
-    tokens = []
-    for i, v in enumerate(grid):
-        last = i % n == n - 1
-        if givens[i]:
-            tokens.append(given_last[v] if last else given[v])
-        else:
-            tokens.append(placed_last[v] if last else placed[v])
-    return template.format(*tokens)
+    template, cells = _layout(n)
+    given = n + 1
+    return template.format(
+        *[tokens[given + v if g else v] for tokens, v, g in zip(cells, grid, givens)]
+    )
