@@ -49,6 +49,11 @@ class DistInfo:
 DEFAULT_TIMEOUT_S = 600.0
 
 
+#: Whether :func:`init` created the process group (so :func:`shutdown` may destroy it); a
+#: group made by someone else (an in-process vLLM engine, a caller's own) is left alone.
+_OWNED_GROUP = [False]
+
+
 def init(device: str = "cpu", timeout_s: float = DEFAULT_TIMEOUT_S) -> DistInfo:
     """Initialise the process group when launched by ``torchrun`` (else single process).
 
@@ -70,6 +75,7 @@ def init(device: str = "cpu", timeout_s: float = DEFAULT_TIMEOUT_S) -> DistInfo:
         backend = "gloo"
     if not dist.is_initialized():
         dist.init_process_group(backend=backend, timeout=timedelta(seconds=float(timeout_s)))
+        _OWNED_GROUP[0] = True
     return DistInfo(rank=rank, world_size=world, local_rank=local, device=device)
 
 
@@ -111,19 +117,21 @@ def shutdown() -> None:
     """Leave the process group together and tear it down while the interpreter is alive.
 
     A barrier (no rank destroys its group while a peer still talks to it), then
-    ``destroy_process_group`` (PyTorch's documented end of a distributed script:
-    ``docs/source/distributed.rst``, "Shutdown"), then a garbage collection so that the
+    ``destroy_process_group`` (PyTorch's documented end of a distributed script: the
+    "Shutdown" section of the torch.distributed docs), then a garbage collection so that the
     process group's last owners (a ``DistributedDataParallel`` module caught in a reference
     cycle) are freed now.  Without it the group's C++ worker threads outlive ``main`` and
     can release a tensor that still has a Python object during interpreter finalization,
     which aborts the process with "terminate called without an active exception"
     (pytorch/pytorch#179291 describes the mechanism) and makes ``torchrun`` report a finished
     run as failed.  Release the wrapped models first (:meth:`StarPOTrainer.close`).  The
-    barrier and the collection are no-ops in a single process.
+    barrier and the collection are no-ops in a single process, and a group this module did
+    not create (:func:`init`; e.g. an in-process vLLM engine's) is left alone.
     """
-    if dist.is_available() and dist.is_initialized():
+    if _OWNED_GROUP[0] and dist.is_available() and dist.is_initialized():
         dist.barrier()
         dist.destroy_process_group()
+        _OWNED_GROUP[0] = False
         gc.collect()
 
 

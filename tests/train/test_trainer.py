@@ -294,13 +294,17 @@ def test_kl_beta_positive_zero_variance_groups_are_not_masked(
 
 
 def test_ppo_values_and_old_logprobs_come_from_eval_mode(tmp_path: Path) -> None:
-    """Issue 16 item 7: the critic's head has dropout (0.1); GAE values and old log-probs are
-    computed in eval mode even when the models were left in train mode by the last update, and
-    the update itself runs in train mode again."""
+    """Issue 16 item 7: with dropout in a model, GAE values and old log-probs are computed in
+    eval mode even when the models were left in train mode by the last update, and the update
+    itself runs in train mode again.  ``load_critic``'s value head has no dropout (issue 26:
+    process-count independence), so the test gives the critic a 0.1 dropout of its own, as a
+    user's own model could have."""
     from ragen_train.batch import collate
     from ragen_train.modeling import token_values
 
     trainer = StarPOTrainer(tiny_cfg(tmp_path, "algorithm.adv_estimator=gae", "optim.ppo_epochs=2"))
+    assert not any(isinstance(m, torch.nn.Dropout) and m.p > 0 for m in trainer.critic.modules())
+    trainer.critic.dropout = torch.nn.Dropout(0.1)  # the value head's dropout (transformers)
     assert any(isinstance(m, torch.nn.Dropout) and m.p > 0 for m in trainer.critic.modules())
     samples = mixed_samples(trainer, n_groups=2)
     batch = collate(samples, trainer.tokenizer.pad_token_id)

@@ -33,6 +33,7 @@ from typing import Any
 
 from ...pcg64 import PCG64Stream
 from ...seeding import in_split
+from .grid import solution_key
 from .solver import _fill_tree
 
 #: A node of the walk tree: a tuple of child nodes for a branching cell (in the order of
@@ -122,8 +123,6 @@ _KEPT = tuple(tuple(b >> i & 1 for i in range(8)) for b in range(256))
 def _in_split(split: str | None) -> tuple[bool, ...]:
     """Per grid of :func:`grids`: whether it (and so every puzzle made from it) belongs
     to ``split`` (:func:`ragen_envs.seeding.in_split` of its key)."""
-    from .generator import solution_key  # the key is the generator's; imported late (cycle)
-
     return tuple(in_split(solution_key(g), split) for g in grids())
 
 

@@ -28,7 +28,7 @@ import numpy as np
 from ...pcg64 import PCG64Stream
 from ...seeding import in_split
 from . import four
-from .grid import geometry, to_text
+from .grid import geometry, solution_key
 from .solver import SearchBudgetExceeded, random_solution, solve
 
 #: Target number of empty cells per side and difficulty: RAGEN's removal fractions
@@ -70,11 +70,6 @@ class Puzzle:
     def key(self) -> bytes:
         """Split key: the canonical text of the solution grid."""
         return solution_key(self.solution)
-
-
-def solution_key(solution: list[int] | tuple[int, ...]) -> bytes:
-    """Split key of a solution grid (see :meth:`Puzzle.key`)."""
-    return ("sudoku:" + to_text(solution)).encode("ascii")
 
 
 @functools.cache

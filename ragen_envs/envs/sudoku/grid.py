@@ -105,3 +105,9 @@ def from_text(text: str) -> list[int]:
         else:
             raise ValueError(f"bad cell {ch!r}: use 1..{n} or '.'")
     return out
+
+
+def solution_key(solution: list[int] | tuple[int, ...]) -> bytes:
+    """Split key of a solution grid (see :meth:`ragen_envs.envs.sudoku.generator.Puzzle.key`):
+    ``b"sudoku:" + to_text(solution)``."""
+    return ("sudoku:" + to_text(solution)).encode("ascii")
