@@ -90,6 +90,10 @@ def test_ctrl_c_says_how_to_resume(tmp_path: Path) -> None:
         text=True,
         env=env,
         cwd=ROOT,
+        # A terminal gives the command Ctrl-C's default disposition; an ignored SIGINT
+        # inherited from the test process (a backgrounded CI job, an in-process engine) passes
+        # through exec and makes Python ignore Ctrl-C, which is not what this test is about.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         deadline = time.monotonic() + 240
