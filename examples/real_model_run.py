@@ -2,8 +2,12 @@
 
 For each task: held-out test success on fixed seeds before training, StarPO training with
 the colocated vLLM engine (``rollout.sampler=vllm``), test success after, on the same seeds;
-standard errors are binomial, ``sqrt(p (1 - p) / n)``.  Results go to
-``<out>/<task>/result.json`` and the run's ``metrics.jsonl``; ``--plot`` combines every
+standard errors are binomial, ``sqrt(p (1 - p) / n)``.  Every test episode's outcome is kept
+(``<out>/<task>/test_outcomes.jsonl``, one row per phase and seed), so the before/after
+comparison is *paired*: the exact McNemar test over all seeds and over the seeds whose
+episodes were well-formed (every turn parsed) both times, and a paired bootstrap interval of
+the success difference (:func:`paired_comparison`).  Results go to
+``<out>/<task>/result.json`` and the run's ``metrics.jsonl``; ``plot`` combines every
 task's result into ``<out>/results.json`` and ``<out>/real_model_run.png``.
 
     MODEL=$(../shared/tools/small-model)
@@ -21,11 +25,95 @@ import math
 import time
 from pathlib import Path
 
+from ragen_bench.stats import mcnemar_exact, paired_bootstrap_diff, wilson_interval
 from ragen_envs.jsonutil import dumps, iter_jsonl, read_json
 
 
 def _se(p: float, n: int) -> float:
     return math.sqrt(max(p * (1 - p), 0.0) / max(n, 1))
+
+
+def episode_outcome(record) -> dict:
+    """One test episode's outcome (a :class:`ragen_bench.records.EpisodeRecord`) as a flat row:
+    ``well_formed`` is true when every turn's answer parsed (no format error)."""
+    turns = len(record.turns)
+    return {
+        "env_id": record.env_id,
+        "seed": record.seed,
+        "success": bool(record.success),
+        "return": record.episode_return,
+        "turns": turns,
+        "format_valid_turns": record.num_format_valid,
+        "well_formed": turns > 0 and record.num_format_valid == turns,
+        "status": record.status,
+        "actions": [a for t in record.turns for a in t.actions],
+    }
+
+
+def _pairs_summary(pairs: list[tuple[dict, dict]]) -> dict:
+    b = sum(x["success"] and not y["success"] for x, y in pairs)
+    c = sum(y["success"] and not x["success"] for x, y in pairs)
+    out = {
+        "pairs": len(pairs),
+        "both": sum(x["success"] and y["success"] for x, y in pairs),
+        "before_only": b,
+        "after_only": c,
+        "neither": sum(not x["success"] and not y["success"] for x, y in pairs),
+        "mcnemar_p": mcnemar_exact(b, c),
+    }
+    if pairs:
+        diff, low, high = paired_bootstrap_diff(
+            [float(x["success"]) for x, _ in pairs], [float(y["success"]) for _, y in pairs]
+        )
+        out.update(success_before=sum(x["success"] for x, _ in pairs) / len(pairs))
+        out.update(success_after=sum(y["success"] for _, y in pairs) / len(pairs))
+        out.update(diff=diff, diff_ci95=[low, high])
+    return out
+
+
+def _rate(rows: list[dict]) -> dict:
+    n = len(rows)
+    k = sum(r["success"] for r in rows)
+    return {
+        "episodes": n,
+        "successes": k,
+        "success": k / n if n else None,
+        "ci95": list(wilson_interval(k / n, n)) if n else None,
+    }
+
+
+def paired_comparison(before: list[dict], after: list[dict]) -> dict:
+    """The paired before/after comparison of two evaluations on the same seeds.
+
+    Rows are :func:`episode_outcome` dicts, matched on ``(env_id, seed)``.  ``all``: every
+    matched seed; ``well_formed_both``: only seeds whose episode was well-formed before *and*
+    after (success among well-formed answers, still paired).  Each gives the 2×2 counts, the
+    exact McNemar p-value (:func:`ragen_bench.stats.mcnemar_exact`) and the mean success
+    difference with a 95% paired-bootstrap interval.  ``well_formed_rate`` gives the
+    (unpaired) success among each side's well-formed episodes with Wilson intervals.
+
+    Raises:
+        ValueError: a seed evaluated on one side only.
+    """
+    key = lambda r: (r["env_id"], r["seed"])  # noqa: E731
+    b_by, a_by = {key(r): r for r in before}, {key(r): r for r in after}
+    if set(b_by) != set(a_by):
+        raise ValueError(f"before/after seeds differ: {sorted(set(b_by) ^ set(a_by))[:5]}")
+    pairs = [(b_by[k], a_by[k]) for k in sorted(b_by)]
+    return {
+        "all": _pairs_summary(pairs),
+        "well_formed_both": _pairs_summary(
+            [(x, y) for x, y in pairs if x["well_formed"] and y["well_formed"]]
+        ),
+        "well_formed_rate": {
+            "before": _rate([x for x, _ in pairs if x["well_formed"]]),
+            "after": _rate([y for _, y in pairs if y["well_formed"]]),
+        },
+        "well_formed_share": {
+            "before": sum(x["well_formed"] for x, _ in pairs) / len(pairs) if pairs else None,
+            "after": sum(y["well_formed"] for _, y in pairs) / len(pairs) if pairs else None,
+        },
+    }
 
 
 def _stop_within(trainer, budget_s: float, start: float, clock=time.perf_counter) -> None:
@@ -65,8 +153,12 @@ def run(
     trainer = StarPOTrainer(cfg)
     t_init = time.perf_counter() - t0
 
-    def test() -> dict:
-        m = trainer.evaluate(split=cfg.env.test_split, episodes=test_episodes)
+    outcomes: dict[str, list[dict]] = {}
+
+    def test(phase: str) -> dict:
+        records: list = []
+        m = trainer.evaluate(split=cfg.env.test_split, episodes=test_episodes, records_out=records)
+        outcomes[phase] = [episode_outcome(r) for r in records]
         p = m["val/success"]
         return {
             "success": p,
@@ -77,7 +169,7 @@ def run(
         }
 
     t1 = time.perf_counter()
-    before = test()
+    before = test("before")
     print(f"[{task}] test success before: {before['success']:.3f} ± {before['se']:.3f}", flush=True)
     t2 = time.perf_counter()
     planned_steps = cfg.trainer.total_steps
@@ -85,7 +177,7 @@ def run(
         _stop_within(trainer, train_budget_min * 60, t2)
     trainer.fit()
     t3 = time.perf_counter()
-    after = test()
+    after = test("after")
     t4 = time.perf_counter()
     print(f"[{task}] test success after:  {after['success']:.3f} ± {after['se']:.3f}", flush=True)
     metrics = [row for _, row in iter_jsonl(run_dir / "run" / "metrics.jsonl")]
@@ -110,6 +202,19 @@ def run(
         for m in metrics
         if m.get("phase", "train") == "train" and "train/success" in m
     ]
+    with (run_dir / "test_outcomes.jsonl").open("w", encoding="utf-8") as fh:
+        for phase in ("before", "after"):
+            for row in outcomes[phase]:
+                fh.write(dumps({"phase": phase, **row}) + "\n")
+    paired = paired_comparison(outcomes["before"], outcomes["after"])
+    wf = paired["well_formed_both"]
+    print(
+        f"[{task}] paired (all {paired['all']['pairs']} seeds): McNemar p = "
+        f"{paired['all']['mcnemar_p']:.3g}; well-formed both times ({wf['pairs']} seeds): "
+        f"{wf.get('success_before', float('nan')):.3f} -> {wf.get('success_after', float('nan')):.3f}, "
+        f"p = {wf['mcnemar_p']:.3g}",
+        flush=True,
+    )
     result = {
         "task": task,
         "env": cfg.env.id,
@@ -124,6 +229,7 @@ def run(
         "test_temperature": cfg.trainer.val_temperature,
         "before": before,
         "after": after,
+        "paired": paired,
         "wall_s": {
             "init": t_init,
             "test_before": t2 - t1,
@@ -160,8 +266,10 @@ def plot(out: Path) -> None:
                     "test_seeds",
                     "before",
                     "after",
+                    "paired",
                     "wall_s",
                 )
+                if k in r
             }
             for r in results
         ],

@@ -119,3 +119,71 @@ def wilson_interval(share: float, n: int, z: float = 1.96) -> tuple[float, float
     centre = (share + z2 / (2 * n)) / (1 + z2 / n)
     half = z * math.sqrt(share * (1 - share) / n + z2 / (4 * n * n)) / (1 + z2 / n)
     return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def mcnemar_exact(before_only: int, after_only: int) -> float:
+    """Two-sided exact McNemar test of paired binary outcomes (McNemar 1947, Psychometrika
+    12:153; exact form: the binomial sign test on the discordant pairs).
+
+    Under the null hypothesis that the success probability is the same before and after, each
+    discordant pair (success on one side only) is equally likely to fall either way, so
+    ``after_only ~ Binomial(before_only + after_only, 1/2)``; the p-value is
+    ``min(1, 2 * P[X <= min(b, c)])`` with ``X ~ Binomial(b + c, 1/2)``.
+
+    Args:
+        before_only: pairs that succeeded before and failed after (``b``, ``>= 0``).
+        after_only: pairs that failed before and succeeded after (``c``, ``>= 0``).
+
+    Returns:
+        The two-sided p-value in ``(0, 1]``; ``1.0`` when there is no discordant pair.
+
+    Raises:
+        ValueError: a negative count.
+    """
+    if before_only < 0 or after_only < 0:
+        raise ValueError(f"mcnemar_exact needs counts >= 0, got {before_only}, {after_only}")
+    n = before_only + after_only
+    if n == 0:
+        return 1.0
+    k = min(before_only, after_only)
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2.0**n
+    return min(1.0, 2.0 * tail)
+
+
+def paired_bootstrap_diff(
+    before: Sequence[float],
+    after: Sequence[float],
+    *,
+    resamples: int = 10_000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> tuple[float, float, float]:
+    """Mean paired difference ``after - before`` with a percentile bootstrap interval that
+    resamples *pairs* (Efron & Tibshirani 1993, "An Introduction to the Bootstrap", ch. 13).
+
+    Args:
+        before, after: one value per paired unit (an episode seed), same length ``n >= 1``.
+        resamples: bootstrap resamples.
+        seed: the NumPy generator seed (the interval is reproducible).
+        level: the interval's coverage, in ``(0, 1)``.
+
+    Returns:
+        ``(mean_difference, low, high)``.
+
+    Raises:
+        ValueError: different lengths, no pairs, or ``level`` outside ``(0, 1)``.
+    """
+    b = np.asarray(before, dtype=np.float64)
+    a = np.asarray(after, dtype=np.float64)
+    if b.shape != a.shape or b.ndim != 1 or b.size == 0:
+        raise ValueError(
+            f"paired_bootstrap_diff needs two equal, non-empty 1-d sequences, got {b.shape}, {a.shape}"
+        )
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    d = a - b
+    idx = np.random.default_rng(seed).integers(0, d.size, size=(resamples, d.size))
+    means = d[idx].mean(axis=1)
+    tail = (1.0 - level) / 2.0
+    low, high = np.quantile(means, [tail, 1.0 - tail])
+    return float(d.mean()), float(low), float(high)

@@ -201,8 +201,8 @@ def _cpu_lora(
 ) -> StarPOConfig:
     """A real instruct model + LoRA on a CPU: answer-only turns with the format restated in
     every user message (the 0.5B model drops the tags otherwise), 4 groups × 8 episodes,
-    vLLM rollouts with ``rollout.vllm.dtype=auto`` (float32 unless the CPU has native bf16:
-    emulated bf16 is ~13x slower and rounds the LoRA update away) and a float32 LoRA update."""
+    vLLM rollouts with ``rollout.vllm.dtype=auto`` (float32 on a CPU: a bf16 engine rounds
+    the LoRA update away, and emulated bf16 is ~13x slower) and a float32 LoRA update."""
     r = dict(
         env_groups=4,
         group_size=8,

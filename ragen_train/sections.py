@@ -129,12 +129,12 @@ class EnvSection:
 @dataclass
 class VLLMSection:
     """The colocated vLLM rollout engine (``rollout.sampler=vllm``; see
-    :mod:`ragen_train.rollout_engine`).  ``dtype`` ``auto``: bfloat16 on GPUs and on CPUs with
-    native bf16 (AVX512_BF16 / AMX), float32 on other CPUs (``rollout_engine.engine_dtype``)."""
+    :mod:`ragen_train.rollout_engine`).  ``dtype`` ``auto``: bfloat16 on GPUs, float32 on every
+    CPU, where a bf16 engine would round the LoRA update away (``rollout_engine.engine_dtype``)."""
 
     dtype: str = setting(
         "auto",
-        "vLLM engine weight dtype; auto = bfloat16 on GPUs and CPUs with native bf16, float32 on other CPUs.",
+        "vLLM engine weight dtype; auto = bfloat16 on GPUs, float32 on CPUs (a bf16 engine rounds a LoRA update away).",
         choices=("auto", *_DTYPES),
     )
     gpu_memory_utilization: float = setting(

@@ -381,11 +381,16 @@ class StarPOTrainer:
         episodes: int | None = None,
         temperature: float | None = None,
         prefix: str = "val",
+        records_out: list[EpisodeRecord] | None = None,
     ) -> dict[str, float]:
         """Success and return on fixed seeds ``0..episodes-1`` of ``split`` (default: validation) of
         every validation env (:func:`~ragen_train.multienv.val_envs`): ``<prefix>/*`` over all
         episodes, and ``<prefix>/<tag>/*`` per env when the run lists its envs (``prefix``: ``val``,
-        or ``test`` for the held-out evaluation of :mod:`ragen_train.pipeline`)."""
+        or ``test`` for the held-out evaluation of :mod:`ragen_train.pipeline`).
+
+        ``records_out``: if given, extended with this rank's finished episodes (every episode
+        in a one-process run), in seed order per env: per-episode outcomes for a paired
+        before/after test (``examples/real_model_run.py``)."""
         split = split or self.cfg.env.val_split
         t = self.cfg.trainer.val_temperature if temperature is None else temperature
         # Chunks of rollout.batch_size episodes, chunk c on rank c % W with its own sampling seed:
@@ -424,6 +429,8 @@ class StarPOTrainer:
         for part in parts:
             _raise_if_env_broken(part)
         records = [rec for part in parts for rec in part]
+        if records_out is not None:
+            records_out.extend(records)
         return self._episode_metrics(records, parts, self.val_envs, prefix)
 
     def _episode_metrics(

@@ -18,9 +18,10 @@ SAPPHIRE_RAPIDS = ZEN3 | {"avx512f", "avx512_bf16", "amx_bf16", "amx_tile"}
     [
         ("cpu", ZEN3, "float32"),
         ("cpu", ZEN3 | {"avx512f", "avx512_vnni"}, "float32"),  # AVX-512 without BF16
-        ("cpu", ZEN3 | {"avx512_bf16"}, "bfloat16"),
-        ("cpu", ZEN3 | {"amx_bf16"}, "bfloat16"),
-        ("cpu", SAPPHIRE_RAPIDS, "bfloat16"),
+        # Native bf16 too: a bf16 engine would round the LoRA update away (issue 27 item 4).
+        ("cpu", ZEN3 | {"avx512_bf16"}, "float32"),
+        ("cpu", ZEN3 | {"amx_bf16"}, "float32"),
+        ("cpu", SAPPHIRE_RAPIDS, "float32"),
         ("cuda", ZEN3, "bfloat16"),
         ("cuda:1", set(), "bfloat16"),
     ],

@@ -6,6 +6,8 @@ import importlib.util
 import itertools
 from pathlib import Path
 
+import pytest
+
 from ragen_train.config import apply_overrides, load_config
 from ragen_train.trainer import StarPOTrainer
 
@@ -41,3 +43,20 @@ def test_train_budget_stops_fit_before_the_step_that_would_overrun(tmp_path: Pat
     assert cfg.trainer.total_steps == 3
     lines = (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
     assert sum('"phase": "train"' in x for x in lines) == 3
+
+
+def test_evaluate_hands_back_the_episodes_behind_its_metrics(tmp_path: Path) -> None:
+    """``evaluate(records_out=...)`` returns the episodes it scored (issue 27 item 7: the
+    per-episode outcomes of a paired before/after test): one per seed, and the success share
+    of the rows equals the ``val/success`` metric."""
+    cfg = apply_overrides(
+        load_config("tiny-bandit-grpo"),
+        [f"trainer.out_dir={tmp_path / 'run'}", "trainer.val_every=0", "rollout.batch_size=8"],
+    )
+    trainer = StarPOTrainer(cfg)
+    records: list = []
+    metrics = trainer.evaluate(split=cfg.env.test_split, episodes=20, records_out=records)
+    rows = [_script().episode_outcome(r) for r in records]
+    assert sorted(r["seed"] for r in rows) == list(range(20))
+    assert sum(r["success"] for r in rows) / 20 == pytest.approx(metrics["val/success"])
+    assert all(r["turns"] >= 1 and r["actions"] for r in rows if r["well_formed"])

@@ -62,7 +62,7 @@ def _config(out_dir: Path, **over: object):
         "model.lora.alpha=16",
         "rollout.sampler=vllm",
         # float32 engine: the exact-sync checks below compare it with the float32 trainer
-        # (dtype auto picks bf16 on CPUs with native bf16, such as AMX Xeons).
+        # (what dtype auto picks on a CPU; stated so the test does not depend on it).
         "rollout.vllm.dtype=float32",
         "rollout.vllm.kv_cache_gb=1",
         "rollout.env_groups=2",
