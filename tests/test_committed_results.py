@@ -22,7 +22,11 @@ FREE_FORM = {
     "examples/real_model/results.json",
     "examples/real_model/cpu-bandit-lora/result.json",
     "examples/real_model/cpu-frozenlake-lora/result.json",
+    "examples/real_model/cpu-bandit-lora/test_outcomes.jsonl",
+    "examples/real_model/cpu-frozenlake-lora/test_outcomes.jsonl",
 }
+#: A training config written before a rename and two added fields (tests/data/old_results).
+OLD_CONFIG = ROOT / "tests/data/old_results/train_config_224528f.json"
 
 
 def _committed() -> list[str]:
@@ -90,14 +94,14 @@ def test_renamed_fields_are_the_configs_renames() -> None:
 
 
 def test_an_old_training_config_has_its_renamed_field_moved() -> None:
-    old = json.loads((ROOT / "examples/real_model/cpu-bandit-lora/run/config.json").read_text())
+    old = json.loads(OLD_CONFIG.read_text())
     engine = old["rollout"]["engine"]
     upgrade(old, "train_config")
     assert "engine" not in old["rollout"] and old["rollout"]["sampler"] == engine
 
 
 def test_an_old_training_config_gets_the_defaults_of_added_fields() -> None:
-    old = json.loads((ROOT / "examples/real_model/cpu-bandit-lora/run/config.json").read_text())
+    old = json.loads(OLD_CONFIG.read_text())
     assert "degenerate_stop_steps" not in old["trainer"] and "lr_schedule" not in old["optim"]
     upgrade(old, "train_config")
     assert old["trainer"]["degenerate_stop_steps"] == 10
