@@ -351,7 +351,7 @@ def verl_settings(
             "unsupported",
             f"{f.strategy} {f.value} filtering has no verl counterpart "
             "(only DAPO's zero-variance group filter); run with algorithm.filter.value=1 "
-            "(keep every group) or add algorithm.filter.include_zero=false (DAPO's filter)",
+            "(keep every group), plus algorithm.filter.include_zero=false for DAPO's filter",
         )
     if f.loss_scaling != "none":
         add(

@@ -132,8 +132,8 @@ def test_ragen2_recipe_is_refused_for_its_top_p_filter_only(preset: str) -> None
     assert str(err.value) == (
         "config field 'algorithm.filter.value': cannot run on verl: algorithm.filter.value: "
         "top_p 0.9 filtering has no verl counterpart (only DAPO's zero-variance group filter); "
-        "run with algorithm.filter.value=1 (keep every group) or add "
-        "algorithm.filter.include_zero=false (DAPO's filter)"
+        "run with algorithm.filter.value=1 (keep every group), plus "
+        "algorithm.filter.include_zero=false for DAPO's filter"
     )
     # Nothing else is in the way: without the filter verl accepts the recipe on 8 GPUs
     # (model.path=tiny: validate_config loads the critic's tokenizer, and this machine is
@@ -154,13 +154,13 @@ class _ScriptedServer:
     """verl's ``LLMServerClient.generate`` answering one scripted completion."""
 
     def __init__(self, tokenizer, text: str):
-        self.ids = tokenizer(text, add_special_tokens=False)["input_ids"] + [
-            tokenizer.eos_token_id
-        ]
+        self.ids = tokenizer(text, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
         self.calls: list[dict] = []
 
     async def generate(self, request_id, *, prompt_ids, sampling_params, **_):
-        self.calls.append({"request_id": request_id, "prompt_ids": list(prompt_ids), **sampling_params})
+        self.calls.append(
+            {"request_id": request_id, "prompt_ids": list(prompt_ids), **sampling_params}
+        )
         return SimpleNamespace(token_ids=list(self.ids), log_probs=None, stop_reason="completed")
 
 
