@@ -17,7 +17,9 @@ needs and launches it where verl exists:
   (registers :class:`~ragen_train.backends.verl_agent_loop.RagenAgentLoop` as
   ``ragen_agent`` with the run's agent-loop settings), ``overrides.txt`` and ``launch.sh``;
 * :func:`metrics_from_episode_log` — the agent loop's per-episode log turned into our
-  ``metrics.jsonl`` rows (``train/*`` per step, ``val/*`` per validation round).
+  ``metrics.jsonl`` rows (``train/*`` per step, ``val/*`` per validation round);
+* :func:`gpu_shortfall` — why a one-node run cannot start on this machine (too few GPUs;
+  verl 0.9.1 has no CPU platform), said by :class:`VerlBackend` before Ray starts.
 """
 
 from __future__ import annotations
