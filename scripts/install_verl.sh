@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Create a virtual environment for the verl back-end (ragen-train starpo --trainer verl) and
 # install the project's `verl` extra into it: verl 0.9.1, Ray and the agent-loop server's
-# dependencies (cachetools, uvicorn, fastapi, TransferQueue), next to ragen[train].
+# dependencies (cachetools, uvicorn, fastapi, TransferQueue), next to ragen[train], at the
+# versions of scripts/verl-constraints.txt.
 #
 #   scripts/install_verl.sh                 # venv in .venv-verl
 #   scripts/install_verl.sh /path/to/venv   # elsewhere
@@ -21,7 +22,12 @@ fi
 py=$venv/bin/python
 # --no-compile: Python compiles what is imported on first use (verl and Ray ship thousands of
 # modules; byte-compiling all of them costs minutes on a small CPU machine).
-"$py" -m pip install --no-compile -e ".[verl]"
+# scripts/verl-constraints.txt pins the whole set pip resolved for the extra (verl 0.9.1,
+# ray 2.60.0, transformers 5.10.4, TransferQueue 0.1.11, ...; torch left free), so a new
+# venv gets the versions the tests ran with; RAGEN_VERL_UNPINNED=1 resolves afresh.
+pins=(-c scripts/verl-constraints.txt)
+[[ ${RAGEN_VERL_UNPINNED:-} == 1 ]] && pins=()
+"$py" -m pip install --no-compile "${pins[@]}" -e ".[verl]"
 "$py" - <<'PY'
 from importlib.metadata import version
 

@@ -17,12 +17,15 @@ needs and launches it where verl exists:
   (registers :class:`~ragen_train.backends.verl_agent_loop.RagenAgentLoop` as
   ``ragen_agent`` with the run's agent-loop settings), ``overrides.txt`` and ``launch.sh``;
 * :func:`metrics_from_episode_log` — the agent loop's per-episode log turned into our
-  ``metrics.jsonl`` rows (``train/*`` per step, ``val/*`` per validation round).
+  ``metrics.jsonl`` rows (``train/*`` per step, ``val/*`` per validation round);
+* :func:`gpu_shortfall` — why a one-node run cannot start on this machine (too few GPUs;
+  verl 0.9.1 has no CPU platform), said by :class:`VerlBackend` before Ray starts.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 from collections import defaultdict
@@ -349,7 +352,8 @@ def verl_settings(
             "algorithm.filter.strategy" if f.strategy != "top_p" else "algorithm.filter.value",
             "unsupported",
             f"{f.strategy} {f.value} filtering has no verl counterpart "
-            "(only DAPO's zero-variance group filter)",
+            "(only DAPO's zero-variance group filter); run with algorithm.filter.value=1 "
+            "(keep every group), plus algorithm.filter.include_zero=false for DAPO's filter",
         )
     if f.loss_scaling != "none":
         add(
@@ -649,6 +653,51 @@ def metrics_from_episode_log(
     return sorted(rows, key=lambda x: (x[0], x[1] == "val"))
 
 
+#: Where verl 0.9.1 stops on a machine without accelerators (``verl/single_controller/ray/base.py``,
+#: ``ResourcePoolManager._check_resource_available``), after Ray, TransferQueue, the tokenizer and
+#: the datasets are up: verl has no CPU platform (``verl/plugin/platform``: nvidia, huawei, amd).
+VERL_NO_GPU_STOP = "Total available GPUs {available} is less than total desired GPUs {desired}"
+
+
+def visible_accelerators() -> int:
+    """The CUDA/ROCm (or Ascend NPU) devices torch sees on this machine (0 on CPU-only ones)."""
+    import torch
+
+    if torch.cuda.is_available():
+        return torch.cuda.device_count()
+    npu = getattr(torch, "npu", None)
+    return npu.device_count() if npu is not None and npu.is_available() else 0
+
+
+def gpu_shortfall(settings: VerlSettings, env: dict[str, str] | None = None) -> str | None:
+    """Why verl cannot start here, said before Ray starts; ``None`` when it can (or cannot be told).
+
+    A one-node run (``trainer.nnodes=1``, no ``RAY_ADDRESS``: verl starts a local Ray
+    cluster) needs ``trainer.n_gpus_per_node`` devices on this machine (``launch.sh`` takes
+    ``RAGEN_VERL_GPUS_PER_NODE`` / ``RAGEN_VERL_NNODES`` first, so they are read here too).
+    Multi-node runs place their workers on other machines, so nothing is checked.
+    """
+    env = dict(os.environ if env is None else env)
+    o = settings.as_dict()
+    nnodes = int(env.get(LAUNCH_ENV["trainer.nnodes"]) or o["trainer.nnodes"])
+    desired = int(env.get(LAUNCH_ENV["trainer.n_gpus_per_node"]) or o["trainer.n_gpus_per_node"])
+    if nnodes != 1 or env.get("RAY_ADDRESS"):
+        return None
+    available = visible_accelerators()
+    if available >= desired:
+        return None
+    return (
+        f"verl needs {desired} GPU(s) on this machine (trainer.n_gpus_per_node, "
+        f"{LAUNCH_ENV['trainer.n_gpus_per_node']}) and torch sees {available}; "
+        + (
+            "verl 0.9.1 has no CPU platform (nvidia, huawei and amd only), so after starting "
+            "Ray it would stop with '" + VERL_NO_GPU_STOP.format(available=0, desired=desired) + "'"
+            if available == 0
+            else f"set {LAUNCH_ENV['trainer.n_gpus_per_node']}={available} to use them"
+        )
+    )
+
+
 class VerlBackend:
     """Prepare (always) and launch (where verl is installed) a verl run."""
 
@@ -659,9 +708,15 @@ class VerlBackend:
     ) -> BackendResult:
         """Write the launch files to ``<out_dir>/verl``, run ``launch.sh``, convert the episode log.
 
+        ``launch.sh`` runs with this interpreter's ``bin`` folder first on ``PATH``, so its
+        ``python3`` is the one that imported verl (a venv used without activating it).
+
         Raises:
             ImportError: verl is not installed (the files are written first; the message
-                says where).  subprocess.CalledProcessError: verl failed.
+                says where).
+            TrainConfigError: (``--trainer``) a one-node run asks for more GPUs than this
+                machine has (:func:`gpu_shortfall`), said before Ray starts.
+            subprocess.CalledProcessError: verl failed.
         """
         import subprocess
 
@@ -678,11 +733,19 @@ class VerlBackend:
                 f"machines; the launch files are ready in {prepared.directory} "
                 f"(run {prepared.files['launch']} where verl is installed)"
             ) from exc
+        short = gpu_shortfall(prepared.settings)
+        if short:
+            raise TrainConfigError(
+                "--trainer", f"{short}. The launch files are ready in {prepared.directory}"
+            )
+        env = dict(os.environ)
+        env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
         subprocess.run(
             ["bash", str(prepared.files["launch"])],
             check=True,
             stdout=sys.stdout,
             stderr=sys.stderr,
+            env=env,
         )
         from ..logger import MetricLogger
 

@@ -13,12 +13,16 @@ from typer.testing import CliRunner
 
 from ragen_train.backends.verl_agent_loop import RagenLoopSettings, row_fields
 from ragen_train.backends.verl_backend import (
+    VERL_NO_GPU_STOP,
     dataset_rows,
+    gpu_shortfall,
     metrics_from_episode_log,
     verl_settings,
+    visible_accelerators,
     write_verl_inputs,
 )
 from ragen_train.config import TrainConfigError, load_config
+from ragen_train.presets import PRESETS
 
 HAVE_VERL = importlib.util.find_spec("verl") is not None
 
@@ -134,6 +138,60 @@ def test_unsupported_settings_are_refused(override: str, field: str) -> None:
     with pytest.raises(TrainConfigError) as err:
         settings(override)
     assert err.value.field == field
+
+
+RAGEN2_PRESETS = sorted(n for n in PRESETS if n.startswith("ragen2-"))
+
+
+def test_every_ragen2_recipe_is_refused_for_its_top_p_filter() -> None:
+    """The RAGEN-2 recipes keep the top 90% of groups by reward std (top_p 0.9); verl 0.9.1
+    has only DAPO's zero-variance filter, so each recipe is refused with this reason (with the
+    filter off, verl's own validate_config accepts all of them: test_verl_installed.py)."""
+    assert len(RAGEN2_PRESETS) == 32
+    for name in RAGEN2_PRESETS:
+        with pytest.raises(TrainConfigError) as err:
+            verl_settings(
+                load_config(name, []), train_files="t", val_files="v", agent_loop_config="a"
+            )
+        assert err.value.field == "algorithm.filter.value", name
+        assert err.value.reason == (
+            "cannot run on verl: algorithm.filter.value: top_p 0.9 filtering has no verl "
+            "counterpart (only DAPO's zero-variance group filter); run with "
+            "algorithm.filter.value=1 (keep every group), plus algorithm.filter.include_zero=false "
+            "for DAPO's filter"
+        ), name
+        for fix in (
+            ["algorithm.filter.value=1"],
+            ["algorithm.filter.value=1", "algorithm.filter.include_zero=false"],
+        ):
+            o = verl_settings(
+                load_config(name, fix), train_files="t", val_files="v", agent_loop_config="a"
+            ).as_dict()
+            assert o.get("algorithm.filter_groups.enable", "false") == str(len(fix) == 2).lower()
+
+
+def test_gpu_shortfall_is_said_before_ray_starts() -> None:
+    """A one-node run needs trainer.n_gpus_per_node devices here (launch.sh's environment
+    variables first); multi-node runs and runs joining a Ray cluster are not checked."""
+    cfg = load_config("quickstart", ["trainer.out_dir=/tmp/x"])
+    s = verl_settings(cfg, train_files="t", val_files="v", agent_loop_config="a", n_gpus_per_node=2)
+    have = visible_accelerators()
+    msg = gpu_shortfall(s, env={})
+    if have >= 2:
+        assert msg is None
+    else:
+        assert "verl needs 2 GPU(s) on this machine" in msg and f"torch sees {have}" in msg
+        if have == 0:
+            assert VERL_NO_GPU_STOP.format(available=0, desired=2) in msg
+    wants = have + 1  # RAGEN_VERL_GPUS_PER_NODE wins over the generated value, as in launch.sh
+    assert f"verl needs {wants} GPU(s)" in gpu_shortfall(
+        s, env={"RAGEN_VERL_GPUS_PER_NODE": str(wants)}
+    )
+    assert gpu_shortfall(s, env={"RAGEN_VERL_GPUS_PER_NODE": str(have)}) is None
+    assert (
+        gpu_shortfall(s, env={"RAGEN_VERL_GPUS_PER_NODE": "64", "RAGEN_VERL_NNODES": "2"}) is None
+    )
+    assert gpu_shortfall(s, env={"RAGEN_VERL_GPUS_PER_NODE": "64", "RAY_ADDRESS": "h:6379"}) is None
 
 
 def test_dataset_rows_give_the_native_seeds_and_splits() -> None:
