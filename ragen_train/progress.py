@@ -50,7 +50,41 @@ class ProgressLines:
         self.log("  ".join(parts) + f"  ({now - self.start:.0f} s)")
 
 
-class PhaseProgress:
+class _Heartbeat:
+    """A timer thread that logs :meth:`line` every ``every_s`` seconds while the phase runs,
+    and one closing line if any was printed (a phase shorter than ``every_s`` prints nothing).
+    Subclasses give :meth:`line`; use as a context manager."""
+
+    def __init__(self, log: Callable[[str], Any], label: str, total: int, *, every_s: float = 15.0):
+        import threading
+
+        self.log, self.label, self.total, self.every_s = log, label, int(total), float(every_s)
+        self.printed = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, daemon=True, name="ragen-progress")
+        self.start = time.monotonic()
+
+    def line(self) -> str:
+        raise NotImplementedError
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.every_s):
+            self.printed += 1
+            self.log(self.line())
+
+    def __enter__(self) -> Any:
+        self.start = time.monotonic()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join()
+        if self.printed and exc[0] is None:
+            self.log(self.line())
+
+
+class PhaseProgress(_Heartbeat):
     """Heartbeat lines for a phase that plays many episodes (validation, rollouts).
 
     A batched CPU generation can run for minutes between two finished episodes, so the
@@ -68,15 +102,9 @@ class PhaseProgress:
     """
 
     def __init__(self, log: Callable[[str], Any], label: str, total: int, *, every_s: float = 15.0):
-        import threading
-
-        self.log, self.label, self.total, self.every_s = log, label, int(total), float(every_s)
+        super().__init__(log, label, total, every_s=every_s)
         self.finished = 0
         self.turns = 0
-        self.printed = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, daemon=True, name="ragen-progress")
-        self.start = time.monotonic()
 
     def on_episode(self, record: Any) -> None:
         self.finished += 1
@@ -90,18 +118,41 @@ class PhaseProgress:
             f"{self.turns} turns played ({time.monotonic() - self.start:.0f} s)"
         )
 
-    def _beat(self) -> None:
-        while not self._stop.wait(self.every_s):
-            self.printed += 1
-            self.log(self.line())
 
-    def __enter__(self) -> PhaseProgress:
-        self.start = time.monotonic()
-        self._thread.start()
-        return self
+class UpdateProgress(_Heartbeat):
+    """Heartbeat lines for a policy update, which on a CPU can run for many minutes without
+    any other output: ``<label>: k/N samples trained, E/P PPO epochs (t s)`` every ``every_s``
+    seconds (issue 29 item 7, "no silent minutes").  ``total``: samples × PPO epochs; the
+    trainer calls :meth:`on_samples` after each micro-batch's backward pass.
 
-    def __exit__(self, *exc: Any) -> None:
-        self._stop.set()
-        self._thread.join()
-        if self.printed and exc[0] is None:
-            self.log(self.line())
+    Args:
+        log: a ``print``-like function (called from the timer thread).
+        label: the phase (``"[ragen] step 3 update"``).
+        total: sample passes in the update (samples × ``optim.ppo_epochs``).
+        epochs: ``optim.ppo_epochs``.
+        every_s: seconds between lines.
+    """
+
+    def __init__(
+        self,
+        log: Callable[[str], Any],
+        label: str,
+        total: int,
+        *,
+        epochs: int = 1,
+        every_s: float = 15.0,
+    ):
+        super().__init__(log, label, total, every_s=every_s)
+        self.epochs = int(epochs)
+        self.done = 0
+        self.epoch = 0
+
+    def on_samples(self, n: int) -> None:
+        self.done += int(n)
+
+    def line(self) -> str:
+        return (
+            f"{self.label}: {self.done}/{self.total} samples trained, "
+            f"epoch {min(self.epoch + 1, self.epochs)}/{self.epochs} "
+            f"({time.monotonic() - self.start:.0f} s)"
+        )

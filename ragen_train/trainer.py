@@ -83,7 +83,7 @@ from .multienv import (
     train_envs,
     val_envs,
 )
-from .progress import PhaseProgress
+from .progress import PhaseProgress, UpdateProgress
 from .run_dir import config_changes
 from .schedules import build_lr_scheduler
 
@@ -454,8 +454,14 @@ class StarPOTrainer:
     def _phase(self, label: str, episodes: int) -> PhaseProgress:
         """Heartbeat lines on standard output while a phase plays (main rank only; a phase
         shorter than :attr:`progress_every_s` prints nothing)."""
-        log = (lambda line: print(line, flush=True)) if self.dist.is_main else (lambda line: None)
-        return PhaseProgress(log, f"[ragen] {label}", episodes, every_s=self.progress_every_s)
+        return PhaseProgress(
+            self._progress_log, f"[ragen] {label}", episodes, every_s=self.progress_every_s
+        )
+
+    def _progress_log(self, line: str) -> None:
+        """Print a progress line on the main rank (other ranks stay quiet)."""
+        if self.dist.is_main:
+            print(line, flush=True)
 
     # ------------------------------------------------------------------- step
     def train_step(self) -> dict[str, float]:
@@ -830,15 +836,31 @@ class StarPOTrainer:
         acc.total("batch/response_tokens", float(mask.sum()))
         n = len(samples)
         t_upd = time.perf_counter()
-        for epoch in range(opt.ppo_epochs):
-            gen = torch.Generator().manual_seed(
-                self.cfg.trainer.seed * 1_000_003 + self.step * 101 + epoch
-            )
-            order = torch.randperm(n, generator=gen).tolist()
-            for k in range(opt.mini_batches):
-                self._minibatch(
-                    batch, samples, stats, adv, returns, order[k :: opt.mini_batches], scale, acc
+        with UpdateProgress(
+            self._progress_log,
+            f"[ragen] step {self.step} update",
+            n * opt.ppo_epochs,
+            epochs=opt.ppo_epochs,
+            every_s=self.progress_every_s,
+        ) as progress:
+            for epoch in range(opt.ppo_epochs):
+                progress.epoch = epoch
+                gen = torch.Generator().manual_seed(
+                    self.cfg.trainer.seed * 1_000_003 + self.step * 101 + epoch
                 )
+                order = torch.randperm(n, generator=gen).tolist()
+                for k in range(opt.mini_batches):
+                    self._minibatch(
+                        batch,
+                        samples,
+                        stats,
+                        adv,
+                        returns,
+                        order[k :: opt.mini_batches],
+                        scale,
+                        acc,
+                        progress,
+                    )
         metrics = acc.reduce(self.dist)
         metrics["time/old_logprob_s"] = t_old
         metrics["time/update_s"] = time.perf_counter() - t_upd
@@ -857,6 +879,7 @@ class StarPOTrainer:
         idx: list[int],
         scale: float,
         acc: MetricAccumulator,
+        progress: UpdateProgress | None = None,
     ) -> None:
         """One optimizer step on one mini-batch, micro-batched with gradient accumulation.
 
@@ -928,6 +951,8 @@ class StarPOTrainer:
                     acc.loss("actor/kl_loss", float(kl_loss.detach()))
                 (loss * scale * world).backward()
             ntok = float(mask.sum())
+            if progress is not None and mb is not None:
+                progress.on_samples(len(mb.rows))
             acc.loss("actor/pg_loss", float(pg_loss.detach()))
             acc.tok("actor/entropy", float((ent.detach() * mask).sum()), ntok)
             for k, v in pst.items():
