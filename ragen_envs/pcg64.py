@@ -45,6 +45,8 @@ _INIT_A, _MULT_A = 0x43B0D7E5, 0x931E8875
 _INIT_B, _MULT_B = 0x8B51F9DD, 0x58F38DED
 _MIX_L, _MIX_R = 0xCA01F9DD, 0x4973F715
 _POOL = 4
+#: The low 16 bits of each 32-bit field of a 128-bit int.
+_LOW16 = sum(0xFFFF << (32 * k) for k in range(4))
 
 
 def _hash_consts(init: int, mult: int, n: int) -> list[tuple[int, int]]:
@@ -101,36 +103,54 @@ def _straight_line(n: int, *, stream: bool) -> Callable[..., tuple[int, ...]]:
     return namespace["words"]
 
 
-def _output_lines(stream: bool) -> list[str]:
+def _output_lines(stream: bool, *, first: bool = False) -> list[str]:
     """The straight-line tail of :func:`_straight_line` from the mixed pool ``p0..p3``:
     ``generate_state(4, np.uint64)``'s 8 hashmix calls (:data:`_HB`), and with ``stream``
-    :meth:`PCG64Stream.from_words` on the words."""
+    :meth:`PCG64Stream.from_words` on the words; with ``first`` also the stream's first
+    :meth:`PCG64Stream.next64` (``(state after it, inc, the draw)``; the two LCG steps
+    of seeding and drawing folded into one: ``s1 = (inc + init) * MULT**2 + inc *
+    (MULT + 1)`` modulo ``2**128``)."""
     lines = []
-    for i, (x, m) in enumerate(_HB):
-        lines.append(f"    v = ((p{i & 3} ^ {x}) * {m}) & {_M32}; w{i} = v ^ (v >> 16)")
     if stream:  # from_words: inc = seq << 1 | 1, state = ((inc + initstate) * MULT + inc)
-        lines.append(f"    inc = (w5 << 97 | w4 << 65 | w7 << 33 | w6 << 1 | 1) & {_M128}")
-        lines.append("    init = w1 << 96 | w0 << 64 | w3 << 32 | w2")
-        lines.append(f"    return ((inc + init) * {PCG64_MULT} + inc) & {_M128}, inc")
+        # The words' final xorshift (w = v ^ v >> 16) is done on the four packed into
+        # 128 bits, each 32-bit field shifted alone: V ^ ((V >> 16) & _LOW16).
+        for i, (x, m) in enumerate(_HB):
+            lines.append(f"    v{i} = ((p{i & 3} ^ {x}) * {m}) & {_M32}")
+        lines.append("    init = v1 << 96 | v0 << 64 | v3 << 32 | v2")
+        lines.append(f"    init ^= (init >> 16) & {_LOW16}")
+        lines.append("    seq = v5 << 96 | v4 << 64 | v7 << 32 | v6")
+        lines.append(f"    inc = ((seq ^ ((seq >> 16) & {_LOW16})) << 1 | 1) & {_M128}")
+        if first:
+            mult2, mult1 = PCG64_MULT * PCG64_MULT & _M128, PCG64_MULT + 1
+            lines.append(f"    s = ((inc + init) * {mult2} + inc * {mult1}) & {_M128}")
+            lines.append(f"    hi = s >> 64; x = (hi ^ s) & {_M64}; r = hi >> 58")
+            lines.append(f"    return s, inc, ((x >> r) | (x << (64 - r))) & {_M64}")
+        else:
+            lines.append(f"    return ((inc + init) * {PCG64_MULT} + inc) & {_M128}, inc")
     else:
+        for i, (x, m) in enumerate(_HB):
+            lines.append(f"    v = ((p{i & 3} ^ {x}) * {m}) & {_M32}; w{i} = v ^ (v >> 16)")
         lines.append("    return (w1 << 32 | w0, w3 << 32 | w2, w5 << 32 | w4, w7 << 32 | w6)")
     return lines
 
 
-def _pool_state() -> Callable[[int, int, int, int], tuple[int, int]]:
-    """``(state, inc)`` of the PCG64 seeded by a ``SeedSequence`` whose mixed pool
-    (``SeedSequence.pool``, four uint32 words) is ``p0..p3``: :func:`_output_lines` as
-    one function."""
-    lines = ["def state(p0, p1, p2, p3):", *_output_lines(True)]
+def _pool_first() -> Callable[[int, int, int, int], tuple[int, int, int]]:
+    """``(state after the first draw, inc, the first draw)`` of the PCG64 seeded by a
+    ``SeedSequence`` whose mixed pool (``SeedSequence.pool``, four uint32 words) is
+    ``p0..p3``: :func:`_output_lines` as one function."""
+    lines = ["def first(p0, p1, p2, p3):", *_output_lines(True, first=True)]
     namespace: dict[str, Any] = {}
-    exec(compile("\n".join(lines), "<PCG64 state of a mixed pool>", "exec"), namespace)
-    return namespace["state"]
+    exec(compile("\n".join(lines), "<first draw of a mixed pool>", "exec"), namespace)
+    return namespace["first"]
 
 
 #: ``SeedSequence(seed).generate_state(4, np.uint64)`` for ``0 <= seed < 2**32``.
 _words_one = _straight_line(1, stream=False)
 #: ``_STATE[n](*words)``: ``(state, inc)`` of the PCG64 seeded by an ``n``-word entropy.
 _STATE = {n: _straight_line(n, stream=True) for n in range(1, _POOL + 1)}
+#: ``_FIRST(*SeedSequence(seed).pool.tolist())``: see :func:`seeded_first`.
+_FIRST = _pool_first()
+_SeedSequence = np.random.SeedSequence
 
 
 def _words_block(start: int, n: int) -> list[list[int]]:
@@ -391,3 +411,38 @@ def seeded_stream(seed: int) -> PCG64Stream:
     if 0 <= seed <= _M32:
         return PCG64Stream(*_STATE[1](seed))
     return PCG64Stream.from_words(seed_words(seed))
+
+
+def seeded_first(seed: int, scratch: np.ndarray | None = None) -> tuple[int, int, int]:
+    """``(state, inc, x)``: the stream of :func:`seeded_stream` after its first
+    :meth:`PCG64Stream.next64`, and that draw ``x``; for a reset whose draws come from
+    one 64-bit draw (``PCG64Stream(state, inc)`` continues the stream; a 32-bit draw
+    after it would use the upper half ``x >> 32`` as NumPy's ``uinteger``).
+
+    A seed out of sequence (``0 <= seed < 2**32``) is mixed by NumPy's own
+    ``SeedSequence`` (C code, its ``pool`` read back: ~2.2-2.6 µs instead of ~3.5 µs
+    for the same mixing in Python) and the rest is one straight-line function
+    (:data:`_FIRST`); sequential seeds take the block path of :func:`seeded_stream`.
+
+    Args:
+        seed: a non-negative ``int``.
+        scratch: a one-element uint32 array the caller owns (not shared between
+            threads): the seed is written there and handed to ``SeedSequence`` as an
+            array, which skips NumPy's int-to-words conversion (~0.4 µs); the same
+            entropy words, so the same stream.
+
+    Raises:
+        ValueError: ``seed`` is negative (as NumPy does).
+    """
+    global _last_seed
+    start, block = _cache
+    if not 0 <= seed - start < len(block) and 0 <= seed <= _M32 and seed != _last_seed + 1:
+        _last_seed = seed  # out of sequence (_block_words' test, inlined)
+        if scratch is None:
+            return _FIRST(*_SeedSequence(seed).pool.tolist())
+        scratch[0] = seed
+        return _FIRST(*_SeedSequence(scratch).pool.tolist())
+    words = _block_words(seed)
+    stream = PCG64Stream.from_words(seed_words(seed) if words is None else words)
+    x = stream.next64()
+    return stream.state, stream.inc, x

@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ...core import EpisodeStatus, TextEnv, Transition, join_lines, raw_threshold
-from ...pcg64 import seeded_stream
+from ...pcg64 import PCG64Stream, seeded_first, seeded_stream
 from ...seeding import in_split, sample_instance
 
 #: (steady arm, risky arm) name pairs per split; no name appears in two splits.
@@ -111,7 +111,7 @@ class BanditEnv(TextEnv):
 
     #: What :meth:`step`'s first-step path reads and writes besides TextEnv's episode
     #: state (also slots): fields of the instance itself, no value-array look-ups.
-    __slots__ = ("_pending", "_raw_threshold", "_last")
+    __slots__ = ("_pending", "_raw_threshold", "_last", "_scratch", "_fast")
 
     def __init__(self, render_mode: str | None = None, **config: Any):
         #: The pull table while the episode's first action is still to come, else None
@@ -119,6 +119,9 @@ class BanditEnv(TextEnv):
         self._pending: dict[str, Pull] | None = None
         self._raw_threshold: int | None = None  # set from the validated config below
         self._last: str | None = None
+        self._scratch = np.zeros(1, dtype=np.uint32)  # seeded_first's, this env's own
+        #: ``(split, answer_with, starts)`` of the last direct reset (see :meth:`reset`).
+        self._fast: tuple[Any, Any, list[tuple[Any, ...]]] = (None, None, [])
         super().__init__(render_mode, **config)
         c = self.config
         self._risky_prob = float(c["risky_prob"])
@@ -225,15 +228,27 @@ class BanditEnv(TextEnv):
         c = self.config
         if options or type(seed) is not int or seed < 0 or c["split_by"] != "names":
             return super().reset(seed=seed, options=options)
-        split = c["split"]
-        starts = self._STARTS.get((split, c["answer_with"], self._payoffs, self._raw_threshold))
-        if starts is None:
-            starts = self._starts(split)
+        split, answer_with = c["split"], c["answer_with"]
+        fast_split, fast_answer, starts = self._fast
+        if split != fast_split or answer_with != fast_answer:  # first reset, or config changed
+            starts = self._STARTS.get((split, answer_with, self._payoffs, self._raw_threshold))
+            if starts is None:
+                starts = self._starts(split)
+            self._fast = (split, answer_with, starts)
         self._gen = None  # TextEnv._seed_generator, inlined
-        stream = self._stream = seeded_stream(seed)
         self._np_random_seed = seed
-        pair, swap = stream.integers2(len(starts) >> 1, 2)
-        start = starts[2 * pair + swap]
+        # PCG64Stream.integers2(n, 2) on the stream's first 64-bit draw, inlined
+        state, inc, x = seeded_first(seed, self._scratch)
+        n = len(starts) >> 1
+        pair = (x & 0xFFFFFFFF) * n
+        swap = (x >> 32) * 2
+        if (pair & 0xFFFFFFFF) >= n and swap & 0xFFFFFFFF >= 2:  # both accepted at once
+            self._stream = PCG64Stream(state, inc, 0, x >> 32)
+            start = starts[2 * (pair >> 32) + (swap >> 32)]
+        else:  # a Lemire rejection (probability below (n + 2) / 2**32): one by one
+            stream = self._stream = seeded_stream(seed)
+            pair, swap = stream.integers2(n, 2)
+            start = starts[2 * pair + swap]
         obs, info, self._arms, self.action_names, self._best, self._steady, self._risky, table = (
             start
         )
