@@ -24,7 +24,12 @@ Sequential seeds (``reset(seed=0)``, ``reset(seed=1)``, ...: a data set's items,
 rollout's episodes) hash a block of :data:`BLOCK` seeds at once with NumPy array
 arithmetic (~0.7 µs a seed instead of ~4.5 µs one at a time); a seed met out of
 sequence is hashed alone.  Only seeds below ``2**32`` (one entropy word) take these
-paths; larger seeds use NumPy's own ``SeedSequence``.
+paths; larger seeds use NumPy's own ``SeedSequence``.  A reset that needs only the
+stream's first 64-bit draw (Bandit) takes :func:`seeded_first`: for a seed out of
+sequence NumPy's ``SeedSequence`` mixes the pool in C and one straight-line function
+finishes the state and the draw.  :func:`hash_block` hashes many entropies of 1-4 words
+at once (:func:`ragen_envs.seeding.first_attempt` uses it for the attempt-0 streams of
+sequential seeds).
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ _M64 = (1 << 64) - 1
 _M128 = (1 << 128) - 1
 #: PCG64's 128-bit LCG multiplier (``PCG_DEFAULT_MULTIPLIER_128``).
 PCG64_MULT = 0x2360ED051FC65DA44385DF649FCCF645
+_TWICE = (1 << 64) + 1  # x * _TWICE: a 64-bit x next to itself (rotations by shifting)
 
 # SeedSequence constants (numpy/random/bit_generator.pyx).
 _INIT_A, _MULT_A = 0x43B0D7E5, 0x931E8875
@@ -123,8 +129,10 @@ def _output_lines(stream: bool, *, first: bool = False) -> list[str]:
         if first:
             mult2, mult1 = PCG64_MULT * PCG64_MULT & _M128, PCG64_MULT + 1
             lines.append(f"    s = ((inc + init) * {mult2} + inc * {mult1}) & {_M128}")
-            lines.append(f"    hi = s >> 64; x = (hi ^ s) & {_M64}; r = hi >> 58")
-            lines.append(f"    return s, inc, ((x >> r) | (x << (64 - r))) & {_M64}")
+            lines.append("    hi = s >> 64")
+            lines.append(
+                f"    return s, inc, ((((hi ^ s) & {_M64}) * {_TWICE}) >> (hi >> 58)) & {_M64}"
+            )
         else:
             lines.append(f"    return ((inc + init) * {PCG64_MULT} + inc) & {_M128}, inc")
     else:
@@ -301,9 +309,8 @@ class PCG64Stream:
         """``bit_generator.random_raw()``: step, then the XSL-RR output of the new state."""
         s = self.state = (self.state * PCG64_MULT + self.inc) & _M128
         hi = s >> 64
-        x = (hi ^ s) & _M64
-        r = hi >> 58
-        return ((x >> r) | (x << (64 - r))) & _M64
+        # rotate right by hi >> 58: the 64-bit value doubled (x * (2**64 + 1)), shifted
+        return ((((hi ^ s) & _M64) * _TWICE) >> (hi >> 58)) & _M64
 
     def next32(self) -> int:
         """NumPy's ``next_uint32``: the buffered upper half, else the lower half of a new
@@ -371,15 +378,14 @@ class PCG64Stream:
         :meth:`next64`'s step and output are written out here (a generator's locals are
         the fastest state Python has)."""
         state, inc = self.state, self.inc
+        mult, m128, m64, m32, twice = PCG64_MULT, _M128, _M64, _M32, _TWICE  # locals
         if self.has_uint32:
             yield self.uinteger
         while True:
-            state = (state * PCG64_MULT + inc) & _M128
+            state = (state * mult + inc) & m128
             hi = state >> 64
-            x = (hi ^ state) & _M64
-            r = hi >> 58
-            x = ((x >> r) | (x << (64 - r))) & _M64
-            yield x & _M32
+            x = ((((hi ^ state) & m64) * twice) >> (hi >> 58)) & m64  # see next64
+            yield x & m32
             yield x >> 32
 
     def bit_state(self) -> dict[str, object]:

@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from . import pcg64
-from .pcg64 import PCG64Stream, _STATE, entropy_stream, seeded_stream
+from .pcg64 import _STATE, PCG64Stream, entropy_stream, seeded_stream
 
 T = TypeVar("T")
 

@@ -126,12 +126,11 @@ class SudokuEnv(TextEnv):
         (``tests/envs/test_reset_paths.py``).
 
         Raises:
-            ValueError: ``seed`` is negative (as NumPy does).
             GenerationError: no attempt of :data:`MAX_ATTEMPTS` succeeded (as
                 :func:`ragen_envs.seeding.sample_instance`).
         """
         c = self.config
-        if options or type(seed) is not int or c["size"] != 4 or not self.lazy_seeding:
+        if options or type(seed) is not int or seed < 0 or c["size"] != 4 or not self.lazy_seeding:
             return super().reset(seed=seed, options=options)
         target = EMPTY_CELLS[4][c["difficulty"]]
         split = c["split"]
