@@ -142,11 +142,11 @@ def _output_lines(stream: bool, *, first: bool = False) -> list[str]:
     return lines
 
 
-def _pool_first() -> Callable[[int, int, int, int], tuple[int, int, int]]:
+def _pool_first() -> Callable[[list[int]], tuple[int, int, int]]:
     """``(state after the first draw, inc, the first draw)`` of the PCG64 seeded by a
     ``SeedSequence`` whose mixed pool (``SeedSequence.pool``, four uint32 words) is
-    ``p0..p3``: :func:`_output_lines` as one function."""
-    lines = ["def first(p0, p1, p2, p3):", *_output_lines(True, first=True)]
+    ``pool``: :func:`_output_lines` as one function."""
+    lines = ["def first(pool):", "    p0, p1, p2, p3 = pool", *_output_lines(True, first=True)]
     namespace: dict[str, Any] = {}
     exec(compile("\n".join(lines), "<first draw of a mixed pool>", "exec"), namespace)
     return namespace["first"]
@@ -156,7 +156,7 @@ def _pool_first() -> Callable[[int, int, int, int], tuple[int, int, int]]:
 _words_one = _straight_line(1, stream=False)
 #: ``_STATE[n](*words)``: ``(state, inc)`` of the PCG64 seeded by an ``n``-word entropy.
 _STATE = {n: _straight_line(n, stream=True) for n in range(1, _POOL + 1)}
-#: ``_FIRST(*SeedSequence(seed).pool.tolist())``: see :func:`seeded_first`.
+#: ``_FIRST(SeedSequence(seed).pool.tolist())``: see :func:`seeded_first`.
 _FIRST = _pool_first()
 _SeedSequence = np.random.SeedSequence
 
@@ -445,9 +445,9 @@ def seeded_first(seed: int, scratch: np.ndarray | None = None) -> tuple[int, int
     if not 0 <= seed - start < len(block) and 0 <= seed <= _M32 and seed != _last_seed + 1:
         _last_seed = seed  # out of sequence (_block_words' test, inlined)
         if scratch is None:
-            return _FIRST(*_SeedSequence(seed).pool.tolist())
+            return _FIRST(_SeedSequence(seed).pool.tolist())
         scratch[0] = seed
-        return _FIRST(*_SeedSequence(scratch).pool.tolist())
+        return _FIRST(_SeedSequence(scratch).pool.tolist())
     words = _block_words(seed)
     stream = PCG64Stream.from_words(seed_words(seed) if words is None else words)
     x = stream.next64()

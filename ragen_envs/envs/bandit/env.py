@@ -121,8 +121,8 @@ class BanditEnv(TextEnv):
         self._raw_threshold: int | None = None  # set from the validated config below
         self._last: str | None = None
         self._scratch = np.zeros(1, dtype=np.uint32)  # seeded_first's, this env's own
-        #: ``(split, answer_with, starts)`` of the last direct reset (see :meth:`reset`).
-        self._fast: tuple[Any, Any, list[tuple[Any, ...]]] = (None, None, [])
+        #: ``(split, answer_with, starts, pairs)`` of the last direct reset (:meth:`reset`).
+        self._fast: tuple[Any, Any, list[tuple[Any, ...]], int] = (None, None, [], 0)
         super().__init__(render_mode, **config)
         c = self.config
         self._risky_prob = float(c["risky_prob"])
@@ -238,23 +238,22 @@ class BanditEnv(TextEnv):
         if options or type(seed) is not int or seed < 0 or c["split_by"] != "names":
             return super().reset(seed=seed, options=options)
         split, answer_with = c["split"], c["answer_with"]
-        fast_split, fast_answer, starts = self._fast
+        fast_split, fast_answer, starts, n = self._fast
         if split != fast_split or answer_with != fast_answer:  # first reset, or config changed
             starts = self._STARTS.get((split, answer_with, self._payoffs, self._raw_threshold))
             if starts is None:
                 starts = self._starts(split)
-            self._fast = (split, answer_with, starts)
+            n = len(starts) >> 1  # arm pairs
+            self._fast = (split, answer_with, starts, n)
         self._gen = None  # TextEnv._seed_generator, inlined
         self._np_random_seed = seed
         # PCG64Stream.integers2(n, 2) on the stream's first 64-bit draw, inlined
         state, inc, x = seeded_first(seed, self._scratch)
-        n = len(starts) >> 1
         pair = (x & 0xFFFFFFFF) * n
-        swap = (x >> 32) * 2
-        if (pair & 0xFFFFFFFF) >= n and swap & 0xFFFFFFFF >= 2:  # both accepted at once
+        if pair & 0xFFFFFFFF >= n:  # accepted at once (integers(2) never rejects: x >> 63)
             self._stream = PCG64Stream(state, inc, 0, x >> 32)
-            start = starts[2 * (pair >> 32) + (swap >> 32)]
-        else:  # a Lemire rejection (probability below (n + 2) / 2**32): one by one
+            start = starts[2 * (pair >> 32) + (x >> 63)]
+        else:  # a Lemire rejection (probability below n / 2**32): one by one
             stream = self._stream = seeded_stream(seed)
             pair, swap = stream.integers2(n, 2)
             start = starts[2 * pair + swap]
