@@ -139,13 +139,21 @@ def _first_block(start: int, n: int) -> list[tuple[int, ...]]:
         stream = PCG64Stream.from_words(words)
         base = stream.integers(BASE_BOUND)
         rows.append((stream.state, stream.inc, stream.has_uint32, stream.uinteger, base))
-    bases = np.array([r[4] for r in rows], dtype=np.uint64)
+    return _with_attempt0(rows)
+
+
+def _with_attempt0(rows: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
+    """Each row ``(..., base)`` extended by ``(state, inc)`` of ``attempt_stream(base,
+    0)``: the two-word bases' three-word entropies ``[base & M32, base >> 32, 0]`` hashed
+    together by :func:`ragen_envs.pcg64.hash_block`, a one-word base alone."""
+    bases = np.array([r[-1] for r in rows], dtype=np.uint64)
     lo = (bases & np.uint64(_M32)).astype(np.uint32)
     hi = (bases >> np.uint64(32)).astype(np.uint32)
-    hashed = pcg64.hash_block([lo, hi, np.zeros(n, dtype=np.uint32)])
+    hashed = pcg64.hash_block([lo, hi, np.zeros(len(rows), dtype=np.uint32)])
     out = []
     for row, words in zip(rows, hashed):
-        first = attempt_stream(row[4], 0) if row[4] <= _M32 else PCG64Stream.from_words(words)
+        base = row[-1]
+        first = attempt_stream(base, 0) if base <= _M32 else PCG64Stream.from_words(words)
         out.append((*row, first.state, first.inc))
     return out
 

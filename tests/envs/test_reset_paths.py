@@ -198,19 +198,25 @@ def test_first_attempt_is_its_definition(seeds: list[int]) -> None:
 
 
 def test_first_attempt_block_handles_one_word_bases() -> None:
-    """A base seed below ``2**32`` hashes as two words ``[base, 0]``, not three; the
-    block path sends those rows to ``attempt_stream`` (checked on the row builder with
-    bases forced small, since a real one is a 1-in-2**31 event)."""
+    """A base seed below ``2**32`` hashes as two words ``[base, 0]``, not three: the
+    block's attempt-0 step (``_with_attempt0``) sends those rows to ``attempt_stream``
+    (given bases here, since a real one is a 1-in-2**31 event); real block rows carry
+    the seeded stream after its base draw."""
     from ragen_envs import seeding
 
-    for base in (0, 5, 2**32 - 1, 2**32, 2**40 + 3, 2**63 - 2):
-        assert attempt_stream(base, 0).bit_state() == attempt_rng(base, 0).bit_generator.state
+    bases = [0, 5, 2**32 - 1, 2**32, 2**40 + 3, 2**63 - 2]
+    for i, row in enumerate(
+        seeding._with_attempt0([("row", i, base) for i, base in enumerate(bases)])
+    ):
+        assert row[:3] == ("row", i, bases[i])
+        want = attempt_rng(bases[i], 0).bit_generator.state["state"]
+        assert row[3:] == (want["state"], want["inc"]), bases[i]
+    for base in bases:
         assert attempt_stream(np.int64(base), 3).bit_state() == (
             attempt_rng(base, 3).bit_generator.state
         )
     assert attempt_stream(2**40, 2**33).bit_state() == attempt_rng(2**40, 2**33).bit_generator.state
-    rows = seeding._first_block(1000, 8)
-    for i, row in enumerate(rows):
+    for i, row in enumerate(seeding._first_block(1000, 8)):
         state, inc, has, word, base, a_state, a_inc = row
         assert (a_state, a_inc) == (attempt_stream(base, 0).state, attempt_stream(base, 0).inc)
         assert (
