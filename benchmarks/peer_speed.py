@@ -1252,6 +1252,25 @@ def compare(
     return results
 
 
+def _run_context() -> dict[str, Any]:
+    """UTC time, the 1/5/15-minute load averages and the commit of ours (``git rev-parse``;
+    ``None`` outside a git checkout): what a results file records at a run's start and end."""
+    import datetime
+
+    root = os.environ.get("RAGEN_OURS_ROOT") or str(ROOT)
+    try:
+        commit = subprocess.run(
+            ["git", "-C", root, "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = None
+    return {
+        "utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "load_average": list(os.getloadavg()),
+        "commit": commit,
+    }
+
+
 def _fmt_rate(x: float) -> str:
     return f"{x / 1000:,.1f} k/s" if x >= 1000 else f"{x:,.0f} /s"
 
@@ -1295,6 +1314,13 @@ def main(argv: list[str] | None = None) -> int:
         help=f"copy RAGEN's env files at {RAGEN_COMMIT[:7]} from the git repository CHECKOUT "
         "into .peer-ragen/ and exit",
     )
+    ap.add_argument(
+        "--out",
+        metavar="FILE",
+        help="also write the run as JSON to FILE: the results, the settings (rows, reps, "
+        "batches, clock, before), the commit of ours, UTC start and end, and the load "
+        "average at both (e.g. benchmarks/results/peer_speed_resets.json)",
+    )
     ap.add_argument("--markdown", action="store_true", help="print a Markdown table")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     ap.add_argument("--worker", nargs=3, metavar=("ROW", "SIDE", "BATCHES"), help=argparse.SUPPRESS)
@@ -1313,7 +1339,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.clock:
         os.environ["RAGEN_PEER_CLOCK"] = args.clock  # the workers inherit it
     before = str(Path(args.before).resolve()) if args.before else None
+    started = _run_context()
     results = compare(args.rows, args.reps, args.batches, _peer_python(args.peer_python), before)
+    if args.out:
+        record = {
+            "started": started,
+            "ended": _run_context(),
+            "rows": args.rows,
+            "reps": args.reps,
+            "batches": args.batches,
+            "clock": os.environ.get("RAGEN_PEER_CLOCK") or "wall",
+            "before": before,
+            "results": results,
+        }
+        Path(args.out).write_text(json.dumps(record, indent=2) + "\n")
     if args.json:
         print(json.dumps(results, indent=2))
         return 0

@@ -31,7 +31,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from .pcg64 import PCG64Stream, entropy_stream
+from . import pcg64
+from .pcg64 import _STATE, PCG64Stream, entropy_stream, seeded_stream
 
 T = TypeVar("T")
 
@@ -103,8 +104,88 @@ def attempt_rng(base_seed: int, attempt: int) -> np.random.Generator:
 def attempt_stream(base_seed: int, attempt: int) -> PCG64Stream:
     """:func:`attempt_rng`'s stream without the NumPy objects: a pure-Python
     :class:`~ragen_envs.pcg64.PCG64Stream` with the same state, so the same draws for
-    the methods it has (``integers``, ``random``, ``permutation``)."""
+    the methods it has (``integers``, ``random``, ``permutation``).
+
+    A base seed of two uint32 words (``2**32 <= base_seed < 2**64``, all but one in
+    ``2**31`` of :func:`sample_instance`'s) with a one-word attempt goes straight to the
+    compiled three-word hash (:data:`ragen_envs.pcg64._STATE`), skipping
+    :func:`~ragen_envs.pcg64.entropy_stream`'s word split (the same words).
+    """
+    if type(base_seed) is int and type(attempt) is int and _M32 < base_seed <= _M64:
+        if 0 <= attempt <= _M32:
+            return PCG64Stream(*_STATE[3](base_seed & _M32, base_seed >> 32, attempt))
     return entropy_stream((int(base_seed), int(attempt)))
+
+
+_M32, _M64 = 0xFFFFFFFF, (1 << 64) - 1
+#: ``Generator.integers`` bound of :func:`sample_instance`'s base seed (``0 <= base < it``).
+BASE_BOUND = 2**63 - 1
+
+#: ``(first seed, rows)`` of :func:`first_attempt`'s block: per seed ``(state, inc,
+#: has_uint32, uinteger, base, attempt-0 state, attempt-0 inc)``.  One object, replaced
+#: whole (a thread always reads a start and the rows that belong to it).
+_first_cache: tuple[int, list[tuple[int, ...]]] = (-1, [])
+_first_last = -2  # only decides whether to compute a block (a race costs time, never values)
+
+
+def _first_block(start: int, n: int) -> list[tuple[int, ...]]:
+    """:func:`first_attempt`'s rows for seeds ``start .. start + n - 1``: the seeded
+    streams from :func:`ragen_envs.pcg64._words_block`, each stream's base draw in
+    Python, and the attempt-0 entropies ``[base, 0]`` hashed together by
+    :func:`ragen_envs.pcg64.hash_block` (a base below ``2**32``, one word, by
+    :func:`attempt_stream`)."""
+    rows = []
+    for words in pcg64._words_block(start, n):
+        stream = PCG64Stream.from_words(words)
+        base = stream.integers(BASE_BOUND)
+        rows.append((stream.state, stream.inc, stream.has_uint32, stream.uinteger, base))
+    return _with_attempt0(rows)
+
+
+def _with_attempt0(rows: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
+    """Each row ``(..., base)`` extended by ``(state, inc)`` of ``attempt_stream(base,
+    0)``: the two-word bases' three-word entropies ``[base & M32, base >> 32, 0]`` hashed
+    together by :func:`ragen_envs.pcg64.hash_block`, a one-word base alone."""
+    bases = np.array([r[-1] for r in rows], dtype=np.uint64)
+    lo = (bases & np.uint64(_M32)).astype(np.uint32)
+    hi = (bases >> np.uint64(32)).astype(np.uint32)
+    hashed = pcg64.hash_block([lo, hi, np.zeros(len(rows), dtype=np.uint32)])
+    out = []
+    for row, words in zip(rows, hashed):
+        base = row[-1]
+        first = attempt_stream(base, 0) if base <= _M32 else PCG64Stream.from_words(words)
+        out.append((*row, first.state, first.inc))
+    return out
+
+
+def first_attempt(seed: int) -> tuple[PCG64Stream, int, PCG64Stream]:
+    """The start of :func:`sample_instance` (``streams=True``) on ``reset(seed=seed)``'s
+    fresh stream: ``(the seeded stream after the base draw, base seed, attempt 0's
+    stream)``, i.e. ``stream = seeded_stream(seed)``, ``base = stream.integers(BASE_BOUND)``,
+    ``attempt_stream(base, 0)``.
+
+    Seeds that follow one another (``0, 1, 2, ...``) take these from a block of
+    :data:`ragen_envs.pcg64.BLOCK` seeds computed at once, the attempt-0 hash in NumPy
+    (about half of what one seed costs alone); others are computed alone.  Either way
+    the values are those of the definition above (tested), in every process.
+
+    Raises:
+        ValueError: ``seed`` is negative (as NumPy does).
+    """
+    global _first_cache, _first_last
+    start, rows = _first_cache
+    i = seed - start
+    if not 0 <= i < len(rows) and 0 <= seed <= _M32 and seed == _first_last + 1:
+        rows = _first_block(seed, min(pcg64.BLOCK, _M32 + 1 - seed))
+        _first_cache = (seed, rows)
+        i = 0
+    _first_last = seed
+    if 0 <= i < len(rows):
+        state, inc, has, word, base, a_state, a_inc = rows[i]
+        return PCG64Stream(state, inc, has, word), base, PCG64Stream(a_state, a_inc)
+    stream = seeded_stream(seed)
+    base = stream.integers(BASE_BOUND)
+    return stream, base, attempt_stream(base, 0)
 
 
 def sample_instance(
@@ -134,9 +215,9 @@ def sample_instance(
         ``(instance, attempts_used)``.
     """
     if type(np_random) is PCG64Stream:
-        base = np_random.integers(2**63 - 1)  # = Generator.integers(0, 2**63 - 1)
+        base = np_random.integers(BASE_BOUND)  # = Generator.integers(0, 2**63 - 1)
     else:
-        base = int(np_random.integers(0, 2**63 - 1))
+        base = int(np_random.integers(0, BASE_BOUND))
     make = attempt_stream if streams else attempt_rng
     for attempt in range(max_attempts):
         inst = build(make(base, attempt))

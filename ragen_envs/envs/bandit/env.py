@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ...core import EpisodeStatus, TextEnv, Transition, join_lines, raw_threshold
-from ...pcg64 import seeded_stream
+from ...pcg64 import PCG64Stream, seeded_first, seeded_stream
 from ...seeding import in_split, sample_instance
 
 #: (steady arm, risky arm) name pairs per split; no name appears in two splits.
@@ -73,6 +73,7 @@ ARM_PAIRS: dict[str, tuple[tuple[str, str], ...]] = {
 LABELS = ("A", "B")
 
 _THRESHOLDS: dict[int | None, int | None] = {}
+_RUNNING = EpisodeStatus.RUNNING
 
 
 def _shared(threshold: int | None) -> int | None:
@@ -111,7 +112,7 @@ class BanditEnv(TextEnv):
 
     #: What :meth:`step`'s first-step path reads and writes besides TextEnv's episode
     #: state (also slots): fields of the instance itself, no value-array look-ups.
-    __slots__ = ("_pending", "_raw_threshold", "_last")
+    __slots__ = ("_pending", "_raw_threshold", "_last", "_scratch", "_fast")
 
     def __init__(self, render_mode: str | None = None, **config: Any):
         #: The pull table while the episode's first action is still to come, else None
@@ -119,6 +120,9 @@ class BanditEnv(TextEnv):
         self._pending: dict[str, Pull] | None = None
         self._raw_threshold: int | None = None  # set from the validated config below
         self._last: str | None = None
+        self._scratch = np.zeros(1, dtype=np.uint32)  # seeded_first's, this env's own
+        #: ``(split, answer_with, starts, pairs)`` of the last direct reset (:meth:`reset`).
+        self._fast: tuple[Any, Any, list[tuple[Any, ...]], int] = (None, None, [], 0)
         super().__init__(render_mode, **config)
         c = self.config
         self._risky_prob = float(c["risky_prob"])
@@ -176,14 +180,17 @@ class BanditEnv(TextEnv):
 
     def _starts(self, split: str) -> list[tuple[Any, ...]]:
         """Every start of a ``names`` episode, built once per process by the general
-        path's own code (:meth:`_set_arms`, :meth:`_observation`, :meth:`_reset_info`)."""
+        path's own code (:meth:`_set_arms`, :meth:`_observation`, :meth:`_reset_info`).
+
+        Leaves the episode attributes of the last start built (the caller, :meth:`reset`,
+        sets all of them next).  Nothing here reads ``self.__dict__``: that turns the
+        instance's inline attribute values into a dict for good, after which every
+        reset's attribute stores took ~4 % longer (thread time, alternating batches).
+        """
         key = (split, self.config["answer_with"], self._payoffs, self._raw_threshold)
         starts = self._STARTS.get(key)
         if starts is None:
             starts = []
-            names = ("_arms", "action_names", "_best", "_steady", "_risky", "_pull_of")
-            saved = {n: self.__dict__[n] for n in names if n in self.__dict__}
-            last, pending = self._last, self._pending
             for steady, risky in ARM_PAIRS[split]:
                 for swap in (False, True):
                     self._set_arms(steady, risky, swap)
@@ -200,10 +207,6 @@ class BanditEnv(TextEnv):
                         (self._observation(), info, self._arms, self.action_names)
                         + (self._best, self._steady, self._risky, self._pull_of)
                     )
-            for n in names:
-                self.__dict__.pop(n, None)
-            self.__dict__.update(saved)
-            self._last, self._pending = last, pending
             self._STARTS[key] = starts
         return starts
 
@@ -220,33 +223,51 @@ class BanditEnv(TextEnv):
         state, hashed in blocks for sequential seeds), its two draws pick one of the
         precomputed starts (:meth:`_starts`), and the info is a copy with a fresh
         ``arms`` list.  Both paths give the same results, ``np_random`` included
-        (``tests/envs/test_env_speed_paths.py``).
+        (``tests/envs/test_env_speed_paths.py``, ``tests/envs/test_reset_paths.py``).
+
+        Seeds out of sequence (issue 31, fourth round; thread time of 20,000 resets:
+        8.1 µs a reset, the pure-Python ``SeedSequence`` hash 5.1 µs of it): the seed
+        is mixed by NumPy's ``SeedSequence`` in C (its ``pool``, ~2.2 µs with this
+        env's one-element scratch array), one straight-line function finishes the
+        PCG64 state and its first 64-bit draw (:func:`~ragen_envs.pcg64.seeded_first`,
+        ~1.7 µs), and both start draws are taken from that draw here (what
+        :meth:`~ragen_envs.pcg64.PCG64Stream.integers2` does); 6.1 µs a reset.
         """
         c = self.config
         if options or type(seed) is not int or seed < 0 or c["split_by"] != "names":
             return super().reset(seed=seed, options=options)
-        split = c["split"]
-        starts = self._STARTS.get((split, c["answer_with"], self._payoffs, self._raw_threshold))
-        if starts is None:
-            starts = self._starts(split)
+        split, answer_with = c["split"], c["answer_with"]
+        fast_split, fast_answer, starts, n = self._fast
+        if split != fast_split or answer_with != fast_answer:  # first reset, or config changed
+            starts = self._STARTS.get((split, answer_with, self._payoffs, self._raw_threshold))
+            if starts is None:
+                starts = self._starts(split)
+            n = len(starts) >> 1  # arm pairs
+            self._fast = (split, answer_with, starts, n)
         self._gen = None  # TextEnv._seed_generator, inlined
-        stream = self._stream = seeded_stream(seed)
         self._np_random_seed = seed
-        pair, swap = stream.integers2(len(starts) >> 1, 2)
-        start = starts[2 * pair + swap]
-        obs, info, self._arms, self.action_names, self._best, self._steady, self._risky, table = (
-            start
-        )
+        # PCG64Stream.integers2(n, 2) on the stream's first 64-bit draw, inlined
+        state, inc, x = seeded_first(seed, self._scratch)
+        pair = (x & 0xFFFFFFFF) * n
+        if pair & 0xFFFFFFFF >= n:  # accepted at once (integers(2) never rejects: x >> 63)
+            self._stream = PCG64Stream(state, inc, 0, x >> 32)
+            start = starts[2 * (pair >> 32) + (x >> 63)]
+        else:  # a Lemire rejection (probability below n / 2**32): one by one
+            stream = self._stream = seeded_stream(seed)
+            pair, swap = stream.integers2(n, 2)
+            start = starts[2 * pair + swap]
+        obs, info, arms, self.action_names, self._best, self._steady, self._risky, table = start
+        self._arms = arms
         self._pull_of = table
         self._pending = table if self._raw_threshold is not None else None
         self._last = None
         self._steps = 0
         self._return = 0.0
-        self._status = EpisodeStatus.RUNNING
+        self._status = _RUNNING
         self._max_steps = int(c["max_steps"])
         self._ready = self._live = True
         info = info.copy()
-        info["arms"] = list(self._arms)
+        info["arms"] = list(arms)
         return obs, info
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:

@@ -7,12 +7,13 @@ from typing import Any
 
 import numpy as np
 
-from ...core import TextEnv, Transition, join_lines
-from ...seeding import sample_instance
+from ...core import EpisodeStatus, TextEnv, Transition, join_lines
+from ...seeding import GenerationError, attempt_stream, first_attempt, sample_instance
+from . import four
 from .generator import EMPTY_CELLS, Puzzle, generate_attempt
 from .grid import Geometry, from_text, geometry
 from .moves import Move, parse_move
-from .render import render_grid
+from .render import render_fresh, render_grid
 from .solver import SearchBudgetExceeded, solve
 
 #: Generator attempts per reset (a 9x9 attempt fails only when its solution grid lies in
@@ -21,6 +22,11 @@ MAX_ATTEMPTS = 200
 
 #: Node budget when checking a puzzle passed through ``reset(options={"puzzle": ...})``.
 LOAD_BUDGET = 1_000_000
+
+_FOUR = geometry(4)
+
+#: The last-move line of a fresh episode's observation.
+NO_MOVE_YET = "Last accepted move: none yet."
 
 GRAMMAR_HINT = "expected 'place N at row R col C', 'R,C,N', '(R,C,N)' or 'clear row R col C'"
 
@@ -97,9 +103,77 @@ class SudokuEnv(TextEnv):
         self._grid = list(puzzle.givens)
         self._earned = set()
         self._obs = None
-        self._last = "Last accepted move: none yet."
+        self._last = NO_MOVE_YET
         if self._auto_max_steps:
             self.config["max_steps"] = max(2, 2 * puzzle.num_empty)
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        """:meth:`TextEnv.reset`, with its common case taken directly: a seeded reset of
+        a 4x4 env (:attr:`lazy_seeding`, no options).
+
+        Profile (thread time, 3,000 ``Sudoku-v0`` resets, seeds in sequence, 33.7 µs a
+        reset): the attempt stream's three-word hash 6.3 µs an attempt (1.26 attempts a
+        reset), the 4x4 attempt 10.9 µs an attempt (5.8 µs of it the stream's 32-bit
+        draws), the seeded stream and base draw 2.1 µs, the grid text 2.3 µs, and
+        ``TextEnv.reset`` / ``sample_instance`` / ``generate_attempt`` / ``Puzzle``
+        bookkeeping the rest.  Here the seeded stream, base seed and attempt-0 stream
+        come from :func:`ragen_envs.seeding.first_attempt` (blocks of sequential seeds
+        hashed in NumPy), attempts run :func:`.four.attempt` directly, the text is
+        :func:`.render.render_fresh`, and the episode state and ``info`` are set here.
+        Same results as the general path, ``np_random`` included
+        (``tests/envs/test_reset_paths.py``).
+
+        Raises:
+            GenerationError: no attempt of :data:`MAX_ATTEMPTS` succeeded (as
+                :func:`ragen_envs.seeding.sample_instance`).
+        """
+        c = self.config
+        if options or type(seed) is not int or seed < 0 or c["size"] != 4 or not self.lazy_seeding:
+            return super().reset(seed=seed, options=options)
+        target = EMPTY_CELLS[4][c["difficulty"]]
+        split = c["split"]
+        stream, base, attempt = first_attempt(seed)
+        k = 0
+        found = four.attempt(attempt, target, split)
+        while found is None:
+            k += 1
+            if k == MAX_ATTEMPTS:
+                raise GenerationError(
+                    f"no valid instance after {MAX_ATTEMPTS} attempts (base seed {base})"
+                )
+            found = four.attempt(attempt_stream(base, k), target, split)
+        self._gen = None  # TextEnv._seed_generator, inlined
+        self._stream = stream
+        self._np_random_seed = seed
+        self._steps = 0
+        self._return = 0.0
+        self._status = EpisodeStatus.RUNNING
+        givens, self._solution = found
+        self._givens = givens
+        self._attempts = k + 1
+        self._g = _FOUR
+        self._grid = list(givens)
+        self._earned = set()
+        self._last = NO_MOVE_YET
+        if self._auto_max_steps:
+            c["max_steps"] = max(2, 2 * target)
+        self._max_steps = int(c["max_steps"])
+        self._ready = self._live = True
+        # target empty cells exactly: four.attempt empties num_empty cells or fails
+        obs = self._obs = f"{render_fresh(givens)}\nEmpty cells: {target}.\n{NO_MOVE_YET}"
+        return obs, {
+            "action_is_valid": True,
+            "action_is_effective": False,
+            "success": False,
+            "status": "running",
+            "step": 0,
+            "episode_return": 0.0,
+            "size": 4,
+            "empty_cells": target,
+            "generation_attempts": k + 1,
+        }
 
     @staticmethod
     def _load(text: str) -> Puzzle:
