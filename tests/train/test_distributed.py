@@ -6,32 +6,31 @@ the engine itself is not started here, the stream it receives is what is checked
 ``tests/train/test_fsdp2_vllm.py`` runs the engines).
 
 One ``torchrun`` launch runs every 2-process case (``tests/helpers/dist_update.py``); the
-one-process reference runs in this process."""
+one-process reference runs in this process meanwhile."""
 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
 
+from tests.helpers.launch import start
+
 SCRIPT = Path(__file__).resolve().parents[1] / "helpers" / "dist_update.py"
 
 
-def run(cmd: list[str], cwd: Path) -> None:
+def _env() -> dict[str, str]:
     # PYTHONFAULTHANDLER: a rank that aborts prints every thread's Python stack, so a failure
     # says where it happened (torchrun's summary alone fills the last 4,000 characters).
-    env = {
+    return {
         **os.environ,
         "OMP_NUM_THREADS": "1",
         "PYTHONFAULTHANDLER": "1",
         "PYTHONPATH": str(SCRIPT.parents[2]),
     }
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600, env=env)
-    assert proc.returncode == 0, proc.stderr[:6000] + "\n[...]\n" + proc.stderr[-3000:]
 
 
 ESTIMATORS = ("grpo", "gae")
@@ -45,15 +44,17 @@ def updates(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from tests.helpers.dist_update import run_cases
 
     out = tmp_path_factory.mktemp("updates")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        run_cases(out, list(ESTIMATORS))
-    finally:
-        torch.set_num_threads(threads)
     cases = [f"{e}:{s}" for e in ESTIMATORS for s in STRATEGIES]
-    launch = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"]
-    run([*launch, "--standalone", str(SCRIPT), str(out), *cases, "gather"], out)
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"]
+    cmd = [*torchrun, "--standalone", str(SCRIPT), str(out), *cases, "gather"]
+    with start(cmd, env=_env(), cwd=out) as launch:  # while the one-process cases run here
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            run_cases(out, list(ESTIMATORS))
+        finally:
+            torch.set_num_threads(threads)
+        launch.finish(timeout=600)
     return out
 
 

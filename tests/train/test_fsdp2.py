@@ -30,6 +30,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from tests.helpers.launch import start
+
 ROOT = Path(__file__).resolve().parents[2]
 COMMON = [
     "--config",
@@ -90,33 +92,26 @@ def _from_checkpoint(src: Path, out: Path, step: int = 1) -> None:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Three launches: ``one`` (this process), ``fsdp`` (``torchrun ... ragen_train.cli
-    starpo``), then every run that starts from their checkpoints in one ``torchrun`` of
-    ``tests/helpers/dist_runs.py`` (``resumed`` first, in fresh processes, as after a kill)."""
+    """Three launches: ``one`` (in this process) while ``fsdp`` (``torchrun ...
+    ragen_train.cli starpo``) runs, then every run that starts from their checkpoints in one
+    ``torchrun`` of ``tests/helpers/dist_runs.py`` (``resumed`` first, in fresh processes, as
+    after a kill)."""
     base = tmp_path_factory.mktemp("fsdp2")
     out = {k: base / k for k in ("fsdp", "resumed", "ddp", "one", "one_to_fsdp", "critic")}
-    _train_one_process(out["one"])
     fsdp = ["trainer.distributed=fsdp2"]
-    _run(
-        [
-            *TORCHRUN,
-            "-m",
-            "ragen_train.cli",
-            "starpo",
-            *COMMON,
-            f"trainer.out_dir={out['fsdp']}",
-            *fsdp,
-        ],
-        base,
-    )
+    cli = [*TORCHRUN, "-m", "ragen_train.cli", "starpo", *COMMON, f"trainer.out_dir={out['fsdp']}"]
+    with start([*cli, *fsdp], env=_env(), cwd=base) as launch:  # while `one` runs here
+        _train_one_process(out["one"])
+        launch.finish(timeout=300)
     _from_checkpoint(out["fsdp"], out["resumed"])
     _from_checkpoint(out["fsdp"], out["ddp"])
     _from_checkpoint(out["one"], out["one_to_fsdp"])
     critic = [*fsdp, "algorithm.adv_estimator=gae", "trainer.total_steps=1", "trainer.val_every=0"]
+    no_val = ["trainer.val_every=0"]  # only `one` and `fsdp` compare validation metrics
     cases = [
-        (out["resumed"], fsdp, True),
-        (out["ddp"], ["trainer.distributed=ddp"], True),
-        (out["one_to_fsdp"], fsdp, True),
+        (out["resumed"], [*fsdp, *no_val], True),
+        (out["ddp"], ["trainer.distributed=ddp", *no_val], True),
+        (out["one_to_fsdp"], [*fsdp, *no_val], True),
         (out["critic"], critic, False),
     ]
     spec = base / "cases.json"

@@ -2,7 +2,7 @@
 
 Each rank owns a colocated vLLM engine.  One run of ``tests/helpers/dist_vllm.py`` with one
 process and one with 2 FSDP2 processes (validation, one step, validation again), shared by
-every test of this module:
+every test of this module (the two launches run at the same time):
 
 * **weight sync under FSDP2** (item 3): after the optimizer step every rank gathers the
   sharded parameters to full tensors (``merged_named_weights``) and loads them into its
@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from ragen_train.rollout_engine import vllm_available
+from tests.helpers.launch import Launch, start
 
 ROOT = Path(__file__).resolve().parents[2]
 HELPER = ROOT / "tests" / "helpers" / "dist_vllm.py"
@@ -62,7 +62,7 @@ def _small_vllm_model(path: Path) -> Path:
     return path
 
 
-def _launch(out: Path, model: Path, procs: int) -> None:
+def _launch(out: Path, model: Path, procs: int) -> Launch:
     out.mkdir(parents=True)
     cmd = [sys.executable]
     if procs > 1:
@@ -76,8 +76,7 @@ def _launch(out: Path, model: Path, procs: int) -> None:
         "PYTHONPATH": str(ROOT),
         "CUDA_VISIBLE_DEVICES": "",  # the CPU form, also on a machine with GPUs
     }
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=800, env=env, cwd=ROOT)
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    return start(cmd, env=env, cwd=ROOT)
 
 
 @pytest.fixture(scope="module")
@@ -89,8 +88,9 @@ def small_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def runs(small_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
     """``{processes: OUT_DIR}`` of the helper's run with 1 and with 2 (FSDP2) processes."""
     base = tmp_path_factory.mktemp("vllm-runs")
-    for procs in (1, 2):
-        _launch(base / f"p{procs}", small_model, procs)
+    with _launch(base / "p2", small_model, 2) as two, _launch(base / "p1", small_model, 1) as one:
+        one.finish()
+        two.finish()
     return {1: base / "p1", 2: base / "p2"}
 
 
