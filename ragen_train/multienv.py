@@ -259,7 +259,7 @@ def run_by_env(
     them; requests are batched within an env, not across envs.
 
     Args:
-        policy: the policy playing every episode.
+        policy: the policy playing every episode, or a sequence of one policy per env.
         specs_by_env: ``[env][i]`` :class:`~ragen_bench.rollout.EpisodeSpec`.
         configs: one ``RolloutConfig`` per env.
         progress: an object with ``on_episode(record)`` and ``on_turn(index, turn)``
@@ -272,15 +272,17 @@ def run_by_env(
 
     from ragen_bench.rollout import RolloutEngine
 
+    policies = list(policy) if isinstance(policy, (list, tuple)) else [policy] * len(configs)
+
     async def play() -> list[list[Any]]:
         jobs = [
             RolloutEngine(
-                policy,
+                pol,
                 c,
                 on_episode=progress.on_episode if progress else None,
                 on_turn=progress.on_turn if progress else None,
             ).arun(list(specs))
-            for specs, c in zip(specs_by_env, configs)
+            for specs, c, pol in zip(specs_by_env, configs, policies)
             if specs
         ]
         done = iter(await asyncio.gather(*jobs))

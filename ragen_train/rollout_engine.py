@@ -30,10 +30,12 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
+
+from ragen_bench.policies.base import Policy
 
 from . import dist_state
 from .dist_state import full_tensor
@@ -367,6 +369,11 @@ class VLLMRolloutEngine:
                 return key
         return self.CHECK_NAME if self.CHECK_NAME in weights else None
 
+    def seeded(self, seed_of: Callable[[Any], int]) -> SeededRequests:
+        """This engine's policy with one sampling seed per request, ``seed_of(request)``
+        (:class:`SeededRequests`)."""
+        return SeededRequests(self.policy, seed_of)
+
     # -- memory
     def sleep(self) -> None:
         """Free the engine's GPU memory (KV cache, and weights: they are re-synced) during
@@ -382,8 +389,56 @@ class VLLMRolloutEngine:
             self.asleep = False
 
 
+class SeededRequests(Policy):
+    """A vLLM policy whose every request samples with its own seed ``seed_of(request)``.
+
+    vLLM seeds a request's own ``torch.Generator`` from ``SamplingParams(seed=...)`` and
+    draws that request's sampling noise from it alone (``vllm.v1.sample.ops.
+    topk_topp_sampler.random_sample``), so what a request samples does not depend on the
+    other requests of its batch nor on the engine's seed.  The trainer passes
+    ``seed_of(request) = rollout_seed(trainer.seed, <unit key>, env, episode, turn)``
+    (:func:`ragen_train.distributed.rollout_seed`): the same global batch played by 1 or N
+    processes, each with its own engine, samples the same tokens (to the extent that the
+    engine's logits do not depend on the batch).
+
+    Args:
+        policy: a :class:`~ragen_bench.policies.vllm_backend.VLLMPolicy`.
+        seed_of: ``PolicyRequest -> int`` in ``[0, 2**63)``.
+    """
+
+    def __init__(self, policy: Any, seed_of: Callable[[Any], int]):
+        self.policy = policy
+        self.seed_of = seed_of
+        self.name = policy.name
+        self.max_batch_size = policy.max_batch_size
+        self.max_concurrency = policy.max_concurrency
+
+    @property
+    def tokenizer(self) -> Any:
+        return self.policy.tokenizer
+
+    @property
+    def model_name(self) -> str:
+        return self.policy.model_name
+
+    def describe(self) -> dict[str, Any]:
+        return self.policy.describe()
+
+    async def generate(self, requests: list[Any], params: Any) -> list[Any]:
+        """:meth:`VLLMPolicy.generate_sync` with ``seeds=[seed_of(r) for r in requests]``
+        (in a worker thread, as ``VLLMPolicy.generate``)."""
+        import asyncio
+
+        seeds = [int(self.seed_of(r)) for r in requests]
+        return await asyncio.to_thread(self.policy.generate_sync, requests, params, seeds)
+
+    async def aclose(self) -> None:
+        """Nothing to release: the engine outlives its seeded views."""
+
+
 __all__ = [
     "NATIVE_BF16_FLAGS",
+    "SeededRequests",
     "cpu_flags",
     "engine_dtype",
     "VLLMRolloutEngine",

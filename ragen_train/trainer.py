@@ -278,7 +278,7 @@ class StarPOTrainer:
             gpu_memory_utilization=v.gpu_memory_utilization,
             max_model_len=v.max_model_len,
             enforce_eager=v.enforce_eager,
-            seed=cfg.trainer.seed + self.dist.rank,
+            seed=cfg.trainer.seed + self.dist.rank,  # sampling seeds: per request (_play_seeded)
             kv_cache_gb=v.kv_cache_gb,
             sleep_mode=v.sleep_mode,
             distributed=self.dist.enabled,
@@ -326,16 +326,13 @@ class StarPOTrainer:
                 self.model
             ),  # FSDP2: sampling runs a rank-dependent number of forwards
         ):
-            if self.vllm_engine is None:
-                parts = self._play_seeded(
-                    specs,
-                    configs,
-                    [("train", step, g) for g in range(r.env_groups)],
-                    "group",
-                    progress,
-                )
-            else:  # one batch for the engine's throughput; its sampling seed is per rank
-                parts = run_by_env(self.policy, specs, configs, progress=progress)
+            parts = self._play_seeded(
+                specs,
+                configs,
+                [("train", step, g) for g in range(r.env_groups)],
+                "group",
+                progress,
+            )
         for part in parts:
             _raise_if_env_broken(part)
         return [rec for part in parts for rec in part]
@@ -356,12 +353,27 @@ class StarPOTrainer:
         the world size: 1 and N processes play the same episodes (process-count independence).
         The global RNG state is left as it was.  ``progress``: passed to
         :func:`~ragen_train.multienv.run_by_env`.  Returns ``[env][i]`` records in spec order.
+
+        With the ``vllm`` sampler every spec plays in one batch (the engine's throughput) and
+        each request samples with its own seed, ``rollout_seed(trainer.seed, *keys[u], env,
+        episode index, turn)`` (:meth:`~ragen_train.rollout_engine.VLLMRolloutEngine.seeded`),
+        which is again a function of the global unit, not of the rank.
         """
         batch = max(1, self.cfg.rollout.batch_size)
 
         def unit(spec: EpisodeSpec) -> int:
             return spec.group if by == "group" else spec.index // batch
 
+        if self.vllm_engine is not None:
+            return run_by_env(
+                [
+                    self._seeded_engine(e, {sp.index: keys[unit(sp)] for sp in part})
+                    for e, part in enumerate(specs)
+                ],
+                specs,
+                configs,
+                progress=progress,
+            )
         units = sorted({unit(sp) for part in specs for sp in part})
         out: list[list[EpisodeRecord]] = [[] for _ in specs]
         devices = [torch.cuda.current_device()] if str(self.device).startswith("cuda") else []
@@ -373,6 +385,17 @@ class StarPOTrainer:
             for e, recs in enumerate(got):
                 out[e] += recs
         return out
+
+    def _seeded_engine(self, env: int, key_of: dict[int, tuple[Any, ...]]) -> Any:
+        """The vLLM engine's policy for env ``env``'s episodes: a request of episode ``i`` at
+        turn ``t`` samples with seed ``rollout_seed(trainer.seed, *key_of[i], env, i, t)``."""
+        seed = self.cfg.trainer.seed
+
+        def seed_of(req: Any) -> int:
+            i = req.episode_index
+            return dist_utils.rollout_seed(seed, *key_of[i], env, i, req.turn)
+
+        return self.vllm_engine.seeded(seed_of)
 
     def evaluate(
         self,

@@ -169,9 +169,8 @@ class VLLMPolicy(Policy):
     ) -> list[Generation]:
         return await asyncio.to_thread(self.generate_sync, requests, params)
 
-    def _sampling(self, req: PolicyRequest, params: SamplingParams) -> Any:
-        seed = None
-        if params.seed is not None:
+    def _sampling(self, req: PolicyRequest, params: SamplingParams, seed: int | None = None) -> Any:
+        if seed is None and params.seed is not None:
             seed = (int(params.seed) * 1_000_003 + req.episode_index * 7919 + req.turn) % (2**31)
         return self._vllm.SamplingParams(
             temperature=params.temperature,
@@ -184,9 +183,22 @@ class VLLMPolicy(Policy):
         )
 
     def generate_sync(
-        self, requests: list[PolicyRequest], params: SamplingParams
+        self,
+        requests: list[PolicyRequest],
+        params: SamplingParams,
+        seeds: list[int] | None = None,
     ) -> list[Generation]:
-        """Blocking batched generation (see :meth:`Policy.generate`)."""
+        """Blocking batched generation (see :meth:`Policy.generate`).
+
+        ``seeds``: one sampling seed per request (vLLM's per-request ``SamplingParams.seed``:
+        the request draws from its own generator, whatever else is in the batch); ``None``:
+        derived from ``params.seed``, the episode and the turn, or unseeded.
+
+        Raises:
+            ValueError: ``seeds`` is not one per request.
+        """
+        if seeds is not None and len(seeds) != len(requests):
+            raise ValueError(f"{len(seeds)} seeds for {len(requests)} requests")
         prompts = [
             r.prompt_token_ids
             if r.prompt_token_ids is not None
@@ -194,7 +206,10 @@ class VLLMPolicy(Policy):
             for r in requests
         ]
         inputs = [{"prompt_token_ids": list(p)} for p in prompts]
-        sampling = [self._sampling(r, params) for r in requests]
+        sampling = [
+            self._sampling(r, params, None if seeds is None else int(seeds[i]))
+            for i, r in enumerate(requests)
+        ]
         with self._lock:
             outputs = self.llm.generate(inputs, sampling_params=sampling, use_tqdm=False)
         results = []

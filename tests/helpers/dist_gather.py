@@ -1,11 +1,13 @@
-"""Weight gathering under FSDP2 for the rollout engine (tests/train/test_distributed_faults.py).
+"""Weight gathering under FSDP2 for the rollout engine (tests/train/test_distributed.py).
 
     python -m torch.distributed.run --nproc_per_node 2 tests/helpers/dist_gather.py OUT_DIR
 
+(or the ``gather`` case of ``tests/helpers/dist_update.py``, which shares that launch).
 Every rank builds the tiny model with LoRA adapters (rank 4, random ``B`` so the delta is not
 zero), computes :func:`ragen_train.rollout_engine.merged_named_weights` of the unsharded copy,
-shards it with FSDP2 and computes the same stream again; writes ``rank<r>.pt`` with both (as
-the tensors each rank's engine would receive) and the local shard shape of the embedding.
+shards it with FSDP2 and computes the same stream again; writes ``gather-rank<r>.pt`` with
+both (as the tensors each rank's engine would receive) and the local shard shape of the
+embedding.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ from ragen_train.modeling import load_policy
 from ragen_train.rollout_engine import merged_named_weights
 
 
-def main() -> None:
-    out = Path(sys.argv[1])
+def gather(out: Path) -> None:
+    """This rank's part of the check (joins the launch's process group, or starts one)."""
     info = distributed.init("cpu", 60)
     torch.manual_seed(0)
     model = load_policy(ModelConfig(lora=LoraConfig(rank=4, alpha=8)))
@@ -36,8 +38,12 @@ def main() -> None:
     gathered = {n: t.clone() for n, t in merged_named_weights(model)}
     torch.save(
         {"full": full, "gathered": gathered, "local_embed": tuple(embed.to_local().shape)},
-        out / f"rank{info.rank}.pt",
+        out / f"gather-rank{info.rank}.pt",
     )
+
+
+def main() -> None:
+    gather(Path(sys.argv[1]))
     distributed.shutdown()
 
 

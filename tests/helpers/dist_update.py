@@ -7,7 +7,9 @@
 A CASE is ``estimator`` or ``estimator:strategy`` (``grpo:ddp``, ``gae:fsdp2``); every case
 runs in this one launch (process startup costs more than the update), each with a fresh
 trainer, and rank 0 saves ``OUT_DIR/<estimator>-<strategy>.pt`` (``<estimator>-one.pt`` for
-a plain case): the policy's parameters, and the critic's under ``critic.`` for GAE.
+a plain case): the policy's parameters, and the critic's under ``critic.`` for GAE.  The
+case ``gather`` (under torchrun) runs :func:`tests.helpers.dist_gather.gather` in the same
+launch.
 
 Adam's epsilon is raised (1e-3) for this check: with the default 1e-8 the first Adam step
 is ``lr * g / |g|`` and turns float noise in near-zero gradients (different summation
@@ -83,19 +85,35 @@ def run_case(out_dir: Path, estimator: str, strategy: str | None) -> StarPOTrain
     return trainer
 
 
-def main() -> None:
-    out_dir = Path(sys.argv[1])
-    cases = [c.partition(":")[::2] for c in sys.argv[2:]]
+def run_cases(out_dir: Path, cases: list[str]) -> None:
+    """Every case of ``cases`` in order (``gather``: :func:`tests.helpers.dist_gather.gather`),
+    then leave the process group (``StarPOTrainer.close()``).
+
+    Raises:
+        SystemExit: ``close()`` left the process group initialised.
+    """
     trainer = None
-    for estimator, strategy in cases:
+    for case in cases:
+        if case == "gather":
+            from tests.helpers.dist_gather import gather
+
+            gather(out_dir)
+            continue
+        estimator, strategy = case.partition(":")[::2]
         if trainer is not None:  # free the previous case's wrapped models before the next
             del trainer
             gc.collect()
         trainer = run_case(out_dir, estimator, strategy or None)
     if trainer is not None:
         trainer.close()
+    else:
+        distributed.shutdown()
     if torch.distributed.is_initialized():  # close() must leave the process group
         raise SystemExit("StarPOTrainer.close() left the process group initialised")
+
+
+def main() -> None:
+    run_cases(Path(sys.argv[1]), sys.argv[2:])
 
 
 if __name__ == "__main__":

