@@ -3,21 +3,14 @@ bootstrap, and the real-model script's paired comparison on per-episode outcomes
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
 from ragen_bench.stats import mcnemar_exact, paired_bootstrap_diff
-
-_SCRIPT = Path(__file__).resolve().parents[2] / "examples" / "real_model_run.py"
+from tests.helpers.scripts import load_script
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("real_model_run", _SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("examples/real_model_run.py")
 
 
 @pytest.mark.parametrize(

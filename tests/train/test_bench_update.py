@@ -3,20 +3,16 @@ paths and writes their tokens, FLOPs, times and the difference of the updated pa
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_update.py"
+from tests.helpers.scripts import load_script
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("bench_update", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("benchmarks/bench_update.py")
 
 
 @pytest.mark.slow

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 from pathlib import Path
 
@@ -10,15 +9,11 @@ import pytest
 
 from ragen_train.config import apply_overrides, load_config
 from ragen_train.trainer import StarPOTrainer
-
-_SCRIPT = Path(__file__).resolve().parents[2] / "examples" / "real_model_run.py"
+from tests.helpers.scripts import load_script
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("real_model_run", _SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("examples/real_model_run.py")
 
 
 def test_train_budget_stops_fit_before_the_step_that_would_overrun(tmp_path: Path) -> None:
