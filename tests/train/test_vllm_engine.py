@@ -218,6 +218,4 @@ def test_seeded_batch_longer_than_the_token_budget_samples_as_each_request_alone
     together = policy.generate_sync(requests, params, seeds)
     assert [g.finish_reason for g in together] == ["length"] * n, together[0].extra
     alone = [policy.generate_sync([r], params, [s])[0] for r, s in list(zip(requests, seeds))[:3]]
-    assert [g.completion_token_ids for g in alone] == [
-        g.completion_token_ids for g in together[:3]
-    ]
+    assert [g.completion_token_ids for g in alone] == [g.completion_token_ids for g in together[:3]]
