@@ -171,6 +171,7 @@ class VLLMPolicy(Policy):
         source = model_source(str(model), base)  # a LoRA adapter: merged into its base once
         path = merged_model_dir(source)
         self._model_name = "tiny" if str(model) == "tiny" else Path(source.path).name or str(model)
+        self._source_info = source.describe()
         self.max_batch_size = int(max_batch_size)
         self.logprobs = bool(logprobs)
         self.settings = {
@@ -210,6 +211,7 @@ class VLLMPolicy(Policy):
             "model": self._model_name,
             "vllm_version": getattr(self._vllm, "__version__", None),
             **self.settings,
+            **self._source_info,
         }
 
     async def generate(
