@@ -267,6 +267,8 @@ def render_markdown(board: dict[str, Any]) -> str:
     lines.append(
         f"Split: `{md_text(board['split'])}`.  Intervals are 95% bootstrap intervals over groups."
     )
+    from .report import protocol_text
+
     for env_id in sorted(board["envs"]):
         info = board["envs"][env_id]
         p = info["protocol"]
@@ -274,11 +276,7 @@ def render_markdown(board: dict[str, Any]) -> str:
             "",
             f"## {md_text(env_id)} (v{md_text(info['version'])})",
             "",
-            md_text(
-                f"Protocol: {p.get('max_turns')} turns × {p.get('max_actions_per_turn')} actions, "
-                f"think={p.get('enable_think')}, context={p.get('context_mode')}, "
-                f"max_new_tokens={p.get('max_new_tokens')}, group size {p.get('group_size')}."
-            ),
+            md_text(f"Protocol: {protocol_text(p)}."),  # "1 turn × 1 action", as the site
             "",
             "| Model | Back-end | Success % [95% CI] | Return [95% CI] | Valid actions | Episodes | Date |",
             "|---|---|---|---|---|---|---|",
