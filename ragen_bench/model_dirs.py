@@ -230,6 +230,16 @@ class ModelSource:
     def is_adapter(self) -> bool:
         return self.base is not None
 
+    def describe(self) -> dict[str, str]:
+        """What a result records about an adapter (empty for a plain model): ``base`` and,
+        when ragen-train saved it with a manifest, ``fingerprint`` (the first 16 hex digits
+        of :func:`model_fingerprint`), so that a leaderboard row names the exact trained
+        weights it was scored with, not only a folder name."""
+        if self.base is None:
+            return {}
+        digest = model_fingerprint(self.path)
+        return {"base": self.base, **({"fingerprint": digest[:16]} if digest else {})}
+
 
 def model_source(model: str, base: str | None = None) -> ModelSource:
     """Resolve ``model`` (``"tiny"``, folder, hub id) into a :class:`ModelSource`.

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -188,6 +189,11 @@ def _linear_weight_through_forward(layer: Any, dtype: torch.dtype) -> torch.Tens
     return (f(eye) - f(torch.zeros_like(eye[:1]))).T.cpu().contiguous()
 
 
+#: The weight :meth:`VLLMRolloutEngine.check_weights` compares: a decoder layer's MLP down
+#: projection (the last layer's).
+_DOWN_PROJ = re.compile(r"model\.layers\.(\d+)\.mlp\.down_proj\.weight")
+
+
 # -------------------------------------------------------------------- engine
 def _import_vllm_in_process() -> Any:
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
@@ -285,22 +291,43 @@ class VLLMRolloutEngine:
         """
         self.wake_up()
         dtype = self._engine_dtype()
-        weights = [
-            (n, t.to("cpu") if t.device.type != "cpu" and self._engine_on_cpu else t)
-            for n, t in merged_named_weights(model, dtype)
-        ]
+        to_cpu = self._engine_on_cpu
+        kept: dict[str, torch.Tensor] = {}  # only what check_weights reads
+        sent, last_layer = 0, -1
+
+        def stream() -> Iterator[tuple[str, torch.Tensor]]:
+            # One merged tensor at a time: vLLM's reload processes layer by layer, so the
+            # sync never holds a second full copy of the weights (1.4 GiB of merged LoRA
+            # layers for the 0.5B model when they were listed first).
+            nonlocal sent, last_layer
+            for n, t in merged_named_weights(model, dtype):
+                if to_cpu and t.device.type != "cpu":
+                    t = t.to("cpu")
+                sent += 1
+                down = _DOWN_PROJ.fullmatch(n)
+                if n == self.CHECK_NAME:
+                    kept[n] = t
+                elif down and int(down.group(1)) > last_layer:
+                    kept.pop(f"model.layers.{last_layer}.mlp.down_proj.weight", None)
+                    last_layer = int(down.group(1))
+                    kept[n] = t
+                yield n, t
+
         # The worker's reload path (vllm.model_executor.model_loader.reload): the checkpoint-
         # format names and shapes go through each layer's loader and its post-load processing
         # (CPU weight repacking), which a bare model.load_weights after start-up skips.
+        weights = stream()
         self.llm.collective_rpc(
             "reload_weights",
-            kwargs={"weights_iterator": iter(weights), "is_checkpoint_format": True},
+            kwargs={"weights_iterator": weights, "is_checkpoint_format": True},
         )
+        for _ in weights:  # FSDP2: gathers are collectives, every rank runs all of them
+            pass
         self.llm.reset_prefix_cache()
         self.syncs += 1
-        out = {"sync/tensors": float(len(weights))}
+        out = {"sync/tensors": float(sent)}
         if check:
-            out["sync/max_abs_err"] = self.check_weights(dict(weights))
+            out["sync/max_abs_err"] = self.check_weights(kept)
         return out
 
     @property

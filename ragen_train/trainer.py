@@ -95,15 +95,30 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def _raise_if_env_broken(records: Sequence[EpisodeRecord]) -> None:
-    """Every episode failing in the environment is a setup error, not a training signal.
+def _raise_if_rollout_broken(records: Sequence[EpisodeRecord]) -> None:
+    """Failures of the setup are not a training signal: stop instead of learning from zeros.
+
+    * Every episode failing in the environment (``env_error``) is a setup error (e.g. a bad
+      env config); a few are the env's own results and stay.
+    * Any episode whose generation failed (``endpoint_error``: the rollout engine raised or
+      aborted the request) stops the run.  The trainer's engines are local (hf, vLLM), so a
+      failed generation is a broken engine, not a flaky network: an episode cut short by it
+      has no reward of the policy's own, and training on it (or dropping it, which biases the
+      group) would teach the model nothing true.
 
     Raises:
-        RuntimeError: with the first episode's error (e.g. a bad env config).
+        RuntimeError: with the first failing episode's error and how many failed.
     """
     if records and all(r.status == "env_error" for r in records):
         raise RuntimeError(
             f"every episode failed in the environment ({records[0].env_id}): {records[0].error}"
+        )
+    failed = [r for r in records if r.status == "endpoint_error"]
+    if failed:
+        raise RuntimeError(
+            f"the rollout engine failed on {len(failed)} of {len(records)} episodes "
+            f"({failed[0].env_id}, first: {failed[0].error}); training stops rather than "
+            "learn from episodes the policy did not play (the last checkpoint is kept)"
         )
 
 
@@ -334,7 +349,7 @@ class StarPOTrainer:
                 progress,
             )
         for part in parts:
-            _raise_if_env_broken(part)
+            _raise_if_rollout_broken(part)
         return [rec for part in parts for rec in part]
 
     def _play_seeded(
@@ -450,7 +465,7 @@ class StarPOTrainer:
                 progress,
             )
         for part in parts:
-            _raise_if_env_broken(part)
+            _raise_if_rollout_broken(part)
         records = [rec for part in parts for rec in part]
         if records_out is not None:
             records_out.extend(records)

@@ -139,6 +139,7 @@ class HFPolicy(Policy):
             source = model_source(str(model), base)
             self._model_name = Path(source.path).name if str(model) != "tiny" else "tiny"
             self.base = source.base
+            self._source_info = source.describe()
             try:
                 self._tokenizer = tokenizer or AutoTokenizer.from_pretrained(
                     tokenizer_path(source), trust_remote_code=trust_remote_code
@@ -151,6 +152,7 @@ class HFPolicy(Policy):
                 raise ValueError("pass the tokenizer together with a loaded model")
             self.model, self._tokenizer = model, tokenizer
             self.base = None
+            self._source_info = {}
             self._model_name = (
                 getattr(getattr(model, "config", None), "_name_or_path", "") or type(model).__name__
             )
@@ -178,7 +180,7 @@ class HFPolicy(Policy):
             "model": self.model_name,
             "device": self.device,
             "dtype": str(next(self.model.parameters()).dtype).replace("torch.", ""),
-            **({"base": self.base} if self.base else {}),
+            **self._source_info,
         }
 
     async def generate(

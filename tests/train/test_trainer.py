@@ -171,6 +171,34 @@ def test_rollout_where_every_episode_fails_in_the_env_raises(tmp_path: Path) -> 
         trainer.evaluate(episodes=2)
 
 
+class _CrashingEngine:
+    """The trainer's real policy whose every generation raises, as a local engine does when
+    its model execution fails (vLLM logs "Dumping input data" and aborts the batch).  A real
+    engine crash cannot be produced on purpose here, so this one is injected."""
+
+    def __init__(self, policy: object) -> None:
+        self.inner = policy
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+    async def generate(self, requests: list, params: object) -> list:
+        raise RuntimeError("model execution failed: engine died")
+
+
+def test_rollout_engine_failure_stops_training_with_the_engine_error(tmp_path: Path) -> None:
+    """Episodes whose generation failed are not trained on (a run once trained on 32 such
+    episodes and exited 0): the rollout and the validation raise with the engine's message."""
+    trainer = StarPOTrainer(tiny_cfg(tmp_path))
+    trainer.policy = _CrashingEngine(trainer.policy)
+    with pytest.raises(
+        RuntimeError, match=r"rollout engine failed on (\d+) of \1 episodes.*engine died"
+    ):
+        trainer.rollout(0)
+    with pytest.raises(RuntimeError, match="rollout engine failed.*engine died"):
+        trainer.evaluate(episodes=2)
+
+
 def test_learning_demo_script_runs_end_to_end(tmp_path: Path) -> None:
     """examples/learning_demo.py, shrunk to a few steps: SFT once, GRPO and PPO from the same
     SFT checkpoint, results JSON and plot written (the full run is in examples/README.md)."""

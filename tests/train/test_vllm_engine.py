@@ -194,3 +194,28 @@ def test_vllm_and_hf_engines_give_the_same_masks_and_rewards_for_a_scripted_epis
         assert a.rewards == b.rewards and a.turn_ids == b.turn_ids
     for a, b in zip(recs["vllm"], recs["hf"]):
         assert a.episode_return == b.episode_return and a.status == b.status
+
+
+def test_seeded_batch_longer_than_the_token_budget_samples_as_each_request_alone(
+    trainer,
+) -> None:
+    """A rollout batch of seeded requests whose prompts exceed vLLM's 4,096-token step budget
+    (the cpu-*-lora presets' 32 prompts of ~250 tokens) used to fail on vLLM's CPU platform
+    with "CPU Generator does not use offset" after a chunked prefill, and every episode of
+    the step became an engine error (``whole_prompt_prefill``).  Now it samples, and each
+    request samples the same tokens as when it is generated alone (its own seed)."""
+    from ragen_bench.types import PolicyRequest, SamplingParams
+
+    n, length = 18, 240  # 4,320 prompt tokens
+    prompts = [[100 + (7 * j + 13 * i) % 5000 for j in range(length)] for i in range(n)]
+    requests = [
+        PolicyRequest(messages=[], prompt_token_ids=p, episode_index=i, turn=0)
+        for i, p in enumerate(prompts)
+    ]
+    params = SamplingParams(temperature=1.0, max_new_tokens=3)
+    seeds = [1_000 + i for i in range(n)]
+    policy = trainer.vllm_engine.policy
+    together = policy.generate_sync(requests, params, seeds)
+    assert [g.finish_reason for g in together] == ["length"] * n, together[0].extra
+    alone = [policy.generate_sync([r], params, [s])[0] for r, s in list(zip(requests, seeds))[:3]]
+    assert [g.completion_token_ids for g in alone] == [g.completion_token_ids for g in together[:3]]

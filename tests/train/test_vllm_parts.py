@@ -152,3 +152,24 @@ def test_vllm_start_hides_modules_its_kernel_scan_cannot_read() -> None:
                         bad.append(module.__name__)
         assert bad == []  # what vLLM's scan does now succeeds
     assert sys.modules["llvmlite.binding.ffi"] is before
+
+
+def test_whole_prompt_prefill_sets_a_budget_that_fits_any_prompt(tmp_path) -> None:
+    """On vLLM's CPU platform seeded requests need unchunked prefill (see
+    ``whole_prompt_prefill``): the step budget is at least the context length, read from the
+    model's config when the engine's is not given."""
+    import json
+
+    from ragen_bench.policies.vllm_backend import whole_prompt_prefill
+
+    (tmp_path / "config.json").write_text(json.dumps({"max_position_embeddings": 32768}))
+    assert whole_prompt_prefill(str(tmp_path), None) == {
+        "enable_chunked_prefill": False,
+        "max_model_len": 32768,
+        "max_num_batched_tokens": 32768,
+    }
+    assert whole_prompt_prefill(str(tmp_path), 1024) == {
+        "enable_chunked_prefill": False,
+        "max_num_batched_tokens": 4096,
+    }
+    assert whole_prompt_prefill(str(tmp_path / "missing"), 8192)["max_num_batched_tokens"] == 8192
