@@ -182,6 +182,16 @@ _CLI_OPTIONS = (
         "Finish an interrupted run directory; with --episodes N (larger), extend it. "
         "Other options are ignored (the run's run.json is used).",
     ),
+    CliOption(
+        "saved_protocol",
+        bool,
+        True,
+        "A trained model folder's agent protocol (ragen_protocol.json: think mode, tokens, "
+        "prompt, turn limits) applies unless an option here sets it; --no-saved-protocol "
+        "ignores that file and uses the env's agent defaults, as leaderboard rows that must "
+        "share one protocol need.",
+        flags=("--saved-protocol/--no-saved-protocol",),
+    ),
     CliOption("progress", bool, True, "Show a progress bar.", flags=("--progress/--no-progress",)),
     CliOption(
         "print_json",
@@ -255,11 +265,12 @@ def run(ctx: typer.Context, **opts: Any) -> None:
                 from .protocol import apply_protocol
 
                 req = request_from_options(opts, given=given_option, parse_kv=_parse_kv)
-                applied = apply_protocol(
-                    req, {n for n in ctx.params if option_given(ctx, n)}
-                )  # ragen_protocol.json
-                req = applied.request
-                for line in [*applied.notes, applied.describe()]:
+                if opts["saved_protocol"]:
+                    applied = apply_protocol(
+                        req, {n for n in ctx.params if option_given(ctx, n)}
+                    )  # ragen_protocol.json
+                    req = applied.request
+                for line in [*applied.notes, applied.describe()] if applied else []:
                     if line:
                         console.print(escape(line), soft_wrap=True)
                 needs_scorer(req.backend, diagnostics, scorer)

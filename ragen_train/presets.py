@@ -197,12 +197,20 @@ def _cpu_lora(
     env_config: dict | None = None,
     lr: float = 2e-5,
     micro_batch_size: int = 8,
+    gradient_checkpointing: bool = False,
+    max_tokens_per_microbatch: int = 0,
     **rollout: object,
 ) -> StarPOConfig:
     """A real instruct model + LoRA on a CPU: answer-only turns with the format restated in
     every user message (the 0.5B model drops the tags otherwise), 4 groups × 8 episodes,
     vLLM rollouts with ``rollout.vllm.dtype=auto`` (float32 on a CPU: a bf16 engine rounds
-    the LoRA update away, and emulated bf16 is ~13x slower) and a float32 LoRA update."""
+    the LoRA update away, and emulated bf16 is ~13x slower) and a float32 LoRA update.
+
+    Memory (issue 27 item 5: peak RSS under 12 GiB with trainer and engine in one process):
+    a 1 GiB KV cache (43k tokens of this model; a Bandit step needs 8.6k, bigger batches
+    queue in the engine), and for multi-turn envs gradient checkpointing: a float32 0.5B
+    model keeps ~2.5 MB of activations per token without it, and one FrozenLake trajectory
+    took RSS past 12.9 GiB."""
     r = dict(
         env_groups=4,
         group_size=8,
@@ -212,7 +220,7 @@ def _cpu_lora(
         temperature=1.0,
         batch_size=64,
         sampler="vllm",
-        vllm=VLLMSection(dtype="auto", kv_cache_gb=2.0),
+        vllm=VLLMSection(dtype="auto", kv_cache_gb=1.0),
     )
     r.update(rollout)
     return StarPOConfig(
@@ -221,6 +229,7 @@ def _cpu_lora(
             path=real_model_path(),
             dtype="float32",
             device="cpu",
+            gradient_checkpointing=gradient_checkpointing,
             lora=LoraConfig(rank=16, alpha=32, target_modules="all-linear"),
         ),
         env=EnvSection(id=env_id, config=dict(env_config or {})),
@@ -239,6 +248,7 @@ def _cpu_lora(
             save_every=0,
             out_dir=f"outputs/{name}",
             collapse_every=0,
+            max_tokens_per_microbatch=max_tokens_per_microbatch,
         ),
     )
 
@@ -346,9 +356,16 @@ PRESETS: dict[str, Callable[[], StarPOConfig]] = {
         lr=5e-5,
         micro_batch_size=1,
         batch_size=128,
+        gradient_checkpointing=True,
     ),
+    # Multi-turn like FrozenLake: checkpointing, and micro-batches capped at 4,096 tokens.
     "cpu-sokoban-lora": lambda: _cpu_lora(
-        "cpu-sokoban-lora", "ragen/Sokoban-Easy-v0", steps=8, max_new_tokens=24
+        "cpu-sokoban-lora",
+        "ragen/Sokoban-Easy-v0",
+        steps=8,
+        max_new_tokens=24,
+        gradient_checkpointing=True,
+        max_tokens_per_microbatch=4096,
     ),
 }
 # RAGEN-2 GPU recipes: ragen2-{ppo,dapo,grpo,drgrpo}-{sokoban,frozenlake,countdown,metamathqa}-{0.5b,3b}.

