@@ -69,8 +69,10 @@ def main() -> None:
         report = write_run_report(tmp / "random-FrozenLake", tmp / "report.html")
         driver = launch(1520, 900)
         try:
+            driver.set_window_size(1520, 1500)  # every model row of the matrix
             driver.get(file_url(tmp / "site" / "matrix.html"))
             driver.save_screenshot(str(args.out / "site_matrix.png"))
+            driver.set_window_size(1520, 900)
             driver.get(file_url(tmp / "site" / "procedural.html"))
             driver.find_element(By.ID, "col-success").click()
             driver.save_screenshot(str(args.out / "site_board.png"))
