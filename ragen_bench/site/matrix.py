@@ -4,7 +4,10 @@
 (``Sokoban``, ``FrozenLake``…, :attr:`ragen_envs.EnvEntry.name`), over every board given:
 a cell is the success rate of that policy on that family with its 95% interval, from the
 board entry with the most episodes (ties: the latest); the ``average`` column is the mean
-of a row's cells and says over how many families.  Rows of one env id on one board are
+of a row's cells and says over how many families (``n``).  Rows are ranked by ``n`` first,
+then by the average: a policy evaluated on one family (an oracle of one env, a model
+trained on one env) never outranks one evaluated on all of them by an average over fewer,
+easier tasks; the page's sort by the average column keeps that order (``rank``).  Rows of one env id on one board are
 comparable (same protocol, version and split); across families the average is a summary,
 not a controlled comparison, and the page says so.
 
@@ -142,8 +145,10 @@ def matrix(boards: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
 
     Returns:
         ``{"families": [name, ...], "rows": [{"model", "backend", "cells": {family: cell},
-        "average", "n"}]}``; a cell is ``{"mean", "lo", "hi", "env_id", "board",
-        "episodes", "run_id"}``.  Rows are sorted by average success, best first.
+        "average", "n", "rank", "meta"}]}``; a cell is ``{"mean", "lo", "hi", "env_id",
+        "board", "episodes", "run_id"}``.  Rows are sorted by ``n`` (families evaluated),
+        most first, then by average success, best first; ``rank = n + average / 2`` is
+        the number the page sorts the average column by (same order: ``average`` ≤ 1).
     """
     best: dict[tuple[str, str], dict[str, tuple[str, dict[str, Any]]]] = {}
     for name, board in boards:
@@ -170,17 +175,19 @@ def matrix(boards: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
                 "run_id": e.get("run_id", ""),
             }
         means = [c["mean"] for c in shown.values()]
+        average = sum(means) / len(means)
         rows.append(
             {
                 "model": model,
                 "backend": backend,
                 "cells": shown,
-                "average": sum(means) / len(means),
+                "average": average,
                 "n": len(means),
+                "rank": len(means) + average / 2,
                 "meta": _model_meta([e for _, e in cells.values()]),
             }
         )
-    rows.sort(key=lambda r: (-r["average"], r["model"], r["backend"]))
+    rows.sort(key=lambda r: (-r["n"], -r["average"], r["model"], r["backend"]))
     return {"families": families, "rows": rows}
 
 

@@ -9,6 +9,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from ragen_bench.site import build_site
 from ragen_bench.site.matrix import family_of, matrix, to_csv
 from tests.helpers.browser import browser, console_errors, file_url  # noqa: F401  (fixture)
@@ -43,8 +45,41 @@ def test_matrix_cells_are_the_board_entries_and_the_average_their_mean() -> None
             assert [cell["lo"], cell["hi"]] == chosen["metrics"]["success"]["ci95"]
         means = [c["mean"] for c in row["cells"].values()]
         assert row["average"] == sum(means) / len(means) and row["n"] == len(means)
-    averages = [r["average"] for r in grid["rows"]]
-    assert averages == sorted(averages, reverse=True)
+    order = [(r["n"], r["average"]) for r in grid["rows"]]
+    assert order == sorted(order, reverse=True)
+    assert [r["rank"] for r in grid["rows"]] == sorted((r["rank"] for r in grid["rows"]), reverse=True)
+
+
+def test_a_policy_on_fewer_families_never_outranks_one_on_more() -> None:
+    """An oracle of one env at 100% ranks below a model on two envs at 10%: the average
+    over fewer (easier) families is not compared with one over more."""
+
+    def entry(model: str, env_id: str, mean: float, episodes: int = 64) -> dict:
+        return {
+            "model": model,
+            "backend": "x",
+            "env_id": env_id,
+            "episodes": episodes,
+            "run_id": f"{model}-{env_id}",
+            "metrics": {"success": {"mean": mean, "ci95": [mean, mean]}},
+        }
+
+    board = {
+        "entries": [
+            entry("one-env oracle", "ragen/Bandit-v0", 1.0),
+            entry("model", "ragen/Bandit-v0", 0.05),
+            entry("model", "ragen/Sokoban-v0", 0.15),
+            entry("weak one-env", "ragen/Sokoban-v0", 0.5),
+        ]
+    }
+    rows = matrix([("b", board)])["rows"]
+    assert [(r["model"], r["n"]) for r in rows] == [
+        ("model", 2),
+        ("one-env oracle", 1),
+        ("weak one-env", 1),
+    ]
+    assert rows[0]["average"] == pytest.approx(0.1) and rows[0]["rank"] == pytest.approx(2.05)
+    assert rows[1]["rank"] == 1.5 and rows[2]["rank"] == 1.25
 
 
 def test_family_of_groups_presets_of_one_env() -> None:
