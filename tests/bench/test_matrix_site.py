@@ -47,7 +47,9 @@ def test_matrix_cells_are_the_board_entries_and_the_average_their_mean() -> None
         assert row["average"] == sum(means) / len(means) and row["n"] == len(means)
     order = [(r["n"], r["average"]) for r in grid["rows"]]
     assert order == sorted(order, reverse=True)
-    assert [r["rank"] for r in grid["rows"]] == sorted((r["rank"] for r in grid["rows"]), reverse=True)
+    assert [r["rank"] for r in grid["rows"]] == sorted(
+        (r["rank"] for r in grid["rows"]), reverse=True
+    )
 
 
 def test_a_policy_on_fewer_families_never_outranks_one_on_more() -> None:
