@@ -17,6 +17,12 @@ micro-batch pads to the longest sample of the *step*, and only the response toke
    the attention projections (tested to fp32 tolerance in ``tests/train/test_logprobs.py``).
    ``P`` never exceeds a member's first trained token, so every trained position's
    hidden state exists in the prefix pass (the last prefix position) or the suffix pass.
+   Under gradient checkpointing (recomputed layers cannot hand a cache with gradient to a
+   second call) the unit is *packed* instead: one row ``prefix | suffix_1 | suffix_2 ...``
+   with a block-causal mask (a suffix sees the prefix and its own earlier tokens) and each
+   suffix's positions restarting at ``P`` — the same tokens computed, in one model call
+   (the tree/prefix-sharing mask of packed training, e.g. verl's and SGLang's shared-prefix
+   attention; our own construction on HF's 4-D additive ``attention_mask``).
 2. **Padding per micro-batch**, never per step, and optional token-budget micro-batching
    (:func:`plan_micro_batches`, ``trainer.max_tokens_per_microbatch``; like verl's
    dynamic batch size, ``use_dynamic_bsz`` / ``ppo_max_token_len_per_gpu``).
@@ -28,7 +34,9 @@ micro-batch pads to the longest sample of the *step*, and only the response toke
    Liger-Kernel's fused linear cross-entropy, Hsu et al. 2024, arXiv 2410.10989).
 
 Every micro-batch makes the same number of model calls on every rank (two for
-``shared_prefix``, one for ``padded``), so DDP's per-forward collectives stay in step.
+``shared_prefix``, one for ``shared_prefix`` packed and for ``padded``; whether a unit is
+packed depends on the model only, :func:`packs_prefix`), so DDP's per-forward collectives
+stay in step.
 """
 
 from __future__ import annotations
@@ -239,17 +247,25 @@ def _units(samples: Sequence[Any], rows: Sequence[int], share: bool) -> list[Uni
     return out
 
 
-def micro_batch_cost(samples: Sequence[Any], units: Sequence[Unit]) -> int:
+def micro_batch_cost(samples: Sequence[Any], units: Sequence[Unit], packed: bool = False) -> int:
     """Tokens a micro-batch's forward computes, padding included: ``U · max P + n · max S``
-    with a prefix pass, ``n · max L`` without (``U`` units, ``n`` samples, ``S = L - P``)."""
+    with a prefix pass, ``U · max (P + Σ S)`` packed (one row per unit), ``n · max L``
+    without a prefix (``U`` units, ``n`` samples, ``S = L - P``)."""
     if not units:
         return 0
     n = sum(len(u.rows) for u in units)
     if all(u.prefix == 0 for u in units):
         return n * max(len(samples[r].input_ids) for u in units for r in u.rows)
+    if packed:
+        return len(units) * max(_packed_len(samples, u) for u in units)
     pmax = max(u.prefix for u in units)
     smax = max(1, max(len(samples[r].input_ids) - u.prefix for u in units for r in u.rows))
     return len(units) * pmax + n * smax
+
+
+def _packed_len(samples: Sequence[Any], unit: Unit) -> int:
+    """Length of a unit's packed row: its prefix once, then every member's suffix."""
+    return unit.prefix + sum(len(samples[r].input_ids) - unit.prefix for r in unit.rows)
 
 
 def plan_micro_batches(
@@ -259,6 +275,7 @@ def plan_micro_batches(
     share_prefix: bool,
     max_samples: int,
     max_tokens: int = 0,
+    packed: bool = False,
 ) -> list[MicroBatch]:
     """Split a mini-batch into micro-batches.
 
@@ -271,6 +288,7 @@ def plan_micro_batches(
     Args:
         samples: the step's samples (``input_ids``, ``loss_mask``, ``group``, ``turn``).
         rows: the mini-batch's indices into ``samples``.
+        packed: cost the micro-batches as packed units (:func:`packs_prefix`).
 
     Returns:
         micro-batches covering ``rows`` exactly once.
@@ -299,7 +317,11 @@ def plan_micro_batches(
             else:
                 trial.append(Unit((r,), unit.prefix))
             n = sum(len(u.rows) for u in trial)
-            over = micro_batch_cost(samples, trial) > max_tokens if max_tokens else n > max_samples
+            over = (
+                micro_batch_cost(samples, trial, packed) > max_tokens
+                if max_tokens
+                else n > max_samples
+            )
             if over and cur:
                 close()
                 cur.append(Unit((r,), unit.prefix))
@@ -322,9 +344,18 @@ def _parts(model: Any) -> tuple[Any, Any, Any]:
     return base, norm, head
 
 
+def packs_prefix(model: Any) -> bool:
+    """Whether ``shared_prefix`` packs each unit into one row (one model call) rather than
+    running a prefix pass whose key/value cache serves a suffix pass: under gradient
+    checkpointing, whose recomputed layers keep no cache with gradient."""
+    base, _, _ = _parts(model)
+    return any(getattr(m, "gradient_checkpointing", False) for m in base.modules())
+
+
 def fast_path_problem(model: Any, *, share_prefix: bool = True) -> str | None:
-    """Why the fast paths cannot run on ``model`` (``None`` when they can); with
-    ``share_prefix=False`` only what the padded path needs is checked."""
+    """Why the fast paths cannot run on ``model`` (``None`` when they can).  Both fast paths
+    need the same (``share_prefix`` is kept for callers that name the path)."""
+    del share_prefix
     base, norm, head = _parts(model)
     if norm is None:
         return "the decoder has no final `norm` module to read hidden states from"
@@ -332,9 +363,6 @@ def fast_path_problem(model: Any, *, share_prefix: bool = True) -> str | None:
         return "the model has no output embeddings"
     if getattr(base.config, "final_logit_softcapping", None):
         return "logit soft-capping is not supported"
-    checkpointing = any(getattr(m, "gradient_checkpointing", False) for m in base.modules())
-    if share_prefix and checkpointing:
-        return "gradient checkpointing recomputes layers (no key/value cache with gradient)"
     w = getattr(head, "weight", None)
     if (w is not None and type(w).__name__ == "DTensor") or _fsdp2_wrapped(base):
         # Checked by wrapping, not only by the head's weight: inside ``distributed.unsharded``
@@ -431,18 +459,20 @@ def _final_hidden(
                     out_col.append(t - 1)
                     targets.append(s[t])
     else:
-        flat = _shared_prefix_pass(model, base, norm, samples, mb, pad_id, device)
-        pre, suf_off, smax = flat[1], flat[2], flat[3]
-        flat = flat[0]
+        if packs_prefix(model):
+            flat, starts = _packed_pass(model, norm, samples, mb, pad_id, device)
+        else:
+            flat, starts = _shared_prefix_pass(model, base, norm, samples, mb, pad_id, device)
         i = 0
-        for k, unit in enumerate(mb.units):
+        for unit in mb.units:
             p = unit.prefix
             for _r in unit.rows:
                 s, m = ids[i], masks[i]
+                pre, suf = starts[i]
                 for t in range(1, len(s)):
                     if m[t]:
                         j = t - 1  # hidden state that predicts token t
-                        hidden_index.append(k * pre + j if j < p else suf_off + i * smax + (j - p))
+                        hidden_index.append(pre + j if j < p else suf + (j - p))
                         out_row.append(i)
                         out_col.append(t - 1)
                         targets.append(s[t])
@@ -456,12 +486,69 @@ def _final_hidden(
     return flat, pos
 
 
+def _packed_pass(
+    model: Any, norm: Any, samples: Sequence[Any], mb: MicroBatch, pad_id: int, device
+) -> tuple[torch.Tensor, list[tuple[int, int]]]:
+    """One model call, one row per unit: ``prefix | suffix_1 | suffix_2 | ...``.
+
+    A token of suffix ``i`` attends to the whole prefix and to suffix ``i`` up to itself;
+    its position id is its position in the member's own sequence (``P + offset``), so each
+    member computes exactly what it computes alone.  Padding tokens attend to earlier padding
+    and the prefix (no fully masked row) and are never read.
+
+    Returns ``(flat hidden (U·W, H), starts)``: per member, in ``mb.rows`` order, the flat
+    index of its row's position 0 and of its suffix's first token (``W`` the longest row).
+    """
+    units = mb.units
+    rows_ids: list[list[int]] = []
+    rows_pos: list[list[int]] = []
+    rows_seg: list[list[int]] = []
+    member_off: list[tuple[int, int]] = []
+    for k, u in enumerate(units):
+        p = u.prefix
+        ids = list(samples[u.rows[0]].input_ids[:p])
+        pos, seg = list(range(p)), [0] * p
+        for m, r in enumerate(u.rows, start=1):
+            suffix = samples[r].input_ids[p:]
+            member_off.append((k, len(ids)))
+            ids += suffix
+            pos += range(p, p + len(suffix))
+            seg += [m] * len(suffix)
+        rows_ids.append(ids)
+        rows_pos.append(pos)
+        rows_seg.append(seg)
+    width = max(len(r) for r in rows_ids)
+    seg = torch.full((len(units), width), -1, dtype=torch.long)
+    pos = torch.zeros((len(units), width), dtype=torch.long)
+    for k in range(len(units)):
+        seg[k, : len(rows_seg[k])] = torch.tensor(rows_seg[k], dtype=torch.long)
+        pos[k, : len(rows_pos[k])] = torch.tensor(rows_pos[k], dtype=torch.long)
+    seg, pos = seg.to(device), pos.to(device)
+    q = torch.arange(width, device=device)
+    causal = q[None, :, None] >= q[None, None, :]
+    key_seg = seg[:, None, :]
+    allowed = causal & ((key_seg == 0) | (key_seg == seg[:, :, None]))
+    dtype = next(p for p in model.parameters()).dtype
+    with _capture(norm) as got:
+        model(
+            input_ids=_pad(rows_ids, width, pad_id).to(device),
+            attention_mask=_additive(allowed, dtype),
+            position_ids=pos,
+            use_cache=False,
+            logits_to_keep=_no_logits(device),
+        )
+    h = got[-1]
+    starts = [(k * width, k * width + off) for k, off in member_off]
+    return h.reshape(-1, h.shape[-1]), starts
+
+
 def _shared_prefix_pass(
     model: Any, base: Any, norm: Any, samples: Sequence[Any], mb: MicroBatch, pad_id: int, device
-) -> tuple[torch.Tensor, int, int, int]:
+) -> tuple[torch.Tensor, list[tuple[int, int]]]:
     """Prefix pass (one row per unit) then suffix pass against the indexed-out cache.
 
-    Returns ``(flat hidden, prefix width, offset of the suffix pass in flat, suffix width)``.
+    Returns ``(flat hidden, starts)``: per member, in ``mb.rows`` order, the flat index of
+    its unit's prefix row and of its own suffix row.
     """
     units = mb.units
     dtype = next(p for p in base.parameters()).dtype
@@ -511,7 +598,9 @@ def _shared_prefix_pass(
     h_suf = got[-1]
     hdim = h_pre.shape[-1]
     flat = torch.cat([h_pre.reshape(-1, hdim), h_suf.reshape(-1, hdim)])
-    return flat, pmax, len(units) * pmax, smax
+    suf_off = len(units) * pmax
+    starts = [(k * pmax, suf_off + i * smax) for i, k in enumerate(unit_of)]
+    return flat, starts
 
 
 def micro_logprobs(
@@ -567,5 +656,6 @@ __all__ = [
     "logits_logprob_entropy",
     "micro_batch_cost",
     "micro_logprobs",
+    "packs_prefix",
     "plan_micro_batches",
 ]

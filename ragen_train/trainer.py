@@ -53,6 +53,7 @@ from .logprobs import (
     fast_path_problem,
     micro_batch_cost,
     micro_logprobs,
+    packs_prefix,
     plan_micro_batches,
 )
 from .losses import (
@@ -641,13 +642,12 @@ class StarPOTrainer:
             if path != "plain":
                 problem = fast_path_problem(self.model, share_prefix=path == "shared_prefix")
                 if problem is not None:
-                    fallback = "padded" if "checkpointing" in problem else "plain"
                     warnings.warn(
-                        f"trainer.update_path={path} cannot run here ({problem}); using {fallback}",
+                        f"trainer.update_path={path} cannot run here ({problem}); using plain",
                         RuntimeWarning,
                         stacklevel=2,
                     )
-                    path = fallback
+                    path = "plain"
             self._update_path = path
         return path
 
@@ -663,6 +663,7 @@ class StarPOTrainer:
             share_prefix=self.update_path == "shared_prefix",
             max_samples=size,
             max_tokens=self.cfg.trainer.max_tokens_per_microbatch,
+            packed=packs_prefix(self.model),
         )
 
     def _agree_micro_count(self, micro: list[MicroBatch]) -> list[MicroBatch | None]:
@@ -730,7 +731,7 @@ class StarPOTrainer:
         """Tokens the policy forward of a micro-batch computes, padding included."""
         if self.update_path == "plain":
             return len(mb.rows) * int(batch.input_ids.shape[1])
-        return micro_batch_cost(samples, mb.units)
+        return micro_batch_cost(samples, mb.units, packs_prefix(self.model))
 
     @torch.no_grad()
     def _forward_stats(self, batch: TensorBatch, samples: list[Sample]) -> dict[str, torch.Tensor]:

@@ -19,6 +19,7 @@ from ragen_train.logprobs import (
     logits_logprob_entropy,
     micro_batch_cost,
     micro_logprobs,
+    packs_prefix,
     plan_micro_batches,
 )
 from ragen_train.modeling import apply_lora, token_logprobs
@@ -80,13 +81,15 @@ def _qwen2(tie: bool) -> torch.nn.Module:
     return Qwen2ForCausalLM(cfg).float()
 
 
-def _tiny_lora() -> torch.nn.Module:
+def _tiny_lora(checkpointing: bool = False) -> torch.nn.Module:
     from transformers import AutoModelForCausalLM
 
     from ragen_bench.tiny import tiny_model_path
 
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_pretrained(str(tiny_model_path()), dtype=torch.float32)
+    if checkpointing:  # the order of ragen_train.modeling.load_policy
+        model.gradient_checkpointing_enable()
     model = apply_lora(model, LoraConfig(rank=4, alpha=8, target_modules="all-linear"))
     for name, p in model.named_parameters():
         if "lora_B" in name:  # peft starts B at zero: give the adapters a non-trivial value
@@ -108,12 +111,24 @@ def _loss_and_grads(model, lp, ent, adv, mask):
         ("qwen2-untied", "padded", 0),
         ("tiny-lora", "shared_prefix", 0),
         ("tiny-lora", "padded", 60),
+        # gradient checkpointing: shared_prefix packs each unit into one row
+        ("qwen2-tied", "shared_prefix-ckpt", 0),
+        ("qwen2-untied", "shared_prefix-ckpt", 40),
+        ("tiny-lora", "shared_prefix-ckpt", 0),
     ],
 )
 def test_fast_paths_equal_plain_logprobs_entropies_and_gradients(
     which: str, path: str, max_tokens: int
 ) -> None:
-    model = _tiny_lora() if which == "tiny-lora" else _qwen2(tie=which == "qwen2-tied")
+    ckpt = path.endswith("-ckpt")
+    path = path.removesuffix("-ckpt")
+    if which == "tiny-lora":
+        model = _tiny_lora(checkpointing=ckpt)
+    else:
+        model = _qwen2(tie=which == "qwen2-tied")
+        if ckpt:
+            model.gradient_checkpointing_enable()
+    assert packs_prefix(model) == ckpt
     model.train()
     vocab = model.config.vocab_size
     samples = _samples(vocab)
@@ -133,8 +148,15 @@ def test_fast_paths_equal_plain_logprobs_entropies_and_gradients(
         share_prefix=path == "shared_prefix",
         max_samples=5,
         max_tokens=max_tokens,
+        packed=ckpt,
     )
     assert sorted(r for mb in micro for r in mb.rows) == list(range(len(samples)))
+    if max_tokens:
+        assert all(
+            micro_batch_cost(samples, mb.units, ckpt) <= max_tokens
+            for mb in micro
+            if len(mb.rows) > 1
+        )
     if path == "shared_prefix":
         # group 0's prefix reaches its first trained token; one prefix pass serves many rows
         assert any(len(u.rows) > 1 for mb in micro for u in mb.units)
@@ -201,6 +223,34 @@ def test_common_prefix_and_cost() -> None:
     # one prefix row of 4 + two suffix rows of 3 (the longer suffix: 7 - 4)
     assert micro_batch_cost(s, [Unit((0, 1), 4)]) == 4 + 2 * 3
     assert micro_batch_cost(s, [Unit((0,), 0), Unit((1,), 0)]) == 2 * 7
+    # packed: one row, the prefix once then both suffixes (4 + 1 + 3)
+    assert micro_batch_cost(s, [Unit((0, 1), 4)], packed=True) == 8
+
+
+@pytest.mark.parametrize("ckpt,calls", [(False, 2), (True, 1)])
+def test_shared_prefix_makes_the_same_number_of_model_calls_for_every_micro_batch(
+    ckpt: bool, calls: int
+) -> None:
+    """Two calls (prefix, suffixes) per micro-batch, or one packed call under gradient
+    checkpointing; never a number that depends on the samples (DDP stays in step)."""
+    model = _qwen2(tie=False)
+    if ckpt:
+        model.gradient_checkpointing_enable()
+    model.train()
+    samples = _samples(300, seed=2)
+    seen: list[int] = []
+    decoder = model.model
+    handle = decoder.register_forward_hook(lambda _m, _i, _o: seen.append(1))
+    try:
+        micro = plan_micro_batches(
+            samples, list(range(len(samples))), share_prefix=True, max_samples=4, packed=ckpt
+        )
+        for mb in micro:
+            seen.clear()
+            micro_logprobs(model, samples, mb, width=40, pad_id=0)
+            assert len(seen) == calls
+    finally:
+        handle.remove()
 
 
 def test_token_budget_bounds_every_micro_batch_that_holds_more_than_one_sample() -> None:
@@ -254,6 +304,7 @@ def test_trainer_update_paths_give_the_same_parameters(tmp_path: Path) -> None:
         "shared_prefix": ("shared_prefix", 0),
         "budget": ("shared_prefix", 120),
         "padded": ("padded", 0),
+        "checkpointed": ("shared_prefix", 0),  # gradient checkpointing: units packed
     }
     for run, (path, budget) in runs.items():
         cfg = load_config(
@@ -269,27 +320,35 @@ def test_trainer_update_paths_give_the_same_parameters(tmp_path: Path) -> None:
                 "algorithm.entropy_coef=0.01",
                 f"trainer.update_path={path}",
                 f"trainer.max_tokens_per_microbatch={budget}",
+                f"model.gradient_checkpointing={run == 'checkpointed'}",
             ],
         )
         torch.manual_seed(0)
         trainer = StarPOTrainer(cfg)
         assert trainer.update_path == path
+        assert packs_prefix(trainer.model) == (run == "checkpointed")
         samples = mixed_samples(trainer)
         metrics = trainer._update(samples, 1.0)
         assert metrics["actor/grad_norm"] > 0  # a real gradient, not a trivially equal zero
         processed[run] = metrics["update/tokens_processed"]
         params[run] = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
     assert processed["shared_prefix"] < processed["padded"] < processed["plain"]
-    for run in ("shared_prefix", "budget", "padded"):
+    assert processed["checkpointed"] < processed["padded"]
+    for run in ("shared_prefix", "budget", "padded", "checkpointed"):
         for name, p in params["plain"].items():
             assert torch.allclose(p, params[run][name], atol=1e-5, rtol=0), (run, name)
 
 
-@pytest.mark.parametrize("share", [True, False])
-def test_a_sample_without_trained_tokens_gives_zero_but_connected_gradients(share: bool) -> None:
+@pytest.mark.parametrize("share,ckpt", [(True, False), (False, False), (True, True)])
+def test_a_sample_without_trained_tokens_gives_zero_but_connected_gradients(
+    share: bool, ckpt: bool
+) -> None:
     """The trainer's `_dummy_sample` (two pad tokens, nothing trained) on a rank without data:
     the forward runs, every trainable parameter receives a (zero) gradient, nothing is NaN."""
     model = _qwen2(tie=False)
+    if ckpt:
+        model.gradient_checkpointing_enable()
+        model.train()
     dummy = Sample([0, 0], [0, 0], [-1, -1], [0.0, 0.0], None, 0.0, -1, -1)
     (mb,) = plan_micro_batches([dummy], [0], share_prefix=share, max_samples=1)
     lp, ent = micro_logprobs(model, [dummy], mb, width=1, pad_id=0, with_entropy=True)
