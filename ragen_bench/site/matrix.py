@@ -4,10 +4,11 @@
 (``Sokoban``, ``FrozenLake``…, :attr:`ragen_envs.EnvEntry.name`), over every board given:
 a cell is the success rate of that policy on that family with its 95% interval, from the
 board entry with the most episodes (ties: the latest); the ``average`` column is the mean
-of a row's cells and says over how many families (``n``).  Rows are ranked by ``n`` first,
-then by the average: a policy evaluated on one family (an oracle of one env, a model
-trained on one env) never outranks one evaluated on all of them by an average over fewer,
-easier tasks; the page's sort by the average column keeps that order (``rank``).  Rows of one env id on one board are
+of a row's cells and says over how many families (``n``).  Rows are ranked in two tiers:
+first the policies evaluated on at least half as many families as the widest row, then the
+others (an env's own oracle, a model trained on one env), each tier by its average — so an
+average over one easy family never outranks one over most of them; the page's sort by the
+average column keeps that order (``rank``).  Rows of one env id on one board are
 comparable (same protocol, version and split); across families the average is a summary,
 not a controlled comparison, and the page says so.
 
@@ -145,10 +146,11 @@ def matrix(boards: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
 
     Returns:
         ``{"families": [name, ...], "rows": [{"model", "backend", "cells": {family: cell},
-        "average", "n", "rank", "meta"}]}``; a cell is ``{"mean", "lo", "hi", "env_id",
-        "board", "episodes", "run_id"}``.  Rows are sorted by ``n`` (families evaluated),
-        most first, then by average success, best first; ``rank = n + average / 2`` is
-        the number the page sorts the average column by (same order: ``average`` ≤ 1).
+        "average", "n", "broad", "rank", "meta"}]}``; a cell is ``{"mean", "lo", "hi", "env_id",
+        "board", "episodes", "run_id"}``.  Rows are sorted by tier, the ``broad`` one first
+        (evaluated on ``n`` families with ``2 n ≥`` the largest ``n``), then by average
+        success, best first; ``rank = broad + average / 2`` is the number the page sorts the average
+        column by (same order: ``average`` ≤ 1).
     """
     best: dict[tuple[str, str], dict[str, tuple[str, dict[str, Any]]]] = {}
     for name, board in boards:
@@ -183,11 +185,14 @@ def matrix(boards: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
                 "cells": shown,
                 "average": average,
                 "n": len(means),
-                "rank": len(means) + average / 2,
                 "meta": _model_meta([e for _, e in cells.values()]),
             }
         )
-    rows.sort(key=lambda r: (-r["n"], -r["average"], r["model"], r["backend"]))
+    widest = max((r["n"] for r in rows), default=0)
+    for r in rows:
+        r["broad"] = 2 * r["n"] >= widest
+        r["rank"] = int(r["broad"]) + r["average"] / 2
+    rows.sort(key=lambda r: (-r["rank"], r["model"], r["backend"]))
     return {"families": families, "rows": rows}
 
 
