@@ -2,8 +2,10 @@
 
 ``matrix.html`` has one row per policy (model and back-end) and one column per env family
 (``Sokoban``, ``FrozenLake``…, :attr:`ragen_envs.EnvEntry.name`), over every board given:
-a cell is the success rate of that policy on that family with its 95% interval, from the
-board entry with the most episodes (ties: the latest); the ``average`` column is the mean
+each column is one env id (:func:`column_env_ids`: the family's id that the most policies
+were evaluated on; ties: the shortest, i.e. the family's base id), so a column compares
+like with like; a cell is the success rate of that policy on that env id with its 95%
+interval, from the board entry with the most episodes (ties: the latest); the ``average`` column is the mean
 of a row's cells and says over how many families (``n``).  Rows are ranked in two tiers:
 first the policies evaluated on at least half as many families as the widest row, then the
 others (an env's own oracle, a model trained on one env), each tier by its average — so an
@@ -152,18 +154,26 @@ def matrix(boards: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
         success, best first; ``rank = broad + average / 2`` is the number the page sorts the average
         column by (same order: ``average`` ≤ 1).
     """
+    scored = [
+        (name, e)
+        for name, board in boards
+        for e in board["entries"]
+        if _estimate(e, "success")[0] is not None
+    ]
+    columns = column_env_ids([e for _, e in scored])
     best: dict[tuple[str, str], dict[str, tuple[str, dict[str, Any]]]] = {}
-    for name, board in boards:
-        for e in board["entries"]:
-            if _estimate(e, "success")[0] is None:
-                continue
-            fam = family_of(e["env_id"])
-            cells = best.setdefault((e["model"], e["backend"]), {})
-            if fam not in cells or _better(e, cells[fam][1]):
-                cells[fam] = (name, e)
+    for name, e in scored:
+        fam = family_of(e["env_id"])
+        cells = best.setdefault((e["model"], e["backend"]), {})
+        if e["env_id"] != columns[fam]:
+            continue
+        if fam not in cells or _better(e, cells[fam][1]):
+            cells[fam] = (name, e)
     families = sorted({f for cells in best.values() for f in cells})
     rows = []
     for (model, backend), cells in best.items():
+        if not cells:  # evaluated only on variants that no column shows
+            continue
         shown = {}
         for fam, (name, e) in cells.items():
             mean, lo, hi = _estimate(e, "success")
@@ -193,7 +203,20 @@ def matrix(boards: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
         r["broad"] = 2 * r["n"] >= widest
         r["rank"] = int(r["broad"]) + r["average"] / 2
     rows.sort(key=lambda r: (-r["rank"], r["model"], r["backend"]))
-    return {"families": families, "rows": rows}
+    return {"families": families, "columns": {f: columns[f] for f in families}, "rows": rows}
+
+
+def column_env_ids(entries: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """Per env family, the one env id its matrix column shows: the id evaluated by the most
+    policies (``(model, backend)`` pairs); ties go to the shortest id, then the first in
+    alphabetical order (``ragen/2048-v0`` before ``ragen/2048-Target256-v0``)."""
+    policies: dict[str, set[tuple[str, str]]] = {}
+    for e in entries:
+        policies.setdefault(e["env_id"], set()).add((e["model"], e["backend"]))
+    out: dict[str, str] = {}
+    for env_id in sorted(policies, key=lambda i: (-len(policies[i]), len(i), i)):
+        out.setdefault(family_of(env_id), env_id)
+    return out
 
 
 def _model_meta(entries: list[dict[str, Any]]) -> dict[str, Any]:
@@ -208,7 +231,7 @@ def _model_meta(entries: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "settings": ", ".join(f"{k} {v}" for k, v in sorted(policy.items())) or "–",
         "harness": ", ".join(sorted({str(e.get("harness_version") or "?") for e in entries})),
-        "commits": ", ".join(c[:12] for c in commits),
+        "commits": ", ".join(c[:12] + ("-dirty" if c.endswith("-dirty") else "") for c in commits),
         "episodes": sum(int(e["episodes"]) for e in entries),
         "dates": f"{min(e.get('date', '')[:10] for e in entries)} – "
         f"{max(e.get('date', '')[:10] for e in entries)}",
@@ -235,6 +258,7 @@ __all__ = [
     "CSV_COLUMNS",
     "board_csv",
     "board_rows",
+    "column_env_ids",
     "family_of",
     "matrix",
     "to_csv",

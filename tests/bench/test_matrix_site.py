@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ragen_bench.site import build_site
-from ragen_bench.site.matrix import family_of, matrix, to_csv
+from ragen_bench.site.matrix import column_env_ids, family_of, matrix, to_csv
 from tests.helpers.browser import browser, console_errors, file_url  # noqa: F401  (fixture)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,15 +28,20 @@ def test_matrix_cells_are_the_board_entries_and_the_average_their_mean() -> None
     entries = [e for _, b in _boards() for e in b["entries"]]
     assert grid["families"] == sorted({family_of(e["env_id"]) for e in entries})
     assert {(r["model"], r["backend"]) for r in grid["rows"]} == {
-        (e["model"], e["backend"]) for e in entries
+        (e["model"], e["backend"]) for e in entries if e["env_id"] in grid["columns"].values()
     }
+    # one env id per column: the families' base ids on the committed boards
+    assert grid["columns"]["2048"] == "ragen/2048-v0"
+    assert grid["columns"]["RubiksCube"] == "ragen/RubiksCube-v0"
+    assert grid["columns"]["Bandit"] == "ragen/Bandit-v0"
     for row in grid["rows"]:
         for fam, cell in row["cells"].items():
+            assert cell["env_id"] == grid["columns"][fam]
             same = [
                 e
                 for e in entries
                 if (e["model"], e["backend"]) == (row["model"], row["backend"])
-                and family_of(e["env_id"]) == fam
+                and e["env_id"] == cell["env_id"]
             ]
             most = max(e["episodes"] for e in same)
             chosen = [e for e in same if e["run_id"] == cell["run_id"]][0]
@@ -96,6 +101,51 @@ def test_a_policy_on_few_families_never_outranks_one_on_most() -> None:
     assert rows[3]["rank"] == 0.5 and rows[4]["rank"] == 0.25
 
 
+def test_a_column_shows_one_env_id_not_the_latest_variant() -> None:
+    """random on 2048-v0 (50%) and on the harder Target256 variant (6%, same episodes, later):
+    the column is 2048-v0, where the model also played, so random shows 50%, not 6%."""
+
+    def entry(model: str, env_id: str, mean: float, date: str) -> dict:
+        return {
+            "model": model,
+            "backend": model,
+            "env_id": env_id,
+            "episodes": 256,
+            "date": date,
+            "run_id": f"{model}-{env_id}",
+            "metrics": {"success": {"mean": mean, "ci95": [mean, mean]}},
+        }
+
+    entries = [
+        entry("random", "ragen/2048-v0", 0.5, "2026-01-01"),
+        entry("random", "ragen/2048-Target256-v0", 0.06, "2026-01-02"),
+        entry("model", "ragen/2048-v0", 0.0, "2026-01-03"),
+        entry("search", "ragen/2048-Target256-v0", 0.9, "2026-01-03"),
+    ]
+    assert column_env_ids(entries) == {"2048": "ragen/2048-v0"}
+    grid = matrix([("b", {"entries": entries})])
+    assert grid["columns"] == {"2048": "ragen/2048-v0"}
+    cells = {r["model"]: r["cells"]["2048"]["mean"] for r in grid["rows"]}
+    assert cells == {"random": 0.5, "model": 0.0}  # "search" played only the other variant
+    # a tie in policies goes to the shorter (base) id
+    tie = [entry("a", "ragen/2048-Target256-v0", 0.1, "x"), entry("a", "ragen/2048-v0", 0.2, "x")]
+    assert column_env_ids(tie) == {"2048": "ragen/2048-v0"}
+
+
+def test_the_models_table_keeps_the_dirty_mark_of_a_commit(tmp_path: Path) -> None:
+    e = {
+        "model": "m",
+        "backend": "b",
+        "env_id": "ragen/Bandit-v0",
+        "episodes": 64,
+        "run_id": "r",
+        "git_commit": "0123456789abcdef0123456789abcdef01234567-dirty",
+        "metrics": {"success": {"mean": 0.5, "ci95": [0.4, 0.6]}},
+    }
+    (row,) = matrix([("b", {"entries": [e]})])["rows"]
+    assert row["meta"]["commits"] == "0123456789ab-dirty"
+
+
 def test_family_of_groups_presets_of_one_env() -> None:
     assert family_of("ragen/Sokoban-Large-v0") == family_of("ragen/Sokoban-v0") == "Sokoban"
     assert family_of("ragen/Unknown-Thing-v3") == "Unknown"
@@ -109,7 +159,8 @@ def test_site_has_the_matrix_and_downloads_on_every_page(tmp_path: Path) -> None
     assert html.count('<tr><td class="policy">') == len(grid["rows"])
     oracle = next(r for r in grid["rows"] if r["model"] == "oracle")
     assert f"{100 * oracle['average']:.1f} ({oracle['n']})" in html
-    assert '<th data-sort="num" class="num">Sokoban</th>' in html
+    col = grid["columns"]["Sokoban"].split("/")[-1]
+    assert f'<th data-sort="num" class="num" title="ragen/{col}">Sokoban<br>' in html
     for page in ["index.html", "matrix.html", *(f"{p.stem}.html" for p in BOARDS)]:
         text = (out / page).read_text()
         assert '<a href="data/all.csv" download>' in text, page
