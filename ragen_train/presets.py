@@ -358,14 +358,16 @@ PRESETS: dict[str, Callable[[], StarPOConfig]] = {
         batch_size=128,
         gradient_checkpointing=True,
     ),
-    # Multi-turn like FrozenLake: checkpointing, and micro-batches capped at 4,096 tokens.
+    # Multi-turn like FrozenLake: checkpointing, and micro-batches capped at 2,048 tokens (a
+    # group is packed into one row under checkpointing, whose attention is dense over the
+    # row: 1 step peaked at over 14.4 GiB with 4,096, 13.2 GiB with 2,048; docs/training.md).
     "cpu-sokoban-lora": lambda: _cpu_lora(
         "cpu-sokoban-lora",
         "ragen/Sokoban-Easy-v0",
         steps=8,
         max_new_tokens=24,
         gradient_checkpointing=True,
-        max_tokens_per_microbatch=4096,
+        max_tokens_per_microbatch=2048,
     ),
 }
 # RAGEN-2 GPU recipes: ragen2-{ppo,dapo,grpo,drgrpo}-{sokoban,frozenlake,countdown,metamathqa}-{0.5b,3b}.
