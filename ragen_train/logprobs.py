@@ -21,8 +21,7 @@ micro-batch pads to the longest sample of the *step*, and only the response toke
    second call) the unit is *packed* instead: one row ``prefix | suffix_1 | suffix_2 ...``
    with a block-causal mask (a suffix sees the prefix and its own earlier tokens) and each
    suffix's positions restarting at ``P`` — the same tokens computed, in one model call
-   (the tree/prefix-sharing mask of packed training, e.g. verl's and SGLang's shared-prefix
-   attention; our own construction on HF's 4-D additive ``attention_mask``).
+   (built on HF's 4-D additive ``attention_mask``).
 2. **Padding per micro-batch**, never per step, and optional token-budget micro-batching
    (:func:`plan_micro_batches`, ``trainer.max_tokens_per_microbatch``; like verl's
    dynamic batch size, ``use_dynamic_bsz`` / ``ppo_max_token_len_per_gpu``).
@@ -352,10 +351,9 @@ def packs_prefix(model: Any) -> bool:
     return any(getattr(m, "gradient_checkpointing", False) for m in base.modules())
 
 
-def fast_path_problem(model: Any, *, share_prefix: bool = True) -> str | None:
-    """Why the fast paths cannot run on ``model`` (``None`` when they can).  Both fast paths
-    need the same (``share_prefix`` is kept for callers that name the path)."""
-    del share_prefix
+def fast_path_problem(model: Any) -> str | None:
+    """Why the fast paths (``shared_prefix``, ``padded``) cannot run on ``model`` (``None``
+    when they can); both need the same."""
     base, norm, head = _parts(model)
     if norm is None:
         return "the decoder has no final `norm` module to read hidden states from"
@@ -518,12 +516,8 @@ def _packed_pass(
         rows_pos.append(pos)
         rows_seg.append(seg)
     width = max(len(r) for r in rows_ids)
-    seg = torch.full((len(units), width), -1, dtype=torch.long)
-    pos = torch.zeros((len(units), width), dtype=torch.long)
-    for k in range(len(units)):
-        seg[k, : len(rows_seg[k])] = torch.tensor(rows_seg[k], dtype=torch.long)
-        pos[k, : len(rows_pos[k])] = torch.tensor(rows_pos[k], dtype=torch.long)
-    seg, pos = seg.to(device), pos.to(device)
+    seg = _pad(rows_seg, width, -1).to(device)
+    pos = _pad(rows_pos, width, 0).to(device)
     q = torch.arange(width, device=device)
     causal = q[None, :, None] >= q[None, None, :]
     key_seg = seg[:, None, :]

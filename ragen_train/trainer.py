@@ -640,7 +640,7 @@ class StarPOTrainer:
         if path is None:
             path = self.cfg.trainer.update_path
             if path != "plain":
-                problem = fast_path_problem(self.model, share_prefix=path == "shared_prefix")
+                problem = fast_path_problem(self.model)
                 if problem is not None:
                     warnings.warn(
                         f"trainer.update_path={path} cannot run here ({problem}); using plain",

@@ -5,8 +5,8 @@
 each column is one env id (:func:`column_env_ids`: the family's id that the most policies
 were evaluated on; ties: the shortest, i.e. the family's base id), so a column compares
 like with like; a cell is the success rate of that policy on that env id with its 95%
-interval, from the board entry with the most episodes (ties: the latest); the ``average`` column is the mean
-of a row's cells and says over how many families (``n``).  Rows are ranked in two tiers:
+interval, from the board entry with the most episodes (ties: the latest); the ``average``
+column is the mean of a row's cells and says over how many families (``n``).  Rows are ranked in two tiers:
 first the policies evaluated on at least half as many families as the widest row, then the
 others (an env's own oracle, a model trained on one env), each tier by its average — so an
 average over one easy family never outranks one over most of them; the page's sort by the
@@ -147,12 +147,12 @@ def matrix(boards: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     """The matrix of :mod:`this module <ragen_bench.site.matrix>` over ``(board name, board)``.
 
     Returns:
-        ``{"families": [name, ...], "rows": [{"model", "backend", "cells": {family: cell},
-        "average", "n", "broad", "rank", "meta"}]}``; a cell is ``{"mean", "lo", "hi", "env_id",
+        ``{"families": [name, ...], "columns": {family: env_id}, "rows": [{"model",
+        "backend", "cells": {family: cell}, "average", "n", "broad", "rank", "meta"}]}``; a cell is ``{"mean", "lo", "hi", "env_id",
         "board", "episodes", "run_id"}``.  Rows are sorted by tier, the ``broad`` one first
         (evaluated on ``n`` families with ``2 n ≥`` the largest ``n``), then by average
-        success, best first; ``rank = broad + average / 2`` is the number the page sorts the average
-        column by (same order: ``average`` ≤ 1).
+        success, best first; ``rank = broad + average / 2`` is the number the page sorts
+        the average column by (same order: ``average`` ≤ 1).
     """
     scored = [
         (name, e)
@@ -164,16 +164,14 @@ def matrix(boards: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     best: dict[tuple[str, str], dict[str, tuple[str, dict[str, Any]]]] = {}
     for name, e in scored:
         fam = family_of(e["env_id"])
-        cells = best.setdefault((e["model"], e["backend"]), {})
-        if e["env_id"] != columns[fam]:
+        if e["env_id"] != columns[fam]:  # another variant of the family: on its board only
             continue
+        cells = best.setdefault((e["model"], e["backend"]), {})
         if fam not in cells or _better(e, cells[fam][1]):
             cells[fam] = (name, e)
     families = sorted({f for cells in best.values() for f in cells})
     rows = []
     for (model, backend), cells in best.items():
-        if not cells:  # evaluated only on variants that no column shows
-            continue
         shown = {}
         for fam, (name, e) in cells.items():
             mean, lo, hi = _estimate(e, "success")
