@@ -214,3 +214,25 @@ def test_matrix_sorts_in_a_browser_and_shows_controls_with_javascript(browser, t
     browser.get(file_url(out / "procedural.html"))
     assert browser.find_element(By.CSS_SELECTOR, ".toolbar").is_displayed()
     assert console_errors(browser) == []
+
+
+def test_the_committed_boards_hold_the_model_on_every_family() -> None:
+    """Issue 29 item 1 on the committed boards: Qwen2.5-Coder-0.5B-Instruct on one env id of
+    every family but Lean (no real verifier here), >= 64 test episodes each, with its back-end,
+    dtype, seeds and a commit that is not -dirty recorded."""
+    families = {
+        "Sokoban", "FrozenLake", "Bandit", "Countdown", "Sudoku", "2048",
+        "RubiksCube", "MetaMathQA", "DeepCoder", "SearchQA", "WebShop",
+    }  # fmt: skip
+    grid = matrix(_boards())
+    (row,) = [r for r in grid["rows"] if r["model"] == "Qwen2.5-Coder-0.5B-Instruct"]
+    assert set(row["cells"]) == families and row["broad"]
+    entries = {e["run_id"]: e for _, b in _boards() for e in b["entries"]}
+    for fam, cell in row["cells"].items():
+        e = entries[cell["run_id"]]
+        assert e["episodes"] >= 64 and e["split"] == "test", fam
+        assert e["policy"]["dtype"] and e["backend"] in ("vllm", "hf"), fam
+        seeds = e["seeds"]
+        assert seeds["base"] == 0 and seeds["group_size"] == e["group_size"], fam
+        assert seeds["groups"] * seeds["group_size"] == e["episodes"], fam
+        assert len(e["git_commit"]) == 40 and not e["git_commit"].endswith("-dirty"), fam
