@@ -162,6 +162,7 @@ def starpo(
 
     backend = _trainer_option(trainer_name, backend)
     cfg, resume = _load_for_resume(config, overrides, resume)
+    _use_allocator(cfg)
     _warn_gpu_preset_on_cpu(config, cfg)
     _preflight_envs(cfg)
     if backend != "native":
@@ -413,6 +414,7 @@ def sft(
     from .sft import sft_samples, sft_train
 
     cfg = _load(config, overrides)
+    _use_allocator(cfg)
     dest = out or Path(cfg.trainer.out_dir) / "sft_model"
     log_dir = Path(cfg.trainer.out_dir) / "sft"
     for taken in (dest, log_dir / "metrics.jsonl"):
@@ -771,8 +773,32 @@ def report(
     _info(f"wrote {files[0]} ({len(files) - 1} evaluation report{'s' if len(files) != 2 else ''})")
 
 
+#: Set by :func:`main`: only a real process entry restarts itself with another memory
+#: allocator (:mod:`ragen_train.allocator`); an in-process caller (tests, notebooks) never does.
+_MAY_RESTART = False
+
+
+def _use_allocator(cfg) -> None:
+    """Restart with jemalloc/tcmalloc preloaded as ``trainer.allocator`` asks (process entry
+    only), and say which allocator trains (CPU runs, first rank)."""
+    from .allocator import AllocatorError, maybe_reexec, plan
+
+    try:
+        p = (maybe_reexec if _MAY_RESTART else plan)(cfg.trainer.allocator, cfg.model.device)
+    except AllocatorError as exc:
+        raise _error(exc, "config error") from None
+    if (
+        _MAY_RESTART
+        and str(cfg.model.device).startswith("cpu")
+        and os.environ.get("RANK", "0") == "0"
+    ):
+        _info(f"memory allocator: {p.reason}")
+
+
 def main() -> None:
     """Console-script entry point."""
+    global _MAY_RESTART
+    _MAY_RESTART = True
     app()
 
 

@@ -44,6 +44,7 @@ def setting(
     choices: Choices | None = None,
     item_choices: Choices | None = None,
     item_noun: str = "value",
+    required: bool = True,
 ) -> Any:
     """A dataclass field declared with its documentation and its allowed values.
 
@@ -56,6 +57,9 @@ def setting(
         choices: allowed values of a scalar field.
         item_choices: allowed values of each item of a list field (an unknown item is
             reported as ``unknown {item_noun} 'x' (known: ...)``).
+        required: whether the JSON Schema requires it in a config file. False for a field
+            added after runs were published: their ``config.json`` lacks it, and loading
+            fills in the default.
 
     Returns:
         a :func:`dataclasses.field`.
@@ -66,6 +70,7 @@ def setting(
         "choices": choices,
         "item_choices": item_choices,
         "item_noun": item_noun,
+        "required": required,
     }
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata=metadata)
@@ -256,7 +261,9 @@ def _object_schema(cls: type) -> dict[str, Any]:
         "type": "object",
         "additionalProperties": False,
         "properties": props,
-        "required": sorted(props),
+        "required": sorted(
+            f.name for f in dataclasses.fields(cls) if f.metadata.get("required", True)
+        ),
     }
 
 

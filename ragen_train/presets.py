@@ -208,9 +208,11 @@ def _cpu_lora(
 
     Memory (issue 27 item 5: peak RSS under 12 GiB with trainer and engine in one process):
     a 1 GiB KV cache (43k tokens of this model; a Bandit step needs 8.6k, bigger batches
-    queue in the engine), and for multi-turn envs gradient checkpointing: a float32 0.5B
+    queue in the engine), for multi-turn envs gradient checkpointing (a float32 0.5B
     model keeps ~2.5 MB of activations per token without it, and one FrozenLake trajectory
-    took RSS past 12.9 GiB."""
+    took RSS past 12.9 GiB), and ``trainer.allocator=auto`` (tcmalloc, jemalloc or a fixed
+    glibc mmap threshold: a Sokoban step peaks at 9.0-9.5 GiB instead of 13.0 GiB;
+    :mod:`ragen_train.allocator`)."""
     r = dict(
         env_groups=4,
         group_size=8,
@@ -344,8 +346,10 @@ PRESETS: dict[str, Callable[[], StarPOConfig]] = {
     ),
     # FrozenLake-v0 (4x4, deterministic, 5 turns x 2 actions): the untrained model's validation
     # success is 0.125 (64 episodes, T 0.5), Sokoban-Easy's 0.  A whole trajectory is one
-    # sample of ~600 tokens whose LM head runs over every response position, so 4 groups of 4
-    # and micro-batches of 1 (2 crashed a 23 GB machine); lr 5e-5 to move in few steps.
+    # sample of ~600 tokens; 4 groups of 4, and micro-batches of one group, packed into one row
+    # under checkpointing (7,267 tokens computed against 11,095 for micro-batches of 1; peak
+    # RSS 9.3-9.5 GiB under trainer.allocator=auto, 12.5 GiB with glibc's defaults); lr 5e-5
+    # to move in few steps.
     "cpu-frozenlake-lora": lambda: _cpu_lora(
         "cpu-frozenlake-lora",
         "ragen/FrozenLake-v0",
@@ -354,7 +358,7 @@ PRESETS: dict[str, Callable[[], StarPOConfig]] = {
         env_groups=4,
         group_size=4,
         lr=5e-5,
-        micro_batch_size=1,
+        micro_batch_size=4,
         batch_size=128,
         gradient_checkpointing=True,
     ),

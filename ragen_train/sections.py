@@ -573,6 +573,12 @@ class TrainerSection:
         "Cap micro-batches by computed tokens (padding included), not by sample count; 0 = off.",
         range=Range(ge=0),
     )
+    allocator: str = setting(
+        "auto",
+        "Memory allocator: auto (on CPU: tcmalloc, else jemalloc, else glibc with a 4 MiB mmap threshold), tcmalloc, jemalloc, glibc or system; RAGEN_ALLOCATOR wins.",
+        choices=("auto", "tcmalloc", "jemalloc", "glibc", "system"),
+        required=False,  # added after the committed runs
+    )
     dist_timeout_s: float = setting(
         600.0,
         "Seconds a collective waits for the other ranks before the job fails with a one-line error.",

@@ -43,6 +43,7 @@ from . import checkpoint as ckpt
 from . import distributed as dist_utils
 from . import run_dir
 from .advantages import ADVANTAGE_ESTIMATORS, needs_critic
+from .allocator import peak_rss_gib
 from .batch import Sample, TensorBatch, build_samples, collate
 from .config import StarPOConfig, validate
 from .filtering import FilterConfig, group_scores, group_values, select_groups
@@ -547,6 +548,7 @@ class StarPOTrainer:
                 metrics["time/sync_s"] = time.perf_counter() - t_sync
         metrics["time/rollout_s"] = t_roll
         metrics["time/step_s"] = time.perf_counter() - t0
+        metrics["perf/peak_rss_gib"] = peak_rss_gib()
         metrics["train/nonfinite_skips_total"] = float(self.nonfinite_skips)
         self.step += 1
         return metrics

@@ -227,6 +227,10 @@ TRL_FIELDS: dict[str, FieldHandling] = {
     "trainer.degenerate_stop_steps": handling("unused", "native trainer only"),
     "trainer.overwrite": handling("unused", "native trainer only"),
     "trainer.dist_timeout_s": handling("unused", "accelerate sets the process-group timeout"),
+    "trainer.allocator": handling(
+        "approximate",
+        "ragen-train restarts with it preloaded; processes it starts inherit LD_PRELOAD",
+    ),
     "trainer.update_path": handling("unused", "TRL computes its own log-probs"),
     "trainer.max_tokens_per_microbatch": handling("unused", "TRL batches by sample count"),
 }

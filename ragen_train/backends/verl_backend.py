@@ -185,6 +185,10 @@ VERL_FIELDS: dict[str, FieldHandling] = {
     "trainer.degenerate_stop_steps": handling("unused", _NATIVE_ONLY),
     "trainer.overwrite": handling("unused", _NATIVE_ONLY),
     "trainer.dist_timeout_s": handling("unused", "ray and verl set their own timeouts"),
+    "trainer.allocator": handling(
+        "approximate",
+        "ragen-train restarts with it preloaded; processes it starts inherit LD_PRELOAD",
+    ),
     "trainer.update_path": handling("unused", "verl computes its own log-probs"),
     "trainer.max_tokens_per_microbatch": handling(
         "unused", "verl's counterpart is use_dynamic_bsz / ppo_max_token_len_per_gpu, not mapped"
