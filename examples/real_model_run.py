@@ -343,6 +343,12 @@ def main() -> None:
     p.add_argument("--out", type=Path, default=Path("examples/real_model"))
     a = ap.parse_args()
     if a.cmd == "run":
+        from ragen_train.allocator import maybe_reexec
+        from ragen_train.config import apply_overrides, load_config
+
+        cfg = apply_overrides(load_config(a.task), list(a.overrides))
+        # as ragen-train does: tcmalloc/jemalloc preloaded, or glibc's threshold (docs/training.md)
+        print(f"memory allocator: {maybe_reexec(cfg.trainer.allocator, cfg.model.device).reason}")
         run(
             a.task,
             a.model,
