@@ -22,7 +22,8 @@ ARGS = [
     "trainer.collapse_every=2",
     "trainer.keep_checkpoints=2",
 ]
-SKIP = ("time",)  # wall-clock metrics (time, time/*, *timing*) differ run to run
+# process measurements differ run to run: wall-clock (time, time/*, *timing*), peak RSS (perf/*)
+SKIP = ("time", "perf/")
 
 
 def cli(out: Path, *extra: str, preset: str = "quickstart") -> list[str]:
