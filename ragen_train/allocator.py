@@ -106,11 +106,26 @@ def find_library(
         dirs.append(str(Path(env["CONDA_PREFIX"]) / "lib"))
     for d in [*dirs, *search_dirs]:
         for lib in LIBRARIES[name]:
-            p = Path(d) / lib
-            if p.is_file():
-                return str(p)
+            usable = _preloadable(Path(d) / lib)
+            if usable is not None:
+                return usable
     found = ctypes.util.find_library(name)
-    return found if found and "/" in found else None
+    return _preloadable(Path(found)) if found and "/" in found else None
+
+
+def _preloadable(path: Path) -> str | None:
+    """``path`` (or, through its symlinks, its target) when it is an ELF file whose path
+    ``LD_PRELOAD`` can hold: ld.so splits the variable at spaces and colons, with no escape."""
+    for candidate in (str(path), os.path.realpath(path)):
+        if any(c in candidate for c in " :"):
+            continue
+        try:
+            with open(candidate, "rb") as f:
+                if f.read(4) == b"\x7fELF":
+                    return candidate
+        except OSError:
+            return None
+    return None
 
 
 def loaded_allocator(maps: str | None = None) -> str:
@@ -148,7 +163,8 @@ def plan(
         loaded: the allocator already loaded (:func:`loaded_allocator` when None).
 
     Raises:
-        AllocatorError: the choice is unknown, or names an allocator that is not installed.
+        AllocatorError: the choice is unknown, or names an allocator that is not installed
+            or that was preloaded and did not load.
     """
     env = os.environ if environ is None else environ
     source = ENV_CHOICE if env.get(ENV_CHOICE) else "trainer.allocator"
@@ -160,6 +176,8 @@ def plan(
         return AllocatorPlan(loaded, None, False, f"{loaded} ({source}=system)")
     if loaded != "system":
         how = "preloaded by ragen-train" if env.get(MARKER) else "already loaded"
+        if choice in LIBRARIES and choice != loaded:
+            how += f"; {source}={choice} not applied"
         return AllocatorPlan(loaded, None, False, f"{loaded} ({how})")
     if choice == "auto" and not str(device).startswith("cpu"):
         return AllocatorPlan(
@@ -177,6 +195,8 @@ def plan(
             continue
         if env.get(MARKER):  # preloaded once already and still not loaded: do not loop
             failed = f"{lib} was preloaded but did not load"
+            if choice in LIBRARIES:
+                raise AllocatorError(f"{source}={choice}: {failed} (see ld.so's message above)")
             break
         return AllocatorPlan(name, lib, True, f"{name} ({lib})")
     else:
@@ -192,7 +212,14 @@ def plan(
         else "neither tcmalloc nor jemalloc is installed; `apt-get install libtcmalloc-minimal4` "
         "on Debian/Ubuntu trains faster"
     )
-    if env.get("MALLOC_MMAP_THRESHOLD_") or not _is_glibc():
+    if env.get("MALLOC_MMAP_THRESHOLD_"):
+        return AllocatorPlan(
+            "system",
+            None,
+            False,
+            f"system (MALLOC_MMAP_THRESHOLD_ is set in the environment; {why})",
+        )
+    if not _is_glibc():
         return AllocatorPlan("system", None, False, f"system ({why})")
     return AllocatorPlan(
         "glibc",
@@ -221,7 +248,8 @@ def set_mmap_threshold(nbytes: int) -> bool:
 
 def peak_rss_gib() -> float:
     """This process's peak resident set so far, GiB (``getrusage`` ``ru_maxrss``: KiB on
-    Linux, bytes on macOS); NaN where ``resource`` is missing (Windows)."""
+    Linux, bytes on macOS; Linux keeps it across the allocator restart's ``execve``, which
+    happens before the process holds much); NaN where ``resource`` is missing (Windows)."""
     try:
         import resource
     except ImportError:  # pragma: no cover - Windows

@@ -21,12 +21,13 @@ naming the field or option, with exit status 2.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -160,6 +161,7 @@ def starpo(
     from .config import TrainConfigError
     from .trainer import StarPOTrainer
 
+    _restart_for_allocator(lambda: _load_for_resume(config, overrides, resume)[0])
     backend = _trainer_option(trainer_name, backend)
     cfg, resume = _load_for_resume(config, overrides, resume)
     _use_allocator(cfg)
@@ -413,6 +415,7 @@ def sft(
     from .modeling import check_device, load_policy, load_tokenizer
     from .sft import sft_samples, sft_train
 
+    _restart_for_allocator(lambda: _load(config, overrides))
     cfg = _load(config, overrides)
     _use_allocator(cfg)
     dest = out or Path(cfg.trainer.out_dir) / "sft_model"
@@ -778,9 +781,32 @@ def report(
 _MAY_RESTART = False
 
 
+def _restart_for_allocator(load: Callable[[], Any]) -> None:
+    """Before the command prints anything: load the config quietly and restart with
+    tcmalloc/jemalloc preloaded when ``trainer.allocator`` asks for it (process entry only),
+    so warnings and messages come once, from the restarted process. Any problem here is left
+    to the command's own, loud, load."""
+    if not _MAY_RESTART:
+        return
+    from .allocator import AllocatorError, maybe_reexec
+
+    sink = io.StringIO()
+    try:
+        with (
+            warnings.catch_warnings(record=True),
+            contextlib.redirect_stdout(sink),
+            contextlib.redirect_stderr(sink),
+        ):
+            cfg = load()
+    except (Exception, typer.Exit):  # reported by the command's own load
+        return
+    with contextlib.suppress(AllocatorError):  # reported by _use_allocator
+        maybe_reexec(cfg.trainer.allocator, cfg.model.device)
+
+
 def _use_allocator(cfg) -> None:
-    """Restart with jemalloc/tcmalloc preloaded as ``trainer.allocator`` asks (process entry
-    only), and say which allocator trains (CPU runs, first rank)."""
+    """Apply ``trainer.allocator`` (tcmalloc/jemalloc preloaded by a restart, or glibc's mmap
+    threshold; process entry only) and say which allocator trains (CPU runs, first rank)."""
     from .allocator import AllocatorError, maybe_reexec, plan
 
     try:

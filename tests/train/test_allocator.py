@@ -21,7 +21,7 @@ def libdir(tmp_path: Path, *names: str) -> Path:
     d = tmp_path / "lib"
     d.mkdir(parents=True, exist_ok=True)
     for n in names:
-        (d / n).write_bytes(b"")
+        (d / n).write_bytes(b"\x7fELF" + bytes(60))  # what the search checks: an ELF header
     return d
 
 
@@ -71,6 +71,36 @@ def test_no_restart(tmp_path: Path, choice, device, loaded, env, expected) -> No
     assert p.name == expected[0] and expected[1] in p.reason, p
 
 
+def test_only_elf_files_on_paths_ld_preload_can_hold_are_chosen(tmp_path: Path) -> None:
+    """ld.so splits LD_PRELOAD at spaces and colons; an empty or fake file is no library."""
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    (fake / "libtcmalloc.so.4").write_bytes(b"")
+    spaced = libdir(tmp_path / "my libs", "libtcmalloc.so.4")
+    real = libdir(tmp_path / "real", "libtcmalloc.so.4")
+    p = alloc.plan(
+        "auto", "cpu", {}, loaded="system", search_dirs=[str(fake), str(spaced), str(real)]
+    )
+    assert p.library == str(real / "libtcmalloc.so.4")
+    # a symlink from a spaced folder is followed to its target
+    (tmp_path / "links dir").mkdir()
+    (tmp_path / "links dir" / "libjemalloc.so.2").symlink_to(real / "libtcmalloc.so.4")
+    p = alloc.plan(
+        "jemalloc", "cpu", {}, loaded="system", search_dirs=[str(tmp_path / "links dir")]
+    )
+    assert p.library == str(real / "libtcmalloc.so.4")
+
+
+def test_a_named_allocator_that_did_not_load_is_an_error(tmp_path: Path) -> None:
+    d = libdir(tmp_path, "libtcmalloc.so.4")
+    env = {alloc.MARKER: "1"}
+    with pytest.raises(alloc.AllocatorError, match="was preloaded but did not load"):
+        alloc.plan("tcmalloc", "cpu", env, loaded="system", search_dirs=[str(d)])
+    # another allocator already in the process: said, not silently taken for the one asked
+    p = alloc.plan("tcmalloc", "cpu", {}, loaded="jemalloc", search_dirs=[str(d)])
+    assert p.reason == "jemalloc (already loaded; trainer.allocator=tcmalloc not applied)"
+
+
 def test_named_allocator_on_gpu_is_still_preloaded(tmp_path: Path) -> None:
     d = libdir(tmp_path, "libtcmalloc.so.4")
     p = alloc.plan("tcmalloc", "cuda", {}, loaded="system", search_dirs=[str(d)])
@@ -104,6 +134,7 @@ def test_without_a_library_auto_fixes_glibcs_mmap_threshold(tmp_path: Path) -> N
     env = {"MALLOC_MMAP_THRESHOLD_": "65536"}
     p = alloc.plan("auto", "cpu", env, loaded="system", search_dirs=[str(empty)])
     assert (p.name, p.mmap_threshold) == ("system", None)
+    assert "MALLOC_MMAP_THRESHOLD_ is set in the environment" in p.reason
 
 
 MMAP_PROBE = """
@@ -217,6 +248,11 @@ def test_ragen_train_says_which_allocator_trains(tmp_path: Path) -> None:
     assert "memory allocator: system (trainer.allocator=system)" in r.stdout, r.stdout
     r = run(cmd, {"LD_LIBRARY_PATH": str(d), alloc.ENV_CHOICE: "system"})
     assert "memory allocator: system (RAGEN_ALLOCATOR=system)" in r.stdout, r.stdout
+    # what the command says before it would restart is said once, by the restarted process
+    r = run([*cmd, "--backend", "native", "rollout.engine=hf"], {"LD_LIBRARY_PATH": str(d)})
+    assert "memory allocator: tcmalloc (preloaded by ragen-train)" in r.stdout, r.stdout
+    assert r.stderr.count("--backend is deprecated") == 1, r.stderr
+    assert r.stderr.count("rollout.engine") == 1, r.stderr
 
 
 def test_a_config_written_before_the_field_existed_validates_and_loads(tmp_path: Path) -> None:
