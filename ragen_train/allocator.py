@@ -281,8 +281,14 @@ def maybe_reexec(choice: str, device: str) -> AllocatorPlan:
     if p.mmap_threshold is not None and not set_mmap_threshold(p.mmap_threshold):
         p = dataclasses.replace(p, name="system", reason="system (mallopt was refused)")
     if p.reexec:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        argv = list(getattr(sys, "orig_argv", None) or [sys.executable, *sys.argv])
-        os.execve(sys.executable, [sys.executable, *argv[1:]], reexec_environ(p, os.environ))
+        restart(p)
     return p
+
+
+def restart(p: AllocatorPlan) -> None:
+    """Start this same command again (same process id, same arguments) with ``p``'s library
+    preloaded (:func:`reexec_environ`); does not return."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    argv = list(getattr(sys, "orig_argv", None) or [sys.executable, *sys.argv])
+    os.execve(sys.executable, [sys.executable, *argv[1:]], reexec_environ(p, os.environ))

@@ -788,7 +788,7 @@ def _restart_for_allocator(load: Callable[[], Any]) -> None:
     to the command's own, loud, load."""
     if not _MAY_RESTART:
         return
-    from .allocator import AllocatorError, maybe_reexec
+    from .allocator import AllocatorError, plan, restart
 
     sink = io.StringIO()
     try:
@@ -801,7 +801,9 @@ def _restart_for_allocator(load: Callable[[], Any]) -> None:
     except (Exception, typer.Exit):  # reported by the command's own load
         return
     with contextlib.suppress(AllocatorError):  # reported by _use_allocator
-        maybe_reexec(cfg.trainer.allocator, cfg.model.device)
+        p = plan(cfg.trainer.allocator, cfg.model.device)
+        if p.reexec:
+            restart(p)
 
 
 def _use_allocator(cfg) -> None:
