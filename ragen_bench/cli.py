@@ -477,7 +477,7 @@ def validate(
     files: Annotated[
         list[Path],
         typer.Argument(
-            help="Files or directories to check: run directories, ragen-train output directories, model folders, or single files (episodes.jsonl, summary.json, config.json, boards...)."
+            help="Files or directories to check: run directories, ragen-train output directories, model folders, folders of leaderboards (each board), or single files (episodes.jsonl, summary.json, config.json, boards...)."
         ),
     ],
     schema: Annotated[

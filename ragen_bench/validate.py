@@ -74,7 +74,8 @@ def dir_files(path: str | Path) -> list[tuple[Path, str | None]]:
     output directory (marked by its training ``config.json``, kind ``train_config``):
     that file, then whichever of ``metrics.jsonl``,
     ``sft/metrics.jsonl``, ``summary.json`` (``train_summary``) and the model folders'
-    ``ragen_protocol.json`` exist.  A model folder: its ``ragen_protocol.json``.
+    ``ragen_protocol.json`` exist.  A model folder: its ``ragen_protocol.json``.  A folder
+    of leaderboards (``leaderboards/``: no ``run.json``, boards as ``*.json``): each board.
 
     Raises:
         ValueError: none of these ("not a run directory (no run.json)", as :func:`run_dir_files`).
@@ -102,7 +103,24 @@ def dir_files(path: str | Path) -> list[tuple[Path, str | None]]:
         return files
     if (p / "ragen_protocol.json").is_file():
         return [(p / "ragen_protocol.json", "agent_protocol")]
+    if not (p / "run.json").is_file() and (boards := _board_files(p)):
+        return [(b, "leaderboard") for b in boards]
     return [(f, None) for f in run_dir_files(p)]  # raises: not a run directory (no run.json)
+
+
+def _board_files(p: Path) -> list[Path]:
+    """The leaderboard files directly in folder ``p`` (``*.json`` holding ``entries`` and
+    ``envs``, as :func:`detect_kind` tells them), sorted by name; unreadable files are left
+    out (the folder is then not a folder of boards)."""
+    boards = []
+    for f in sorted(p.glob("*.json")):
+        try:
+            data = jsonutil.read_json(f)
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and {"entries", "envs"} <= set(data):
+            boards.append(f)
+    return boards
 
 
 def detect_kind(path: Path, first: Any = None) -> str:

@@ -95,7 +95,8 @@ def build_site(
         reports: write a run report for every entry whose run was found (and link it).
 
     Raises:
-        SiteError: see :func:`load_boards`; also when ``boards`` is empty.
+        SiteError: see :func:`load_boards`; also when ``boards`` is empty or ``out_dir``
+            is a file.
         FileNotFoundError / ValueError: a found run directory is unreadable (from
             :func:`ragen_bench.report.render_run_report`).
     """
@@ -105,8 +106,10 @@ def build_site(
         raise SiteError(
             "no board files given (e.g. ragen-bench site leaderboards/*.json --out site/)"
         )
-    loaded = load_boards(boards)
     out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise SiteError(f"--out {out} is a file; the site needs a folder (it is created)")
+    loaded = load_boards(boards)
     written: list[Path] = []
     report_of: dict[str, str | None] = {}  # run_id -> href relative to out/
     nav = [("leaderboards", "index.html"), ("models × envs", "matrix.html")] + [

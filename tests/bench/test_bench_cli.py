@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -691,6 +692,23 @@ def test_validate_accepts_a_run_directory(tmp_path: Path, cli) -> None:
     )
     code, out, err = cli("validate", str(run / "run.json"), str(tmp_path / "nope"))
     assert code == 2 and out == "" and err.strip() == f"error: {tmp_path / 'nope'} does not exist"
+
+
+def test_validate_checks_each_board_of_a_leaderboards_folder(tmp_path: Path, cli) -> None:
+    boards = sorted((Path(__file__).resolve().parents[2] / "leaderboards").glob("*.json"))
+    assert boards, "the published baseline boards are missing"
+    for b in boards:
+        shutil.copy(b, tmp_path / b.name)
+    (tmp_path / "notes.json").write_text('{"not": "a board"}')  # left out: not a board
+    code, out, err = cli("validate", str(tmp_path))
+    assert code == 0, out + err
+    assert out.splitlines() == [f"ok {tmp_path / b.name} (leaderboard, 1 object)" for b in boards]
+    board = json.loads((tmp_path / boards[0].name).read_text())
+    del board["name"]
+    (tmp_path / boards[0].name).write_text(json.dumps(board))
+    code, out, _ = cli("validate", str(tmp_path))
+    assert code == 1 and out.count("ok ") == len(boards) - 1
+    assert f"invalid {tmp_path / boards[0].name}:" in out and "'name'" in out
 
 
 def test_json_flag_makes_stdout_one_json_document(tmp_path: Path) -> None:

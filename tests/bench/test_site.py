@@ -208,6 +208,16 @@ def test_site_rejects_invalid_board_naming_the_file(tmp_path):
     assert not (tmp_path / "site").exists()
 
 
+def test_site_refuses_a_file_as_its_output_folder(tmp_path):
+    (tmp_path / "site").write_text("keep me")
+    res = _cli("site", *map(str, BASELINES), "--out", str(tmp_path / "site"))
+    assert res.returncode == 2
+    assert res.stderr.strip() == (
+        f"error: --out {tmp_path / 'site'} is a file; the site needs a folder (it is created)"
+    )
+    assert (tmp_path / "site").read_text() == "keep me"
+
+
 def test_site_refuses_two_boards_with_one_page_name(tmp_path):
     (tmp_path / "a").mkdir()
     shutil.copy(BASELINES[0], tmp_path / "a" / BASELINES[0].name)
