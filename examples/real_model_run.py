@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import math
 import time
+from collections import Counter
 from pathlib import Path
 
 from ragen_bench.stats import mcnemar_exact, paired_bootstrap_diff, wilson_interval
@@ -50,6 +51,28 @@ def episode_outcome(record) -> dict:
         "well_formed": turns > 0 and record.num_format_valid == turns,
         "status": record.status,
         "actions": [a for t in record.turns for a in t.actions],
+    }
+
+
+def action_reading(rows: list[dict]) -> dict:
+    """How much one phase's actions depend on the instance (rows of :func:`episode_outcome`).
+
+    Returns ``episodes``, ``distinct_sequences`` (distinct action sequences over the seeds),
+    ``top_sequence`` with ``top_share`` (the most common sequence and the share of episodes
+    that played it) and ``first_action`` (counts of each episode's first action, ``""`` when
+    it had none).  One sequence on every seed of varied instances is a policy that ignores
+    its observation: with near-zero entropy, the ``low_entropy_collapse`` regime of
+    docs/diagnostics.md (after RAGEN-2, arXiv 2604.06268), read here from the actions.
+    """
+    seqs = Counter(tuple(r["actions"]) for r in rows)
+    top, n_top = seqs.most_common(1)[0] if seqs else ((), 0)
+    first = Counter(r["actions"][0] if r["actions"] else "" for r in rows)
+    return {
+        "episodes": len(rows),
+        "distinct_sequences": len(seqs),
+        "top_sequence": list(top),
+        "top_share": n_top / len(rows) if rows else None,
+        "first_action": dict(first.most_common()),
     }
 
 
@@ -236,6 +259,7 @@ def run(
         "before": before,
         "after": after,
         "paired": paired,
+        "actions": {phase: action_reading(outcomes[phase]) for phase in ("before", "after")},
         "wall_s": {
             "init": t_init,
             "test_before": t2 - t1,
@@ -248,6 +272,15 @@ def run(
     }
     (run_dir / "result.json").write_text(dumps(result, indent=2) + "\n")
     return result
+
+
+def _actions_of(run_dir: Path) -> dict:
+    """:func:`action_reading` of both phases of a run folder's ``test_outcomes.jsonl``."""
+    rows = [row for _, row in iter_jsonl(run_dir / "test_outcomes.jsonl")]
+    return {
+        phase: action_reading([r for r in rows if r["phase"] == phase])
+        for phase in ("before", "after")
+    }
 
 
 def plot(out: Path) -> None:
@@ -272,6 +305,7 @@ def plot(out: Path) -> None:
                     "episodes_per_step",
                     "test_split",
                     "test_seeds",
+                    "test_temperature",
                     "before",
                     "after",
                     "paired",
@@ -279,6 +313,7 @@ def plot(out: Path) -> None:
                 )
                 if k in r
             }
+            | {"actions": _actions_of(out / r.get("name", r["task"]))}
             for r in results
         ],
         "total_wall_s": sum(r["wall_s"]["total"] for r in results),

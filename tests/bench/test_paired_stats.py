@@ -98,3 +98,22 @@ def test_paired_comparison_counts_pairs_and_restricts_to_well_formed_both_times(
 def test_paired_comparison_refuses_unmatched_seeds() -> None:
     with pytest.raises(ValueError, match="seeds differ"):
         _script().paired_comparison([_row(0, True)], [_row(1, True)])
+
+
+def test_action_reading_counts_sequences_and_first_actions():
+    rows = [
+        {"actions": ["Up", "Left"]},
+        {"actions": ["Up", "Left"]},
+        {"actions": ["Up", "Left"]},
+        {"actions": ["Down"]},
+        {"actions": []},  # no parsed action: first action ""
+    ]
+    got = _script().action_reading(rows)
+    assert got == {
+        "episodes": 5,
+        "distinct_sequences": 3,
+        "top_sequence": ["Up", "Left"],
+        "top_share": 0.6,
+        "first_action": {"Up": 3, "Down": 1, "": 1},
+    }
+    assert _script().action_reading([])["top_share"] is None
