@@ -26,6 +26,8 @@ FREE_FORM = {
     "examples/real_model/cpu-frozenlake-lora/test_outcomes.jsonl",
     "examples/real_model/cpu-bandit-lora-drgrpo/result.json",
     "examples/real_model/cpu-bandit-lora-drgrpo/test_outcomes.jsonl",
+    "examples/real_model/cpu-frozenlake-lora-entropy/result.json",
+    "examples/real_model/cpu-frozenlake-lora-entropy/test_outcomes.jsonl",
 }
 #: A training config written before a rename and two added fields (tests/data/old_results).
 OLD_CONFIG = ROOT / "tests/data/old_results/train_config_224528f.json"
