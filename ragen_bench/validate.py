@@ -109,17 +109,16 @@ def dir_files(path: str | Path) -> list[tuple[Path, str | None]]:
 
 
 def _board_files(p: Path) -> list[Path]:
-    """The leaderboard files directly in folder ``p`` (``*.json`` holding ``entries`` and
-    ``envs``, as :func:`detect_kind` tells them), sorted by name; unreadable files are left
-    out (the folder is then not a folder of boards)."""
+    """The leaderboard files directly in folder ``p`` (``*.json`` that :func:`detect_kind`
+    tells as ``leaderboard``), sorted by name; unreadable files and files of other kinds
+    are left out."""
     boards = []
     for f in sorted(p.glob("*.json")):
         try:
-            data = jsonutil.read_json(f)
-        except (OSError, ValueError):
+            if detect_kind(f, jsonutil.read_json(f)) == "leaderboard":
+                boards.append(f)
+        except (OSError, ValueError):  # unreadable, or no kind it can tell
             continue
-        if isinstance(data, dict) and {"entries", "envs"} <= set(data):
-            boards.append(f)
     return boards
 
 
