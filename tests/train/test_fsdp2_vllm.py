@@ -39,6 +39,7 @@ _SKIP = "" if vllm_available() else "vllm is not importable (CPU: scripts/instal
 if _SKIP:
     print(f"skipping tests/train/test_fsdp2_vllm.py: {_SKIP}")
 pytestmark = [
+    pytest.mark.vllm,
     pytest.mark.slow,
     pytest.mark.timeout(900),
     pytest.mark.skipif(bool(_SKIP), reason=_SKIP or "-"),

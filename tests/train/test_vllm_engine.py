@@ -45,6 +45,7 @@ _SKIP = (
 if _SKIP:
     print(f"skipping tests/train/test_vllm_engine.py: {_SKIP}")
 pytestmark = [
+    pytest.mark.vllm,
     pytest.mark.slow,
     pytest.mark.timeout(1800),
     pytest.mark.skipif(bool(_SKIP), reason=_SKIP or "-"),
