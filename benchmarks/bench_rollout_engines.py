@@ -25,6 +25,8 @@ import os
 import tempfile
 import time
 
+from ragen_bench.portable import portable_path
+
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -70,7 +72,7 @@ def main() -> None:
     requests = [r for r in seen if r.turn == 1][: a.batch]
     prompts = [list(r.prompt_token_ids) for r in requests]
     out: dict = {
-        "model": a.model,
+        "model": portable_path(a.model),
         "batch": len(prompts),
         "new_tokens": a.tokens,
         "engine_dtype": a.dtype,

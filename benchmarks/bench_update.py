@@ -47,6 +47,8 @@ from typing import Any
 
 import torch
 
+from ragen_bench.portable import portable_path
+
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "update_efficiency.json"
 
@@ -236,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     start = snapshot(trainer)
     result: dict[str, Any] = {
         "preset": args.preset,
-        "model": cfg.model.path,
+        "model": portable_path(cfg.model.path),
         "torch_threads": torch.get_num_threads(),
         "cpu": platform.processor() or platform.machine(),
         "cpu_native_bf16": sorted(set(NATIVE_BF16_FLAGS) & cpu_flags()),

@@ -29,8 +29,11 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from ragen_bench.portable import portable_json
 from ragen_bench.stats import mcnemar_exact, paired_bootstrap_diff, wilson_interval
 from ragen_envs.jsonutil import dumps, iter_jsonl, read_json
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def _se(p: float, n: int) -> float:
@@ -270,7 +273,13 @@ def run(
         "curve": curve,
         "config": cfg.to_dict(),
     }
+    # Published files name the model folder and the run folder relative to the repository,
+    # never this machine's absolute paths (the trainer's own config.json included).
+    result = portable_json(result, REPO)
     (run_dir / "result.json").write_text(dumps(result, indent=2) + "\n")
+    config_file = run_dir / "run" / "config.json"
+    if config_file.is_file():
+        config_file.write_text(dumps(portable_json(read_json(config_file), REPO), indent=2) + "\n")
     return result
 
 
@@ -318,7 +327,7 @@ def plot(out: Path) -> None:
         ],
         "total_wall_s": sum(r["wall_s"]["total"] for r in results),
     }
-    (out / "results.json").write_text(dumps(summary, indent=2) + "\n")
+    (out / "results.json").write_text(dumps(portable_json(summary, REPO), indent=2) + "\n")
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for r in results:
         xs = [c["step"] for c in r["curve"]]

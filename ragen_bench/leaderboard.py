@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .fileio import atomic_write_json
+from .portable import portable_json
 from .results import RunDir, now_iso, protocol_of
 from .validate import read_checked
 
@@ -197,11 +198,14 @@ def add_run(
         "config_hash": config_hash(run),
         "run_id": run["run_id"],
         # how the model was run (back-end settings: dtype, device, LoRA base...): model metadata
-        "policy": {
-            k: v
-            for k, v in (run.get("policy") or {}).items()
-            if isinstance(v, (str, int, float, bool)) and k != "model"
-        },
+        # (a LoRA base recorded as its folder's name, never the builder's absolute path)
+        "policy": portable_json(
+            {
+                k: v
+                for k, v in (run.get("policy") or {}).items()
+                if isinstance(v, (str, int, float, bool)) and k != "model"
+            }
+        ),
     }
     if "diagnostics" in summary:
         entry["diagnostics"] = summary["diagnostics"]

@@ -3,7 +3,7 @@
 Set ``RAGEN_VLLM_BASE_URL`` (e.g. ``http://127.0.0.1:8000/v1``) to run it; the served model
 name is taken from ``RAGEN_VLLM_MODEL`` or, if unset, the first id of ``GET /v1/models``.
 ``RAGEN_VLLM_MAX_NEW_TOKENS`` (default 64) keeps it affordable on CPU servers.  Start a
-server on this machine with ``tools/vllm-server`` (see ``/work/shared/tools/README.md``)::
+server on this machine with ``tools/vllm-server`` (see ``../shared/tools/README.md``)::
 
     MODEL=$(tools/small-model)
     URL=$(VLLM_CPU_NUM_OF_RESERVED_CPU=1 tools/vllm-server start "$MODEL")
