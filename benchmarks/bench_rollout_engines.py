@@ -97,8 +97,8 @@ def main() -> None:
     params = SamplingParams(temperature=1.0, top_p=1.0, max_new_tokens=a.tokens)
     orig = engine.policy._sampling
 
-    def no_eos(req, p):  # noqa: ANN001, ANN202 - same count of tokens as the other rows
-        sp = orig(req, p)
+    def no_eos(req, p, seed=None):  # noqa: ANN001, ANN202 - same count of tokens as the other rows
+        sp = orig(req, p, seed)
         sp.ignore_eos = True
         return sp
 

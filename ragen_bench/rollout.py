@@ -465,8 +465,13 @@ class RolloutEngine:
         try:
             try:
                 env = self._acquire_env(spec)
-                obs, _info = env.reset(seed=spec.seed)
                 base = env.unwrapped
+                # Members of a group share the instance; an env with random outcomes
+                # draws them per member (its config's `outcomes`, docs/envs/README.md).
+                member = (
+                    {"member": spec.member} if getattr(base, "stochastic_outcomes", False) else None
+                )
+                obs, _info = env.reset(seed=spec.seed, options=member)
                 rec.env_config = dict(base.config)
                 instruction = base.instruction
             except Exception as exc:

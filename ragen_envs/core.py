@@ -32,6 +32,7 @@ from gymnasium.error import ResetNeeded
 
 from .config import validate_config
 from .pcg64 import PCG64Stream, seeded_stream
+from .seeding import derive_seed
 from .spaces import MAX_TEXT_LENGTH, UnicodeText
 
 
@@ -198,7 +199,18 @@ class TextEnv(gym.Env[str, str]):
     #: line for a step that meets cold caches (as a rollout step does after the model's
     #: turn).  Instances still have a ``__dict__`` (``gym.Env`` has no slots) for
     #: everything else; ``copy``/``pickle`` carry slots (``object.__getstate__``).
-    __slots__ = ("_status", "_steps", "_return", "_live", "_ready", "_max_steps", "_stream", "_gen")
+    __slots__ = (
+        "_status",
+        "_steps",
+        "_return",
+        "_live",
+        "_ready",
+        "_max_steps",
+        "_stream",
+        "_gen",
+        "_outcome_key",
+        "_outcome_gen",
+    )
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
     env_key: ClassVar[str] = ""
@@ -208,11 +220,22 @@ class TextEnv(gym.Env[str, str]):
     #: (``self._stream``) and builds ``np_random`` from it only when asked (see
     #: :attr:`_np_random`); an env sets this when its hooks draw through :meth:`_rng`.
     lazy_seeding: bool = False
+    #: Transitions draw random outcomes after the instance is built (a risky arm's payoff, a
+    #: slip on ice, a new tile).  Such an env takes ``reset(options={"member": k})``: with
+    #: its config's ``outcomes`` at ``"independent"`` (the default) member ``k`` of a group
+    #: draws its outcomes from its own stream, keyed by ``(seed, k)``, while every member
+    #: still gets the same instance; ``"shared"`` keeps RAGEN's behaviour (the instance's
+    #: stream goes on, so members who act alike see the same outcomes).  See
+    #: :meth:`_outcome_rng` and docs/envs/README.md ("Group members and random outcomes").
+    stochastic_outcomes: ClassVar[bool] = False
 
     def __init__(self, render_mode: str | None = None, **config: Any):
         #: The episode's seeded stream while no NumPy generator was built from it.
         self._stream: PCG64Stream | None = None
         self._gen: np.random.Generator | None = None  # the generator (see _np_random)
+        #: The seed of this member's outcome stream (None: outcomes come from _rng()).
+        self._outcome_key: int | None = None
+        self._outcome_gen: np.random.Generator | None = None  # built from it on first draw
         self._status = EpisodeStatus.RUNNING
         self._steps = 0
         self._return = 0.0
@@ -342,6 +365,30 @@ class TextEnv(gym.Env[str, str]):
         stream = self._stream
         return self.np_random if stream is None else stream
 
+    def _outcome_rng(self) -> PCG64Stream | np.random.Generator:
+        """What a stochastic transition draws from: this group member's own outcome stream
+        after ``reset(options={"member": k})`` of an env with independent outcomes (a NumPy
+        ``Generator`` on PCG64, seeded with :func:`~ragen_envs.seeding.derive_seed` of
+        ``("outcomes", env_key, seed, k)``, so the same in any process), else :meth:`_rng` (the
+        instance's stream, continued: RAGEN's shared outcomes, and every plain reset)."""
+        key = self._outcome_key
+        if key is None:
+            return self._rng()
+        gen = self._outcome_gen
+        if gen is None:
+            gen = self._outcome_gen = np.random.Generator(np.random.PCG64(key))
+        return gen
+
+    def _member_outcomes(self, member: int | None) -> None:
+        """Key this episode's outcome stream by ``(seed, member)`` (see :meth:`_outcome_rng`)."""
+        self._outcome_gen = None
+        if member is None or not self.stochastic_outcomes or self.config["outcomes"] == "shared":
+            self._outcome_key = None
+            return
+        seed = getattr(self, "_np_random_seed", None)
+        seed = None if seed is None else int(seed)
+        self._outcome_key = derive_seed("outcomes", self.env_key, seed, member)
+
     def _seed_generator(self, seed: int | None) -> None:
         """Gymnasium's seeding for ``reset(seed=seed)``; with :attr:`lazy_seeding` a
         non-negative int seed gives a :class:`~ragen_envs.pcg64.PCG64Stream`."""
@@ -362,15 +409,28 @@ class TextEnv(gym.Env[str, str]):
         Args:
             seed: instance seed; ``reset(seed=i)`` gives the same instance in any
                 process.  ``None`` continues the current random stream.
-            options: env-specific reset options (documented on each spec page).
+            options: env-specific reset options (documented on each spec page), and
+                ``member``: the episode's index within its group (an int >= 0), which
+                keys the outcome stream of an env with :attr:`stochastic_outcomes`
+                (ignored by the others).
 
         Returns:
             ``(observation, info)``.
+
+        Raises:
+            ValueError: ``options["member"]`` is not a non-negative int.
         """
+        member = None
+        if options and "member" in options:
+            options = dict(options)
+            member = options.pop("member")
+            if type(member) is not int or member < 0:
+                raise ValueError(f"reset option 'member' must be an int >= 0, got {member!r}")
         self._seed_generator(seed)
         self._steps = 0
         self._return = 0.0
         self._status = EpisodeStatus.RUNNING
+        self._member_outcomes(member)
         self._reset(options or {})
         self._max_steps = int(
             self.config["max_steps"]

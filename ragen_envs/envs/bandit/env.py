@@ -109,6 +109,8 @@ class BanditEnv(TextEnv):
 
     #: Draw through a pure-Python copy of the seeded PCG64 (TextEnv.lazy_seeding).
     lazy_seeding = True
+    #: The risky arm's payoff is a random outcome (TextEnv.stochastic_outcomes; ``outcomes``).
+    stochastic_outcomes = True
 
     #: What :meth:`step`'s first-step path reads and writes besides TextEnv's episode
     #: state (also slots): fields of the instance itself, no value-array look-ups.
@@ -169,7 +171,10 @@ class BanditEnv(TextEnv):
         self._steady, self._risky = steady, risky
         self._last = None
         self._pull_of = self._pull_table()
-        self._pending = self._pull_of if self._raw_threshold is not None else None
+        # The fast first step draws the coin from the instance's stream: not for a member
+        # with its own outcome stream (TextEnv._outcome_rng), whose pulls take _pull.
+        fast = self._raw_threshold is not None and self._outcome_key is None
+        self._pending = self._pull_of if fast else None
 
     def _reset_info(self) -> dict[str, Any]:
         return {"arms": list(self._arms)}
@@ -245,6 +250,7 @@ class BanditEnv(TextEnv):
             n = len(starts) >> 1  # arm pairs
             self._fast = (split, answer_with, starts, n)
         self._gen = None  # TextEnv._seed_generator, inlined
+        self._outcome_key = None  # TextEnv._member_outcomes(None), inlined
         self._np_random_seed = seed
         # PCG64Stream.integers2(n, 2) on the stream's first 64-bit draw, inlined
         state, inc, x = seeded_first(seed, self._scratch)
@@ -309,10 +315,13 @@ class BanditEnv(TextEnv):
         risky, outcome, paid = pull
         if risky:
             # One uniform draw, as RAGEN's env does: np_random.random() < risky_prob, or
-            # the same event decided on the raw PCG64 output (core.raw_threshold).
+            # the same event decided on the raw PCG64 output (core.raw_threshold); a
+            # member with independent outcomes draws from its own stream.
             stream, t = self._stream, self._raw_threshold
             if (
-                stream.next64() < t
+                self._outcome_rng().random() < self._risky_prob
+                if self._outcome_key is not None
+                else stream.next64() < t
                 if stream is not None and t is not None
                 else self.np_random.random() < self._risky_prob
             ):

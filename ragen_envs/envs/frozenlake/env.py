@@ -45,6 +45,8 @@ class FrozenLakeEnv(TextEnv):
     #: The base seed is drawn from a pure-Python copy of the seeded PCG64
     #: (TextEnv.lazy_seeding): no NumPy generator is built for it.
     lazy_seeding = True
+    #: A slip is a random outcome (TextEnv.stochastic_outcomes; config ``outcomes``).
+    stochastic_outcomes = True
 
     def __init__(self, render_mode: str | None = None, **config: Any):
         super().__init__(render_mode=render_mode, **config)
@@ -139,7 +141,9 @@ class FrozenLakeEnv(TextEnv):
         a = ACTIONS.index(name)
         entries = self.dynamics.transitions[self._state][a]
         dirs = self.dynamics.directions[self._state][a]
-        u = float(self._rng().random())  # one draw per valid step (Gymnasium's categorical_sample)
+        u = float(
+            self._outcome_rng().random()
+        )  # one draw per valid step (Gymnasium's categorical_sample)
         k, acc = len(entries) - 1, 0.0
         for i, (prob, *_rest) in enumerate(entries):
             acc += prob

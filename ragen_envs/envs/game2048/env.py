@@ -48,6 +48,8 @@ class Game2048Env(TextEnv):
     """
 
     env_key = "game2048"
+    #: A new tile is a random outcome (TextEnv.stochastic_outcomes; config ``outcomes``).
+    stochastic_outcomes = True
     action_names = MOVES
     #: The baseline is expectimax, not an optimal policy (see :meth:`oracle_actions`).
     oracle_is_exact = False
@@ -131,7 +133,7 @@ class Game2048Env(TextEnv):
                 action_is_effective=False,
                 info={"action": name, "merge_score": 0, "spawn": None, **self._board_info()},
             )
-        self._board, (cell, value) = spawn(after, self.np_random, self._p2)
+        self._board, (cell, value) = spawn(after, self._outcome_rng(), self._p2)
         self._score += merged
         self._legal = legal_moves(self._board)
         won = max(self._board) >= self._target
@@ -194,14 +196,14 @@ class Game2048Env(TextEnv):
         """
         if self.status.is_terminal:
             return []
-        here = (self._board, self.np_random.bit_generator.state)
+        here = (self._board, self._outcome_rng().bit_generator.state)
         budget = self._max_steps - self.num_steps
         if self._plan is not None:
             checkpoints, moves = self._plan
             for k, point in enumerate(checkpoints):
                 if point == here:
                     return moves[k : k + budget]
-        rng = copy.deepcopy(self.np_random)
+        rng = copy.deepcopy(self._outcome_rng())
         board = self._board
         checkpoints, moves = [], []
         while len(moves) < budget:
