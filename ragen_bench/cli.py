@@ -666,6 +666,10 @@ from .diagnostics.commands import register as _register_diagnostics  # noqa: E40
 
 _register_diagnostics(app)  # ragen-bench diagnose
 
+from .check_command import register as _register_check_env  # noqa: E402
+
+_register_check_env(app)  # ragen-bench check-env
+
 
 def main() -> None:
     """Console-script entry point."""

@@ -19,6 +19,7 @@ from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _pkg_version
 
 from . import _register  # noqa: F401,E402  (registers the ids)
+from .checker import CheckReport, check_env
 from .config import ConfigError, config_defaults, validate_config, validate_info
 from .core import EpisodeStatus, TextEnv, Transition
 from .parsing import ParsedResponse, format_answer, parse_response
@@ -39,6 +40,7 @@ def _version() -> str:
 __version__ = _version()
 
 __all__ = [
+    "CheckReport",
     "ConfigError",
     "EnvEntry",
     "EpisodeStatus",
@@ -48,6 +50,7 @@ __all__ = [
     "Transition",
     "UnicodeText",
     "UnknownEnvError",
+    "check_env",
     "config_defaults",
     "derive_seed",
     "format_answer",

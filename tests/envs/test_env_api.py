@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import warnings
-
 import gymnasium as gym
 import numpy as np
 import pytest
-from gymnasium.utils.env_checker import check_env
 
 import ragen_envs
 from ragen_envs.baselines import make_random_policy, oracle_policy, run_episode
+from ragen_envs.envs.frozenlake import FrozenLakeEnv
 
 from .conftest import ALL_IDS, InfoChecker, sweep_seeds
 
@@ -22,11 +20,49 @@ def test_every_env_registered_with_gymnasium() -> None:
         assert env_id.startswith("ragen/") and "-v" in env_id
 
 
+#: Seeds of ragen_envs.check_env per id (an env whose every step runs sandboxed code: fewer).
+CHECK_SEEDS = {"deepcoder": 2}
+
+
 @pytest.mark.parametrize("env_id", ALL_IDS)
-def test_check_env(env_id: str) -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # any checker warning is a failure
-        check_env(gym.make(env_id).unwrapped)
+def test_public_checker_passes(env_id: str) -> None:
+    """ragen_envs.check_env: Gymnasium's checker (warnings as errors), the schemas,
+    reproducible seeds, disjoint splits, bad actions, the oracle."""
+    key = ragen_envs.get_entry(env_id).env_key
+    report = ragen_envs.check_env(env_id, seeds=CHECK_SEEDS.get(key, 3))
+    assert report.passed, report.table()
+    assert [c.name for c in report.checks if c.status == "pass"][:3] == [
+        "gymnasium",
+        "schemas",
+        "reproducible",
+    ]
+
+
+class _IgnoresItsSeed(FrozenLakeEnv):
+    """A planted broken env: its instance comes from the global NumPy state, not the seed."""
+
+    def _reset(self, options):  # noqa: ANN001, ANN202
+        super()._reset(options)
+        self._state = int(np.random.randint(0, 3))  # noqa: NPY002 - the planted defect
+
+
+class _CrashesOnBlank(FrozenLakeEnv):
+    """A planted broken env: a blank action raises instead of being an invalid action."""
+
+    def _step(self, action):  # noqa: ANN001, ANN202
+        if not action.strip():
+            raise IndexError("empty action")
+        return super()._step(action)
+
+
+@pytest.mark.parametrize(
+    ("cls", "failed"), [(_IgnoresItsSeed, "reproducible"), (_CrashesOnBlank, "bad actions")]
+)
+def test_public_checker_fails_a_planted_broken_env(cls: type, failed: str) -> None:
+    report = ragen_envs.check_env(cls, seeds=3)
+    assert not report.passed
+    assert failed in [c.name for c in report.failures()], report.table()
+    assert "FAILED" in report.table()
 
 
 @pytest.mark.parametrize("env_id", ALL_IDS)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 import inspect
 import json
 import os
@@ -288,3 +289,31 @@ def test_adding_an_env_walkthrough_builds_a_working_env(tmp_path: Path) -> None:
     assert set(got["ids"]) == {"ragen/Guess-v0", "ragen/Guess-Short-v0"}
     assert got["returns"] == [1.0] and got["optimal"] == 1.0 and got["success"] is True
     assert got["invalid"] == [-0.1, False, False] and got["max_steps"] == 2
+    # The page's checker commands, on the walkthrough's env: by id and by entry point
+    # (ragen-bench is not part of the env-only wheel, whose test run skips the page anyway).
+    if importlib.util.find_spec("ragen_bench") is None:
+        print("check-env part skipped: ragen_bench is not installed (env-only wheel)")
+        return
+    for args in (
+        ["ragen/Guess-v0"],
+        ["--entry-point", "ragen_envs.envs.guess:GuessEnv", "--seeds", "3", "--json"],
+    ):
+        checked = subprocess.run(
+            [sys.executable, "-m", "ragen_bench.cli", "check-env", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=str(tmp_path),
+            timeout=300,
+        )
+        assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-3000:]
+    report = json.loads(checked.stdout)
+    assert report["passed"] is True
+    assert [c["name"] for c in report["checks"]] == [
+        "gymnasium",
+        "schemas",
+        "reproducible",
+        "splits",
+        "bad actions",
+        "oracle",
+    ]
