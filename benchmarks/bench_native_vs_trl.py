@@ -63,7 +63,13 @@ def run_native(cfg: Any, batches: list[list[Any]] | None) -> list[dict[str, floa
     played: list[list[Any]] = []
 
     def rollout(step: int) -> list[Any]:
-        played.append(batches[step] if batches is not None else play(step))
+        if batches is None:
+            played.append(play(step))
+        else:
+            # What the trainer's own rollout also records: the training env of each group
+            # (one env here), read by train_step to split the metrics per env.
+            played.append(batches[step])
+            trainer.env_of_group = {rec.group: 0 for rec in played[-1]}
         return played[-1]
 
     trainer.rollout = rollout  # type: ignore[method-assign]

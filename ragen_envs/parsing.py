@@ -155,7 +155,7 @@ def parse_response(
     blocks, tag_error = _blocks(response)
     stray = _outside(response, ((b[1], b[4]) for b in blocks))
     stray_text = "\n".join(stray)
-    stray_kw = {
+    stray_kw: dict[str, Any] = {
         "stray_text": stray_text,
         "stray_chars": sum(len("".join(s.split())) for s in stray),
     }
