@@ -78,10 +78,9 @@ SECRET_QUERY_PARAMS = (
     "code",
 )
 _PARAM_NAMES = "|".join(n.replace("_", "[_-]?") for n in sorted(SECRET_QUERY_PARAMS, key=len)[::-1])
-_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)(?!\*\*\*@)[^\s/@?#\"'<>\\]+@")
-_QUERY_SECRET = re.compile(
-    rf"(?i)([?&;](?:{_PARAM_NAMES})=)(?!\*\*\*(?:[&#\s\"'<>\\]|$))[^&#\s\"'<>\\]+"
-)
+_URL = re.compile(r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s\"'<>\\]+")
+_URL_USERINFO = re.compile(r"^([^:]+://)(?!\*\*\*@)[^/@?#]+@")
+_QUERY_SECRET = re.compile(rf"(?i)([?&](?:{_PARAM_NAMES})=)(?!\*\*\*(?:[&#]|$))[^&#]+")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
 
@@ -106,12 +105,16 @@ def repair_surrogates(text: str) -> tuple[str, int, int]:
 
 def mask_url_credentials(text: str) -> str:
     """``text`` with the user info of every URL and every credential-like query value
-    (:data:`SECRET_QUERY_PARAMS`) replaced by ``***``."""
-    if "@" in text and "://" in text:
-        text = _URL_USERINFO.sub(lambda m: m.group(1) + MASK + "@", text)
-    if "=" in text:
-        text = _QUERY_SECRET.sub(lambda m: m.group(1) + MASK, text)
-    return text
+    (:data:`SECRET_QUERY_PARAMS`) replaced by ``***`` (only inside ``scheme://...`` URLs, so
+    code such as ``a&&key==b`` is left alone)."""
+    if "://" not in text:
+        return text
+    return _URL.sub(lambda m: _mask_url(m.group(0)), text)
+
+
+def _mask_url(url: str) -> str:
+    url = _URL_USERINFO.sub(lambda m: m.group(1) + MASK + "@", url)
+    return _QUERY_SECRET.sub(lambda m: m.group(1) + MASK, url)
 
 
 def url_secrets(url: str) -> list[str]:
