@@ -48,6 +48,7 @@ POLICY_KEYS = (
     "read_timeout",
     "idle_timeout",
     "total_timeout",
+    "episode_timeout",
     "max_retries",
     "backoff_base",
     "backoff_max",

@@ -31,6 +31,7 @@ from .policies.base import Policy
 from .preflight import preflight
 from .protocol import LOCAL_BACKENDS
 from .records import EpisodeRecord
+from .redaction import redact_options
 from .results import RETRY_STATUSES, RunDir, git_commit, now_iso, summarize
 from .rollout import EpisodeSpec, RolloutConfig, RolloutEngine, make_specs, rollout_config
 from .types import SamplingParams
@@ -505,7 +506,7 @@ def _run_meta(plan: RunPlan, run_id: str, policy: Policy) -> dict[str, Any]:
         if req.backend in LOCAL_BACKENDS
         else None,
         "policy": policy.describe(),
-        "policy_options": req.policy_options or {},
+        "policy_options": redact_options(req.policy_options or {}),
         "rollout": plan.rollout.as_dict(),
         "max_parallel": req.max_parallel,
         "harness_version": __version__,

@@ -220,6 +220,14 @@ def _oracle(model: str | None, **options: Any) -> Policy:
             "openai: wall-clock limit of one attempt in seconds (default 900).",
         ),
         CliOption(
+            "episode_timeout",
+            Optional[float],
+            None,
+            "openai: wall-clock budget of one episode in seconds, from its first request, "
+            "retries included; past it the episode is recorded as endpoint_error "
+            "(default 600; 0: no budget).",
+        ),
+        CliOption(
             "max_retries",
             Optional[int],
             None,

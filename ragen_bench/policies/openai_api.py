@@ -13,6 +13,13 @@ Per request (one chat completion per :class:`~ragen_bench.types.PolicyRequest`):
   a byte: the whole answer without streaming, the first chunk with streaming),
   ``idle_timeout`` (longest gap between two stream chunks) and ``total_timeout`` (wall
   clock of one attempt).
+* **Per-episode wall budget.** ``episode_timeout`` (default :data:`EPISODE_TIMEOUT`,
+  600 s) bounds the wall clock from an episode's first request (turn 1) to the end of
+  its last one, retries and backoff included: no attempt and no backoff sleep runs past
+  it, and a request that reaches it is the endpoint error ``episode_timeout`` (not
+  retried; the episode is recorded as ``endpoint_error`` and ``--resume`` replays it).
+  Without it a server that drips a byte every ``idle_timeout`` seconds held one request
+  for ``total_timeout * (max_retries + 1)`` (900 s x 6, about 90 minutes) per turn.
 * **Retries** for faults that a later identical request can survive: HTTP 408, 409, 429,
   5xx, dropped or refused connections, timeouts, stalled or incomplete streams, error
   events inside a stream, malformed 200 answers.  Delay before retry ``k`` (0-based):
@@ -39,7 +46,10 @@ Per request (one chat completion per :class:`~ragen_bench.types.PolicyRequest`):
   (default 2**20) is cut to that length and returned as truncated (finish reason
   ``length``, an invalid answer with the format penalty), with ``extra["truncated_chars"]``
   (its full length) recorded in the turn; with streaming the rest of the stream is not read.
-* **Answers.** ``content: null`` is the empty string (the turn is an invalid answer); a
+* **Answers** (read by :mod:`ragen_bench.policies.openai_answers`): lone surrogates
+  (an emoji split over two stream chunks) are joined or replaced by U+FFFD and counted
+  (``surrogates_joined`` / ``surrogates_replaced``); ``usage`` token counts outside
+  ``[0, 10**9]`` are recorded as missing (``usage_invalid``).  ``content: null`` is the empty string (the turn is an invalid answer); a
   separate reasoning channel (``reasoning_content`` or ``reasoning``) is returned as
   ``Generation.reasoning_text`` (the engine's ``answer_from_reasoning`` option parses it).
   Streaming keeps the text and the usage of a usage-only last chunk (``choices: []``).
@@ -59,336 +69,50 @@ what bounds throughput on a small machine (``benchmarks/test_endpoint_throughput
 The API key is read from the environment variable named by ``api_key_env`` when the
 policy is built; it is never stored in the policy's description, and it is registered
 with :mod:`ragen_bench.redaction`, so that a server that echoes it (in an error or in a
-completion) does not get it written into results, reports, the site or messages.
+completion) does not get it written into results, reports, the site or messages.  So
+are the credentials a base URL carries (``http://user:KEY@host/v1?api_key=KEY2``); the
+description lists base URLs without user info or query, and ``run.json`` records them
+masked (``http://***@host/v1?api_key=***``), which a later policy refuses to use (give
+``--base-url`` again).
+
+The module is the policy (messages -> request, answer -> generation, counters); the HTTP
+side (clients, limits, timeouts, retries, streaming) is
+:mod:`ragen_bench.policies.openai_transport` and the answer side
+:mod:`ragen_bench.policies.openai_answers`.  Their public names stay importable from here.
 """
 
 from __future__ import annotations
 
 import asyncio
-import email.utils
-import importlib
-import math
 import os
-import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
-from ragen_envs.ranges import Range
-
-from ..redaction import redact, register_secret
+from ..redaction import has_masked_credentials, redact_url, register_secret, url_secrets
 from ..types import Generation, PolicyRequest, SamplingParams
 from .base import Policy
-
-#: HTTP statuses retried (as the OpenAI client itself would, but bounded and counted by us).
-RETRY_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
-
-#: Message fragments that identify a "context too long" 400 (vLLM, OpenAI, SGLang, TGI,
-#: llama.cpp, Anthropic-style gateways).  Matched case-insensitively.
-CONTEXT_LENGTH_MARKERS = (
-    "maximum context length",
-    "context length",
-    "context_length_exceeded",
-    "context window",
-    "prompt is too long",
-    "input is too long",
-    "too many tokens",
-    "exceeds the available context size",
-    "input tokens exceed",
-    "max_model_len",
-    "reduce the length of the",
+from .openai_answers import MAX_COMPLETION_CHARS, MAX_USAGE_TOKENS, AnswerReader
+from .openai_transport import (
+    _AT_LEAST_ONE,
+    _NON_NEGATIVE,
+    _POSITIVE,
+    CONNECTIONS_PER_CLIENT,
+    CONTEXT_LENGTH_MARKERS,
+    MAX_RESPONSE_BYTES,
+    RETRY_STATUSES,
+    EndpointFailure,
+    EndpointTransport,
+    Outcome,
+    RetryPolicy,
+    is_context_length_error,
+    parse_retry_after,
 )
 
-#: Finish reasons that mean "the model finished normally".
-_STOP_REASONS = frozenset(
-    {"stop", "eos", "end_turn", "stop_sequence", "tool_calls", "function_call"}
-)
-
-
-class EndpointFailure(Exception):
-    """One failed attempt.
-
-    Attributes:
-        kind: ``rate_limit``, ``server_error``, ``connection``, ``timeout``,
-            ``stream_idle``, ``stream_incomplete``, ``stream_error``, ``invalid_response``,
-            ``response_too_large``, ``refused_response``, ``aborted``, ``context_length``, ``bad_request``,
-            ``auth``, ``not_found``, ``client_error``.
-        retryable: whether an identical request may succeed later.
-        retry_after: the server's ``Retry-After`` in seconds, if it sent one.
-        status: the HTTP status, if any.
-    """
-
-    def __init__(
-        self,
-        kind: str,
-        message: str,
-        *,
-        retryable: bool,
-        retry_after: float | None = None,
-        status: int | None = None,
-    ):
-        super().__init__(message)
-        self.kind = kind
-        self.retryable = retryable
-        self.retry_after = retry_after
-        self.status = status
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Bounded exponential backoff with equal jitter.
-
-    Attributes:
-        max_retries: retries after the first attempt (``0`` disables retrying).
-        backoff_base: seconds; the un-jittered delay before retry ``k`` is
-            ``min(backoff_max, backoff_base * 2**k)``.
-        backoff_max: cap of the exponential delay, seconds.
-        retry_after_max: cap of a server's ``Retry-After``, seconds.
-    """
-
-    max_retries: int = 5
-    backoff_base: float = 1.0
-    backoff_max: float = 30.0
-    retry_after_max: float = 120.0
-
-    def __post_init__(self) -> None:
-        for name in ("max_retries", "backoff_base", "backoff_max", "retry_after_max"):
-            _NON_NEGATIVE.check(name, getattr(self, name))
-
-    def delay(self, retry: int, retry_after: float | None, rng: random.Random) -> float:
-        """Seconds to wait before retry number ``retry`` (0-based)."""
-        d = min(self.backoff_max, self.backoff_base * (2.0**retry))
-        wait = rng.uniform(d / 2.0, d) if d > 0 else 0.0
-        if retry_after is not None:
-            wait = max(wait, min(retry_after, self.retry_after_max))
-        return wait
-
-
-def parse_retry_after(headers: Any) -> float | None:
-    """Seconds from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date), else ``None``.
-
-    RFC 9110 §10.2.3 defines ``Retry-After`` as delay-seconds or an HTTP-date;
-    ``retry-after-ms`` is the OpenAI API's millisecond variant.
-    """
-    if headers is None:
-        return None
-    try:
-        ms = headers.get("retry-after-ms")
-        if ms is not None:
-            return max(0.0, float(ms) / 1000.0)
-        raw = headers.get("retry-after")
-    except Exception:  # pragma: no cover - exotic header containers
-        return None
-    if raw is None:
-        return None
-    try:
-        value = float(raw)
-        return max(0.0, value) if math.isfinite(value) else None
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(raw)
-    except (TypeError, ValueError):
-        return None
-    if when is None:
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
-def is_context_length_error(status: int | None, message: str, body: Any = None) -> bool:
-    """Whether an HTTP error says the prompt (plus ``max_tokens``) exceeds the context.
-
-    True for status 400/413/422 whose ``code`` is ``context_length_exceeded`` or whose
-    message contains one of :data:`CONTEXT_LENGTH_MARKERS` (vLLM: "This model's maximum
-    context length is N tokens. However, your request has M input tokens..."; OpenAI:
-    code ``context_length_exceeded``).
-    """
-    if status not in (400, 413, 422):
-        return False
-    parts = [message or ""]
-    if isinstance(body, dict):
-        err = body.get("error", body)
-        if isinstance(err, dict):
-            if str(err.get("code") or "") == "context_length_exceeded":
-                return True
-            parts.append(str(err.get("message") or ""))
-        parts.append(str(body.get("message") or ""))
-    elif body is not None:
-        parts.append(str(body))
-    text = " ".join(parts).lower()
-    return any(m in text for m in CONTEXT_LENGTH_MARKERS)
-
-
-def redact_url(url: str) -> str:
-    """``url`` without user info, query or fragment (safe to write to results)."""
-    p = urlsplit(url)
-    host = p.hostname or ""
-    if p.port:
-        host = f"{host}:{p.port}"
-    return urlunsplit((p.scheme, host, p.path, "", ""))
-
-
-def _transport_errors() -> tuple[type[BaseException], ...]:
-    """Raw transport exception classes of the HTTP libraries the openai client may use.
-
-    Recent ``openai`` versions wrap errors raised while iterating a stream into
-    ``APIConnectionError``; older ones let ``httpx`` errors escape.  We catch both.
-    """
-    found: list[type[BaseException]] = []
-    for mod in ("httpx2", "httpx"):
-        try:
-            found.append(importlib.import_module(mod).TransportError)
-        except (ImportError, AttributeError):
-            continue
-    return tuple(found)
-
-
-_NON_NEGATIVE = Range(ge=0)
-_POSITIVE = Range(gt=0)
-_AT_LEAST_ONE = Range(ge=1)
-
-#: Default cap of one response body, bytes.
-MAX_RESPONSE_BYTES = 16 * 2**20
-#: Default cap of a stored completion (and of its reasoning text), characters.
-MAX_COMPLETION_CHARS = 2**20
-
-
-class ResponseTooLarge(Exception):
-    """A response body grew past the policy's ``max_response_bytes`` (raised by the transport)."""
-
-    def __init__(self, limit: int, declared: int | None = None, *, decoded: bool = False):
-        self.limit, self.declared = limit, declared
-        size = f"{declared} bytes declared" if declared is not None else "more than that was sent"
-        if decoded:
-            size = "more than that after decompression"
-        super().__init__(f"response body over max_response_bytes={limit} ({size})")
-
-
-class RefusedResponse(Exception):
-    """An answer the client will not follow or decode: a redirect to another origin, or an
-    unsupported ``Content-Encoding`` (raised by the transport; never retried)."""
-
-
-#: ``Content-Encoding`` values the client decodes itself (zlib ``wbits``: gzip header, zlib).
-_DECODERS = {"gzip": 31, "x-gzip": 31, "deflate": 15}
-
-
-def _origin(url: Any) -> tuple[str, str, int | None]:
-    """``(scheme, host, port)`` of an httpx URL, with the scheme's default port filled in."""
-    port = url.port or {"http": 80, "https": 443}.get(url.scheme)
-    return url.scheme, url.host, port
-
-
-def _capped_http_client(openai_mod: Any, limit: int) -> Any:
-    """An ``openai.DefaultAsyncHttpxClient`` that refuses response bodies over ``limit`` bytes.
-
-    A response event hook (httpx runs it once the headers are in, before any body byte
-    is read, for every response including each redirect):
-
-    * refuses a redirect whose ``Location`` has another origin (scheme, host, port) than
-      the request: httpx would re-post the prompt there (a 307/308), only dropping the
-      ``Authorization`` header (issue 28);
-    * refuses a ``Content-Length`` over the limit, and otherwise wraps the body stream so
-      that it raises :class:`ResponseTooLarge` as soon as the bytes read pass the limit;
-    * decodes ``gzip``/``deflate`` bodies itself, in bounded steps, and counts the
-      *decoded* bytes against the same limit (a 510 KiB gzip body expanded to 512 MiB
-      before: the cap counted compressed bytes); the header is then removed so that httpx
-      does not decode again.  Other encodings are refused (and not asked for:
-      ``Accept-Encoding: gzip, deflate``).
-
-    The client keeps openai's defaults otherwise (connection limits, proxies and TLS from
-    the environment).  The openai client reads bodies through ``httpx``, or its fork
-    ``httpx2`` in openai >= 3; the wrapper uses whichever that is.
-    """
-    import zlib
-
-    client_cls = openai_mod.DefaultAsyncHttpxClient
-    base = next(c for c in client_cls.__mro__ if c.__name__ == "AsyncClient")
-    http = importlib.import_module(base.__module__.split(".")[0])
-    step = 1 << 16  # largest decoded piece held at once, bytes
-
-    class CappedStream(http.AsyncByteStream):
-        def __init__(self, inner: Any, wbits: int | None):
-            self._inner = inner
-            self._wbits = wbits
-
-        async def __aiter__(self):  # type: ignore[override]
-            raw = decoded = 0
-            dec = None if self._wbits is None else zlib.decompressobj(self._wbits)
-            async for chunk in self._inner:
-                raw += len(chunk)
-                if raw > limit:
-                    raise ResponseTooLarge(limit)
-                if dec is None:
-                    yield chunk
-                    continue
-                data = chunk
-                while data and not dec.eof:
-                    try:
-                        out = dec.decompress(data, step)
-                    except zlib.error as exc:
-                        raise RefusedResponse(f"bad compressed body: {exc}") from None
-                    data = dec.unconsumed_tail
-                    decoded += len(out)
-                    if decoded > limit:
-                        raise ResponseTooLarge(limit, decoded=True)
-                    if out:
-                        yield out
-
-        async def aclose(self) -> None:
-            await self._inner.aclose()
-
-    async def cap(response: Any) -> None:
-        if response.has_redirect_location:
-            target = response.request.url.join(response.headers["location"])
-            if _origin(target) != _origin(response.request.url):
-                raise RefusedResponse(
-                    f"refused a {response.status_code} redirect from "
-                    f"{redact_url(str(response.request.url))} to another origin "
-                    f"({redact_url(str(target))}): the prompt is not sent elsewhere"
-                )
-        declared = response.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > limit:
-            raise ResponseTooLarge(limit, int(declared))
-        coding = response.headers.get("content-encoding", "").strip().lower()
-        wbits = None
-        if coding and coding != "identity":
-            if coding not in _DECODERS:
-                raise RefusedResponse(f"unsupported Content-Encoding {coding!r}")
-            wbits = _DECODERS[coding]
-            del response.headers["content-encoding"]
-        response.stream = CappedStream(response.stream, wbits)
-
-    return client_cls(event_hooks={"response": [cap]}, headers={"Accept-Encoding": "gzip, deflate"})
-
-
-def _chained(exc: BaseException, cls: type[BaseException]) -> BaseException | None:
-    """``exc`` or the first exception of type ``cls`` in its ``__cause__``/``__context__`` chain."""
-    seen = 0
-    while exc is not None and seen < 10:
-        if isinstance(exc, cls):
-            return exc
-        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
-        seen += 1
-    return None
-
-
-#: Most requests in flight per ``AsyncOpenAI`` client.  httpcore's connection pool scans
-#: every connection on each request and response, so one client with hundreds of
-#: connections costs noticeably more CPU per request than several small ones.
-CONNECTIONS_PER_CLIENT = 8
-
-
-@dataclass
-class _Endpoint:
-    index: int
-    base_url: str
-    outstanding: int = 0
-    clients: list[Any] = field(default_factory=list)
-    shard_load: list[int] = field(default_factory=list)
-    loop: Any = None
+#: Default per-episode wall budget of an endpoint policy, seconds (``episode_timeout``).
+EPISODE_TIMEOUT = 600.0
 
 
 @dataclass
@@ -400,7 +124,10 @@ class EndpointStats:
     ``failed``: requests returned as errors, by kind; ``length``: answers truncated by
     ``max_tokens``; ``truncated``: answers cut to ``max_completion_chars``;
     ``reasoning_only``: answers with empty content but a reasoning channel;
-    ``prompt_tokens`` / ``completion_tokens``: usage sums.
+    ``prompt_tokens`` / ``completion_tokens``: usage sums; ``usage_invalid``: answers
+    whose usage held a count outside ``[0, MAX_USAGE_TOKENS]`` (recorded as missing);
+    ``surrogates_joined`` / ``surrogates_replaced``: UTF-16 surrogate pairs joined and
+    lone surrogates replaced by U+FFFD in answers.
     """
 
     requests: int = 0
@@ -413,8 +140,12 @@ class EndpointStats:
     reasoning_only: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    usage_invalid: int = 0
+    surrogates_joined: int = 0
+    surrogates_replaced: int = 0
 
     def as_dict(self) -> dict[str, Any]:
+        """The counters as a JSON object (dict counters sorted by kind)."""
         return {
             "requests": self.requests,
             "attempts": self.attempts,
@@ -426,6 +157,9 @@ class EndpointStats:
             "reasoning_only": self.reasoning_only,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
+            "usage_invalid": self.usage_invalid,
+            "surrogates_joined": self.surrogates_joined,
+            "surrogates_replaced": self.surrogates_replaced,
         }
 
 
@@ -441,6 +175,7 @@ class OpenAIPolicy(Policy):
         stream: use server-sent events (enables the idle timeout).
         connect_timeout / read_timeout / idle_timeout / total_timeout: seconds (module
             docstring).
+        episode_timeout: per-episode wall budget, seconds (module docstring); ``0``: none.
         max_retries / backoff_base / backoff_max / retry_after_max: see :class:`RetryPolicy`.
         logprobs: ask for per-token log-probabilities (``logprobs=true``).
         top_logprobs: also ask for this many alternatives per token (0: none).
@@ -475,6 +210,7 @@ class OpenAIPolicy(Policy):
         read_timeout: float = 300.0,
         idle_timeout: float = 60.0,
         total_timeout: float = 900.0,
+        episode_timeout: float = EPISODE_TIMEOUT,
         max_retries: int = 5,
         backoff_base: float = 1.0,
         backoff_max: float = 30.0,
@@ -509,12 +245,18 @@ class OpenAIPolicy(Policy):
                 raise ValueError(
                     f"base URL must start with http:// or https://, got {redact_url(u)!r}"
                 )
+            if has_masked_credentials(u):
+                raise ValueError(
+                    f"base URL {redact_url(u)!r} holds credentials masked as *** (read back from "
+                    "run.json, which never stores them); give --base-url with the credentials again"
+                )
         for label, value, allowed in (
             ("concurrency", concurrency, _AT_LEAST_ONE),
             ("connect_timeout", connect_timeout, _POSITIVE),
             ("read_timeout", read_timeout, _POSITIVE),
             ("idle_timeout", idle_timeout, _POSITIVE),
             ("total_timeout", total_timeout, _POSITIVE),
+            ("episode_timeout", episode_timeout, _NON_NEGATIVE),
             ("top_logprobs", top_logprobs, _NON_NEGATIVE),
             ("max_response_bytes", max_response_bytes, _AT_LEAST_ONE),
             ("max_completion_chars", max_completion_chars, _AT_LEAST_ONE),
@@ -526,11 +268,14 @@ class OpenAIPolicy(Policy):
         self.api_key_env = api_key_env
         self._api_key = self._read_key(api_key_env)
         register_secret(self._api_key)  # never written by this process (ragen_bench.redaction)
-        self.endpoints = [_Endpoint(i, u) for i, u in enumerate(urls)]
+        for u in urls:
+            for secret in url_secrets(u):
+                register_secret(secret)
         self.max_concurrency = int(concurrency)
         self.stream = bool(stream)
         self.connect_timeout, self.read_timeout = float(connect_timeout), float(read_timeout)
         self.idle_timeout, self.total_timeout = float(idle_timeout), float(total_timeout)
+        self.episode_timeout = float(episode_timeout)
         self.retry = RetryPolicy(
             int(max_retries), float(backoff_base), float(backoff_max), float(retry_after_max)
         )
@@ -543,10 +288,24 @@ class OpenAIPolicy(Policy):
             int(max_response_bytes),
             int(max_completion_chars),
         )
-        self._rng = random.Random(jitter_seed)
-        self._rr = 0
-        self._transport_errors = _transport_errors()
+        self.reader = AnswerReader(self.logprobs, self.max_completion_chars)
+        self.transport = EndpointTransport(
+            openai,
+            urls,
+            self._api_key,
+            concurrency=self.max_concurrency,
+            stream=self.stream,
+            connect_timeout=self.connect_timeout,
+            read_timeout=self.read_timeout,
+            idle_timeout=self.idle_timeout,
+            total_timeout=self.total_timeout,
+            retry=self.retry,
+            max_response_bytes=self.max_response_bytes,
+            jitter_seed=jitter_seed,
+        )
         self.stats_counters = EndpointStats()
+        #: ``time.monotonic()`` of each episode's first request (turn 1), by episode index.
+        self._episode_start: dict[int, float] = {}
 
     # --------------------------------------------------------------- config
     @staticmethod
@@ -563,6 +322,11 @@ class OpenAIPolicy(Policy):
     @property
     def model_name(self) -> str:
         return self._model
+
+    @property
+    def endpoints(self) -> list[Any]:
+        """The transport's endpoints (index, base URL, requests outstanding)."""
+        return self.transport.endpoints
 
     @property
     def base_urls(self) -> list[str]:
@@ -582,6 +346,7 @@ class OpenAIPolicy(Policy):
                 "read": self.read_timeout,
                 "idle": self.idle_timeout,
                 "total": self.total_timeout,
+                "episode": self.episode_timeout,
             },
             "retry": {
                 "max_retries": self.retry.max_retries,
@@ -603,68 +368,12 @@ class OpenAIPolicy(Policy):
         return self.stats_counters.as_dict()
 
     def scrub(self, text: str) -> str:
-        """``text`` with the API key replaced by ``***``."""
-        if self._api_key and self._api_key != "EMPTY":
-            text = text.replace(self._api_key, "***")
-        return redact(text)
-
-    # -------------------------------------------------------------- clients
-    def _shard(self, ep: _Endpoint) -> int:
-        """Index of the endpoint's least loaded ``AsyncOpenAI`` client for the running loop.
-
-        Clients belong to one event loop (their connections do); a new loop gets new ones.
-        """
-        loop = asyncio.get_running_loop()
-        if not ep.clients or ep.loop is not loop:
-            # Without streaming the socket read timeout is the answer's deadline; with
-            # streaming our own first-chunk / idle timeouts govern and this is a backstop.
-            read = (
-                max(self.read_timeout, self.idle_timeout) + 1.0
-                if self.stream
-                else self.read_timeout
-            )
-            timeout = self._openai.Timeout(
-                self.total_timeout,
-                connect=self.connect_timeout,
-                read=read,
-                write=self.read_timeout,
-                pool=self.total_timeout,
-            )
-            n = max(1, -(-self.max_concurrency // CONNECTIONS_PER_CLIENT))
-            ep.clients = [
-                self._openai.AsyncOpenAI(
-                    base_url=ep.base_url,
-                    api_key=self._api_key,
-                    max_retries=0,
-                    timeout=timeout,
-                    http_client=_capped_http_client(self._openai, self.max_response_bytes),
-                )
-                for _ in range(n)
-            ]
-            ep.shard_load = [0] * n
-            ep.loop = loop
-        return min(range(len(ep.clients)), key=ep.shard_load.__getitem__)
-
-    def _pick(self, avoid: int | None) -> _Endpoint:
-        """Least outstanding requests; ties round-robin; avoid the last failed one if possible."""
-        candidates = [e for e in self.endpoints if e.index != avoid] or self.endpoints
-        low = min(e.outstanding for e in candidates)
-        tied = [e for e in candidates if e.outstanding == low]
-        self._rr += 1
-        return tied[self._rr % len(tied)]
+        """``text`` with the API key and URL credentials masked (:meth:`EndpointTransport.scrub`)."""
+        return self.transport.scrub(text)
 
     async def aclose(self) -> None:
         """Close the HTTP connections of the running loop (the policy stays usable)."""
-        loop = asyncio.get_running_loop()
-        for ep in self.endpoints:
-            clients, ep.clients, ep.shard_load = ep.clients, [], []
-            if ep.loop is loop:
-                for client in clients:
-                    try:
-                        await client.close()
-                    except Exception:  # pragma: no cover - closing must never fail a run
-                        pass
-            ep.loop = None
+        await self.transport.aclose()
 
     # ------------------------------------------------------------- generate
     async def generate(
@@ -708,362 +417,99 @@ class OpenAIPolicy(Policy):
                 kw["stream_options"] = {"include_usage": True}
         return kw
 
+    def _deadline(self, req: PolicyRequest) -> float | None:
+        """The ``time.monotonic()`` deadline of ``req``'s episode (``None``: no budget).
+
+        An episode's clock starts at its first request (turn 1, or 0 for a bare request),
+        so a replayed or repeated episode index starts a new budget.
+        """
+        if self.episode_timeout <= 0:
+            return None
+        now = time.monotonic()
+        if req.turn <= 1 or req.episode_index not in self._episode_start:
+            self._episode_start[req.episode_index] = now
+        return self._episode_start[req.episode_index] + self.episode_timeout
+
     async def _one(self, req: PolicyRequest, params: SamplingParams) -> Generation:
         stats = self.stats_counters
         stats.requests += 1
-        kwargs = self._request_kwargs(req, params)
-        t0 = time.perf_counter()
-        retries = 0
-        avoid: int | None = None
-        history: list[str] = []
-        while True:
-            ep = self._pick(avoid)
-            ep.outstanding += 1
-            stats.attempts += 1
-            try:
-                gen = await self._attempt(ep, kwargs)
-            except EndpointFailure as fail:
-                history.append(fail.kind)
-                if fail.retryable and retries < self.retry.max_retries:
-                    stats.retried[fail.kind] = stats.retried.get(fail.kind, 0) + 1
-                    delay = self.retry.delay(retries, fail.retry_after, self._rng)
-                    retries += 1
-                    stats.retries += 1
-                    avoid = ep.index if len(self.endpoints) > 1 else None
-                    await asyncio.sleep(delay)
-                    continue
-                stats.failed[fail.kind] = stats.failed.get(fail.kind, 0) + 1
-                note = f" after {retries} retr{'y' if retries == 1 else 'ies'}" if retries else ""
-                if fail.retryable and not note:
-                    note = " (retries disabled)"
-                message = self.scrub(f"{fail.kind}: {fail}{note}")[:1000]
-                return Generation(
-                    text="",
-                    finish_reason="error",
-                    extra={
-                        "error": message,
-                        "error_kind": fail.kind,
-                        "status": fail.status,
-                        "retries": retries,
-                        "attempts": retries + 1,
-                        "faults": history,
-                        "endpoint": ep.index,
-                        "latency_s": round(time.perf_counter() - t0, 6),
-                    },
-                )
-            finally:
-                ep.outstanding -= 1
-            gen.extra.update(
-                {
-                    "retries": retries,
-                    "attempts": retries + 1,
-                    "endpoint": ep.index,
-                    "latency_s": round(time.perf_counter() - t0, 6),
-                }
-            )
-            if history:
-                gen.extra["faults"] = history
-            stats.prompt_tokens += gen.prompt_tokens
-            stats.completion_tokens += gen.completion_tokens
-            if gen.extra.get("truncated_chars"):
-                stats.truncated += 1
-            elif gen.finish_reason == "length":
-                stats.length += 1
-            if not gen.text.strip() and gen.reasoning_text:
-                stats.reasoning_only += 1
-            return gen
-
-    async def _attempt(self, ep: _Endpoint, kwargs: dict[str, Any]) -> Generation:
-        """One HTTP request; raises :class:`EndpointFailure` on any fault."""
-        shard = self._shard(ep)
-        client = ep.clients[shard]
-        ep.shard_load[shard] += 1
-        try:
-            async with asyncio.timeout(self.total_timeout):
-                if self.stream:
-                    return await self._attempt_stream(client, kwargs)
-                resp = await client.chat.completions.create(**kwargs)
-                return self._from_completion(resp)
-        except EndpointFailure:
-            raise
-        except Exception as exc:
-            raise self._failure(exc) from None
-        finally:
-            if ep.clients and shard < len(ep.shard_load):
-                ep.shard_load[shard] -= 1
-
-    def _failure(self, exc: Exception) -> EndpointFailure:
-        """The :class:`EndpointFailure` for an exception raised by one attempt."""
-        oa = self._openai
-        too_large = _chained(exc, ResponseTooLarge)
-        if too_large is not None:
-            return EndpointFailure("response_too_large", str(too_large), retryable=False)
-        refused = _chained(exc, RefusedResponse)
-        if refused is not None:
-            return EndpointFailure("refused_response", self.scrub(str(refused)), retryable=False)
-        if isinstance(exc, TimeoutError):
-            return EndpointFailure(
-                "timeout",
-                f"no complete answer within total_timeout={self.total_timeout:g}s",
-                retryable=True,
-            )
-        if isinstance(exc, oa.APIStatusError):
-            return self._status_failure(exc)
-        if isinstance(exc, oa.APITimeoutError):
-            return EndpointFailure("timeout", f"request timed out ({_cause(exc)})", retryable=True)
-        if isinstance(exc, oa.APIConnectionError):
-            return EndpointFailure(
-                "connection", f"connection failed ({_cause(exc)})", retryable=True
-            )
-        if isinstance(exc, oa.APIResponseValidationError):
-            return EndpointFailure("invalid_response", str(exc), retryable=True)
-        if isinstance(
-            exc, oa.APIError
-        ):  # an error event inside a stream, or another API error without status
-            return EndpointFailure("stream_error", str(exc) or type(exc).__name__, retryable=True)
-        if isinstance(exc, self._transport_errors):
-            return EndpointFailure(
-                "connection", f"connection dropped ({type(exc).__name__}: {exc})", retryable=True
-            )
-        if isinstance(exc, (ValueError, AttributeError, TypeError, KeyError, IndexError)):
-            # malformed JSON / SSE in a 200 answer, or an answer of the wrong shape that the
-            # client's (non-validating) response types let through
-            return EndpointFailure(
-                "invalid_response",
-                f"the answer is not a chat completion ({type(exc).__name__}: {exc})",
-                retryable=True,
-            )
-        raise exc
-
-    def _status_failure(self, exc: Any) -> EndpointFailure:
-        status = int(getattr(exc, "status_code", 0) or 0)
-        body = getattr(exc, "body", None)
-        message = str(getattr(exc, "message", "") or exc)
-        headers = getattr(getattr(exc, "response", None), "headers", None)
-        if is_context_length_error(status, message, body):
-            return EndpointFailure("context_length", message, retryable=False, status=status)
-        if status in RETRY_STATUSES:
-            kind = (
-                "rate_limit"
-                if status == 429
-                else ("server_error" if status >= 500 else "client_error")
-            )
-            return EndpointFailure(
-                kind, message, retryable=True, retry_after=parse_retry_after(headers), status=status
-            )
-        kind = {400: "bad_request", 401: "auth", 403: "auth", 404: "not_found"}.get(
-            status, "client_error"
+        out = await self.transport.send(
+            self._request_kwargs(req, params),
+            self.reader,
+            deadline=self._deadline(req),
+            budget_s=self.episode_timeout,
         )
-        return EndpointFailure(kind, message, retryable=False, status=status)
-
-    # ------------------------------------------------------------- parsing
-    @staticmethod
-    def _extra_field(obj: Any, *names: str) -> Any:
-        """A field that the openai types may not declare (``reasoning_content``...)."""
-        if obj is None:
-            return None
-        for n in names:
-            v = getattr(obj, n, None)
-            if v is None:
-                extra = getattr(obj, "model_extra", None) or {}
-                v = extra.get(n)
-            if v is not None:
-                return v
-        return None
-
-    def _finish(self, raw: str | None) -> str:
-        if raw == "length":
-            return "length"
-        if raw == "content_filter":
-            return "content_filter"
-        if raw == "abort":
-            raise EndpointFailure(
-                "aborted", "the server aborted the request (finish_reason 'abort')", retryable=True
-            )
-        return "stop"
-
-    def _from_completion(self, resp: Any) -> Generation:
-        choices = getattr(resp, "choices", None)
-        if not choices:
-            raise _shape_error("it has no choices")
-        if not isinstance(choices, list):
-            raise _shape_error(f"'choices' is a {type(choices).__name__}, not a list")
-        choice = choices[0]
-        if not hasattr(choice, "message"):
-            raise _shape_error(f"choices[0] is a {type(choice).__name__}, not a choice object")
-        msg = choice.message
-        if isinstance(msg, (str, bytes, int, float, list)):
-            raise _shape_error(
-                f"choices[0].message is a {type(msg).__name__}, not a message object"
-            )
-        content = getattr(msg, "content", None)
-        if content is not None and not isinstance(content, str):
-            raise _shape_error(f"message content is a {type(content).__name__}, not a string")
-        text = content or ""
-        reasoning = self._extra_field(msg, "reasoning_content", "reasoning")
-        usage = getattr(resp, "usage", None)
-        gen = Generation(
-            text=text,
-            finish_reason=self._finish(choice.finish_reason),
-            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-            reasoning_text=reasoning if isinstance(reasoning, str) else None,
+        stats.attempts += out.attempts
+        stats.retries += out.retries
+        for kind in out.retried:
+            stats.retried[kind] = stats.retried.get(kind, 0) + 1
+        if out.generation is None:
+            return self._error(out)
+        gen = out.generation
+        gen.extra.update(
+            {
+                "retries": out.retries,
+                "attempts": out.attempts,
+                "endpoint": out.endpoint,
+                "latency_s": out.latency_s,
+            }
         )
-        if usage is None:
-            gen.extra["usage_missing"] = True
-        lp = getattr(choice, "logprobs", None)
-        if self.logprobs and lp is not None and getattr(lp, "content", None):
-            gen.completion_logprobs = [_clamp_logprob(t.logprob) for t in lp.content]
-        if choice.finish_reason not in (None, "stop", "length"):
-            gen.extra["raw_finish_reason"] = choice.finish_reason
-        ids = self._extra_field(choice, "token_ids")
-        if isinstance(ids, list):
-            gen.completion_token_ids = [int(i) for i in ids]
-        pids = self._extra_field(resp, "prompt_token_ids")
-        if isinstance(pids, list):
-            gen.prompt_token_ids = [int(i) for i in pids]
-        return self._capped(gen)
-
-    def _capped(self, gen: Generation) -> Generation:
-        """``gen`` with text and reasoning cut to ``max_completion_chars``: flagged in
-        ``extra["truncated_chars"]`` (``{"response"|"reasoning": full length}``) and finished
-        ``length``.  A cut answer loses its token ids and log-probabilities (they no longer
-        match the text)."""
-        limit, flag = self.max_completion_chars, {}
-        if len(gen.text) > limit:
-            flag["response"], gen.text = len(gen.text), gen.text[:limit]
-        if gen.reasoning_text is not None and len(gen.reasoning_text) > limit:
-            flag["reasoning"], gen.reasoning_text = (
-                len(gen.reasoning_text),
-                gen.reasoning_text[:limit],
-            )
-        if flag:
-            gen.extra["truncated_chars"] = flag
-            gen.finish_reason = "length"
-            gen.completion_token_ids = gen.completion_logprobs = None
+        if out.faults:
+            gen.extra["faults"] = out.faults
+        stats.prompt_tokens += gen.prompt_tokens
+        stats.completion_tokens += gen.completion_tokens
+        if gen.extra.get("usage_invalid"):
+            stats.usage_invalid += 1
+        fixed = gen.extra.get("surrogates")
+        if fixed:
+            stats.surrogates_joined += fixed["joined"]
+            stats.surrogates_replaced += fixed["replaced"]
+        if gen.extra.get("truncated_chars"):
+            stats.truncated += 1
+        elif gen.finish_reason == "length":
+            stats.length += 1
+        if not gen.text.strip() and gen.reasoning_text:
+            stats.reasoning_only += 1
         return gen
 
-    async def _attempt_stream(self, client: Any, kwargs: dict[str, Any]) -> Generation:
-        stream = await client.chat.completions.create(**kwargs)
-        parts: list[str] = []
-        reasoning: list[str] = []
-        logprobs: list[float] = []
-        token_ids: list[int] = []
-        prompt_ids: list[int] | None = None
-        finish: str | None = None
-        usage = None
-        first = True
-        text_chars = reasoning_chars = 0
-        cut = False
-        try:
-            iterator = stream.__aiter__()
-            while True:
-                wait = self.read_timeout if first else self.idle_timeout
-                try:
-                    async with asyncio.timeout(wait):
-                        chunk = await iterator.__anext__()
-                except StopAsyncIteration:
-                    break
-                except TimeoutError:
-                    what = "first chunk" if first else "next chunk"
-                    raise EndpointFailure(
-                        "stream_idle", f"stream stalled: no {what} within {wait:g}s", retryable=True
-                    ) from None
-                first = False
-                if getattr(chunk, "usage", None) is not None:
-                    usage = chunk.usage
-                pids = self._extra_field(chunk, "prompt_token_ids")
-                if isinstance(pids, list):
-                    prompt_ids = [int(i) for i in pids]
-                choices = getattr(chunk, "choices", None) or []  # the usage chunk has choices == []
-                if not isinstance(choices, list):
-                    raise _shape_error(
-                        f"a stream chunk's 'choices' is a {type(choices).__name__}, not a list"
-                    )
-                for ch in choices:
-                    if getattr(ch, "index", 0) != 0:
-                        continue
-                    delta = ch.delta
-                    if delta is not None:
-                        if isinstance(delta.content, str):
-                            parts.append(delta.content)
-                            text_chars += len(delta.content)
-                        r = self._extra_field(delta, "reasoning_content", "reasoning")
-                        if isinstance(r, str):
-                            reasoning.append(r)
-                            reasoning_chars += len(r)
-                    lp = getattr(ch, "logprobs", None)
-                    if lp is not None and getattr(lp, "content", None):
-                        logprobs.extend(_clamp_logprob(t.logprob) for t in lp.content)
-                    ids = self._extra_field(ch, "token_ids")
-                    if isinstance(ids, list):
-                        token_ids.extend(int(i) for i in ids)
-                    if ch.finish_reason:
-                        finish = ch.finish_reason
-                if max(text_chars, reasoning_chars) > self.max_completion_chars:
-                    cut = True  # stop reading: the rest would be cut anyway (_capped flags it)
-                    break
-        finally:
-            try:
-                await stream.close()
-            except Exception:  # pragma: no cover - the connection may already be gone
-                pass
-        if finish is None and not cut:
-            raise EndpointFailure(
-                "stream_incomplete", "the stream ended without a finish reason", retryable=True
-            )
-        gen = Generation(
-            text="".join(parts),
-            finish_reason=self._finish(finish),
-            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-            reasoning_text="".join(reasoning) if reasoning else None,
+    def _error(self, out: Outcome) -> Generation:
+        """The ``finish_reason="error"`` generation of a failed request (counted)."""
+        fail = out.failure
+        assert fail is not None
+        stats = self.stats_counters
+        stats.failed[fail.kind] = stats.failed.get(fail.kind, 0) + 1
+        retries = out.retries
+        note = f" after {retries} retr{'y' if retries == 1 else 'ies'}" if retries else ""
+        if fail.retryable and not note:
+            note = " (retries disabled)"
+        message = self.scrub(f"{fail.kind}: {fail}{note}")[:1000]
+        return Generation(
+            text="",
+            finish_reason="error",
+            extra={
+                "error": message,
+                "error_kind": fail.kind,
+                "status": fail.status,
+                "retries": retries,
+                "attempts": out.attempts,
+                "faults": out.faults,
+                "endpoint": out.endpoint,
+                "latency_s": out.latency_s,
+            },
         )
-        if usage is None:
-            gen.extra["usage_missing"] = True
-        if self.logprobs and logprobs:
-            gen.completion_logprobs = logprobs
-        if token_ids:
-            gen.completion_token_ids = token_ids
-        if prompt_ids is not None:
-            gen.prompt_token_ids = prompt_ids
-        if finish not in ("stop", "length", None):
-            gen.extra["raw_finish_reason"] = finish
-        return self._capped(gen)
-
-
-def _shape_error(what: str) -> EndpointFailure:
-    """The retryable ``invalid_response`` failure for an answer of the wrong shape."""
-    return EndpointFailure(
-        "invalid_response", f"the answer is not a chat completion: {what}", retryable=True
-    )
-
-
-def _clamp_logprob(value: Any) -> float:
-    """A log-probability as a float <= 0 (servers may send -0.0, tiny positives or -9999)."""
-    v = float(value)
-    return min(0.0, v) if math.isfinite(v) else -9999.0
-
-
-def _cause(exc: BaseException) -> str:
-    """The root cause of a wrapped transport error, as ``Type: message``."""
-    inner = exc.__cause__ or exc.__context__
-    seen = 0
-    while inner is not None and (inner.__cause__ or inner.__context__) is not None and seen < 5:
-        inner = inner.__cause__ or inner.__context__
-        seen += 1
-    if inner is None:
-        return type(exc).__name__
-    msg = str(inner)
-    return f"{type(inner).__name__}: {msg}" if msg else type(inner).__name__
 
 
 __all__ = [
+    "CONNECTIONS_PER_CLIENT",
     "CONTEXT_LENGTH_MARKERS",
+    "EPISODE_TIMEOUT",
+    "MAX_COMPLETION_CHARS",
+    "MAX_RESPONSE_BYTES",
+    "MAX_USAGE_TOKENS",
+    "RETRY_STATUSES",
     "EndpointFailure",
     "EndpointStats",
     "OpenAIPolicy",
-    "RETRY_STATUSES",
     "RetryPolicy",
     "is_context_length_error",
     "parse_retry_after",

@@ -29,7 +29,9 @@ from ragen_bench.results import RunDir
 from ragen_bench.runner import RunRequest, start_run
 from ragen_bench.site import build_site
 
-Answer = tuple[int, dict[str, str], bytes]
+#: ``(status, headers, body)``; a body that is an iterator of bytes is streamed (no
+#: ``Content-Length``, connection closed after it) until it ends or the client goes away.
+Answer = tuple[int, dict[str, str], "bytes | Iterator[bytes]"]
 FAST = dict(
     backoff_base=0.01,
     backoff_max=0.05,
@@ -61,11 +63,22 @@ class RawServer:
                 self.send_response(status)
                 for k, v in extra.items():
                     self.send_header(k, v)
-                self.send_header("Content-Length", str(len(payload)))
+                if isinstance(payload, bytes):
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                    return
+                self.send_header("Connection", "close")
                 self.end_headers()
-                self.wfile.write(payload)
+                try:
+                    for piece in payload:
+                        self.wfile.write(piece)
+                        self.wfile.flush()
+                except OSError:  # the client went away
+                    return
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
 
@@ -245,3 +258,212 @@ def test_messages_are_redacted(monkeypatch) -> None:
         Console(file=buf, width=300), f"server said {SECRET}; Authorization: Basic Zm9vOmJhcg=="
     )
     assert buf.getvalue().strip() == "error: server said ***; Authorization: Basic ***"
+
+
+# ------------------------------------------------------------- lone surrogates
+def sse(*events: dict) -> bytes:
+    """A server-sent event stream of ``events`` (chat.completion.chunk objects), then [DONE]."""
+    return ("".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n").encode()
+
+
+def chunk(content: str | None = None, finish: str | None = None) -> dict:
+    delta = {} if content is None else {"content": content}
+    return {
+        "id": "x",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "test-model",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+
+
+SSE = {"Content-Type": "text/event-stream"}
+
+
+def session_counters(tmp_path: Path, run_id: str) -> dict:
+    (session,) = RunDir(tmp_path / run_id).read_run()["sessions"]
+    return session["endpoint"]
+
+
+def test_an_emoji_split_over_two_stream_chunks_is_joined(serve, tmp_path: Path) -> None:
+    """``"\\ud83d"`` then ``"\\ude00"`` in two chunks: ``ragen-bench run`` exited 2 with 0 of 16
+    episodes written ("surrogates not allowed")."""
+    stream = sse(
+        chunk("<think>happy \ud83d"),
+        chunk("\ude00</think><answer>Left</answer>"),
+        chunk(None, "stop"),
+    )
+    assert b"\\ud83d" in stream and b"\\ude00" in stream  # JSON escapes, as servers send them
+    srv = serve(lambda *_: (200, SSE, stream))
+    eps = run(srv, tmp_path, "emoji", episodes=16, stream=True)
+    assert len(eps) == 16
+    assert all(e["status"] != "endpoint_error" for e in eps.values())
+    assert {e["turns"][0]["response"] for e in eps.values()} == {
+        "<think>happy \U0001f600</think><answer>Left</answer>"
+    }
+    counters = session_counters(tmp_path, "emoji")
+    assert (counters["surrogates_joined"], counters["surrogates_replaced"]) == (16, 0)
+
+
+@pytest.mark.parametrize(
+    "stream, parts",
+    [
+        (False, ["<answer>Left</answer> \ud83d"]),
+        (False, ["\ude00<answer>Left</answer>"]),
+        (True, ["<answer>Left</answer>", " \udbff"]),
+        (True, ["\udc00", "<answer>Left</answer>"]),
+    ],
+)
+def test_a_lone_surrogate_is_replaced_and_counted(
+    serve, tmp_path: Path, stream: bool, parts: list[str]
+) -> None:
+    if stream:
+        srv = serve(lambda *_: (200, SSE, sse(*(chunk(p) for p in parts), chunk(None, "stop"))))
+    else:
+        srv = serve(lambda *_: (200, JSON, completion("".join(parts))))
+    eps = run(srv, tmp_path, "lone", episodes=2, stream=stream)
+    assert len(eps) == 2
+    expected = "".join(parts)
+    expected = "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in expected)
+    assert {e["turns"][0]["response"] for e in eps.values()} == {expected}
+    counters = session_counters(tmp_path, "lone")
+    assert (counters["surrogates_joined"], counters["surrogates_replaced"]) == (0, 2)
+    (tmp_path / "lone" / "episodes.jsonl").read_text(encoding="utf-8")  # valid UTF-8
+
+
+def test_a_lone_surrogate_in_an_error_message_is_written(serve, tmp_path: Path) -> None:
+    """A 400 whose message holds a lone surrogate: the episode's error is still written."""
+    body = json.dumps({"error": {"message": "bad \ud83d request", "code": 400}}).encode()
+    srv = serve(lambda *_: (400, JSON, body))
+    (ep,) = run(srv, tmp_path, "err").values()
+    assert ep["status"] == "endpoint_error"
+    assert "bad \ufffd request" in ep["error"]
+
+
+# ------------------------------------------------------------ URL credentials
+URL_USER_KEY = "redteam-user-key-Hq7Zt2"
+URL_QUERY_KEY = "redteam-query-key-Vb8Lm4"
+
+
+def test_credentials_in_the_base_url_are_written_nowhere(
+    serve, tmp_path: Path, monkeypatch
+) -> None:
+    """``--base-url http://u:KEY@host/v1?api_key=KEY2`` put both keys in run.json
+    (``policy_options.base_url``), while ``policy.base_urls`` beside it was redacted."""
+    from ragen_bench.runner import resume_run
+
+    monkeypatch.setattr(redaction, "_SECRETS", ())
+
+    def script(path: str, headers: dict, body: bytes) -> Answer:
+        return 200, JSON, completion(f"{GOOD} (I saw {path} and {URL_USER_KEY})")
+
+    srv = serve(script)
+    host = srv.base_url.removeprefix("http://")
+    url = f"http://u:{URL_USER_KEY}@{host}?api_key={URL_QUERY_KEY}"
+    path = start_run(
+        RunRequest(
+            env_id="ragen/Bandit-v0",
+            backend="openai",
+            model="test-model",
+            episodes=2,
+            out=str(tmp_path / "runs"),
+            run_id="creds",
+            policy_options={"base_url": url, "max_retries": 0, **FAST},
+        )
+    )
+    assert srv.requests, "the server was reached"
+    meta = RunDir(path).read_run()
+    assert meta["policy_options"]["base_url"] == f"http://***@{host}?api_key=***"
+    assert meta["policy"]["base_urls"] == [srv.base_url]
+    eps = RunDir(path).read_episodes()
+    assert all("***" in e["turns"][0]["response"] for e in eps.values())
+    write_run_report(path)
+    for p in (tmp_path / "runs").rglob("*"):
+        if p.is_file():
+            text = p.read_text(errors="replace")
+            assert URL_USER_KEY not in text and URL_QUERY_KEY not in text, p
+    # The masked URL read back by --resume is refused in one line, not sent "***".
+    (tmp_path / "runs" / "creds" / "episodes.jsonl").write_text("")
+    with pytest.raises(ValueError, match="masked as \\*\\*\\*.*give --base-url"):
+        resume_run(path, check=False)
+
+
+def test_url_credentials_are_masked_in_any_written_text() -> None:
+    text = 'GET http://u:KEY1@h:8/v1?x=1&api_key=KEY2&token=KEY3#f said "https://a:b@c/?key=KEY4"'
+    assert redaction.redact(text) == (
+        'GET http://***@h:8/v1?x=1&api_key=***&token=***#f said "https://***@c/?key=***"'
+    )
+    code = "sorted(xs, key=len) at user@example.com; if (a&&key==b) q?token=1"
+    assert redaction.redact(code) == code
+
+
+# -------------------------------------------------------------------- usage
+@pytest.mark.parametrize("value", [-5, 1e30, 10**9 + 1, 2.5])
+def test_impossible_usage_counts_are_recorded_as_missing(
+    serve, tmp_path: Path, value: float
+) -> None:
+    """Usage of -5 or 1e30 tokens was stored and reached the summaries."""
+    answer = json.loads(completion(GOOD))
+    answer["usage"] = {"prompt_tokens": value, "completion_tokens": 7, "total_tokens": 7}
+    srv = serve(lambda *_: (200, JSON, json.dumps(answer).encode()))
+    (ep,) = run(srv, tmp_path, "usage").values()
+    turn = ep["turns"][0]
+    assert turn["usage"] == {"prompt_tokens": 0, "completion_tokens": 7}
+    counters = session_counters(tmp_path, "usage")
+    assert counters["usage_invalid"] == 1
+    assert (counters["prompt_tokens"], counters["completion_tokens"]) == (0, 7)
+
+
+# -------------------------------------------------------- slow-drip servers
+def drip(gap: float, stopped: threading.Event) -> Iterator[bytes]:
+    """One empty-content stream chunk every ``gap`` seconds until ``stopped``: never idle
+    long enough for ``idle_timeout``, never finished."""
+    event = f"data: {json.dumps(chunk(''))}\n\n".encode()
+    while not stopped.wait(gap):
+        yield event
+
+
+def test_a_slow_drip_server_is_bounded_by_the_episode_budget(serve, tmp_path: Path) -> None:
+    """A chunk every 0.1 s never trips idle_timeout; each attempt then ran to total_timeout
+    and was retried max_retries times (900 s x 6 with the defaults).  The episode budget
+    ends the episode at its first attempt instead."""
+    from ragen_bench.policies.openai_api import EPISODE_TIMEOUT, OpenAIPolicy
+
+    stopped = threading.Event()
+    srv = serve(lambda *_: (200, SSE, drip(0.1, stopped)))
+    try:
+        opts = {**FAST, "idle_timeout": 1.0, "total_timeout": 30.0, "max_retries": 5}
+        eps = run(srv, tmp_path, "drip", stream=True, episode_timeout=1.5, **opts)
+    finally:
+        stopped.set()
+    (ep,) = eps.values()
+    assert ep["status"] == "endpoint_error"
+    assert ep["error"].startswith(
+        "episode_timeout: the episode's wall-clock budget of 1.5s ran out"
+    )
+    assert len(srv.requests) == 1, "not retried past the budget"
+    counters = session_counters(tmp_path, "drip")
+    assert counters["failed"] == {"episode_timeout": 1}
+    # The default bounds an episode to minutes, whatever total_timeout and max_retries are.
+    policy = OpenAIPolicy("m", base_url="http://127.0.0.1:9/v1")
+    assert policy.episode_timeout == EPISODE_TIMEOUT == 600.0
+    assert policy.describe()["timeouts_s"]["episode"] == 600.0
+
+
+def test_the_episode_budget_starts_again_at_each_episode_first_turn() -> None:
+    from ragen_bench.policies.openai_api import OpenAIPolicy
+    from ragen_bench.types import PolicyRequest
+
+    policy = OpenAIPolicy("m", base_url="http://127.0.0.1:9/v1", episode_timeout=100.0)
+    first = policy._deadline(PolicyRequest(messages=[], episode_index=3, turn=1))
+    later = policy._deadline(PolicyRequest(messages=[], episode_index=3, turn=2))
+    assert later == first  # the same episode: the same deadline
+    policy._episode_start[3] -= 1000.0  # as if turn 1 was long ago
+    again = policy._deadline(PolicyRequest(messages=[], episode_index=3, turn=1))
+    assert again > first - 1.0  # a replayed episode starts a new budget
+    assert (
+        OpenAIPolicy("m", base_url="http://h/v1", episode_timeout=0)._deadline(
+            PolicyRequest(messages=[])
+        )
+        is None
+    )

@@ -22,7 +22,7 @@ from ragen_envs.data.loaders import DataSourceError, MissingExtraError
 from ragen_envs.envs.webshop import parse_shop_action
 from ragen_envs.envs.webshop.catalog import generate_catalog, generate_goals, price_upper_bound
 from ragen_envs.envs.webshop.original import load_webshop_dir
-from ragen_envs.envs.webshop.products import Goal, Product
+from ragen_envs.envs.webshop.products import Goal, Product, words
 from ragen_envs.envs.webshop.reward import (
     attribute_matches,
     combine,
@@ -31,11 +31,13 @@ from ragen_envs.envs.webshop.reward import (
     type_score,
     webshop_reward,
 )
+from ragen_envs.envs.webshop.rule import PAPER_SCORE, PAPER_SUCCESS, rule_policy
 from ragen_envs.envs.webshop.vocab import PRODUCT_TYPES
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data" / "webshop"
 ENV_ID = "ragen/WebShop-v0"
+CALIBRATED_ID = "ragen/WebShop-Calibrated-v0"
 
 
 # ------------------------------------------------------------------- reward
@@ -267,9 +269,10 @@ def test_catalogue_shape() -> None:
         assert all(len(v) >= 2 for v in p.options.values())
 
 
-def test_every_generated_goal_is_satisfiable_by_its_target() -> None:
-    products = {p.asin: p for p in generate_catalog(0, 3000)}
-    for g in generate_goals(0, 3000):
+@pytest.mark.parametrize("variant", ["plain", "calibrated"])
+def test_every_generated_goal_is_satisfiable_by_its_target(variant: str) -> None:
+    products = {p.asin: p for p in generate_catalog(0, 3000, variant)}
+    for g in generate_goals(0, 3000, 1, variant):
         p = products[g.asin]
         assert 1 <= len(g.attributes) <= 3 and p.price <= g.price_upper
         assert webshop_reward(p, g, dict(g.options)).reward == 1.0
@@ -401,6 +404,8 @@ def test_parse_shop_action() -> None:
         (ENV_ID, "validation"),
         (ENV_ID, "test"),
         ("ragen/WebShop-Binary-v0", "test"),
+        (CALIBRATED_ID, "train"),
+        (CALIBRATED_ID, "test"),
     ],
 )
 def test_oracle_reaches_reward_one_within_the_turn_budget(env_id: str, split: str) -> None:
@@ -527,3 +532,72 @@ def test_product_built_directly_with_a_string_bullet_points_is_not_split_into_ch
         (("color", "black"),),
         ("bag",),
     )
+
+
+# ------------------------------------------------- calibration against the paper
+def _mean_and_success(env_id: str, split: str, policy_for, n: int | None) -> tuple[float, float]:
+    """Mean return and success rate over seeds ``0 .. n - 1`` (``None``: every goal of the split)."""
+    env = ragen_envs.make(env_id, split=split)
+    seeds = range(len(env.unwrapped.split_items()) if n is None else n)
+    results = [run_episode(env, policy_for(s), seed=s) for s in seeds]
+    return (
+        sum(r.episode_return for r in results) / len(results),
+        sum(r.success for r in results) / len(results),
+    )
+
+
+# Golden numbers (scripts/measure_reward_exploits.py webshop prints them): the paper's rule
+# baseline on every test goal (327 plain, 311 calibrated), the random baseline (policy seed = env seed) on train
+# seeds 0-199.
+RULE_GOLDEN = {ENV_ID: (0.6356, 0.0), CALIBRATED_ID: (0.4603, 0.09)}
+RANDOM_GOLDEN = {ENV_ID: 0.0135, CALIBRATED_ID: 0.0122}
+
+
+@pytest.mark.parametrize("env_id", [ENV_ID, CALIBRATED_ID])
+def test_rule_baseline_golden_numbers(env_id: str) -> None:
+    """Search the instruction, click the first result, buy without options (WebShop paper,
+    Table 2, "Rule": 45.6 score, 9.6 % success on the real catalogue)."""
+    mean, success = _mean_and_success(env_id, "test", lambda s: rule_policy, None)
+    assert (round(mean, 4), round(success, 4)) == RULE_GOLDEN[env_id]
+    if env_id == CALIBRATED_ID:  # as hard as the published catalogue
+        assert abs(100 * mean - PAPER_SCORE) < 1.5 and abs(success - PAPER_SUCCESS) < 0.01
+    else:  # the plain catalogue is easier: the first hit is always of the goal's type
+        assert 100 * mean > PAPER_SCORE + 10
+
+
+@pytest.mark.parametrize("env_id", [ENV_ID, CALIBRATED_ID])
+def test_random_baseline_golden_numbers(env_id: str) -> None:
+    mean, success = _mean_and_success(env_id, "train", make_random_policy, 200)
+    assert round(mean, 4) == RANDOM_GOLDEN[env_id] and success == 0.0
+
+
+def test_rule_baseline_reads_only_the_observation() -> None:
+    env = ragen_envs.make(CALIBRATED_ID, split="test")
+    obs, _ = env.reset(seed=3)
+    base = env.unwrapped
+    (search,) = rule_policy(base, obs)
+    assert search == f"search[{base.goal.instruction[:200]}]"
+    obs, *_ = env.step(search)
+    (click,) = rule_policy(base, obs)
+    assert click == f"click[{base.shop.products[base._results[0]].asin.lower()}]"
+    obs, *_ = env.step(click)
+    assert rule_policy(base, obs) == ["click[buy now]"]
+
+
+def test_calibrated_catalogue_keeps_the_plain_draws_and_adds_accessories() -> None:
+    from ragen_envs.envs.webshop.catalog import ACCESSORY_SHARE, NO_OPTION_GOAL_SHARE
+
+    plain, cal = generate_catalog(0, 3000), generate_catalog(0, 3000, "calibrated")
+    assert generate_catalog(0, 200, "calibrated") == cal[:200]  # still a prefix
+    changed = [(p, c) for p, c in zip(plain, cal) if p != c]
+    assert abs(len(changed) / 3000 - ACCESSORY_SHARE) < 0.03
+    for p, c in changed:
+        assert c.asin == p.asin and c.attributes == p.attributes and c.options == p.options
+        assert c.category == "accessories" and c.query.startswith(p.query + " ")
+        assert not set(words(p.query)) & set(c.name_nouns)  # another product: no type nouns
+    goals = generate_goals(0, 3000, 1, "calibrated")
+    no_options = sum(not g.options for g in goals) / len(goals)
+    assert abs(no_options - NO_OPTION_GOAL_SHARE) < 0.03
+    assert generate_goals(0, 3000) != goals
+    with pytest.raises(ValueError, match="catalog_variant must be one of"):
+        generate_catalog(0, 10, "hard")

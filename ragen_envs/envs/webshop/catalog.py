@@ -18,10 +18,35 @@ of the prices ``10, 20, ..., 990`` above the product's price take the first four
 of them and keep the larger (no bound, ``1e6``, when fewer than two exist).  The text
 follows WebShop's synthetic instructions: ``<opening> <attributes> <type> with <name>:
 <value>, and <name>: <value>, and price lower than <bound> dollars``.
+
+**Variants** (``catalog_variant``).  ``plain`` (the default) is the catalogue above: a
+pasted instruction's first search hit is always a product of the goal's type with all of
+its attributes, so WebShop's rule baseline (search the instruction, click the first
+result, buy without options) earned 0.63, against the paper's 45.6 score (mean reward
+0.456) and 9.6 % success on the real catalogue (Yao et al. 2022, Table 2, "Rule").
+``calibrated`` adds two things real shop data has:
+
+* **accessories** (share :data:`ACCESSORY_SHARE`, drawn from row ``j`` of
+  ``default_rng([s, 2]).random((size, 16))``, so the plain draws are untouched and the
+  prefix property holds): product ``j`` becomes an accessory of its type (``... Storage
+  Ottoman Cover``, a noun of :data:`ACCESSORY_NOUNS` that is none of the type's words),
+  with the same words, attributes and options, so it ranks with the real thing for a
+  pasted instruction; but its query is ``<type> <noun>``, its category path
+  ``accessories › <type> accessories › <noun>s``, its price a fifth to a half of the
+  original, and its name nouns its brand's and the accessory noun's, not the type's, so
+  buying it for the type scores ``r_type = 0`` (no title noun in common) unless it is of
+  the target's brand;
+* **goals without options** (share :data:`NO_OPTION_GOAL_SHARE`, goal ``i`` by draw ``i``
+  of ``default_rng([s, 3]).random(size * goals_per_product)``): the instruction asks for
+  no option value, as many of WebShop's human instructions do.
+
+Together they bring the rule baseline to the paper's numbers (measured in
+``scripts/measure_reward_exploits.py webshop``; pinned in ``tests/envs/test_webshop.py``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 from collections.abc import Sequence
@@ -31,7 +56,15 @@ import numpy as np
 from .products import Goal, Product, words
 from .vocab import BRANDS, PRODUCT_TYPES, RESERVED_CLICKS
 
-__all__ = ["generate_catalog", "generate_goals", "price_upper_bound"]
+__all__ = [
+    "ACCESSORY_NOUNS",
+    "ACCESSORY_SHARE",
+    "CATALOG_VARIANTS",
+    "NO_OPTION_GOAL_SHARE",
+    "generate_catalog",
+    "generate_goals",
+    "price_upper_bound",
+]
 
 _B36 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _OPENINGS = ("i need", "i'm looking for", "find me", "i want to buy", "please find")
@@ -42,6 +75,16 @@ _PRODUCT_DRAWS = 64
 _GOAL_DRAWS = 32
 #: The price bound of a goal whose product is too expensive for the grid (WebShop: 1000000).
 NO_PRICE_BOUND = 1_000_000.0
+#: ``catalog_variant`` values (module docstring).
+CATALOG_VARIANTS = ("plain", "calibrated")
+#: Calibrated variant: share of goals that ask for no option.
+NO_OPTION_GOAL_SHARE = 0.16
+#: Calibrated variant: share of products that are an accessory of their type.
+ACCESSORY_SHARE = 0.2
+#: What an accessory is (``"storage ottoman cover"``).
+ACCESSORY_NOUNS = ("cover", "case", "organizer", "stand", "replacement kit", "carry bag")
+#: Uniform draws per product of the calibrated variant.
+_CALIBRATION_DRAWS = 16
 
 
 def _asin(seed: int, j: int) -> str:
@@ -126,18 +169,46 @@ def _make_product(seed: int, j: int, row: list[float]) -> Product:
     )
 
 
+def _accessory(p: Product, row: list[float]) -> Product:
+    """``p`` of the calibrated variant: with probability :data:`ACCESSORY_SHARE` it becomes an
+    accessory of its type (module docstring), else it is unchanged."""
+    d = _Draws(row)
+    if d.uniform() >= ACCESSORY_SHARE:
+        return p
+    words_of_type = p.query
+    type_words = set(words(words_of_type))
+    nouns = [n for n in ACCESSORY_NOUNS if not set(words(n)) & type_words]
+    noun = nouns[d.index(len(nouns))]
+    return dataclasses.replace(
+        p,
+        title=f"{p.title} {_title_case(noun)}",
+        category="accessories",
+        query=f"{words_of_type} {noun}",
+        product_category=f"accessories › {words_of_type} accessories › {noun}s",
+        name_nouns=(*(w for w in p.name_nouns if w not in type_words), *words(noun)),
+        price=float(int(p.price * (0.2 + 0.3 * d.uniform()))) + 0.99,
+        description=f"A {noun} for the {words_of_type}: {p.description}",
+    )
+
+
 @functools.lru_cache(maxsize=8)
-def generate_catalog(seed: int, size: int) -> tuple[Product, ...]:
-    """The catalogue of ``size`` products for ``seed`` (module docstring), cached per process.
+def generate_catalog(seed: int, size: int, variant: str = "plain") -> tuple[Product, ...]:
+    """The catalogue of ``size`` products for ``seed`` and ``variant`` (module docstring),
+    cached per process.
 
     Raises:
-        ValueError: ``size < 1``, or (never expected) two products with one ASIN or an
-            option value equal to a reserved click target.
+        ValueError: ``size < 1``, an unknown variant, or (never expected) two products
+            with one ASIN or an option value equal to a reserved click target.
     """
+    if variant not in CATALOG_VARIANTS:
+        raise ValueError(f"catalog_variant must be one of {CATALOG_VARIANTS}, got {variant!r}")
     if size < 1:
         raise ValueError(f"catalog_size must be >= 1, got {size}")
     rows = np.random.default_rng([int(seed), 0]).random((size, _PRODUCT_DRAWS)).tolist()
     products = tuple(_make_product(seed, j, row) for j, row in enumerate(rows))
+    if variant == "calibrated":
+        cal = np.random.default_rng([int(seed), 2]).random((size, _CALIBRATION_DRAWS)).tolist()
+        products = tuple(_accessory(p, r) for p, r in zip(products, cal))
     asins = {p.asin for p in products}
     if len(asins) != len(products):
         raise ValueError(f"ASIN collision in the catalogue of seed {seed}")
@@ -163,11 +234,13 @@ def price_upper_bound(price: float, u1: float, u2: float) -> float:
     return max(above[first], second)
 
 
-def _make_goal(k: int, product: Product, row: list[float]) -> Goal:
+def _make_goal(k: int, product: Product, row: list[float], with_options: bool = True) -> Goal:
     d = _Draws(row)
     n_att = 1 + d.index(min(3, len(product.attributes)))
     attributes = tuple(product.attributes[i] for i in d.subset(len(product.attributes), n_att))
     options = tuple((name, vals[d.index(len(vals))]) for name, vals in product.options.items())
+    if not with_options:
+        options = ()
     bound = price_upper_bound(product.price, d.uniform(), d.uniform())
     opening = _OPENINGS[d.index(len(_OPENINGS))]
     text = f"{opening} {_join_and(list(attributes))} {product.query}"
@@ -189,16 +262,25 @@ def _make_goal(k: int, product: Product, row: list[float]) -> Goal:
 
 
 @functools.lru_cache(maxsize=8)
-def generate_goals(seed: int, size: int, goals_per_product: int = 1) -> tuple[Goal, ...]:
-    """``goals_per_product`` goals for every product of ``generate_catalog(seed, size)``."""
-    products = generate_catalog(seed, size)
+def generate_goals(
+    seed: int, size: int, goals_per_product: int = 1, variant: str = "plain"
+) -> tuple[Goal, ...]:
+    """``goals_per_product`` goals for every product of ``generate_catalog(seed, size, variant)``
+    (in the calibrated variant a share :data:`NO_OPTION_GOAL_SHARE` of them asks for no option)."""
+    products = generate_catalog(seed, size, variant)
     rows = (
         np.random.default_rng([int(seed), 1])
         .random((size * goals_per_product, _GOAL_DRAWS))
         .tolist()
     )
+    n = size * goals_per_product
+    if variant == "calibrated":
+        draws = np.random.default_rng([int(seed), 3]).random(n)
+        with_options = (draws >= NO_OPTION_GOAL_SHARE).tolist()
+    else:
+        with_options = [True] * n
     return tuple(
-        _make_goal(k, p, rows[j * goals_per_product + k])
+        _make_goal(k, p, rows[j * goals_per_product + k], with_options[j * goals_per_product + k])
         for j, p in enumerate(products)
         for k in range(goals_per_product)
     )

@@ -78,13 +78,19 @@ class Shop:
 
 @functools.lru_cache(maxsize=4)
 def get_shop(
-    source: str, catalog_seed: int, catalog_size: int, goals_per_product: int, goal_source: str
+    source: str,
+    catalog_seed: int,
+    catalog_size: int,
+    goals_per_product: int,
+    goal_source: str,
+    catalog_variant: str = "plain",
 ) -> Shop:
     """The shop of a configuration, built once per process.
 
     Args:
         source: ``"generated"`` or a directory with the original WebShop files.
-        catalog_seed, catalog_size, goals_per_product: the generated catalogue's parameters.
+        catalog_seed, catalog_size, goals_per_product, catalog_variant: the generated
+            catalogue's parameters (:mod:`.catalog`).
         goal_source: ``"human"`` or ``"synthetic"`` (original files only).
 
     Raises:
@@ -95,8 +101,8 @@ def get_shop(
     if source == "generated":
         from .catalog import generate_catalog, generate_goals
 
-        products = generate_catalog(catalog_seed, catalog_size)
-        goals = generate_goals(catalog_seed, catalog_size, goals_per_product)
+        products = generate_catalog(catalog_seed, catalog_size, catalog_variant)
+        goals = generate_goals(catalog_seed, catalog_size, goals_per_product, catalog_variant)
     else:
         from .original import load_webshop_dir
 

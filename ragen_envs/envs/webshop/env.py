@@ -65,7 +65,9 @@ class WebShopEnv(DatasetEnv):
 
     Config (``ragen_envs/envs/webshop/config.schema.json``): ``split``, ``data_source``
     (``generated`` or a folder of original files), ``catalog_seed`` (0), ``catalog_size``
-    (3000), ``goals_per_product`` (1), ``goal_source`` (``human``), ``results_per_page``
+    (3000), ``catalog_variant`` (``plain`` or ``calibrated``: search as hard as the
+    published shop's, :mod:`~ragen_envs.envs.webshop.catalog`), ``goals_per_product`` (1),
+    ``goal_source`` (``human``), ``results_per_page``
     (10), ``reward_mode`` (``raw`` or ``binary``), ``max_query_chars`` (200),
     ``max_steps`` (15), ``invalid_action_reward`` (-0.1).
 
@@ -94,6 +96,7 @@ class WebShopEnv(DatasetEnv):
             int(c["catalog_size"]),
             int(c["goals_per_product"]),
             c["goal_source"],
+            c["catalog_variant"],
         )
 
     @property
@@ -111,6 +114,7 @@ class WebShopEnv(DatasetEnv):
             c["catalog_size"],
             c["goals_per_product"],
             c["goal_source"],
+            c["catalog_variant"],
         )
 
     def _load_items(self) -> Sequence[Goal]:

@@ -23,6 +23,11 @@ register_env(
             "WebShop with RAGEN's reward: 1 iff the purchase matches perfectly, else 0.",
             {"reward_mode": "binary"},
         ),
+        "Calibrated": (
+            "WebShop on the calibrated catalogue: search as hard as the published shop's (WebShop's rule "
+            "baseline near the paper's 45.6 score / 9.6 % success).",
+            {"catalog_variant": "calibrated"},
+        ),
     },
     procedural=False,
     agent_defaults={"max_turns": 9, "max_actions_per_turn": 1},
