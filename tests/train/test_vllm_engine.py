@@ -220,3 +220,29 @@ def test_seeded_batch_longer_than_the_token_budget_samples_as_each_request_alone
     assert [g.finish_reason for g in together] == ["length"] * n, together[0].extra
     alone = [policy.generate_sync([r], params, [s])[0] for r, s in list(zip(requests, seeds))[:3]]
     assert [g.completion_token_ids for g in alone] == [g.completion_token_ids for g in together[:3]]
+
+
+def test_bench_rollout_engines_reports_each_engine_against_raw_vllm(tmp_path: Path) -> None:
+    """``benchmarks/bench_rollout_engines.py`` runs as committed (a tiny batch, no steps): the
+    same prompts through raw ``vllm.LLM.generate``, the trainer's vLLM engine and the HF
+    engine, with the ratios against the raw call measured in the same run."""
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "engines.json"
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_rollout_engines.py"
+    args = ["--model", str(MODEL), "--batch", "2", "--tokens", "4", "--steps", "0"]
+    proc = subprocess.run(
+        [sys.executable, str(script), *args, "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert result["model"] == MODEL.name  # recorded as the folder's name, not this machine's path
+    assert result["engine_dtype"] == "float32"
+    for key in ("raw_llm_generate", "vllm_engine", "hf_engine"):
+        assert result[f"{key}_tokens_per_s"] > 0
+    assert result["ratio_vllm_engine_to_raw"] > 0 and result["ratio_hf_engine_to_raw"] > 0
