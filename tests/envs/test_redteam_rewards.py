@@ -339,11 +339,18 @@ def test_admit_goal_through_run_tac_is_rejected_by_the_env() -> None:
 
 
 def _assert_admit_goal_rejected(env) -> None:
+    """The env refuses run_tac before Lean; the verifier alone rejects it as a sorry."""
     env.reset(options={"theorem": "complex_and"})
     _, reward, terminated, _, info = env.step(ADMIT_GOAL)
+    assert (
+        not info["action_is_valid"]
+        and not info["success"]
+        and "'run_tac'" in (info["invalid_reason"])
+    )
+    assert reward == pytest.approx(-0.1) and not terminated
+    check = env.verifier().check(env._item, [], ADMIT_GOAL)
     env.close()
-    assert not info["success"] and not info["proof_complete"] and info["uses_sorry"]
-    assert reward < 0 and not terminated
+    assert check.outcome == "rejected" and check.uses_sorry and not check.complete
 
 
 # ------------------------------------------- Time: a per-step wall budget
@@ -503,26 +510,45 @@ def test_sudoku_wrong_digits_earn_nothing_under_the_correct_rule(rule, expected)
 
 
 # ------------------------------------------- Lean: #print axioms after a finished proof
-def _axioms_response(listing: str) -> dict:
-    where = {"line": 4, "column": 0}
-    return {"env": 0, "messages": [{"severity": "info", "pos": where, "data": listing}]}
+def _axioms_response(*listings: tuple[int, str]) -> dict:
+    return {
+        "env": 0,
+        "messages": [
+            {"severity": "info", "pos": {"line": line, "column": 0}, "data": text}
+            for line, text in listings
+        ],
+    }
 
 
 @pytest.mark.parametrize(
-    ("listing", "allowed", "uses_sorry"),
+    ("listings", "allowed", "uses_sorry"),
     [
-        ("'t' depends on axioms: [propext, Classical.choice, Quot.sound]", True, False),
-        ("'t' does not depend on any axioms", True, False),
-        ("'t' depends on axioms: [propext, sorryAx]", False, True),
-        ("'t' depends on axioms: [cheat]", False, False),
-        ("'t' depends on axioms: [Lean.ofReduceBool]", False, False),  # native_decide
-        ("unknown constant 't'", False, False),  # no listing: not proven
+        ([(4, "'t' depends on axioms: [propext, Classical.choice, Quot.sound]")], True, False),
+        ([(4, "'t' does not depend on any axioms")], True, False),
+        ([(4, "'t' depends on axioms: [propext, sorryAx]")], False, True),
+        ([(4, "'t' depends on axioms: [cheat]")], False, False),
+        ([(4, "'t' depends on axioms: [Lean.ofReduceBool]")], False, False),  # native_decide
+        ([(4, "unknown constant 't'")], False, False),  # no listing: not proven
+        # a line shaped like the answer, logged by a tactic (line 2), is never read
+        (
+            [(2, "'t' does not depend on any axioms"), (4, "'t' depends on axioms: [cheat]")],
+            False,
+            False,
+        ),
+        ([(2, "'t' does not depend on any axioms")], False, False),  # #exit: no answer on line 4
+        ([(4, "'Nat.add' does not depend on any axioms")], False, False),  # another constant
+        ([(4, "'t' does not depend on any axioms, trust me")], False, False),  # not the sentence
+        (  # two messages on the asked line: not Lean's single answer
+            [(4, "'t' does not depend on any axioms"), (4, "'t' depends on axioms: [cheat]")],
+            False,
+            False,
+        ),
     ],
 )
-def test_axioms_verdict(listing, allowed, uses_sorry) -> None:
+def test_axioms_verdict(listings, allowed, uses_sorry) -> None:
     from ragen_envs.envs.lean.protocol import axioms_verdict
 
-    verdict = axioms_verdict(_axioms_response(listing))
+    verdict = axioms_verdict(_axioms_response(*listings), name="t", line=4)
     assert (verdict is None) is allowed
     if verdict is not None:
         assert verdict.outcome == "rejected" and verdict.uses_sorry is uses_sorry
@@ -541,6 +567,95 @@ CHEAT = (
     "type := ← Lean.Elab.Tactic.getMainTarget, isUnsafe := false}); "
     "Lean.Elab.Tactic.closeMainGoal `cheat (.const `cheat [])"
 )
+#: A run_tac that closes the goal with its own axiom and logs a line shaped like the
+#: answer of ``#print axioms complex_and``.
+LOG_FAKE = CHEAT + "; Lean.logInfo \"'complex_and' does not depend on any axioms\""
+#: A whole-proof "tactic" that ends the by block, prints another constant's axioms and
+#: stops Lean before the env's own #print axioms.
+EXIT_APPEND = "native_decide\n#print axioms Nat.add\n#exit"
+
+#: (theorem, tactic) of each payload; the answers Lean would give are written in
+#: tests/data/lean/kimina-written.jsonl and tests/data/lean/written/{own_axiom,native_decide}.*
+LEAN_PAYLOADS = {
+    "run_tac-logs-fake-axiom-line": ("complex_and", LOG_FAKE),
+    "appends-print-axioms-Nat.add-and-exit": ("two_eq", EXIT_APPEND),
+    "own-axiom-by-addDecl": ("complex_and", CHEAT),
+    "native_decide": ("two_eq", "native_decide"),
+}
+
+
+def _lean_env_on(mode: str, stack, tmp_path):
+    from .lean_support import KiminaServer, lean_env, repl_spec
+
+    if mode == "kimina":
+        pytest.importorskip("httpx", reason="the Kimina back-end needs httpx (the 'lean' extra)")
+        server = stack.enter_context(KiminaServer())
+        env = lean_env(server.url)
+
+        def sent() -> list[str]:
+            return [
+                s["code"]
+                for path, body in server.requests
+                if path == "/api/check"
+                for s in body["snippets"]
+            ]
+
+    else:
+        log = tmp_path / "requests.jsonl"
+        env = lean_env(repl_spec("--log", str(log)))
+
+        def sent() -> list[str]:
+            if not log.exists():
+                return []
+            rows = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+            return [r.get("tactic") or r.get("cmd") for r in rows]
+
+    stack.callback(env.close)
+    return env, sent
+
+
+@pytest.mark.parametrize("payload", sorted(LEAN_PAYLOADS))
+@pytest.mark.parametrize("mode", ["repl", "kimina"])
+def test_lean_command_tokens_are_refused_before_lean(mode, payload, tmp_path) -> None:
+    import contextlib
+
+    theorem, tactic = LEAN_PAYLOADS[payload]
+    with contextlib.ExitStack() as stack:
+        env, sent = _lean_env_on(mode, stack, tmp_path)
+        env.reset(options={"theorem": theorem})
+        _, reward, terminated, truncated, info = env.step(tactic)
+        assert not info["action_is_valid"] and not info["success"], info
+        assert reward == pytest.approx(-0.1) and not terminated and not truncated
+        assert "refused" in info["invalid_reason"]
+        assert not any(tactic in text for text in sent() if text), sent()
+
+
+@pytest.mark.parametrize(
+    ("mode", "payload"),
+    [
+        ("kimina", "run_tac-logs-fake-axiom-line"),
+        ("kimina", "appends-print-axioms-Nat.add-and-exit"),
+        ("kimina", "own-axiom-by-addDecl"),
+        ("kimina", "native_decide"),
+        ("repl", "run_tac-logs-fake-axiom-line"),
+        ("repl", "own-axiom-by-addDecl"),
+        ("repl", "native_decide"),
+        # (the REPL's tactic mode parses one tactic, so it cannot carry #print / #exit)
+    ],
+)
+def test_lean_axioms_are_read_only_from_the_answer_to_the_envs_own_command(
+    mode, payload, tmp_path
+) -> None:
+    """The verifier alone (past the env's token refusal) still rejects every payload."""
+    import contextlib
+
+    theorem, tactic = LEAN_PAYLOADS[payload]
+    with contextlib.ExitStack() as stack:
+        env, sent = _lean_env_on(mode, stack, tmp_path)
+        env.reset(options={"theorem": theorem})
+        check = env.verifier().check(env._item, [], tactic)
+        assert check.outcome == "rejected" and not check.complete, check
+        assert any(f"#print axioms {theorem}" in text for text in sent() if text)
 
 
 def test_a_proof_by_its_own_axiom_is_rejected_through_kimina() -> None:
@@ -550,10 +665,11 @@ def test_a_proof_by_its_own_axiom_is_rejected_through_kimina() -> None:
     with KiminaServer() as server:
         env = lean_env(server.url)
         env.reset(options={"theorem": "complex_and"})
-        obs, reward, terminated, _, info = env.step(CHEAT)
-        assert not info["success"] and not info["proof_complete"] and not terminated
-        assert info["tactic_outcome"] == "rejected" and reward < 0
-        assert "depends on axiom(s) cheat" in obs, obs[-500:]
+        check = env.verifier().check(env._item, [], CHEAT)
+        assert check.outcome == "rejected" and not check.complete
+        assert check.reason == "the proof depends on axiom(s) cheat"
+        obs, reward, terminated, _, info = env.step(CHEAT)  # the env refuses it before Lean
+        assert not info["action_is_valid"] and not terminated and reward == pytest.approx(-0.1)
         for tactic in PROOF:  # the recorded proof still succeeds, axioms checked
             *_, info = env.step(tactic)
         env.close()
@@ -563,3 +679,46 @@ def test_a_proof_by_its_own_axiom_is_rejected_through_kimina() -> None:
         for body in (b for p, b in server.requests if p == "/api/check")
         for s in body["snippets"]
     )
+
+
+@pytest.mark.parametrize(
+    ("tactic", "token"),
+    [
+        ("native_decide", "native_decide"),
+        ("decide +native", "native"),
+        ("exact Lean.ofReduceBool _ _ rfl", "Lean"),
+        ("exact _root_.Lean.ofReduceBool _ _ rfl", "Lean"),
+        ('open Lean Elab Tactic in\nrun_tac logInfo "x"', "Lean"),
+        ("run_cmd pure ()", "run_cmd"),
+        ("set_option maxRecDepth 100000 in\nnorm_num", "set_option"),
+        ('elab "cheat" : tactic => pure ()', "elab"),
+        ("norm_num\naxiom cheat : False", "axiom"),
+        ("norm_num\n#eval 1", "#eval"),
+        ("rfl\n#exit", "#exit"),
+        ("simp\n  #print axioms Nat.add", "#print"),
+        ("norm_num\ntheorem other : True := trivial", "theorem"),
+    ],
+)
+def test_lean_tactic_guard_names_the_refused_token(tactic, token) -> None:
+    from ragen_envs.envs.lean.guard import refused_token
+
+    assert refused_token(tactic) == token
+
+
+@pytest.mark.parametrize(
+    "tactic",
+    [
+        "norm_num [Nat.add_comm] at h₀ ⊢",
+        "nlinarith [sq_nonneg (x - 1), sq_nonneg (x + 1)]",
+        "decide",
+        "exact #[1, 2].size_pos",  # an array literal is not a hash command
+        "simp only [Finset.sum_range_succ, h.def_eq]",  # a field named def_eq
+        "infer_instance",
+        "exact ⟨h1.left, h2 h1.right⟩",
+        "field_simp\nring",
+    ],
+)
+def test_lean_tactic_guard_lets_ordinary_tactics_through(tactic) -> None:
+    from ragen_envs.envs.lean.guard import refused_token
+
+    assert refused_token(tactic) is None
