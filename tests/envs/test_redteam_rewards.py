@@ -11,6 +11,7 @@ import base64
 import functools
 import json
 import pickle
+import re
 import zlib
 
 import pytest
@@ -223,6 +224,144 @@ def test_one_bad_lcb_record_is_skipped_by_name_not_every_split(
         env.reset(seed=0)
     assert len(env.split_items()) == 12
     assert any("'bad-one'" in m for m in env.skipped_records)
+
+
+# ------------------------------------------- Data loaders: type and size before text
+def _shared_nested_lists(levels: int) -> list:
+    """``levels`` nested pairs of the same list: a few bytes per level as a pickle (its memo
+    shares them), ``2**levels`` strings when printed."""
+    x: object = "1"
+    for _ in range(levels):
+        x = [x, x]
+    return x  # type: ignore[return-value]
+
+
+def _limit_memory() -> None:  # in the child, before exec: 1.5 GiB of address space
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (3 << 29, 3 << 29))
+
+
+def test_lcb_pickle_of_shared_nested_lists_is_refused_without_expanding() -> None:
+    """The payload runs in a child with a memory limit, so the code that stringified it
+    cannot take this test process (or the machine) down with it."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    raw = pickle.dumps([{"input": _shared_nested_lists(78), "output": "1", "testtype": "stdin"}])
+    assert len(raw) < 600  # the red-team's pickle was 534 bytes
+    record = _lcb_record("lcb-shared", base64.b64encode(zlib.compress(raw)).decode())
+    assert len(json.dumps(record)) < 1000  # its record 926 bytes
+    code = (
+        "import json, sys\n"
+        "from ragen_envs.envs.deepcoder.problems import ProblemFormatError, problem_from_record\n"
+        "try:\n    problem_from_record(json.loads(sys.stdin.read()))\n"
+        "except ProblemFormatError as exc:\n    print(exc); sys.exit(2)\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", code],
+            input=json.dumps(record),
+            capture_output=True,
+            text=True,
+            timeout=300,  # a hang guard only: the expansion hits the memory limit in seconds
+            cwd=root,
+            preexec_fn=_limit_memory,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("the shared nested lists were still being expanded after 300 s")
+    assert proc.returncode == 2, proc.stderr[-500:]
+    assert proc.stdout.strip() == (
+        "livecodebench record 'lcb-shared': LiveCodeBench test case 'input' is a list "
+        "holding a list, not only strings"
+    )
+
+
+@pytest.mark.parametrize(
+    ("case", "refusal"),
+    [
+        ({"input": [["1"], ["2"]], "output": "1"}, "'input' is a list holding a list"),
+        ({"input": "", "output": 1}, "'output' is a int, not a string"),
+        ({"input": "", "output": {"a": "1"}}, "'output' is a dict, not a string"),
+        ({"input": "", "output": "1", "testtype": ["stdin"]}, "'testtype' is a list"),
+        (
+            {"input": "1", "output": "1", "testtype": "functional", "metadata": {"func_name": [1]}},
+            "'metadata.func_name' is a list",
+        ),
+    ],
+    ids=["nested-input", "int-output", "dict-output", "list-testtype", "list-func-name"],
+)
+def test_lcb_test_case_fields_are_text_only(case, refusal) -> None:
+    private = base64.b64encode(zlib.compress(pickle.dumps([case]))).decode()
+    with pytest.raises(ProblemFormatError, match=re.escape(refusal)):
+        problem_from_record(_lcb_record("lcb-typed", private))
+
+
+def test_lcb_flat_lists_of_text_are_still_read() -> None:
+    private = _pickled(json.dumps([{"input": ["2", "3"], "output": ["5"], "testtype": "stdin"}]))
+    problem = problem_from_record(_lcb_record("lcb-lines", private))
+    assert [(t.input, t.output) for t in problem.tests[1:]] == [("2\n3", "5")]
+
+
+def test_lcb_text_over_the_cap_is_refused(monkeypatch) -> None:
+    monkeypatch.setattr(problems_mod, "MAX_LCB_TESTS_BYTES", 1 << 20)
+    big = "9" * (1 << 19)
+    # the same string referenced 5 times: 2.5 MiB of text from a ~0.5 MiB pickle
+    raw = pickle.dumps([{"input": [big] * 5, "output": "1", "testtype": "stdin"}])
+    assert len(zlib.decompress(zlib.compress(raw))) < 1 << 20
+    with pytest.raises(ProblemFormatError, match="more than 1 MiB of text"):
+        problem_from_record(_lcb_record("lcb-big", base64.b64encode(zlib.compress(raw)).decode()))
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+def _lcb_dir(tmp_path, bad_line: str) -> str:
+    path = tmp_path / "lcb"
+    path.mkdir()
+    with open(path / "test.jsonl", "w") as f:
+        for i in range(12):
+            f.write(json.dumps(_lcb_record(f"good-{i}", "")) + "\n")
+        f.write(bad_line + "\n")
+    return str(path)
+
+
+def _lcb_env(src: str):
+    import ragen_envs
+
+    return ragen_envs.make(
+        "ragen/DeepCoder-v0", data_source=src, split="test", split_mode="source"
+    ).unwrapped
+
+
+def test_a_deep_jsonl_line_is_skipped_and_named_by_file_and_line(tmp_path) -> None:
+    rec = json.dumps(_lcb_record("deep-one", ""))
+    env = _lcb_env(_lcb_dir(tmp_path, rec[:-1] + ', "extra": ' + DEEP + "}"))
+    with pytest.warns(UserWarning, match=r"test\.jsonl:13: nested deeper than 100 levels"):
+        env.reset(seed=0)
+    assert len(env.split_items()) == 12
+    assert any(
+        m.endswith("test.jsonl:13: nested deeper than 100 levels (skipped)")
+        for m in env.skipped_records
+    ), env.skipped_records
+
+
+def test_a_deep_json_test_field_skips_only_its_record(tmp_path) -> None:
+    env = _lcb_env(_lcb_dir(tmp_path, json.dumps(_lcb_record("deep-field", DEEP))))
+    with pytest.warns(UserWarning, match=r"'deep-field'.*nested deeper than 100 levels"):
+        env.reset(seed=0)
+    assert len(env.split_items()) == 12
+
+
+def test_a_deep_json_file_is_one_error_naming_it(tmp_path) -> None:
+    from ragen_envs.data.loaders import DataSourceError, read_records
+
+    path = tmp_path / "deep.json"
+    path.write_text(DEEP)
+    with pytest.raises(DataSourceError, match=r"deep\.json: nested deeper than 100 levels"):
+        read_records(path)
 
 
 # ------------------------------------------- Held-out: a lone split file keeps its split
