@@ -98,7 +98,13 @@ def test_wrong_integers_printed_as_floats_do_not_score_full(slug, program) -> No
         (r"\boxed{210000}!", "210000", True),  # the ! outside the box is prose
         (r"\boxed{5!}", "120", True),
         (r"\boxed{72.}", "72", True),  # trailing full stop is still punctuation
-        (r"\boxed{72 !}", "72", True),  # a detached ! is punctuation
+        # spaces mean nothing in math mode: a detached ! is still 72 factorial
+        (r"\boxed{72 !}", "72", False),
+        (r"\boxed{210000 !}", "210000", False),
+        (r"\boxed{210000 \text{!}}", "210000", False),
+        (r"\boxed{210000\text{ !}}", "210000", False),
+        (r"\boxed{5 !}", "120", True),
+        (r"The answer is 210000 !", "210000", True),  # outside \boxed: prose punctuation
     ],
 )
 def test_factorial_is_not_stripped_as_punctuation(answer, gold, ok) -> None:
@@ -106,6 +112,33 @@ def test_factorial_is_not_stripped_as_punctuation(answer, gold, ok) -> None:
     from ragen_envs.envs.metamathqa.extract import extract_answer
 
     assert answers_equal(extract_answer(answer).text, gold) is ok
+
+
+# ------------------------------------------- MetaMathQA: decimals are exact numbers
+@pytest.mark.parametrize("checker", ["math_verify", "sympy"])
+@pytest.mark.parametrize(
+    ("answer", "gold", "ok"),
+    [
+        (r"\boxed{1.4142136}", r"\sqrt{2}", False),  # was accepted by math-verify's rounding
+        (r"\boxed{3.1415927}", r"\pi", False),  # was accepted by math-verify's rounding
+        (r"\boxed{0.3333333}", r"\frac{1}{3}", False),
+        (r"\boxed{2\pi}", "6.28", False),  # the problem asked for a decimal: its gold is one
+        (r"\boxed{1.414}", "1.41", False),  # rounded otherwise than asked
+        (r"\boxed{1.41}", "1.41", True),
+        (r"\boxed{0.5}", r"\frac{1}{2}", True),  # an exact decimal is exact
+        (r"\boxed{\frac{5}{2}}", "2.5", True),
+        (r"\boxed{0.5\sqrt{2}}", r"\frac{\sqrt{2}}{2}", True),
+        (r"\boxed{1.5\pi}", r"\frac{3\pi}{2}", True),
+    ],
+)
+def test_metamathqa_decimals_are_exact_numbers(answer, gold, ok, checker) -> None:
+    if checker == "math_verify":
+        pytest.importorskip("math_verify", reason="the default checker needs the 'math' extra")
+    pytest.importorskip("sympy", reason="the symbolic checkers need the 'math' extra")
+    from ragen_envs.envs.metamathqa.equivalence import answers_equal
+    from ragen_envs.envs.metamathqa.extract import extract_answer
+
+    assert answers_equal(extract_answer(answer).text, gold, checker=checker) is ok
 
 
 def test_boxed_factorial_scores_zero_in_the_env() -> None:
