@@ -27,6 +27,8 @@ from ragen_envs.envs.deepcoder.problems import (
 )
 from ragen_envs.sandbox import SandboxConfig
 
+from .test_deepcoder import MBPP_14
+
 FAST = SandboxConfig(cpu_time_s=2, wall_time_s=6, memory_mb=512)
 
 
@@ -195,6 +197,113 @@ def test_object_whose_repr_is_the_expected_string_fails_a_call_test(expected) ->
     report = judge(program, problem, sandbox=FAST)
     assert report.outcomes[0].status == "wrong_answer", report.outcomes
     assert judge("def f():\n    return 'abc'\n", problem, sandbox=FAST).all_passed
+
+
+# ------------------------------------------- DeepCoder: results of types the benchmark's == accepts
+#: Correct programs whose results are of a type Python's == (MBPP's own test) accepts.
+EXACT_TYPE_PROGRAMS = {
+    "int-subclass": (
+        "class N(int):\n    pass\n\n\ndef find_Volume(l, b, h):\n    return N(l * b * h // 2)\n"
+    ),
+    "float-subclass": (
+        "class F(float):\n    pass\n\n\ndef find_Volume(l, b, h):\n    return F(l * b * h / 2)\n"
+    ),
+    "fraction": (
+        "from fractions import Fraction\n\n\ndef find_Volume(l, b, h):\n"
+        "    return Fraction(l * b * h, 2)\n"
+    ),
+    "decimal": (
+        "from decimal import Decimal\n\n\ndef find_Volume(l, b, h):\n"
+        "    return Decimal(l * b * h) / 2\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(EXACT_TYPE_PROGRAMS))
+def test_mbpp_results_of_types_its_own_equality_accepts_pass(kind) -> None:
+    problem = problem_from_record(MBPP_14)
+    report = judge(EXACT_TYPE_PROGRAMS[kind], problem, sandbox=FAST)
+    assert report.all_passed, [o.feedback for o in report.outcomes]
+
+
+def _call_problem(expected, fn: str = "f") -> CodeProblem:
+    return CodeProblem("redteam/types", "redteam", "f() returns it", (CallTest(fn, (), expected),))
+
+
+@pytest.mark.parametrize(
+    ("program", "expected"),
+    [
+        ("class N(int):\n    pass\n\n\ndef f():\n    return N(240)\n", 240),
+        ("class S(str):\n    pass\n\n\ndef f():\n    return S('abc')\n", "abc"),
+        ("class L(list):\n    pass\n\n\ndef f():\n    return L([1, 2, 3])\n", [1, 2, 3]),
+        (
+            "class L(list):\n    pass\n\n\nclass N(int):\n    pass\n\n\n"
+            "def f():\n    return L([N(1), [N(2)]])\n",
+            [1, [2]],
+        ),
+        ("class D(dict):\n    pass\n\n\ndef f():\n    return D(a=1)\n", {"a": 1}),
+        ("from fractions import Fraction\n\n\ndef f():\n    return Fraction(3, 2)\n", 1.5),
+        ("from fractions import Fraction\n\n\ndef f():\n    return Fraction(480, 2)\n", 240),
+        ("from decimal import Decimal\n\n\ndef f():\n    return Decimal('2.5')\n", 2.5),
+        ("from decimal import Decimal\n\n\ndef f():\n    return Decimal('240.0')\n", 240),
+        (  # a LeetCode-style method
+            "class N(int):\n    pass\n\n\nclass Solution:\n    def f(self):\n        return N(7)\n",
+            7,
+        ),
+    ],
+    ids=[
+        "int-subclass",
+        "str-subclass",
+        "list-subclass",
+        "nested-subclasses",
+        "dict-subclass",
+        "fraction",
+        "integral-fraction",
+        "decimal",
+        "integral-decimal",
+        "method",
+    ],
+)
+def test_call_results_of_types_python_equality_accepts_pass(program, expected) -> None:
+    report = judge(program, _call_problem(expected), sandbox=FAST)
+    assert report.all_passed, [o.feedback for o in report.outcomes]
+
+
+@pytest.mark.parametrize(
+    ("program", "expected"),
+    [
+        ("class N(int):\n    pass\n\n\ndef f():\n    return N(241)\n", 240),  # wrong value
+        (  # an int subclass whose == lies: compared by its int value, 1
+            "class N(int):\n    def __eq__(self, other):\n        return True\n\n"
+            "    __hash__ = int.__hash__\n\n\ndef f():\n    return N(1)\n",
+            240,
+        ),
+        (  # a str subclass whose __str__ lies: read with str's own method
+            "class S(str):\n    def __str__(self):\n        return 'abc'\n\n\n"
+            "def f():\n    return S('xyz')\n",
+            "abc",
+        ),
+        ("from fractions import Fraction\n\n\ndef f():\n    return Fraction(1, 3)\n", 0.5),
+    ],
+    ids=["wrong-int-subclass", "lying-eq", "lying-str", "wrong-fraction"],
+)
+def test_converted_results_are_still_judged_outside_the_candidate(program, expected) -> None:
+    report = judge(program, _call_problem(expected), sandbox=FAST)
+    assert report.outcomes[0].status == "wrong_answer", report.outcomes
+
+
+def test_mbpp_lying_equality_still_fails() -> None:
+    program = (
+        "class N(int):\n    def __eq__(self, other):\n        return True\n\n"
+        "    __hash__ = int.__hash__\n\n\ndef find_Volume(l, b, h):\n    return N(0)\n"
+    )
+    report = judge(program, problem_from_record(MBPP_14), sandbox=FAST)
+    assert report.passed == 0, [o.feedback for o in report.outcomes]
+
+
+def test_a_program_that_exits_at_top_level_is_still_called() -> None:
+    program = "import sys\n\n\ndef f():\n    return 240\n\n\nsys.exit(0)\n"
+    assert judge(program, _call_problem(240), sandbox=FAST).all_passed
 
 
 # ------------------------------------------- Crashes: LiveCodeBench records
