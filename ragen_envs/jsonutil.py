@@ -35,6 +35,7 @@ __all__ = [
     "find_nonfinite",
     "iter_jsonl",
     "loads",
+    "raw_lines",
     "read_json",
 ]
 
@@ -224,10 +225,8 @@ def iter_jsonl(
     except OSError as exc:
         raise JSONFileError(path, f"cannot read ({exc.strerror or exc})") from None
     with fh:
-        n = 0
-        while raw := fh.readline(max_line_bytes + 1):
-            n += 1
-            if len(raw) > max_line_bytes:
+        for n, raw in raw_lines(fh, max_line_bytes):
+            if raw is None:
                 raise JSONFileError(
                     path, f"line longer than {max_line_bytes} bytes (not read further)", n
                 )
@@ -237,3 +236,18 @@ def iter_jsonl(
                 yield n, loads(raw)  # decoded (UTF-8) after the depth check
             except ValueError as exc:
                 raise JSONFileError(path, _decode_error(exc), n) from None
+
+
+def raw_lines(fh: Any, max_line_bytes: int) -> Iterator[tuple[int, bytes | None]]:
+    """``(line_number, bytes)`` for each line of the binary file ``fh`` (1-based), ``None``
+    in place of a line longer than ``max_line_bytes``; the rest of such a line is read
+    (in 1 MiB pieces, not kept) only when the caller asks for the next line."""
+    n = 0
+    while raw := fh.readline(max_line_bytes + 1):
+        n += 1
+        if len(raw) > max_line_bytes:
+            yield n, None
+            while not raw.endswith(b"\n") and (raw := fh.readline(1 << 20)):
+                pass
+            continue
+        yield n, raw

@@ -1,4 +1,4 @@
-"""Config files read with bounds: size, nesting depth, YAML aliases and expanded size.
+"""Config and data files read with bounds: size, nesting depth, YAML aliases and expanded size.
 
 Issue 28: a 460-byte "billion laughs" YAML (nine levels of anchors, each alias repeated
 nine times) given to ``ragen-train show-config -c`` ran past 60 s and 731 MB, and deeply
@@ -14,15 +14,26 @@ a JSON or YAML config and refuses, with a one-line :class:`ConfigFileError`:
 
 YAML needs PyYAML (imported only for ``.yaml``/``.yml`` files); the pure-Python
 ``SafeLoader`` is used (its composer can be bounded; config files are small).
+
+Data files (JSONL: data sets, demonstration episodes) are read line by line with
+:func:`read_json_lines`, which *skips and names* a line it cannot read safely — nested
+deeper than :data:`~ragen_envs.jsonutil.MAX_DEPTH` (a 100,000-deep line was an uncaught
+``RecursionError`` that failed the whole source) or longer than its byte bound — as
+``file:line: reason``, so that one hostile record costs that record, not the source.
+The data loaders (:func:`ragen_envs.data.loaders.read_records`) and the SFT demonstration
+reader (``ragen_train.sft.demos_from_jsonl``) both read through it.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
+import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from .jsonutil import MAX_DEPTH, NestingTooDeep, check_depth
+from .jsonutil import MAX_DEPTH, JSONFileError, NestingTooDeep, check_depth, raw_lines
 
 #: Largest config file read, bytes.
 MAX_CONFIG_BYTES = 1 << 20
@@ -30,6 +41,11 @@ MAX_CONFIG_BYTES = 1 << 20
 MAX_YAML_ALIASES = 64
 #: Most nodes of a YAML document with every alias expanded.
 MAX_YAML_NODES = 100_000
+
+
+#: Longest data line :func:`read_json_lines` reads by default, bytes (LiveCodeBench's
+#: largest records hold tens of MB of base64 test cases).
+MAX_DATA_LINE_BYTES = 1 << 30
 
 
 class ConfigFileError(ValueError):
@@ -139,3 +155,52 @@ def parse_yaml(text: str, where: str) -> Any:
         raise ConfigFileError(f"{where}: invalid YAML{at}: {problem}") from None
     finally:
         loader.dispose()
+
+
+def _line_value(raw: bytes) -> Any:
+    """One JSON line, depth-checked before parsing (``NaN``/``Infinity`` read as Python does)."""
+    check_depth(raw, MAX_DEPTH)
+    return json.loads(raw.decode("utf-8"))
+
+
+def read_json_lines(
+    path: str | os.PathLike[str],
+    *,
+    skipped: list[str],
+    max_line_bytes: int = MAX_DATA_LINE_BYTES,
+    invalid: Literal["raise", "skip"] = "raise",
+) -> Iterator[tuple[int, Any]]:
+    """``(line_number, value)`` for each non-blank line of a JSONL file (``.gz`` read as gzip).
+
+    A line nested deeper than :data:`~ragen_envs.jsonutil.MAX_DEPTH` or longer than
+    ``max_line_bytes`` (not read further than that) is skipped, and
+    ``"<path>:<line>: <reason> (skipped)"`` is appended to ``skipped``; so is a line that
+    is not UTF-8 JSON when ``invalid="skip"``.  Lines are numbered from 1.
+
+    Raises:
+        JSONFileError: the file cannot be opened, or (``invalid="raise"``) a line is not
+            UTF-8 JSON (``path:line: invalid JSON (...)``).
+    """
+    p = Path(path)
+    try:
+        fh = gzip.open(p, "rb") if p.name.lower().endswith(".gz") else open(p, "rb")
+    except OSError as exc:
+        raise JSONFileError(p, f"cannot read ({exc.strerror or exc})") from None
+    with fh:
+        for n, raw in raw_lines(fh, max_line_bytes):
+            if raw is None:
+                skipped.append(f"{p}:{n}: longer than {max_line_bytes} bytes (skipped)")
+                continue
+            if not raw.strip():
+                continue
+            try:
+                value = _line_value(raw)
+            except (NestingTooDeep, RecursionError):
+                skipped.append(f"{p}:{n}: nested deeper than {MAX_DEPTH} levels (skipped)")
+                continue
+            except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+                if invalid == "skip":
+                    skipped.append(f"{p}:{n}: invalid JSON ({exc}) (skipped)")
+                    continue
+                raise JSONFileError(p, f"invalid JSON ({exc})", n) from None
+            yield n, value

@@ -17,7 +17,7 @@ positions StarPO would train (``loss_mask``).
 
 from __future__ import annotations
 
-import json
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ from ragen_bench.policies.privileged import OraclePolicy, RandomPolicy
 from ragen_bench.records import EpisodeRecord
 from ragen_bench.rollout import EpisodeSpec, RolloutConfig, RolloutEngine
 from ragen_bench.types import Generation, PolicyRequest, SamplingParams
+from ragen_envs.safeload import read_json_lines
 
 from .batch import Sample, build_samples, collate
 from .config import StarPOConfig
@@ -129,58 +130,95 @@ def collect_demos(cfg: StarPOConfig, tokenizer: Any, rollout: RolloutConfig) -> 
     return RolloutEngine(policy, rollout).run(specs)
 
 
+def _demo_messages(ep: Any) -> tuple[list[dict[str, str]] | None, str]:
+    """The episode's chat messages if every one has a string ``role`` and ``content``,
+    else ``(None, why)``."""
+    if not isinstance(ep, dict):
+        return None, f"a {type(ep).__name__}, not an episode object"
+    msgs = ep.get("messages")
+    if not isinstance(msgs, list):
+        return None, "no 'messages' list"
+    for key, kind in (("return", (int, float)), ("episode_index", int)):
+        value = ep.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, kind)):
+            return None, f"{key!r} is a {type(value).__name__}, not a number"
+    for i, m in enumerate(msgs):
+        if not isinstance(m, dict):
+            return None, f"message {i} is a {type(m).__name__}, not an object"
+        for key in ("role", "content"):
+            if not isinstance(m.get(key), str):
+                return None, f"message {i} has no string {key!r}"
+    return msgs, ""
+
+
 def demos_from_jsonl(
     path: str | Path, tokenizer: Any, *, only_success: bool = True
 ) -> list[Sample]:
     """Samples from an ``episodes.jsonl``: each transcript re-tokenised with the chat template.
 
     Token ids of the assistant turns are the canonical tokenisation of the recorded text
-    followed by the end-of-turn token; everything else has mask 0.
+    followed by the end-of-turn token; everything else has mask 0.  The file is read
+    with :func:`ragen_envs.safeload.read_json_lines`: a line that is not JSON, nested
+    deeper than :data:`ragen_envs.jsonutil.MAX_DEPTH`, or (when its episode would be
+    used) holds a message without a string ``role`` / ``content`` is skipped, and all
+    skipped lines are named (``file:line: reason``) in one ``RuntimeWarning``.
+
+    Raises:
+        ragen_envs.jsonutil.JSONFileError: the file cannot be opened.
     """
     chat = ChatTokens(tokenizer)
     samples: list[Sample] = []
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            if not line.strip():
-                continue
-            ep = json.loads(line)
-            if only_success and not ep.get("success"):
-                continue
-            msgs = ep["messages"]
-            if len(msgs) < 3 or msgs[0]["role"] != "system":
-                continue
-            ids = chat.prompt_ids(msgs[:2])
-            mask = [0] * len(ids)
-            turn_ids = [-1] * len(ids)
-            k = 0
-            for i in range(2, len(msgs)):
-                m = msgs[i]
-                if m["role"] == "assistant":
-                    comp = list(tokenizer(m["content"], add_special_tokens=False)["input_ids"]) + [
-                        tokenizer.eos_token_id
-                    ]
-                    ids += comp
-                    mask += [1] * len(comp)
-                    turn_ids += [k] * len(comp)
-                    k += 1
-                    if i + 1 < len(msgs):
-                        delta = chat.continuation_ids(msgs[: i + 1], [msgs[i + 1]], True)
-                        ids += delta
-                        mask += [0] * len(delta)
-                        turn_ids += [-1] * len(delta)
-            if sum(mask):
-                samples.append(
-                    Sample(
-                        input_ids=ids,
-                        loss_mask=mask,
-                        turn_ids=turn_ids,
-                        rewards=[0.0] * len(ids),
-                        rollout_logprobs=None,
-                        score=float(ep.get("return", 0.0)),
-                        group=len(samples),
-                        episode=int(ep.get("episode_index", len(samples))),
-                    )
+    skipped: list[str] = []
+    for lineno, ep in read_json_lines(path, skipped=skipped, invalid="skip"):
+        if only_success and not (isinstance(ep, dict) and ep.get("success")):
+            continue
+        msgs, why = _demo_messages(ep)
+        if msgs is None:
+            skipped.append(f"{path}:{lineno}: {why} (skipped)")
+            continue
+        if len(msgs) < 3 or msgs[0]["role"] != "system":
+            continue
+        ids = chat.prompt_ids(msgs[:2])
+        mask = [0] * len(ids)
+        turn_ids = [-1] * len(ids)
+        k = 0
+        for i in range(2, len(msgs)):
+            m = msgs[i]
+            if m["role"] == "assistant":
+                comp = list(tokenizer(m["content"], add_special_tokens=False)["input_ids"]) + [
+                    tokenizer.eos_token_id
+                ]
+                ids += comp
+                mask += [1] * len(comp)
+                turn_ids += [k] * len(comp)
+                k += 1
+                if i + 1 < len(msgs):
+                    delta = chat.continuation_ids(msgs[: i + 1], [msgs[i + 1]], True)
+                    ids += delta
+                    mask += [0] * len(delta)
+                    turn_ids += [-1] * len(delta)
+        if sum(mask):
+            samples.append(
+                Sample(
+                    input_ids=ids,
+                    loss_mask=mask,
+                    turn_ids=turn_ids,
+                    rewards=[0.0] * len(ids),
+                    rollout_logprobs=None,
+                    score=float(ep.get("return", 0.0)),
+                    group=len(samples),
+                    episode=int(ep.get("episode_index", len(samples))),
                 )
+            )
+    if skipped:
+        shown = "; ".join(skipped[:5]) + (
+            f"; ... {len(skipped) - 5} more" if len(skipped) > 5 else ""
+        )
+        warnings.warn(
+            f"sft.demos_path: skipped {len(skipped)} unusable line(s): {shown}",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     return samples
 
 

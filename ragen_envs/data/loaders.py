@@ -30,9 +30,12 @@ import functools
 import gzip
 import json
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
+from ..jsonutil import MAX_DEPTH, JSONFileError, NestingTooDeep, check_depth
+from ..safeload import read_json_lines
 from .bundled import bundled_info
 
 __all__ = [
@@ -44,6 +47,7 @@ __all__ = [
     "load_hub",
     "load_source",
     "read_records",
+    "skipped_lines",
 ]
 
 #: Key under which a record carries the split its source assigned it (if any).
@@ -131,14 +135,18 @@ def read_records(
             ``.json.gz`` → json; ``.parquet`` → parquet).
 
     JSON files hold a list of objects, or an object with a list under ``"data"`` or
-    ``"rows"``.  JSONL files hold one object per non-blank line.
+    ``"rows"``.  JSONL files hold one object per non-blank line; a line nested deeper
+    than :data:`~ragen_envs.jsonutil.MAX_DEPTH` (or over
+    :data:`~ragen_envs.safeload.MAX_DATA_LINE_BYTES`) is skipped and named
+    (``file:line``) in a warning and in :func:`skipped_lines`
+    (:func:`ragen_envs.safeload.read_json_lines`).
 
     Returns:
         The records, in file order.
 
     Raises:
         DataSourceError: the file is missing, of an unknown format, or malformed
-            (the message names the file and line).
+            (the message names the file and line; a whole JSON file nested too deeply).
         MissingExtraError: a parquet file and ``pyarrow`` is not installed.
     """
     p = Path(path)
@@ -158,24 +166,26 @@ def read_records(
     opener = gzip.open if p.name.lower().endswith(".gz") else open
     if fmt == "jsonl":
         records = []
-        with opener(p, "rt", encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    rec = json.loads(line)
-                except ValueError as exc:
-                    raise DataSourceError(f"{p}:{lineno}: invalid JSON ({exc})") from None
+        skipped: list[str] = []
+        try:
+            for lineno, rec in read_json_lines(p, skipped=skipped):
                 if not isinstance(rec, dict):
                     raise DataSourceError(
                         f"{p}:{lineno}: expected a JSON object, got {type(rec).__name__}"
                     )
                 records.append(rec)
+        except JSONFileError as exc:
+            raise DataSourceError(str(exc)) from None
+        _report_skipped(p, skipped)
         return records
     if fmt == "json":
         try:
             with opener(p, "rt", encoding="utf-8") as fh:
-                data = json.load(fh)
+                text = fh.read()
+            check_depth(text, MAX_DEPTH)
+            data = json.loads(text)
+        except (NestingTooDeep, RecursionError):
+            raise DataSourceError(f"{p}: nested deeper than {MAX_DEPTH} levels") from None
         except ValueError as exc:
             raise DataSourceError(f"{p}: invalid JSON ({exc})") from None
         if isinstance(data, dict):
@@ -187,6 +197,35 @@ def read_records(
             raise DataSourceError(f"{p}: expected a list of JSON objects (or {{'data': [...]}})")
         return list(data)
     raise DataSourceError(f"{p}: unknown data format {suffix!r} (known: {', '.join(_SUFFIXES)})")
+
+
+#: ``file:line: reason`` of every JSONL line skipped so far, per file (see :func:`skipped_lines`).
+_SKIPPED: dict[str, tuple[str, ...]] = {}
+
+
+def _report_skipped(path: Path, skipped: list[str]) -> None:
+    _SKIPPED[str(path)] = tuple(skipped)
+    if skipped:
+        shown = "; ".join(skipped[:5]) + (
+            f"; ... {len(skipped) - 5} more" if len(skipped) > 5 else ""
+        )
+        warnings.warn(f"skipped {len(skipped)} unreadable line(s): {shown}", stacklevel=3)
+
+
+def skipped_lines(spec: str) -> tuple[str, ...]:
+    """``file:line: reason`` of the lines the last read of source ``spec`` skipped (a file,
+    or every file of a directory; ``()`` for bundled and hub sources)."""
+    spec = spec.strip()
+    path = spec[len("file:") :] if spec.startswith("file:") else spec
+    if spec.startswith(("bundled:", "hub:")):
+        return ()
+    root = Path(path).expanduser()
+    return tuple(
+        line
+        for name, lines in _SKIPPED.items()
+        if name == str(root) or Path(name).is_relative_to(root)
+        for line in lines
+    )
 
 
 def _read_parquet(path: Path) -> list[dict[str, Any]]:

@@ -225,3 +225,52 @@ def test_leaderboard_render_escapes_html_and_pipes() -> None:
     row = next(line for line in md.splitlines() if "onerror" in line)
     cells = [c for c in row.replace("\\|", "").split("|")][1:-1]
     assert len(cells) == 7, row
+
+
+# ------------------------------------------- SFT demonstrations: the safe line reader
+def _demo_episode(content: object = "<think>t</think><answer>Left</answer>") -> dict:
+    assistant = {"role": "assistant", "content": content}
+    if content is None:
+        del assistant["content"]
+    return {
+        "success": True,
+        "return": 1.0,
+        "episode_index": 0,
+        "messages": [
+            {"role": "system", "content": "You play a game."},
+            {"role": "user", "content": "Turn 1: choose."},
+            assistant,
+        ],
+    }
+
+
+def test_sft_jsonl_demos_skip_and_name_a_deep_line_and_a_message_without_content(
+    tmp_path: Path,
+) -> None:
+    from transformers import AutoTokenizer
+
+    from ragen_bench.tiny import tiny_model_path
+    from ragen_train.sft import demos_from_jsonl
+
+    tok = AutoTokenizer.from_pretrained(tiny_model_path())
+    path = tmp_path / "episodes.jsonl"
+    lines = [
+        json.dumps(_demo_episode()),
+        '{"success": true, "messages": ' + "[" * 100_000 + "]" * 100_000 + "}",  # 100,000 deep
+        json.dumps(_demo_episode(content=None)),  # the assistant message has no content
+        json.dumps(_demo_episode(content=["not", "text"])),
+        '{"success": true, "messages": [',  # cut off
+        json.dumps(_demo_episode()),
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.warns(RuntimeWarning, match="skipped 4 unusable line") as caught:
+        samples = demos_from_jsonl(path, tok)
+    assert len(samples) == 2
+    message = str(caught[0].message)
+    for expected in (
+        f"{path}:2: nested deeper than 100 levels (skipped)",
+        f"{path}:3: message 2 has no string 'content' (skipped)",
+        f"{path}:4: message 2 has no string 'content' (skipped)",
+        f"{path}:5: invalid JSON (",
+    ):
+        assert expected in message, message

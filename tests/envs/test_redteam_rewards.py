@@ -11,6 +11,7 @@ import base64
 import functools
 import json
 import pickle
+import re
 import zlib
 
 import pytest
@@ -25,6 +26,8 @@ from ragen_envs.envs.deepcoder.problems import (
     problem_from_record,
 )
 from ragen_envs.sandbox import SandboxConfig
+
+from .test_deepcoder import MBPP_14
 
 FAST = SandboxConfig(cpu_time_s=2, wall_time_s=6, memory_mb=512)
 
@@ -97,7 +100,13 @@ def test_wrong_integers_printed_as_floats_do_not_score_full(slug, program) -> No
         (r"\boxed{210000}!", "210000", True),  # the ! outside the box is prose
         (r"\boxed{5!}", "120", True),
         (r"\boxed{72.}", "72", True),  # trailing full stop is still punctuation
-        (r"\boxed{72 !}", "72", True),  # a detached ! is punctuation
+        # spaces mean nothing in math mode: a detached ! is still 72 factorial
+        (r"\boxed{72 !}", "72", False),
+        (r"\boxed{210000 !}", "210000", False),
+        (r"\boxed{210000 \text{!}}", "210000", False),
+        (r"\boxed{210000\text{ !}}", "210000", False),
+        (r"\boxed{5 !}", "120", True),
+        (r"The answer is 210000 !", "210000", True),  # outside \boxed: prose punctuation
     ],
 )
 def test_factorial_is_not_stripped_as_punctuation(answer, gold, ok) -> None:
@@ -105,6 +114,33 @@ def test_factorial_is_not_stripped_as_punctuation(answer, gold, ok) -> None:
     from ragen_envs.envs.metamathqa.extract import extract_answer
 
     assert answers_equal(extract_answer(answer).text, gold) is ok
+
+
+# ------------------------------------------- MetaMathQA: decimals are exact numbers
+@pytest.mark.parametrize("checker", ["math_verify", "sympy"])
+@pytest.mark.parametrize(
+    ("answer", "gold", "ok"),
+    [
+        (r"\boxed{1.4142136}", r"\sqrt{2}", False),  # was accepted by math-verify's rounding
+        (r"\boxed{3.1415927}", r"\pi", False),  # was accepted by math-verify's rounding
+        (r"\boxed{0.3333333}", r"\frac{1}{3}", False),
+        (r"\boxed{2\pi}", "6.28", False),  # the problem asked for a decimal: its gold is one
+        (r"\boxed{1.414}", "1.41", False),  # rounded otherwise than asked
+        (r"\boxed{1.41}", "1.41", True),
+        (r"\boxed{0.5}", r"\frac{1}{2}", True),  # an exact decimal is exact
+        (r"\boxed{\frac{5}{2}}", "2.5", True),
+        (r"\boxed{0.5\sqrt{2}}", r"\frac{\sqrt{2}}{2}", True),
+        (r"\boxed{1.5\pi}", r"\frac{3\pi}{2}", True),
+    ],
+)
+def test_metamathqa_decimals_are_exact_numbers(answer, gold, ok, checker) -> None:
+    if checker == "math_verify":
+        pytest.importorskip("math_verify", reason="the default checker needs the 'math' extra")
+    pytest.importorskip("sympy", reason="the symbolic checkers need the 'math' extra")
+    from ragen_envs.envs.metamathqa.equivalence import answers_equal
+    from ragen_envs.envs.metamathqa.extract import extract_answer
+
+    assert answers_equal(extract_answer(answer).text, gold, checker=checker) is ok
 
 
 def test_boxed_factorial_scores_zero_in_the_env() -> None:
@@ -161,6 +197,113 @@ def test_object_whose_repr_is_the_expected_string_fails_a_call_test(expected) ->
     report = judge(program, problem, sandbox=FAST)
     assert report.outcomes[0].status == "wrong_answer", report.outcomes
     assert judge("def f():\n    return 'abc'\n", problem, sandbox=FAST).all_passed
+
+
+# ------------------------------------------- DeepCoder: results of types the benchmark's == accepts
+#: Correct programs whose results are of a type Python's == (MBPP's own test) accepts.
+EXACT_TYPE_PROGRAMS = {
+    "int-subclass": (
+        "class N(int):\n    pass\n\n\ndef find_Volume(l, b, h):\n    return N(l * b * h // 2)\n"
+    ),
+    "float-subclass": (
+        "class F(float):\n    pass\n\n\ndef find_Volume(l, b, h):\n    return F(l * b * h / 2)\n"
+    ),
+    "fraction": (
+        "from fractions import Fraction\n\n\ndef find_Volume(l, b, h):\n"
+        "    return Fraction(l * b * h, 2)\n"
+    ),
+    "decimal": (
+        "from decimal import Decimal\n\n\ndef find_Volume(l, b, h):\n"
+        "    return Decimal(l * b * h) / 2\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(EXACT_TYPE_PROGRAMS))
+def test_mbpp_results_of_types_its_own_equality_accepts_pass(kind) -> None:
+    problem = problem_from_record(MBPP_14)
+    report = judge(EXACT_TYPE_PROGRAMS[kind], problem, sandbox=FAST)
+    assert report.all_passed, [o.feedback for o in report.outcomes]
+
+
+def _call_problem(expected, fn: str = "f") -> CodeProblem:
+    return CodeProblem("redteam/types", "redteam", "f() returns it", (CallTest(fn, (), expected),))
+
+
+@pytest.mark.parametrize(
+    ("program", "expected"),
+    [
+        ("class N(int):\n    pass\n\n\ndef f():\n    return N(240)\n", 240),
+        ("class S(str):\n    pass\n\n\ndef f():\n    return S('abc')\n", "abc"),
+        ("class L(list):\n    pass\n\n\ndef f():\n    return L([1, 2, 3])\n", [1, 2, 3]),
+        (
+            "class L(list):\n    pass\n\n\nclass N(int):\n    pass\n\n\n"
+            "def f():\n    return L([N(1), [N(2)]])\n",
+            [1, [2]],
+        ),
+        ("class D(dict):\n    pass\n\n\ndef f():\n    return D(a=1)\n", {"a": 1}),
+        ("from fractions import Fraction\n\n\ndef f():\n    return Fraction(3, 2)\n", 1.5),
+        ("from fractions import Fraction\n\n\ndef f():\n    return Fraction(480, 2)\n", 240),
+        ("from decimal import Decimal\n\n\ndef f():\n    return Decimal('2.5')\n", 2.5),
+        ("from decimal import Decimal\n\n\ndef f():\n    return Decimal('240.0')\n", 240),
+        (  # a LeetCode-style method
+            "class N(int):\n    pass\n\n\nclass Solution:\n    def f(self):\n        return N(7)\n",
+            7,
+        ),
+    ],
+    ids=[
+        "int-subclass",
+        "str-subclass",
+        "list-subclass",
+        "nested-subclasses",
+        "dict-subclass",
+        "fraction",
+        "integral-fraction",
+        "decimal",
+        "integral-decimal",
+        "method",
+    ],
+)
+def test_call_results_of_types_python_equality_accepts_pass(program, expected) -> None:
+    report = judge(program, _call_problem(expected), sandbox=FAST)
+    assert report.all_passed, [o.feedback for o in report.outcomes]
+
+
+@pytest.mark.parametrize(
+    ("program", "expected"),
+    [
+        ("class N(int):\n    pass\n\n\ndef f():\n    return N(241)\n", 240),  # wrong value
+        (  # an int subclass whose == lies: compared by its int value, 1
+            "class N(int):\n    def __eq__(self, other):\n        return True\n\n"
+            "    __hash__ = int.__hash__\n\n\ndef f():\n    return N(1)\n",
+            240,
+        ),
+        (  # a str subclass whose __str__ lies: read with str's own method
+            "class S(str):\n    def __str__(self):\n        return 'abc'\n\n\n"
+            "def f():\n    return S('xyz')\n",
+            "abc",
+        ),
+        ("from fractions import Fraction\n\n\ndef f():\n    return Fraction(1, 3)\n", 0.5),
+    ],
+    ids=["wrong-int-subclass", "lying-eq", "lying-str", "wrong-fraction"],
+)
+def test_converted_results_are_still_judged_outside_the_candidate(program, expected) -> None:
+    report = judge(program, _call_problem(expected), sandbox=FAST)
+    assert report.outcomes[0].status == "wrong_answer", report.outcomes
+
+
+def test_mbpp_lying_equality_still_fails() -> None:
+    program = (
+        "class N(int):\n    def __eq__(self, other):\n        return True\n\n"
+        "    __hash__ = int.__hash__\n\n\ndef find_Volume(l, b, h):\n    return N(0)\n"
+    )
+    report = judge(program, problem_from_record(MBPP_14), sandbox=FAST)
+    assert report.passed == 0, [o.feedback for o in report.outcomes]
+
+
+def test_a_program_that_exits_at_top_level_is_still_called() -> None:
+    program = "import sys\n\n\ndef f():\n    return 240\n\n\nsys.exit(0)\n"
+    assert judge(program, _call_problem(240), sandbox=FAST).all_passed
 
 
 # ------------------------------------------- Crashes: LiveCodeBench records
@@ -223,6 +366,144 @@ def test_one_bad_lcb_record_is_skipped_by_name_not_every_split(
         env.reset(seed=0)
     assert len(env.split_items()) == 12
     assert any("'bad-one'" in m for m in env.skipped_records)
+
+
+# ------------------------------------------- Data loaders: type and size before text
+def _shared_nested_lists(levels: int) -> list:
+    """``levels`` nested pairs of the same list: a few bytes per level as a pickle (its memo
+    shares them), ``2**levels`` strings when printed."""
+    x: object = "1"
+    for _ in range(levels):
+        x = [x, x]
+    return x  # type: ignore[return-value]
+
+
+def _limit_memory() -> None:  # in the child, before exec: 1.5 GiB of address space
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (3 << 29, 3 << 29))
+
+
+def test_lcb_pickle_of_shared_nested_lists_is_refused_without_expanding() -> None:
+    """The payload runs in a child with a memory limit, so the code that stringified it
+    cannot take this test process (or the machine) down with it."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    raw = pickle.dumps([{"input": _shared_nested_lists(78), "output": "1", "testtype": "stdin"}])
+    assert len(raw) < 600  # the red-team's pickle was 534 bytes
+    record = _lcb_record("lcb-shared", base64.b64encode(zlib.compress(raw)).decode())
+    assert len(json.dumps(record)) < 1000  # its record 926 bytes
+    code = (
+        "import json, sys\n"
+        "from ragen_envs.envs.deepcoder.problems import ProblemFormatError, problem_from_record\n"
+        "try:\n    problem_from_record(json.loads(sys.stdin.read()))\n"
+        "except ProblemFormatError as exc:\n    print(exc); sys.exit(2)\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", code],
+            input=json.dumps(record),
+            capture_output=True,
+            text=True,
+            timeout=300,  # a hang guard only: the expansion hits the memory limit in seconds
+            cwd=root,
+            preexec_fn=_limit_memory,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("the shared nested lists were still being expanded after 300 s")
+    assert proc.returncode == 2, proc.stderr[-500:]
+    assert proc.stdout.strip() == (
+        "livecodebench record 'lcb-shared': LiveCodeBench test case 'input' is a list "
+        "holding a list, not only strings"
+    )
+
+
+@pytest.mark.parametrize(
+    ("case", "refusal"),
+    [
+        ({"input": [["1"], ["2"]], "output": "1"}, "'input' is a list holding a list"),
+        ({"input": "", "output": 1}, "'output' is a int, not a string"),
+        ({"input": "", "output": {"a": "1"}}, "'output' is a dict, not a string"),
+        ({"input": "", "output": "1", "testtype": ["stdin"]}, "'testtype' is a list"),
+        (
+            {"input": "1", "output": "1", "testtype": "functional", "metadata": {"func_name": [1]}},
+            "'metadata.func_name' is a list",
+        ),
+    ],
+    ids=["nested-input", "int-output", "dict-output", "list-testtype", "list-func-name"],
+)
+def test_lcb_test_case_fields_are_text_only(case, refusal) -> None:
+    private = base64.b64encode(zlib.compress(pickle.dumps([case]))).decode()
+    with pytest.raises(ProblemFormatError, match=re.escape(refusal)):
+        problem_from_record(_lcb_record("lcb-typed", private))
+
+
+def test_lcb_flat_lists_of_text_are_still_read() -> None:
+    private = _pickled(json.dumps([{"input": ["2", "3"], "output": ["5"], "testtype": "stdin"}]))
+    problem = problem_from_record(_lcb_record("lcb-lines", private))
+    assert [(t.input, t.output) for t in problem.tests[1:]] == [("2\n3", "5")]
+
+
+def test_lcb_text_over_the_cap_is_refused(monkeypatch) -> None:
+    monkeypatch.setattr(problems_mod, "MAX_LCB_TESTS_BYTES", 1 << 20)
+    big = "9" * (1 << 19)
+    # the same string referenced 5 times: 2.5 MiB of text from a ~0.5 MiB pickle
+    raw = pickle.dumps([{"input": [big] * 5, "output": "1", "testtype": "stdin"}])
+    assert len(zlib.decompress(zlib.compress(raw))) < 1 << 20
+    with pytest.raises(ProblemFormatError, match="more than 1 MiB of text"):
+        problem_from_record(_lcb_record("lcb-big", base64.b64encode(zlib.compress(raw)).decode()))
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+def _lcb_dir(tmp_path, bad_line: str) -> str:
+    path = tmp_path / "lcb"
+    path.mkdir()
+    with open(path / "test.jsonl", "w") as f:
+        for i in range(12):
+            f.write(json.dumps(_lcb_record(f"good-{i}", "")) + "\n")
+        f.write(bad_line + "\n")
+    return str(path)
+
+
+def _lcb_env(src: str):
+    import ragen_envs
+
+    return ragen_envs.make(
+        "ragen/DeepCoder-v0", data_source=src, split="test", split_mode="source"
+    ).unwrapped
+
+
+def test_a_deep_jsonl_line_is_skipped_and_named_by_file_and_line(tmp_path) -> None:
+    rec = json.dumps(_lcb_record("deep-one", ""))
+    env = _lcb_env(_lcb_dir(tmp_path, rec[:-1] + ', "extra": ' + DEEP + "}"))
+    with pytest.warns(UserWarning, match=r"test\.jsonl:13: nested deeper than 100 levels"):
+        env.reset(seed=0)
+    assert len(env.split_items()) == 12
+    assert any(
+        m.endswith("test.jsonl:13: nested deeper than 100 levels (skipped)")
+        for m in env.skipped_records
+    ), env.skipped_records
+
+
+def test_a_deep_json_test_field_skips_only_its_record(tmp_path) -> None:
+    env = _lcb_env(_lcb_dir(tmp_path, json.dumps(_lcb_record("deep-field", DEEP))))
+    with pytest.warns(UserWarning, match=r"'deep-field'.*nested deeper than 100 levels"):
+        env.reset(seed=0)
+    assert len(env.split_items()) == 12
+
+
+def test_a_deep_json_file_is_one_error_naming_it(tmp_path) -> None:
+    from ragen_envs.data.loaders import DataSourceError, read_records
+
+    path = tmp_path / "deep.json"
+    path.write_text(DEEP)
+    with pytest.raises(DataSourceError, match=r"deep\.json: nested deeper than 100 levels"):
+        read_records(path)
 
 
 # ------------------------------------------- Held-out: a lone split file keeps its split
@@ -339,11 +620,18 @@ def test_admit_goal_through_run_tac_is_rejected_by_the_env() -> None:
 
 
 def _assert_admit_goal_rejected(env) -> None:
+    """The env refuses run_tac before Lean; the verifier alone rejects it as a sorry."""
     env.reset(options={"theorem": "complex_and"})
     _, reward, terminated, _, info = env.step(ADMIT_GOAL)
+    assert (
+        not info["action_is_valid"]
+        and not info["success"]
+        and "'run_tac'" in (info["invalid_reason"])
+    )
+    assert reward == pytest.approx(-0.1) and not terminated
+    check = env.verifier().check(env._item, [], ADMIT_GOAL)
     env.close()
-    assert not info["success"] and not info["proof_complete"] and info["uses_sorry"]
-    assert reward < 0 and not terminated
+    assert check.outcome == "rejected" and check.uses_sorry and not check.complete
 
 
 # ------------------------------------------- Time: a per-step wall budget
@@ -503,26 +791,45 @@ def test_sudoku_wrong_digits_earn_nothing_under_the_correct_rule(rule, expected)
 
 
 # ------------------------------------------- Lean: #print axioms after a finished proof
-def _axioms_response(listing: str) -> dict:
-    where = {"line": 4, "column": 0}
-    return {"env": 0, "messages": [{"severity": "info", "pos": where, "data": listing}]}
+def _axioms_response(*listings: tuple[int, str]) -> dict:
+    return {
+        "env": 0,
+        "messages": [
+            {"severity": "info", "pos": {"line": line, "column": 0}, "data": text}
+            for line, text in listings
+        ],
+    }
 
 
 @pytest.mark.parametrize(
-    ("listing", "allowed", "uses_sorry"),
+    ("listings", "allowed", "uses_sorry"),
     [
-        ("'t' depends on axioms: [propext, Classical.choice, Quot.sound]", True, False),
-        ("'t' does not depend on any axioms", True, False),
-        ("'t' depends on axioms: [propext, sorryAx]", False, True),
-        ("'t' depends on axioms: [cheat]", False, False),
-        ("'t' depends on axioms: [Lean.ofReduceBool]", False, False),  # native_decide
-        ("unknown constant 't'", False, False),  # no listing: not proven
+        ([(4, "'t' depends on axioms: [propext, Classical.choice, Quot.sound]")], True, False),
+        ([(4, "'t' does not depend on any axioms")], True, False),
+        ([(4, "'t' depends on axioms: [propext, sorryAx]")], False, True),
+        ([(4, "'t' depends on axioms: [cheat]")], False, False),
+        ([(4, "'t' depends on axioms: [Lean.ofReduceBool]")], False, False),  # native_decide
+        ([(4, "unknown constant 't'")], False, False),  # no listing: not proven
+        # a line shaped like the answer, logged by a tactic (line 2), is never read
+        (
+            [(2, "'t' does not depend on any axioms"), (4, "'t' depends on axioms: [cheat]")],
+            False,
+            False,
+        ),
+        ([(2, "'t' does not depend on any axioms")], False, False),  # #exit: no answer on line 4
+        ([(4, "'Nat.add' does not depend on any axioms")], False, False),  # another constant
+        ([(4, "'t' does not depend on any axioms, trust me")], False, False),  # not the sentence
+        (  # two messages on the asked line: not Lean's single answer
+            [(4, "'t' does not depend on any axioms"), (4, "'t' depends on axioms: [cheat]")],
+            False,
+            False,
+        ),
     ],
 )
-def test_axioms_verdict(listing, allowed, uses_sorry) -> None:
+def test_axioms_verdict(listings, allowed, uses_sorry) -> None:
     from ragen_envs.envs.lean.protocol import axioms_verdict
 
-    verdict = axioms_verdict(_axioms_response(listing))
+    verdict = axioms_verdict(_axioms_response(*listings), name="t", line=4)
     assert (verdict is None) is allowed
     if verdict is not None:
         assert verdict.outcome == "rejected" and verdict.uses_sorry is uses_sorry
@@ -541,6 +848,95 @@ CHEAT = (
     "type := ← Lean.Elab.Tactic.getMainTarget, isUnsafe := false}); "
     "Lean.Elab.Tactic.closeMainGoal `cheat (.const `cheat [])"
 )
+#: A run_tac that closes the goal with its own axiom and logs a line shaped like the
+#: answer of ``#print axioms complex_and``.
+LOG_FAKE = CHEAT + "; Lean.logInfo \"'complex_and' does not depend on any axioms\""
+#: A whole-proof "tactic" that ends the by block, prints another constant's axioms and
+#: stops Lean before the env's own #print axioms.
+EXIT_APPEND = "native_decide\n#print axioms Nat.add\n#exit"
+
+#: (theorem, tactic) of each payload; the answers Lean would give are written in
+#: tests/data/lean/kimina-written.jsonl and tests/data/lean/written/{own_axiom,native_decide}.*
+LEAN_PAYLOADS = {
+    "run_tac-logs-fake-axiom-line": ("complex_and", LOG_FAKE),
+    "appends-print-axioms-Nat.add-and-exit": ("two_eq", EXIT_APPEND),
+    "own-axiom-by-addDecl": ("complex_and", CHEAT),
+    "native_decide": ("two_eq", "native_decide"),
+}
+
+
+def _lean_env_on(mode: str, stack, tmp_path):
+    from .lean_support import KiminaServer, lean_env, repl_spec
+
+    if mode == "kimina":
+        pytest.importorskip("httpx", reason="the Kimina back-end needs httpx (the 'lean' extra)")
+        server = stack.enter_context(KiminaServer())
+        env = lean_env(server.url)
+
+        def sent() -> list[str]:
+            return [
+                s["code"]
+                for path, body in server.requests
+                if path == "/api/check"
+                for s in body["snippets"]
+            ]
+
+    else:
+        log = tmp_path / "requests.jsonl"
+        env = lean_env(repl_spec("--log", str(log)))
+
+        def sent() -> list[str]:
+            if not log.exists():
+                return []
+            rows = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+            return [r.get("tactic") or r.get("cmd") for r in rows]
+
+    stack.callback(env.close)
+    return env, sent
+
+
+@pytest.mark.parametrize("payload", sorted(LEAN_PAYLOADS))
+@pytest.mark.parametrize("mode", ["repl", "kimina"])
+def test_lean_command_tokens_are_refused_before_lean(mode, payload, tmp_path) -> None:
+    import contextlib
+
+    theorem, tactic = LEAN_PAYLOADS[payload]
+    with contextlib.ExitStack() as stack:
+        env, sent = _lean_env_on(mode, stack, tmp_path)
+        env.reset(options={"theorem": theorem})
+        _, reward, terminated, truncated, info = env.step(tactic)
+        assert not info["action_is_valid"] and not info["success"], info
+        assert reward == pytest.approx(-0.1) and not terminated and not truncated
+        assert "refused" in info["invalid_reason"]
+        assert not any(tactic in text for text in sent() if text), sent()
+
+
+@pytest.mark.parametrize(
+    ("mode", "payload"),
+    [
+        ("kimina", "run_tac-logs-fake-axiom-line"),
+        ("kimina", "appends-print-axioms-Nat.add-and-exit"),
+        ("kimina", "own-axiom-by-addDecl"),
+        ("kimina", "native_decide"),
+        ("repl", "run_tac-logs-fake-axiom-line"),
+        ("repl", "own-axiom-by-addDecl"),
+        ("repl", "native_decide"),
+        # (the REPL's tactic mode parses one tactic, so it cannot carry #print / #exit)
+    ],
+)
+def test_lean_axioms_are_read_only_from_the_answer_to_the_envs_own_command(
+    mode, payload, tmp_path
+) -> None:
+    """The verifier alone (past the env's token refusal) still rejects every payload."""
+    import contextlib
+
+    theorem, tactic = LEAN_PAYLOADS[payload]
+    with contextlib.ExitStack() as stack:
+        env, sent = _lean_env_on(mode, stack, tmp_path)
+        env.reset(options={"theorem": theorem})
+        check = env.verifier().check(env._item, [], tactic)
+        assert check.outcome == "rejected" and not check.complete, check
+        assert any(f"#print axioms {theorem}" in text for text in sent() if text)
 
 
 def test_a_proof_by_its_own_axiom_is_rejected_through_kimina() -> None:
@@ -550,10 +946,11 @@ def test_a_proof_by_its_own_axiom_is_rejected_through_kimina() -> None:
     with KiminaServer() as server:
         env = lean_env(server.url)
         env.reset(options={"theorem": "complex_and"})
-        obs, reward, terminated, _, info = env.step(CHEAT)
-        assert not info["success"] and not info["proof_complete"] and not terminated
-        assert info["tactic_outcome"] == "rejected" and reward < 0
-        assert "depends on axiom(s) cheat" in obs, obs[-500:]
+        check = env.verifier().check(env._item, [], CHEAT)
+        assert check.outcome == "rejected" and not check.complete
+        assert check.reason == "the proof depends on axiom(s) cheat"
+        obs, reward, terminated, _, info = env.step(CHEAT)  # the env refuses it before Lean
+        assert not info["action_is_valid"] and not terminated and reward == pytest.approx(-0.1)
         for tactic in PROOF:  # the recorded proof still succeeds, axioms checked
             *_, info = env.step(tactic)
         env.close()
@@ -563,3 +960,46 @@ def test_a_proof_by_its_own_axiom_is_rejected_through_kimina() -> None:
         for body in (b for p, b in server.requests if p == "/api/check")
         for s in body["snippets"]
     )
+
+
+@pytest.mark.parametrize(
+    ("tactic", "token"),
+    [
+        ("native_decide", "native_decide"),
+        ("decide +native", "native"),
+        ("exact Lean.ofReduceBool _ _ rfl", "Lean"),
+        ("exact _root_.Lean.ofReduceBool _ _ rfl", "Lean"),
+        ('open Lean Elab Tactic in\nrun_tac logInfo "x"', "Lean"),
+        ("run_cmd pure ()", "run_cmd"),
+        ("set_option maxRecDepth 100000 in\nnorm_num", "set_option"),
+        ('elab "cheat" : tactic => pure ()', "elab"),
+        ("norm_num\naxiom cheat : False", "axiom"),
+        ("norm_num\n#eval 1", "#eval"),
+        ("rfl\n#exit", "#exit"),
+        ("simp\n  #print axioms Nat.add", "#print"),
+        ("norm_num\ntheorem other : True := trivial", "theorem"),
+    ],
+)
+def test_lean_tactic_guard_names_the_refused_token(tactic, token) -> None:
+    from ragen_envs.envs.lean.guard import refused_token
+
+    assert refused_token(tactic) == token
+
+
+@pytest.mark.parametrize(
+    "tactic",
+    [
+        "norm_num [Nat.add_comm] at h₀ ⊢",
+        "nlinarith [sq_nonneg (x - 1), sq_nonneg (x + 1)]",
+        "decide",
+        "exact #[1, 2].size_pos",  # an array literal is not a hash command
+        "simp only [Finset.sum_range_succ, h.def_eq]",  # a field named def_eq
+        "infer_instance",
+        "exact ⟨h1.left, h2 h1.right⟩",
+        "field_simp\nring",
+    ],
+)
+def test_lean_tactic_guard_lets_ordinary_tactics_through(tactic) -> None:
+    from ragen_envs.envs.lean.guard import refused_token
+
+    assert refused_token(tactic) is None

@@ -28,7 +28,7 @@ import numpy as np
 
 from ...core import Transition, join_lines
 from ...data.attempts import AttemptTracker, attempts_rule
-from ...data.loaders import DataSourceError, load_source
+from ...data.loaders import DataSourceError, load_source, skipped_lines
 from ...data.splits import canonical_key
 from ...dataset_env import DatasetEnv
 from ...sandbox import SandboxConfig, sandbox_level
@@ -95,7 +95,9 @@ class DeepCoderEnv(DatasetEnv):
         problems = []
         skipped: list[str] = []
         for spec in self._sources():
-            for rec in load_source(spec):
+            records = load_source(spec)
+            skipped.extend(skipped_lines(spec))  # lines too deep to read, named file:line
+            for rec in records:
                 try:
                     problems.append(problem_from_record(rec, self.config["data_format"]))
                 except ProblemFormatError as exc:

@@ -7,7 +7,9 @@ through proxies (plain-data arguments in, plain-data results out) and sending it
 findings with ``report(value)`` over a channel the candidate has no descriptor for.
 Nothing the candidate prints, and no object it returns (a result that is not plain
 data is a wrong answer shown by its ``repr`` text; a result whose ``==`` lies cannot
-exist on the harness side), can become a verdict.
+exist on the harness side), can become a verdict.  Results of types Python's ``==``
+compares by a plain value (subclasses of the built-in types, ``Fraction``, ``Decimal``)
+are turned into that value in the candidate's process first (:data:`PLAIN_RESULTS`).
 
 * stdin/stdout tests need no harness: the candidate runs as it is and its output is
   compared on the host.
@@ -37,11 +39,111 @@ import ast
 import math
 from typing import Any
 
-__all__ = ["call_harness", "check_harness", "count_asserts", "py_literal"]
+__all__ = [
+    "PLAIN_RESULTS",
+    "call_harness",
+    "check_harness",
+    "count_asserts",
+    "py_literal",
+    "with_plain_results",
+]
 
-_CALL_HARNESS = """
+#: Trusted code appended to the candidate's program, so that it runs in the candidate's
+#: process: ``__ragen_plain_call(name, prefer_method, args)`` calls the function as the
+#: sandbox's own call does (a method of a fresh ``Solution()`` when ``prefer_method`` and
+#: that class has it) and returns the result as plain data the transport carries: an
+#: instance of a subclass of ``int`` / ``float`` / ``str`` / ``bytes`` / ``list`` /
+#: ``tuple`` / ``dict`` / ``set`` / ``frozenset`` becomes its base-type value (read with
+#: the base type's own C methods, not the subclass's), a ``fractions.Fraction`` or
+#: ``decimal.Decimal`` an ``int`` when it is an integer, else the nearest ``float``;
+#: anything else is left as it is (then not plain data: a wrong answer shown by its
+#: ``repr``).  The verdict is still computed outside the candidate, on plain data only:
+#: whatever this code returns, the candidate could have returned itself, so tampering with
+#: it gains nothing (an object's lying ``__eq__`` never reaches the comparison).
+PLAIN_RESULTS = """
+
+
+def __ragen_plain(v, depth=0):
+    t = type(v)
+    if v is None or t is bool or t is int or t is float or t is str or t is complex:
+        return v
+    if depth > 60:
+        return v
+    d = depth + 1
+    try:
+        if isinstance(v, int):
+            return int.__int__(v)
+        if isinstance(v, float):
+            return float.__float__(v)
+        if isinstance(v, str):
+            return str.__str__(v)
+        if isinstance(v, bytes):
+            return bytes.__bytes__(v)
+        if isinstance(v, list):
+            return [__ragen_plain(x, d) for x in list.copy(v)]
+        if isinstance(v, tuple):
+            return tuple([__ragen_plain(x, d) for x in tuple.__getnewargs__(v)[0]])
+        if isinstance(v, dict):
+            return {__ragen_plain(k, d): __ragen_plain(x, d) for k, x in dict.items(v)}
+        if isinstance(v, frozenset):
+            return frozenset([__ragen_plain(x, d) for x in frozenset.copy(v)])
+        if isinstance(v, set):
+            return {__ragen_plain(x, d) for x in set.copy(v)}
+        import sys
+
+        fractions, decimal = sys.modules.get("fractions"), sys.modules.get("decimal")
+        if fractions is not None and isinstance(v, fractions.Fraction):
+            return int(v.numerator) if v.denominator == 1 else float(v)
+        if decimal is not None and isinstance(v, decimal.Decimal):
+            if v.is_finite() and v == v.to_integral_value():
+                return int(v)
+            return float(v)
+    except Exception:
+        pass
+    return v
+
+
+def __ragen_plain_call(name, prefer_method, args):
+    # the sandbox launcher's own choice of function (_serve_calls; it cannot be imported
+    # here: the launcher is a self-contained script, gone from sys.modules in this process)
+    g = globals()
+    cls = g.get("Solution") if prefer_method else None
+    if isinstance(cls, type) and hasattr(cls, name):
+        fn = getattr(cls(), name)
+    elif name in g:
+        fn = g[name]
+    else:
+        raise NameError(f"name {name!r} is not defined")
+    return __ragen_plain(fn(*args))
+"""
+
+#: The harness's call of a program function through ``__ragen_plain_call``; a program that
+#: ended its top level with ``sys.exit()`` never defined it, and is called directly.
+_ENTRY = """
+__RAGEN_MISSING = "NameError: name '__ragen_plain_call' is not defined"
+
+
+def __ragen_entry(name, prefer_method=False):
+    plain, direct = program("__ragen_plain_call"), program(name, prefer_method=prefer_method)
+
+    def call(*args):
+        try:
+            return plain(name, prefer_method, list(args))
+        except ProgramError as exc:
+            if str(exc) != __RAGEN_MISSING:
+                raise
+        return direct(*args)
+
+    call.__name__ = name
+    return call
+
+"""
+
+_CALL_HARNESS = (
+    _ENTRY
+    + """
 try:
-    __ragen_result = program({fn!r}, prefer_method=True)(*{args})
+    __ragen_result = __ragen_entry({fn!r}, prefer_method=True)(*{args})
 except ProgramError as __ragen_e:
     report(("raise", str(__ragen_e)))
 else:
@@ -50,12 +152,21 @@ else:
     else:
         report(("value", __ragen_result))
 """
+)
 
-_CHECK_PRELUDE = """
+_CHECK_PRELUDE = (
+    _ENTRY
+    + """
 def __ragen_record(_idx, _ok, _detail):
     report((_idx, _ok is True, str(_detail)[:300]))
 
 """
+)
+
+
+def with_plain_results(code: str) -> str:
+    """The candidate's program followed by :data:`PLAIN_RESULTS` (for call and check tests)."""
+    return code.rstrip("\n") + "\n" + PLAIN_RESULTS
 
 
 def py_literal(value: Any) -> str:
@@ -181,14 +292,16 @@ def check_harness(test_code: str, entry_point: str, reference: str = "") -> tupl
     rewritten, n = _rewrite_check(test_code)
     if reference:
         ast.parse(reference)  # a data error (SyntaxError), not the candidate's
+    # Without reference code the asserts call the entry point by name: the candidate's.
+    by_name = "" if reference else f"{entry_point} = __ragen_entry({entry_point!r})\n"
     driver = (
         "\n\ntry:\n"
-        f"    check(program({entry_point!r}))\n"
+        f"    check(__ragen_entry({entry_point!r}))\n"
         "except BaseException as __ragen_e:\n"
         "    import sys as __ragen_sys\n"
         "    __ragen_sys.stderr.write('check stopped: ' + repr(__ragen_e)[:300] + '\\n')\n"
     )
-    return _CHECK_PRELUDE + reference + "\n\n" + rewritten + driver, n
+    return _CHECK_PRELUDE + by_name + reference + "\n\n" + rewritten + driver, n
 
 
 def call_harness(fn_name: str, args: tuple[Any, ...] | list[Any]) -> str:

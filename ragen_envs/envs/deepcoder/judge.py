@@ -18,7 +18,9 @@ tolerance on integers let a wrong 13-digit answer pass, issue 28 item 2); an exp
 non-integer may differ by ``tol * max(1, |expected|)`` (absolute or relative error
 ``tol``, default ``1e-6`` — the usual judge rule).  Call results (:func:`values_match`)
 are compared structurally: equal types up to list/tuple, numbers by the same rule
-(bools are not numbers), dict keys exactly.
+(bools are not numbers), dict keys exactly; a result of a subclass of a built-in type, a
+``Fraction`` or a ``Decimal`` is first turned into its plain value in the candidate's
+process (:data:`~.harness.PLAIN_RESULTS`), as Python's ``==`` would compare it.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from ...sandbox import SandboxConfig, SandboxResult, SandboxStatus, run_python
-from .harness import call_harness, check_harness
+from .harness import call_harness, check_harness, with_plain_results
 from .problems import CallTest, CheckTest, CodeProblem, StdioTest
 
 __all__ = [
@@ -277,7 +279,9 @@ def _run_call(
     code: str, test: CallTest, index: int, cfg: SandboxConfig, tol: float, n: int
 ) -> TestOutcome:
     res = _check_sandbox(
-        run_python(code, config=cfg, harness=call_harness(test.fn_name, test.args))
+        run_python(
+            with_plain_results(code), config=cfg, harness=call_harness(test.fn_name, test.args)
+        )
     )
     args = ", ".join(_show(a) for a in test.args)
     head = f"Call: {test.fn_name}({_cut(args, n)})\nExpected: {_cut(_show(test.expected), n)}"
@@ -318,7 +322,7 @@ def _run_check(
     code: str, test: CheckTest, first_index: int, cfg: SandboxConfig, n: int
 ) -> list[TestOutcome]:
     harness, count = check_harness(test.code, test.entry_point, test.reference)
-    res = _check_sandbox(run_python(code, config=cfg, harness=harness))
+    res = _check_sandbox(run_python(with_plain_results(code), config=cfg, harness=harness))
     state: dict[int, tuple[bool, str]] = {}
     for entry in res.verdict:
         if not (

@@ -74,6 +74,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Union
 
 from ...data.loaders import SOURCE_SPLIT_KEY
+from ...jsonutil import MAX_DEPTH, NestingTooDeep, check_depth
 
 __all__ = [
     "FORMATS",
@@ -198,10 +199,26 @@ def without_examples(problem: CodeProblem) -> CodeProblem:
     return replace(problem, tests=kept) if kept and len(kept) < len(problem.tests) else problem
 
 
+def _json(text: str | bytes) -> Any:
+    """``json.loads`` after a depth check.
+
+    Raises:
+        ProblemFormatError: nested deeper than :data:`~ragen_envs.jsonutil.MAX_DEPTH`.
+        ValueError: not JSON.
+    """
+    try:
+        check_depth(text, MAX_DEPTH)
+    except NestingTooDeep:
+        raise ProblemFormatError(f"a JSON field is nested deeper than {MAX_DEPTH} levels") from None
+    return json.loads(text)
+
+
 def _as_json(value: Any) -> Any:
     if isinstance(value, str):
         try:
-            return json.loads(value)
+            return _json(value)
+        except ProblemFormatError:
+            raise
         except ValueError:
             return value
     return value
@@ -269,7 +286,7 @@ def problem_from_record(record: Mapping[str, Any], fmt: str = "auto") -> CodePro
         problem = reader(record)
     except ProblemFormatError as exc:
         raise ProblemFormatError(f"{fmt} record {record_name(record)}: {exc}") from None
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
         raise ProblemFormatError(
             f"{fmt} record {record_name(record)}: {type(exc).__name__}: {exc}"
         ) from None
@@ -455,48 +472,128 @@ class _StringOnlyUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"refusing to load global {module}.{name} from test data")
 
 
+#: The fields of a LiveCodeBench test case that are read; everything else is dropped.
+_LCB_TEXT_FIELDS = ("input", "output")
+_LCB_NAME_FIELDS = ("testtype", "type", "fn_name")
+
+
+def _flat_text(value: Any, what: str) -> tuple[str | list[str], int]:
+    """``value`` if it is a ``str`` or a flat list of ``str``, with its length in characters.
+
+    Checked on types and lengths only: nothing is stringified (a pickle of shared nested
+    lists is a few hundred bytes and would print as terabytes).
+
+    Raises:
+        ProblemFormatError: any other type (named).
+    """
+    if isinstance(value, str):
+        return value, len(value)
+    if isinstance(value, list):
+        bad = next((v for v in value if not isinstance(v, str)), None)
+        if bad is None:
+            return list(value), sum(map(len, value))
+        raise ProblemFormatError(
+            f"LiveCodeBench test case {what} is a list holding a {type(bad).__name__}, "
+            "not only strings"
+        )
+    raise ProblemFormatError(
+        f"LiveCodeBench test case {what} is a {type(value).__name__}, not a string"
+    )
+
+
+def _clean_lcb_cases(data: Any, limit: int) -> list[dict[str, Any]]:
+    """The decoded cases rebuilt from checked parts (:func:`decode_lcb_tests`).
+
+    Raises:
+        ProblemFormatError: not a list of objects, a field of another type, or more than
+            ``limit`` characters of text in all.
+    """
+    if not isinstance(data, list):
+        raise ProblemFormatError("LiveCodeBench test cases are not a list")
+    cases: list[dict[str, Any]] = []
+    total = 0
+    for c in data:
+        if not isinstance(c, Mapping):
+            raise ProblemFormatError(
+                f"LiveCodeBench test cases hold a {type(c).__name__}, not an object"
+            )
+        case: dict[str, Any] = {}
+        for key in _LCB_TEXT_FIELDS:
+            if key in c:
+                case[key], size = _flat_text(c[key], repr(key))
+                total += size
+        meta = c.get("metadata")
+        names = {k: c.get(k) for k in _LCB_NAME_FIELDS}
+        if isinstance(meta, Mapping):
+            names["metadata.func_name"] = meta.get("func_name")
+        for key, name in names.items():
+            if name is None:
+                continue
+            if not isinstance(name, str):
+                raise ProblemFormatError(
+                    f"LiveCodeBench test case {key!r} is a {type(name).__name__}, not a string"
+                )
+            total += len(name)
+            if key == "metadata.func_name":
+                case["metadata"] = {"func_name": name}
+            else:
+                case[key] = name
+        if total > limit:
+            raise ProblemFormatError(
+                f"LiveCodeBench test cases hold more than {limit >> 20} MiB of text "
+                "(MAX_LCB_TESTS_BYTES); refusing the record"
+            )
+        cases.append(case)
+    return cases
+
+
 def decode_lcb_tests(value: Any) -> list[dict[str, Any]]:
     """Decode LiveCodeBench test cases: JSON text, or base64(zlib(pickle(JSON text))).
 
     The pickle payload is read with an unpickler that refuses any global, so a crafted
     file cannot run code; only plain strings/containers decode.  The zlib layer is
-    decompressed to at most :data:`MAX_LCB_TESTS_BYTES`, and every case must be an
-    object (a list of lists is refused, not an ``AttributeError`` later).
+    decompressed to at most :data:`MAX_LCB_TESTS_BYTES`, JSON is depth-checked
+    (:data:`~ragen_envs.jsonutil.MAX_DEPTH`) before parsing, and the result is accepted
+    only as a list of objects whose ``input`` / ``output`` are ``str`` or flat lists of
+    ``str`` (and ``testtype`` / ``fn_name`` / ``metadata.func_name`` ``str``), at most
+    :data:`MAX_LCB_TESTS_BYTES` characters of text in all — checked on types and
+    lengths before anything is stringified, since a pickle's shared references make a
+    534-byte payload of nested lists that prints as terabytes.  Other fields of a case
+    are dropped.
 
     Raises:
         ProblemFormatError: neither encoding applies, the data is larger than the bound,
-            or it is not a list of objects.
+            nested too deeply, or not of those types.
     """
     if value is None or value == "":
         return []
     if isinstance(value, list):
-        return value
+        return _clean_lcb_cases(value, MAX_LCB_TESTS_BYTES)
+    if not isinstance(value, str):
+        raise ProblemFormatError(
+            f"LiveCodeBench test cases are a {type(value).__name__}, not a string"
+        )
     try:
-        data = json.loads(value)
+        data = _json(value)
+    except ProblemFormatError:
+        raise
     except ValueError:
         try:
             raw = _bounded_decompress(base64.b64decode(value), MAX_LCB_TESTS_BYTES)
             data = _StringOnlyUnpickler(io.BytesIO(raw)).load()
             if isinstance(data, (bytes, str)):
-                data = json.loads(data)
+                data = _json(data)
         except ProblemFormatError:
             raise
         except Exception as exc:  # noqa: BLE001 - any decoding failure
             raise ProblemFormatError(
                 f"cannot decode LiveCodeBench test cases: {type(exc).__name__}: {exc}"
             ) from None
-    if not isinstance(data, list):
-        raise ProblemFormatError("LiveCodeBench test cases are not a list")
-    bad = next((c for c in data if not isinstance(c, Mapping)), None)
-    if bad is not None:
-        raise ProblemFormatError(
-            f"LiveCodeBench test cases hold a {type(bad).__name__}, not an object"
-        )
-    return data
+    return _clean_lcb_cases(data, MAX_LCB_TESTS_BYTES)
 
 
 def _lcb_call_args(text: str) -> tuple[Any, ...]:
-    return tuple(json.loads(line) for line in str(text).split("\n") if line.strip())
+    return tuple(_json(line) for line in str(text).split("\n") if line.strip())
 
 
 def _lcb_tests(cases: Sequence[Mapping[str, Any]], func_name: str | None) -> tuple[Test, ...]:

@@ -38,6 +38,7 @@ from ...core import EpisodeStatus, Transition, join_lines
 from ...data.loaders import MissingExtraError
 from ...data.splits import canonical_key
 from ...dataset_env import DatasetEnv
+from .guard import refused_token
 from .protocol import ACCEPTED, TIMEOUT, LeanMessage, TacticCheck, mentions_sorry, state_signature
 from .render import LogEntry, render_observation
 from .theorems import Theorem, load_theorems, source_split
@@ -120,8 +121,10 @@ class LeanEnv(DatasetEnv):
     ``invalid_action_reward`` and the observation sizes.
 
     Invalid actions (format penalty ``invalid_action_reward``, nothing sent to Lean, the
-    observation unchanged): an empty tactic, one longer than ``max_tactic_chars``, or one
-    with control characters other than newline and tab.
+    observation unchanged): an empty tactic, one longer than ``max_tactic_chars``, one
+    with control characters other than newline and tab, or one with a Lean command or
+    meta-programming token (:func:`~.guard.refused_token`: ``#print``, ``#exit``,
+    ``run_tac``, ``set_option``, ``axiom``, ``Lean.…``, ``native_decide``, …).
 
     Raises:
         ConfigError: ``verifier`` is not a known spec.
@@ -258,6 +261,12 @@ class LeanEnv(DatasetEnv):
         bad = _bad_character(tactic)
         if bad is not None:
             return self.invalid(f"the tactic contains the control character {bad}")
+        token = refused_token(tactic)
+        if token is not None:
+            return self.invalid(
+                f"the tactic contains {token!r}: Lean commands, meta-programming and "
+                "native_decide are refused (docs/envs/lean.md)"
+            )
         try:
             verifier = self.verifier()
             if self._goals is None:

@@ -174,14 +174,15 @@ class KiminaVerifier(Verifier):
     def _axioms(self, theorem: Theorem, tactics: Sequence[str], check: TacticCheck) -> TacticCheck:
         """``check`` of a finished proof, or its rejection when ``#print axioms`` lists an
         axiom besides Lean's standard three (module docstring of :mod:`.verifier`)."""
-        code = axioms_query(theorem, tactics)
-        if code is None:
+        query = axioms_query(theorem, tactics)
+        if query is None:
             return check
+        code, name, line = query
         result = self._submit(theorem, code)
         if isinstance(result, TacticCheck):  # a timeout on the axioms query: not proven
             return result
         try:
-            return axioms_verdict(result) or check
+            return axioms_verdict(result, name=name, line=line) or check
         except ProtocolError as exc:
             raise VerifierError(f"Kimina Lean Server {self.url}/api/check: {exc}") from None
 

@@ -19,7 +19,8 @@ quoting), wherever it is (:func:`declares_sorry`).  A tactic can close a goal wi
 Lean.Elab.admitGoal (← Lean.Elab.Tactic.getMainGoal)`` — and then the declaration's
 warning is the only trace (issue 28).  A finished proof is also checked with
 ``#print axioms`` by the live back-ends (:func:`axioms_verdict`): only
-:data:`ALLOWED_AXIOMS` may appear.
+:data:`ALLOWED_AXIOMS` may appear, read from the one answer to the env's own command
+about the theorem's own name (never from any message shaped like one).
 """
 
 from __future__ import annotations
@@ -239,29 +240,44 @@ def command_check(
 #: rejected (issue 28).
 ALLOWED_AXIOMS = frozenset({"propext", "Classical.choice", "Quot.sound"})
 
-_DEPENDS = re.compile(r"depends on axioms:\s*\[([^\]]*)\]")
-_NO_AXIOMS = re.compile(r"does not depend on any axioms")
 
+def _listing(text: str, name: str) -> tuple[str, ...] | None:
+    """The axioms of Lean 4's ``#print axioms`` answer about ``name`` (``()`` for none), or
+    ``None`` when ``text`` is not exactly that answer.
 
-def axioms_of(messages: Sequence[LeanMessage]) -> tuple[str, ...] | None:
-    """The axioms a ``#print axioms`` answer lists (``()`` for none), or ``None`` when no
-    message has that shape ("'x' depends on axioms: [a, b]" / "'x' does not depend on
-    any axioms", Lean 4's wording)."""
-    for m in messages:
-        hit = _DEPENDS.search(m.text)
-        if hit:
-            return tuple(a.strip() for a in hit.group(1).split(",") if a.strip())
-        if _NO_AXIOMS.search(m.text):
-            return ()
+    Lean 4 (``src/Lean/Elab/Print.lean``) logs ``'<name>' depends on axioms: [a, b]`` or
+    ``'<name>' does not depend on any axioms``.
+    """
+    quoted = re.escape(f"'{name}'")
+    hit = re.fullmatch(quoted + r" depends on axioms: \[([^\]]*)\]", text.strip())
+    if hit:
+        return tuple(a.strip() for a in hit.group(1).split(",") if a.strip())
+    if re.fullmatch(quoted + r" does not depend on any axioms", text.strip()):
+        return ()
     return None
 
 
-def axioms_verdict(response: Mapping[str, Any]) -> TacticCheck | None:
-    """Judge the answer to a finished proof followed by ``#print axioms <name>``.
+def axioms_of(messages: Sequence[LeanMessage], *, name: str, line: int) -> tuple[str, ...] | None:
+    """The axioms ``#print axioms <name>`` listed, read only from the answer to the env's
+    own command: the one message at 1-based ``line`` (the ``#print axioms`` line of the
+    query, :func:`~.verifier.axioms_query`), of severity ``info``, saying exactly Lean's
+    sentence about ``name``.  ``None`` (no verdict) when there is no such message, or more
+    than one message on that line.  A message elsewhere (a tactic's ``Lean.logInfo``, a
+    ``#print axioms`` of another constant the proof appended) is never read.
+    """
+    here = [m for m in messages if m.line == line]
+    if len(here) != 1 or here[0].severity != "info":
+        return None
+    return _listing(here[0].text, name)
+
+
+def axioms_verdict(response: Mapping[str, Any], *, name: str, line: int) -> TacticCheck | None:
+    """Judge the answer to a finished proof followed by ``#print axioms <name>`` on 1-based
+    line ``line`` of the command (:func:`axioms_of`).
 
     Returns ``None`` when the proof depends only on :data:`ALLOWED_AXIOMS`; else a
     rejected :class:`TacticCheck` (``uses_sorry`` when ``sorryAx`` is among them; also
-    when the answer has an error, or lists no axioms at all).
+    when the answer has an error, or no listing for ``name`` on ``line``).
 
     Raises:
         ProtocolError: the answer is not a command answer.
@@ -273,10 +289,12 @@ def axioms_verdict(response: Mapping[str, Any]) -> TacticCheck | None:
     messages = messages_of(response)
     if _has_error(messages):
         return TacticCheck(REJECTED, reason="Lean error checking axioms", messages=messages)
-    axioms = axioms_of(messages)
+    axioms = axioms_of(messages, name=name, line=line)
     if axioms is None:
         return TacticCheck(
-            REJECTED, reason="#print axioms gave no answer to check", messages=messages
+            REJECTED,
+            reason=f"#print axioms {name} gave no answer to check on line {line}",
+            messages=messages,
         )
     extra = sorted(set(axioms) - ALLOWED_AXIOMS)
     if not extra:

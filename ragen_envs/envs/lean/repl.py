@@ -381,9 +381,10 @@ class ReplVerifier(Verifier):
     ) -> TacticCheck:
         """``check`` of a finished proof, or its rejection when ``#print axioms`` lists an
         axiom besides Lean's standard three (module docstring of :mod:`.verifier`)."""
-        text = axioms_query(theorem, tactics, header=False)
-        if text is None:
+        query = axioms_query(theorem, tactics, header=False)
+        if query is None:
             return check
+        text, name, line = query
 
         def once() -> Any:
             cmd: dict[str, Any] = {"cmd": text}
@@ -394,7 +395,7 @@ class ReplVerifier(Verifier):
 
         answer = self._retrying(once)
         try:
-            return axioms_verdict(answer) or check
+            return axioms_verdict(answer, name=name, line=line) or check
         except ProtocolError as exc:
             raise VerifierError(f"{self._label()}: {exc}") from None
 

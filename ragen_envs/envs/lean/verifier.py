@@ -25,7 +25,8 @@ environment variable when the field is ``null``), see :func:`parse_spec`:
 When a tactic completes the proof, the live back-ends (Kimina, REPL) send one more
 command, the finished proof followed by ``#print axioms <name>`` (:func:`axioms_query`),
 and reject the tactic unless only Lean's standard axioms appear
-(:func:`~.protocol.axioms_verdict`; issue 28).  A replay has only the answers it
+(:func:`~.protocol.axioms_verdict`), read only from Lean's answer on that ``#print``
+line about that name.  A replay has only the answers it
 recorded, so it does not check axioms.
 """
 
@@ -167,17 +168,22 @@ def declaration_name(theorem: Theorem) -> str | None:
     return m.group(1) if m else None
 
 
-def axioms_query(theorem: Theorem, tactics: Sequence[str], *, header: bool = True) -> str | None:
+def axioms_query(
+    theorem: Theorem, tactics: Sequence[str], *, header: bool = True
+) -> tuple[str, str, int] | None:
     """The finished proof (header unless ``header=False``, statement, tactics) followed by
-    ``#print axioms <name>``; ``None`` when the statement declares no name (then only the
-    sorry checks apply)."""
+    ``#print axioms <name>``: ``(text, name, line)`` with the 1-based line of the
+    ``#print`` in ``text`` (where Lean's answer must be,
+    :func:`~.protocol.axioms_verdict`); ``None`` when the statement declares no name
+    (then only the sorry checks apply)."""
     name = declaration_name(theorem)
     if name is None:
         return None
     body, _ = build_proof(theorem, tactics, probe=False)
     if not header:
         body = body[len(theorem.header) :]
-    return f"{body}\n#print axioms {name}\n"
+    text = f"{body}\n#print axioms {name}\n"
+    return text, name, text.count("\n")
 
 
 class Verifier:

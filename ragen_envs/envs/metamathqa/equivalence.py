@@ -27,6 +27,19 @@
    ``"numeric"`` (standard library only)
        no symbolic stage: stages 1–2 only.
 
+   **Decimals are exact numbers** in every stage: ``1.4142136`` is the rational
+   14142136/10^7, so it equals ``\\sqrt{2}`` no more than ``0.3333333`` equals
+   ``\\frac{1}{3}`` (stage 2) or ``3.1415927`` equals ``\\pi``; ``0.5\\sqrt{2}`` does equal
+   ``\\frac{\\sqrt{2}}{2}``.  A problem that asks for a rounded decimal has that decimal as
+   its gold answer, so the requested rounding is what matches.  This is the MATH
+   benchmark's convention (Hendrycks et al. 2021: exact equivalence after normalisation;
+   PRM800K's ``grader.py``: sympy ``simplify(a - b) == 0``), not math-verify's default
+   (``verify(..., float_rounding=6)`` compares a float rounded to 6 places, on purpose
+   "so that 1/3 == 0.333333"): before math-verify sees them, decimal literals in both
+   answers are rewritten as exact fractions (:func:`exact_decimals`), so its rounding
+   never applies.  (Before, math-verify accepted ``1.4142136`` for ``\\sqrt{2}`` while
+   stage 2 refused ``0.3333333`` for ``1/3``.)
+
    Before stage 3, an answer that could make ``sympy`` run for long — longer than 200
    characters, more than 3 powers, a power inside an exponent, an integer exponent
    above 1000 in absolute value, a literal of more than 50 digits, more than two ``!`` or
@@ -52,7 +65,7 @@ from typing import Any
 from ...data.loaders import MissingExtraError
 from .extract import normalize_answer
 
-__all__ = ["CHECKERS", "answers_equal", "parse_number", "require_checker"]
+__all__ = ["CHECKERS", "answers_equal", "exact_decimals", "parse_number", "require_checker"]
 
 #: Symbolic checkers (config field ``equivalence``).
 CHECKERS = ("math_verify", "sympy", "numeric")
@@ -106,6 +119,18 @@ def _too_costly(s: str) -> bool:
     return bool(re.search(r"\^\s*\{[^}]*\^", s))
 
 
+_DECIMAL = re.compile(r"(?<![\d.])(\d*)\.(\d+)(?![\d.])")
+
+
+def exact_decimals(text: str) -> str:
+    """``text`` with every decimal literal written as an exact LaTeX fraction:
+    ``1.25\\sqrt{2}`` -> ``\\frac{125}{100}\\sqrt{2}`` (module docstring, "Decimals are exact
+    numbers"); integers and anything else unchanged."""
+    return _DECIMAL.sub(
+        lambda m: f"\\frac{{{int(m.group(1) + m.group(2))}}}{{{10 ** len(m.group(2))}}}", text
+    )
+
+
 def require_checker(checker: str) -> None:
     """Check that ``checker``'s optional packages are importable.
 
@@ -154,8 +179,8 @@ def answers_equal(pred: str, gold: str, *, checker: str = "math_verify") -> bool
         return False
     require_checker(checker)
     if checker == "math_verify":
-        return _math_verify_bounded(a, b)
-    return _sympy_equal(a, b)
+        return _math_verify_bounded(exact_decimals(a), exact_decimals(b))
+    return _sympy_equal(a, b)  # its parser reads decimals as exact rationals
 
 
 # ------------------------------------------------------------------ math-verify

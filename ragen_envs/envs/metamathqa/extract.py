@@ -19,8 +19,9 @@ The candidate is then normalised (:func:`normalize_answer`): math delimiters
 currency signs (``$ \\$ € £ ¥``), grouping ``{,}`` and thousands separators
 (``8,000`` → ``8000``; a comma is a thousands separator only between a digit and
 exactly three digits), degree signs, a trailing ``%``, ``\\text{…}`` wrappers and
-trailing punctuation are removed (but ``!`` right after a digit, a letter, a closing
-bracket or another ``!`` is a factorial and stays: ``\\boxed{210000!}`` is not
+trailing punctuation are removed (but ``!`` after a digit, a letter, a closing
+bracket or another ``!``, spaces between or not, is a factorial and stays:
+``\\boxed{210000!}``, ``\\boxed{210000 !}`` and ``\\boxed{210000 \\text{!}}`` are not
 ``210000``; outside ``\\boxed`` the answer ends a sentence, so a final ``!`` there is an
 exclamation mark: ``The answer is 3/4!`` gives ``3/4``); ``\\dfrac``/``\\tfrac`` become ``\\frac``; a simple
 ``x = 5`` becomes ``5``.
@@ -140,14 +141,17 @@ _TRAILING = frozenset(" \t\r\n.,;:!?")
 def _strip_trailing_punctuation(s: str) -> str:
     """``s`` without trailing spaces and ``. , ; : ! ?``, except a factorial's ``!``.
 
-    An ``!`` right after a digit, a letter, a closing bracket or another ``!`` is the
-    factorial operator and stays (``210000!`` is not ``210000``; issue 28, item 7).
-    Linear in ``len(s)``.
+    An ``!`` after a digit, a letter, a closing bracket or another ``!`` — with or without
+    spaces between, since spaces mean nothing in math mode — is the factorial operator
+    and stays: ``210000!``, ``210000 !`` and ``210000 \text{!}`` (unwrapped before this)
+    are not ``210000``.  Linear in ``len(s)``.
     """
     end = len(s)
     while end and s[end - 1] in _TRAILING:
-        if s[end - 1] == "!" and end > 1 and (s[end - 2].isalnum() or s[end - 2] in ")}]!"):
-            break
+        if s[end - 1] == "!":
+            before = s[: end - 1].rstrip(" \t\r\n")
+            if before and (before[-1].isalnum() or before[-1] in ")}]!"):
+                break
         end -= 1
     return s[:end]
 
