@@ -31,18 +31,56 @@ from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
+from typer.core import TyperGroup
 
+from ragen_bench.cli_app import make_app
 from ragen_bench.console import make_console, print_error
 from ragen_bench.interrupt import sigterm_as_interrupt
 
 from .backends.registry import TRAINER_BACKENDS
 
-app = typer.Typer(
-    add_completion=False,
-    no_args_is_help=True,
-    help="Train LLM agents with multi-turn RL (StarPO: PPO / GRPO and variants) on ragen environments.",
+
+def dotted_option_hint(args: list[str]) -> str | None:
+    """The message for a config field written as an option, or ``None`` when there is none.
+
+    ``--trainer.total_steps 3`` and ``--trainer.total_steps=3`` name no option (config fields
+    are ``key=value`` overrides), and click's own answer suggested ``--trainer``.  No option
+    of ``ragen-train`` has a dot in its name, so ``--a.b`` before a ``--`` is such a field:
+    the message gives the override to write (``trainer.total_steps=3``; ``VALUE`` when no
+    value follows).
+    """
+    for i, arg in enumerate(args):
+        if arg == "--":
+            return None
+        name, eq, value = arg[2:].partition("=") if arg.startswith("--") else ("", "", "")
+        if "." not in name:
+            continue
+        if not eq:
+            after = args[i + 1] if i + 1 < len(args) else ""
+            value = after if after and not after.startswith("--") else "VALUE"
+        return (
+            f"--{name} is not an option: config fields are set as overrides without the dashes, "
+            f"e.g. {name}={value} (`ragen-train show-config --explain {name}` documents the field)"
+        )
+    return None
+
+
+class _TrainGroup(TyperGroup):
+    """The ``ragen-train`` group: a config field written as an option (``--a.b value``) is one
+    ``error:`` line giving the override, before click parses anything."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        hint = dotted_option_hint(args)
+        if hint is not None:
+            raise _error(hint)
+        return super().parse_args(ctx, args)
+
+
+app = make_app(
+    "Train LLM agents with multi-turn RL (StarPO: PPO / GRPO and variants) on ragen environments.",
+    cls=_TrainGroup,
 )
-console = make_console(stderr=True)  # warnings and errors
+console = make_console(stderr=True)  # warnings, errors and status lines
 out = make_console()  # listings, progress, results
 
 
@@ -65,6 +103,11 @@ def _warn(message: str) -> None:
 
 def _info(message: str) -> None:
     out.print(message, soft_wrap=True, markup=False, highlight=False)
+
+
+def _status(message: str) -> None:
+    """A status line on standard error (how the run is set up), not a result on stdout."""
+    console.print(message, soft_wrap=True, markup=False, highlight=False)
 
 
 def _show_version(value: bool) -> None:
@@ -158,29 +201,17 @@ def starpo(
     ] = None,
 ) -> None:
     """Train with StarPO (rollout -> filter -> advantages -> PPO/GRPO update), with validation and checkpoints."""
-    from .config import TrainConfigError
-    from .trainer import StarPOTrainer
-
-    _restart_for_allocator(lambda: _load_for_resume(config, overrides, resume)[0])
-    backend = _trainer_option(trainer_name, backend)
-    cfg, resume = _load_for_resume(config, overrides, resume)
-    _use_allocator(cfg)
-    _warn_gpu_preset_on_cpu(config, cfg)
-    _preflight_envs(cfg)
-    if backend != "native":
+    loaded: list[Any] = []  # the config, once read: what an interrupt while loading reports
+    try:
+        with sigterm_as_interrupt():
+            cfg, resume, backend, trainer = _start_starpo(
+                config, overrides, resume, trainer_name, backend, loaded
+            )
+    except KeyboardInterrupt as exc:  # Ctrl-C while torch, the model or the sampler load
+        raise _interrupted_while_loading(loaded[0] if loaded else None, resume, exc) from None
+    if trainer is None:
         _external_backend(backend, cfg, resume)
         return
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", RuntimeWarning)
-            trainer = StarPOTrainer(cfg, resume=resume)
-        _replay(caught)
-        if trainer.resumed_from is not None and trainer.dist.is_main:
-            _info(f"resuming from {trainer.resumed_from.path} (step {trainer.resumed_from.step})")
-    except (FileNotFoundError, FileExistsError) as exc:
-        raise _error(exc) from None
-    except TrainConfigError as exc:
-        raise _error(exc, "config error") from None
     try:
         with _clean_warnings(), sigterm_as_interrupt():
             last = trainer.fit()
@@ -207,6 +238,66 @@ def starpo(
             f"done: {cfg.trainer.out_dir} (model: {Path(cfg.trainer.out_dir) / 'final_model'}; curves: {png}); "
             "last validation: " + _val_text(last or _logged_val(Path(cfg.trainer.out_dir)))
         )
+
+
+def _start_starpo(
+    config: str | None,
+    overrides: list[str] | None,
+    resume: str | None,
+    trainer_name: str,
+    backend: str | None,
+    loaded: list[Any],
+) -> tuple[Any, str | None, str, Any]:
+    """Everything of ``starpo`` before training: the config (appended to ``loaded`` once
+    read), the allocator, the env checks, then the native trainer with its model and sampler
+    (seconds to minutes).  Returns ``(cfg, resume, trainer back-end, trainer)``; the trainer
+    is ``None`` for an external back-end, which loads its own model."""
+    from .config import TrainConfigError
+
+    _restart_for_allocator(lambda: _load_for_resume(config, overrides, resume)[0])
+    backend = _trainer_option(trainer_name, backend)
+    cfg, resume = _load_for_resume(config, overrides, resume)
+    loaded.append(cfg)
+    _use_allocator(cfg)
+    _warn_gpu_preset_on_cpu(config, cfg)
+    _preflight_envs(cfg)
+    if backend != "native":
+        return cfg, resume, backend, None
+    from .trainer import StarPOTrainer  # torch and transformers: seconds
+
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", RuntimeWarning)
+            trainer = StarPOTrainer(cfg, resume=resume)
+        _replay(caught)
+        if trainer.resumed_from is not None and trainer.dist.is_main:
+            _info(f"resuming from {trainer.resumed_from.path} (step {trainer.resumed_from.step})")
+    except (FileNotFoundError, FileExistsError) as exc:
+        raise _error(exc) from None
+    except TrainConfigError as exc:
+        raise _error(exc, "config error") from None
+    return cfg, resume, backend, trainer
+
+
+def _interrupted_while_loading(cfg, resume: str | None, exc: BaseException) -> typer.Exit:
+    """Ctrl-C or SIGTERM before the first step (torch, the model and the sampler loading): the
+    same one ``interrupted:`` line as during training, saying that nothing was trained and
+    what to run; the exit to raise (130 / 143)."""
+    from ragen_bench.interrupt import exit_status, signal_label, signal_of
+
+    signum = signal_of(exc)
+    reason = signal_label(signum)
+    if cfg is None:
+        line = f"{reason} while starting: nothing was trained or saved; run the same command again"
+    elif resume:  # the checkpoint it resumes from is untouched
+        line = _interrupt_line(cfg, "starpo", signum)
+    else:
+        line = (
+            f"{reason} while loading the model and sampler: nothing was trained or saved in "
+            f"{cfg.trainer.out_dir}; run the same command again"
+        )
+    console.print(escape(line), soft_wrap=True)
+    return typer.Exit(exit_status(signum))
 
 
 def _trainer_option(trainer_name: str, backend: str | None) -> str:
@@ -327,23 +418,22 @@ def _interrupted(cfg, command: str, exc: BaseException | None = None) -> typer.E
     """Ctrl-C or SIGTERM (:mod:`ragen_bench.interrupt`): one line on standard error saying what
     was saved and how to ``--resume``; the exit to raise (status 130 for SIGINT, 143 for
     SIGTERM, as a shell reports them)."""
-    from ragen_bench.interrupt import exit_status, signal_label, signal_of
+    from ragen_bench.interrupt import exit_status, signal_of
+
+    signum = signal_of(exc) if exc is not None else 2
+    console.print(escape(_interrupt_line(cfg, command, signum)), soft_wrap=True)
+    return typer.Exit(exit_status(signum))
+
+
+def _interrupt_line(cfg, command: str, signum: int) -> str:
+    """:func:`ragen_train.resume.interrupted_message` of ``cfg``'s run for signal ``signum``."""
+    from ragen_bench.interrupt import signal_label
 
     from .resume import interrupted_message
 
-    signum = signal_of(exc) if exc is not None else 2
-    console.print(
-        escape(
-            interrupted_message(
-                cfg.trainer.out_dir,
-                cfg.trainer.save_every,
-                command=command,
-                reason=signal_label(signum),
-            )
-        ),
-        soft_wrap=True,
+    return interrupted_message(
+        cfg.trainer.out_dir, cfg.trainer.save_every, command=command, reason=signal_label(signum)
     )
-    return typer.Exit(exit_status(signum))
 
 
 def _logged_val(out_dir: Path) -> dict[str, float]:
@@ -820,7 +910,7 @@ def _use_allocator(cfg) -> None:
         and str(cfg.model.device).startswith("cpu")
         and os.environ.get("RANK", "0") == "0"
     ):
-        _info(f"memory allocator: {p.reason}")
+        _status(f"memory allocator: {p.reason}")
 
 
 def main() -> None:
