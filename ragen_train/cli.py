@@ -755,14 +755,15 @@ def workload(cfg) -> tuple[int, int]:
     plays ``env_groups x group_size`` episodes; a validation (before step 1 when
     ``val_before_train``, every ``val_every`` steps and at the last) plays ``val_episodes``
     per validation env (:meth:`ragen_train.trainer.StarPOTrainer.fit`)."""
+    from .config import validation_episodes
+
     t, r = cfg.trainer, cfg.rollout
     train = t.total_steps * r.env_groups * r.group_size
     if t.val_every <= 0:
         return train, 0
     checks = t.total_steps // t.val_every + (1 if t.total_steps % t.val_every else 0)
     checks += 1 if t.val_before_train else 0
-    per_check = sum(v.episodes or t.val_episodes for v in cfg.env.val) or t.val_episodes
-    return train, checks * per_check
+    return train, checks * (validation_episodes(cfg.to_dict()) or t.val_episodes)
 
 
 def _count(n: int) -> str:

@@ -79,6 +79,7 @@ __all__ = [
     "rollout_config_for",
     "unknown_preset_message",
     "validate",
+    "validation_episodes",
 ]
 
 
@@ -507,6 +508,19 @@ def unknown_preset_message(name: str) -> str:
         f"{name!r} is neither a preset nor a file{hint} "
         f"(`ragen-train presets` lists all {len(PRESETS)})"
     )
+
+
+def validation_episodes(cfg: dict[str, Any]) -> int | None:
+    """Episodes one validation plays, from a run's ``config.json``: each ``env.val`` entry's
+    ``episodes`` (else ``trainer.val_episodes``), summed; ``trainer.val_episodes`` with a single
+    validation env; ``None`` without a config."""
+    trainer = cfg.get("trainer") or {}
+    default = trainer.get("val_episodes")
+    vals = (cfg.get("env") or {}).get("val") or []
+    per_env = [v.get("episodes") or default for v in vals if isinstance(v, dict)]
+    if per_env and all(isinstance(n, int) for n in per_env):
+        return sum(per_env)
+    return default if isinstance(default, int) else None
 
 
 def read_config_file(path: str | Path) -> dict[str, Any]:
