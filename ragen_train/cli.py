@@ -13,9 +13,10 @@
 Under ``torchrun --nproc_per_node N ragen-train starpo ...`` the same command trains with
 torch.distributed (gloo on CPU, NCCL on GPU).
 
-Output: listings, configs, progress and results go to standard output; warnings and
-errors to standard error.  A mistake in a config or an option is one ``error: ...`` line
-naming the field or option, with exit status 2.
+Output: listings, configs, progress and results go to standard output; warnings, errors and
+status lines (which memory allocator trains) to standard error.  A mistake in a config or an
+option is one ``error: ...`` line naming the field or option, with exit status 2; a config
+field written as an option (``--trainer.total_steps 3``) gets the override to write instead.
 """
 
 from __future__ import annotations
@@ -288,13 +289,13 @@ def _interrupted_while_loading(cfg, resume: str | None, exc: BaseException) -> t
     signum = signal_of(exc)
     reason = signal_label(signum)
     if cfg is None:
-        line = f"{reason} while starting: nothing was trained or saved; run the same command again"
+        line = f"{reason}: nothing was trained or saved (stopped while starting); run it again"
     elif resume:  # the checkpoint it resumes from is untouched
         line = _interrupt_line(cfg, "starpo", signum)
     else:
         line = (
-            f"{reason} while loading the model and sampler: nothing was trained or saved in "
-            f"{cfg.trainer.out_dir}; run the same command again"
+            f"{reason}: nothing to resume in {cfg.trainer.out_dir} — stopped while loading the "
+            "model and sampler, before step 1; run the same command again"
         )
     console.print(escape(line), soft_wrap=True)
     return typer.Exit(exit_status(signum))

@@ -136,8 +136,8 @@ def test_ctrl_c_while_the_model_loads_says_nothing_was_trained(tmp_path: Path) -
             raise AssertionError(("".join(seen), proc.communicate()))
         seen.append(line)
     assert _ctrl_c(proc) == (
-        f"interrupted while loading the model and sampler: nothing was trained or saved in {out}; "
-        "run the same command again"
+        f"interrupted: nothing to resume in {out} — stopped while loading the model and sampler, "
+        "before step 1; run the same command again"
     )
     assert not (out / "metrics.jsonl").exists() or (out / "metrics.jsonl").stat().st_size == 0
 
