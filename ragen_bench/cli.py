@@ -24,23 +24,16 @@ from rich.table import Table
 
 from ragen_envs import jsonutil
 
+from .cli_app import make_app
 from .console import make_console, print_error
 from .diagnostics.commands import RUN_OPTIONS as DIAGNOSTICS_RUN_OPTIONS
 from .options import CliOption, with_options
 from .runner import run_option_groups
 from .summary_table import print_summary
 
-# rich_markup_mode=None: click's plain help, which wraps the help text and never cuts an
-# option name (rich's option table ellipsised --max-actions-per-turn at 80 columns).
-app = typer.Typer(
-    add_completion=False,
-    no_args_is_help=True,
-    rich_markup_mode=None,
-    help="Evaluate any policy on any ragen environment; publish leaderboards.",
-)
-board_app = typer.Typer(
-    no_args_is_help=True, rich_markup_mode=None, help="Add runs to leaderboards and render them."
-)
+# One look for both CLIs (ragen_bench.cli_app): click's plain help.
+app = make_app("Evaluate any policy on any ragen environment; publish leaderboards.")
+board_app = make_app("Add runs to leaderboards and render them.")
 app.add_typer(board_app, name="leaderboard")
 console = make_console(stderr=True)
 out = make_console()

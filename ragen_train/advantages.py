@@ -25,13 +25,12 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from ragen_bench.registry import Registry
 
-Tensor = torch.Tensor
+if TYPE_CHECKING:  # torch loads where it computes, so that the config imports without it
+    from torch import Tensor
 
 #: The one "zero variance" tolerance of the trainer: a group whose finite scores have a
 #: population standard deviation ``sqrt(mean((s - mean)^2))`` of at most this is *constant*.
@@ -104,6 +103,8 @@ def needs_critic(name: str) -> bool:
 # ---------------------------------------------------------------- outcome-level
 def _group_stats(scores: Tensor, group_ids: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """Per-sample group mean, unbiased std, group size (over valid scores) and validity."""
+    import torch
+
     scores = scores.double()
     valid = torch.isfinite(scores)
     mean = torch.zeros_like(scores)
@@ -126,6 +127,8 @@ def _group_stats(scores: Tensor, group_ids: Tensor) -> tuple[Tensor, Tensor, Ten
 def _constant(std: Tensor, size: Tensor, valid: Tensor, tol: float = CONSTANT_GROUP_TOL) -> Tensor:
     """Samples without a learning signal: invalid, in a group of fewer than 2 valid scores, or
     in a constant group (population std ``std·sqrt((n-1)/n) <= tol``, :data:`CONSTANT_GROUP_TOL`)."""
+    import torch
+
     n = size.clamp(min=1)
     population_std = std * torch.sqrt((n - 1) / n)
     return (population_std <= tol) | (size < 2) | ~valid
@@ -142,6 +145,8 @@ def _warn_invalid(valid: Tensor) -> None:
 
 
 def _broadcast(adv: Tensor, mask: Tensor) -> Tensor:
+    import torch
+
     return adv.to(torch.float32)[:, None] * mask.to(torch.float32)
 
 
@@ -168,6 +173,8 @@ def group_advantages(
     Returns:
         ``(adv, valid)``: ``(B,)`` float64 advantages and the boolean validity mask.
     """
+    import torch
+
     mean, std, size, valid = _group_stats(scores, group_ids)
     adv = scores.double() - mean
     if norm_by_std:
@@ -225,6 +232,8 @@ def dr_grpo(scores: Tensor, group_ids: Tensor, mask: Tensor, **_: Any) -> tuple[
 def rloo(scores: Tensor, group_ids: Tensor, mask: Tensor, **_: Any) -> tuple[Tensor, Tensor]:
     """RLOO: ``s_i - mean_{j != i} s_j = n/(n-1) (s_i - mean_g)`` (Ahmadian et al. 2024,
     arXiv 2402.14740, eq. 7; Kool et al. 2019).  Groups of size 1 or constant groups get 0."""
+    import torch
+
     mean, std, size, valid = _group_stats(scores, group_ids)
     n = size.clamp(min=2)
     adv = (scores.double() - mean) * n / (n - 1)
@@ -240,6 +249,8 @@ def whiten(values: Tensor, mask: Tensor, *, shift_mean: bool = True, eps: float 
 
     As in verl's ``masked_whiten`` (used by RAGEN after GAE).  Returns 0 off the mask.
     """
+    import torch
+
     m = mask.to(values.dtype)
     n = m.sum()
     if n < 2:
@@ -301,6 +312,8 @@ def gae(
     Returns:
         ``(advantages, returns)``, ``(B, T)`` float32, 0 off the mask.
     """
+    import torch
+
     adv = torch.zeros_like(rewards, dtype=torch.float64)
     ret = torch.zeros_like(rewards, dtype=torch.float64)
     for b in range(rewards.shape[0]):
@@ -358,6 +371,8 @@ def bilevel_gae(
     Returns:
         ``(advantages, returns)`` ``(B, T)``; returns are token-level GAE targets.
     """
+    import torch
+
     adv = torch.zeros_like(rewards, dtype=torch.float64)
     ret = torch.zeros_like(rewards, dtype=torch.float64)
     for b in range(rewards.shape[0]):

@@ -13,9 +13,10 @@
 Under ``torchrun --nproc_per_node N ragen-train starpo ...`` the same command trains with
 torch.distributed (gloo on CPU, NCCL on GPU).
 
-Output: listings, configs, progress and results go to standard output; warnings and
-errors to standard error.  A mistake in a config or an option is one ``error: ...`` line
-naming the field or option, with exit status 2.
+Output: listings, configs, progress and results go to standard output; warnings, errors and
+status lines (which memory allocator trains) to standard error.  A mistake in a config or an
+option is one ``error: ...`` line naming the field or option, with exit status 2; a config
+field written as an option (``--trainer.total_steps 3``) gets the override to write instead.
 """
 
 from __future__ import annotations
@@ -31,18 +32,56 @@ from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
+from typer.core import TyperGroup
 
+from ragen_bench.cli_app import make_app
 from ragen_bench.console import make_console, print_error
 from ragen_bench.interrupt import sigterm_as_interrupt
 
 from .backends.registry import TRAINER_BACKENDS
 
-app = typer.Typer(
-    add_completion=False,
-    no_args_is_help=True,
-    help="Train LLM agents with multi-turn RL (StarPO: PPO / GRPO and variants) on ragen environments.",
+
+def dotted_option_hint(args: list[str]) -> str | None:
+    """The message for a config field written as an option, or ``None`` when there is none.
+
+    ``--trainer.total_steps 3`` and ``--trainer.total_steps=3`` name no option (config fields
+    are ``key=value`` overrides), and click's own answer suggested ``--trainer``.  No option
+    of ``ragen-train`` has a dot in its name, so ``--a.b`` before a ``--`` is such a field:
+    the message gives the override to write (``trainer.total_steps=3``; ``VALUE`` when no
+    value follows).
+    """
+    for i, arg in enumerate(args):
+        if arg == "--":
+            return None
+        name, eq, value = arg[2:].partition("=") if arg.startswith("--") else ("", "", "")
+        if "." not in name:
+            continue
+        if not eq:
+            after = args[i + 1] if i + 1 < len(args) else ""
+            value = after if after and not after.startswith("--") else "VALUE"
+        return (
+            f"--{name} is not an option: config fields are set as overrides without the dashes, "
+            f"e.g. {name}={value} (`ragen-train show-config --explain {name}` documents the field)"
+        )
+    return None
+
+
+class _TrainGroup(TyperGroup):
+    """The ``ragen-train`` group: a config field written as an option (``--a.b value``) is one
+    ``error:`` line giving the override, before click parses anything."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        hint = dotted_option_hint(args)
+        if hint is not None:
+            raise _error(hint)
+        return super().parse_args(ctx, args)
+
+
+app = make_app(
+    "Train LLM agents with multi-turn RL (StarPO: PPO / GRPO and variants) on ragen environments.",
+    cls=_TrainGroup,
 )
-console = make_console(stderr=True)  # warnings and errors
+console = make_console(stderr=True)  # warnings, errors and status lines
 out = make_console()  # listings, progress, results
 
 
@@ -65,6 +104,11 @@ def _warn(message: str) -> None:
 
 def _info(message: str) -> None:
     out.print(message, soft_wrap=True, markup=False, highlight=False)
+
+
+def _status(message: str) -> None:
+    """A status line on standard error (how the run is set up), not a result on stdout."""
+    console.print(message, soft_wrap=True, markup=False, highlight=False)
 
 
 def _show_version(value: bool) -> None:
@@ -158,29 +202,17 @@ def starpo(
     ] = None,
 ) -> None:
     """Train with StarPO (rollout -> filter -> advantages -> PPO/GRPO update), with validation and checkpoints."""
-    from .config import TrainConfigError
-    from .trainer import StarPOTrainer
-
-    _restart_for_allocator(lambda: _load_for_resume(config, overrides, resume)[0])
-    backend = _trainer_option(trainer_name, backend)
-    cfg, resume = _load_for_resume(config, overrides, resume)
-    _use_allocator(cfg)
-    _warn_gpu_preset_on_cpu(config, cfg)
-    _preflight_envs(cfg)
-    if backend != "native":
+    loaded: list[Any] = []  # the config, once read: what an interrupt while loading reports
+    try:
+        with sigterm_as_interrupt():
+            cfg, resume, backend, trainer = _start_starpo(
+                config, overrides, resume, trainer_name, backend, loaded
+            )
+    except KeyboardInterrupt as exc:  # Ctrl-C while torch, the model or the sampler load
+        raise _interrupted_while_loading(loaded[0] if loaded else None, resume, exc) from None
+    if trainer is None:
         _external_backend(backend, cfg, resume)
         return
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", RuntimeWarning)
-            trainer = StarPOTrainer(cfg, resume=resume)
-        _replay(caught)
-        if trainer.resumed_from is not None and trainer.dist.is_main:
-            _info(f"resuming from {trainer.resumed_from.path} (step {trainer.resumed_from.step})")
-    except (FileNotFoundError, FileExistsError) as exc:
-        raise _error(exc) from None
-    except TrainConfigError as exc:
-        raise _error(exc, "config error") from None
     try:
         with _clean_warnings(), sigterm_as_interrupt():
             last = trainer.fit()
@@ -207,6 +239,66 @@ def starpo(
             f"done: {cfg.trainer.out_dir} (model: {Path(cfg.trainer.out_dir) / 'final_model'}; curves: {png}); "
             "last validation: " + _val_text(last or _logged_val(Path(cfg.trainer.out_dir)))
         )
+
+
+def _start_starpo(
+    config: str | None,
+    overrides: list[str] | None,
+    resume: str | None,
+    trainer_name: str,
+    backend: str | None,
+    loaded: list[Any],
+) -> tuple[Any, str | None, str, Any]:
+    """Everything of ``starpo`` before training: the config (appended to ``loaded`` once
+    read), the allocator, the env checks, then the native trainer with its model and sampler
+    (seconds to minutes).  Returns ``(cfg, resume, trainer back-end, trainer)``; the trainer
+    is ``None`` for an external back-end, which loads its own model."""
+    from .config import TrainConfigError
+
+    _restart_for_allocator(lambda: _load_for_resume(config, overrides, resume)[0])
+    backend = _trainer_option(trainer_name, backend)
+    cfg, resume = _load_for_resume(config, overrides, resume)
+    loaded.append(cfg)
+    _use_allocator(cfg)
+    _warn_gpu_preset_on_cpu(config, cfg)
+    _preflight_envs(cfg)
+    if backend != "native":
+        return cfg, resume, backend, None
+    from .trainer import StarPOTrainer  # torch and transformers: seconds
+
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", RuntimeWarning)
+            trainer = StarPOTrainer(cfg, resume=resume)
+        _replay(caught)
+        if trainer.resumed_from is not None and trainer.dist.is_main:
+            _info(f"resuming from {trainer.resumed_from.path} (step {trainer.resumed_from.step})")
+    except (FileNotFoundError, FileExistsError) as exc:
+        raise _error(exc) from None
+    except TrainConfigError as exc:
+        raise _error(exc, "config error") from None
+    return cfg, resume, backend, trainer
+
+
+def _interrupted_while_loading(cfg, resume: str | None, exc: BaseException) -> typer.Exit:
+    """Ctrl-C or SIGTERM before the first step (torch, the model and the sampler loading): the
+    same one ``interrupted:`` line as during training, saying that nothing was trained and
+    what to run; the exit to raise (130 / 143)."""
+    from ragen_bench.interrupt import exit_status, signal_label, signal_of
+
+    signum = signal_of(exc)
+    reason = signal_label(signum)
+    if cfg is None:
+        line = f"{reason}: nothing was trained or saved (stopped while starting); run it again"
+    elif resume:  # the checkpoint it resumes from is untouched
+        line = _interrupt_line(cfg, "starpo", signum)
+    else:
+        line = (
+            f"{reason}: nothing to resume in {cfg.trainer.out_dir} — stopped while loading the "
+            "model and sampler, before step 1; run the same command again"
+        )
+    console.print(escape(line), soft_wrap=True)
+    return typer.Exit(exit_status(signum))
 
 
 def _trainer_option(trainer_name: str, backend: str | None) -> str:
@@ -327,23 +419,22 @@ def _interrupted(cfg, command: str, exc: BaseException | None = None) -> typer.E
     """Ctrl-C or SIGTERM (:mod:`ragen_bench.interrupt`): one line on standard error saying what
     was saved and how to ``--resume``; the exit to raise (status 130 for SIGINT, 143 for
     SIGTERM, as a shell reports them)."""
-    from ragen_bench.interrupt import exit_status, signal_label, signal_of
+    from ragen_bench.interrupt import exit_status, signal_of
+
+    signum = signal_of(exc) if exc is not None else 2
+    console.print(escape(_interrupt_line(cfg, command, signum)), soft_wrap=True)
+    return typer.Exit(exit_status(signum))
+
+
+def _interrupt_line(cfg, command: str, signum: int) -> str:
+    """:func:`ragen_train.resume.interrupted_message` of ``cfg``'s run for signal ``signum``."""
+    from ragen_bench.interrupt import signal_label
 
     from .resume import interrupted_message
 
-    signum = signal_of(exc) if exc is not None else 2
-    console.print(
-        escape(
-            interrupted_message(
-                cfg.trainer.out_dir,
-                cfg.trainer.save_every,
-                command=command,
-                reason=signal_label(signum),
-            )
-        ),
-        soft_wrap=True,
+    return interrupted_message(
+        cfg.trainer.out_dir, cfg.trainer.save_every, command=command, reason=signal_label(signum)
     )
-    return typer.Exit(exit_status(signum))
 
 
 def _logged_val(out_dir: Path) -> dict[str, float]:
@@ -665,14 +756,15 @@ def workload(cfg) -> tuple[int, int]:
     plays ``env_groups x group_size`` episodes; a validation (before step 1 when
     ``val_before_train``, every ``val_every`` steps and at the last) plays ``val_episodes``
     per validation env (:meth:`ragen_train.trainer.StarPOTrainer.fit`)."""
+    from .config import validation_episodes
+
     t, r = cfg.trainer, cfg.rollout
     train = t.total_steps * r.env_groups * r.group_size
     if t.val_every <= 0:
         return train, 0
     checks = t.total_steps // t.val_every + (1 if t.total_steps % t.val_every else 0)
     checks += 1 if t.val_before_train else 0
-    per_check = sum(v.episodes or t.val_episodes for v in cfg.env.val) or t.val_episodes
-    return train, checks * per_check
+    return train, checks * (validation_episodes(cfg.to_dict()) or t.val_episodes)
 
 
 def _count(n: int) -> str:
@@ -820,7 +912,7 @@ def _use_allocator(cfg) -> None:
         and str(cfg.model.device).startswith("cpu")
         and os.environ.get("RANK", "0") == "0"
     ):
-        _info(f"memory allocator: {p.reason}")
+        _status(f"memory allocator: {p.reason}")
 
 
 def main() -> None:

@@ -36,6 +36,7 @@ from .presets import PRESETS
 from .sections import (
     FIELD_SPECS,
     FIELDS,
+    MAX_EPISODES_PER_STEP,
     AlgorithmSection,
     EnvSection,
     FilterSection,
@@ -76,7 +77,9 @@ __all__ = [
     "read_config_file",
     "renamed_field",
     "rollout_config_for",
+    "unknown_preset_message",
     "validate",
+    "validation_episodes",
 ]
 
 
@@ -126,6 +129,13 @@ def validate(cfg: StarPOConfig, *, user_env_fields: set[str] | None = None) -> S
     ):
         raise TrainConfigError(
             "rollout.group_size", f"{flat['algorithm.adv_estimator']} needs groups of at least 2"
+        )
+    per_step = flat["rollout.env_groups"] * flat["rollout.group_size"]
+    if per_step > MAX_EPISODES_PER_STEP:
+        raise TrainConfigError(
+            "rollout.env_groups",
+            f"{flat['rollout.env_groups']} groups x rollout.group_size={flat['rollout.group_size']} "
+            f"is {per_step:,} episodes a step, over the bound of {MAX_EPISODES_PER_STEP:,}",
         )
     _validate_env(cfg, user_env_fields or set())
     return cfg
@@ -468,10 +478,7 @@ def load_config(name_or_path: str, overrides: list[str] | None = None) -> StarPO
         return _apply_overrides(PRESETS[name_or_path](), overrides or [], set())
     p = Path(name_or_path)
     if not p.is_file():
-        raise TrainConfigError(
-            "--config",
-            f"{name_or_path!r} is neither a preset ({', '.join(sorted(PRESETS))}) nor a file",
-        )
+        raise TrainConfigError("--config", unknown_preset_message(name_or_path))
     data = read_config_file(p)
     try:
         cfg = from_dict(StarPOConfig, data)
@@ -484,6 +491,36 @@ def load_config(name_or_path: str, overrides: list[str] | None = None) -> StarPO
         else set()
     )
     return _apply_overrides(cfg, overrides or [], file_env_fields)
+
+
+def unknown_preset_message(name: str) -> str:
+    """Why ``--config NAME`` names nothing: the closest preset names first (difflib, as
+    :func:`did_you_mean`), then how to list them all, not the whole list of presets.
+
+    ``"'quickstrat' is neither a preset nor a file; did you mean quickstart? (ragen-train
+    presets lists all 49)"``.
+    """
+    import difflib
+
+    close = difflib.get_close_matches(name, sorted(PRESETS), n=3, cutoff=0.6)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    return (
+        f"{name!r} is neither a preset nor a file{hint} "
+        f"(`ragen-train presets` lists all {len(PRESETS)})"
+    )
+
+
+def validation_episodes(cfg: dict[str, Any]) -> int | None:
+    """Episodes one validation plays, from a run's ``config.json``: each ``env.val`` entry's
+    ``episodes`` (else ``trainer.val_episodes``), summed; ``trainer.val_episodes`` with a single
+    validation env; ``None`` without a config."""
+    trainer = cfg.get("trainer") or {}
+    default = trainer.get("val_episodes")
+    vals = (cfg.get("env") or {}).get("val") or []
+    per_env = [v.get("episodes") or default for v in vals if isinstance(v, dict)]
+    if per_env and all(isinstance(n, int) for n in per_env):
+        return sum(per_env)
+    return default if isinstance(default, int) else None
 
 
 def read_config_file(path: str | Path) -> dict[str, Any]:

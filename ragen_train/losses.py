@@ -21,12 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-
-import torch
+from typing import TYPE_CHECKING
 
 from ragen_bench.registry import Registry
 
-Tensor = torch.Tensor
+if TYPE_CHECKING:  # torch loads where it computes, so that the config imports without it
+    from torch import Tensor
 
 #: Loss aggregation modes, by the name ``algorithm.loss_agg_mode`` takes:
 #: ``fn(loss, mask, denom) -> scalar``.  Metadata: ``trl`` = ``(loss_type, completion
@@ -138,6 +138,8 @@ def ppo_policy_loss(
         ``(loss (B, T), stats)`` with masked means ``clipfrac``, ``clipfrac_lower``,
         ``dualclip_frac``, ``approx_kl`` (``E[logπ_old − logπ]``) and ``ratio``.
     """
+    import torch
+
     log_ratio = (logp - old_logp).clamp(-20.0, 20.0)
     ratio = torch.exp(log_ratio)
     pg1 = -advantages * ratio
@@ -191,6 +193,8 @@ def kl_k2(x: Tensor) -> Tensor:
 @KL_ESTIMATORS.register("k3", verl="low_var_kl", trl=True)
 def kl_k3(x: Tensor) -> Tensor:
     """``k3 = e^{−x} + x − 1`` with ``x`` clamped to ±20 and the result to [−10, 10]."""
+    import torch
+
     x = x.clamp(-20.0, 20.0)
     return (torch.exp(-x) + x - 1.0).clamp(-10.0, 10.0)
 
@@ -203,6 +207,8 @@ def kl_abs(x: Tensor) -> Tensor:
 
 def entropy_from_logits(logits: Tensor) -> Tensor:
     """Entropy of ``softmax(logits)`` along the last axis: ``logsumexp(z) − Σ p z``."""
+    import torch
+
     logits = logits.float()
     p = torch.softmax(logits, dim=-1)
     return torch.logsumexp(logits, dim=-1) - (p * logits).sum(-1)
@@ -217,6 +223,8 @@ def value_loss(
     Returns:
         ``(loss (B, T), stats)`` with the unreduced clip indicator mean over all positions.
     """
+    import torch
+
     unclipped = (values - returns).square()
     if clip is None:
         return 0.5 * unclipped, {"vf_clipfrac": torch.zeros(())}
@@ -252,6 +260,8 @@ def tis_weights(
     Raises:
         ValueError: ``cap < 1`` or mismatched shapes.
     """
+    import torch
+
     if cap < 1:
         raise ValueError(f"tis cap must be >= 1, got {cap}")
     if old_logp.shape != rollout_logp.shape:

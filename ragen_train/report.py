@@ -3,7 +3,9 @@
 The page shows the run's configuration, the held-out evaluation before and after RL when
 the run was a recipe (``summary.json`` of :mod:`ragen_train.pipeline`), the training curves
 of ``training_curves.png`` (:data:`ragen_train.plot.PANELS`) as interactive SVG charts
-(hover for values, tick series on and off), every other logged metric, the SFT loss when
+(hover for values, tick series on and off), held-out (validation) success against the
+training step and against wall time with Wilson 95% intervals (:func:`heldout_points`),
+every other logged metric, the SFT loss when
 an SFT phase logged one, and links to the run reports of its evaluation runs
 (``ragen-train eval`` / ``ragen-bench run`` on a model folder inside ``OUT_DIR``), which
 it writes next to itself.  The page machinery is :mod:`ragen_bench.site.page`.
@@ -21,6 +23,7 @@ from ragen_bench.report import write_run_report
 from ragen_bench.site.charts import line_chart
 from ragen_bench.site.page import render_page, slug, write_page
 
+from .config import validation_episodes
 from .logger import read_metrics
 from .plot import PANELS
 
@@ -181,7 +184,7 @@ def write_train_report(
                     dashed.append(name)
         return series, dashed
 
-    charts = []
+    charts = heldout_charts(rows, cfg)
     shown: set[str] = set()
     for i, (title, keys) in enumerate(PANELS):
         series, dashed = panel_series(keys)
@@ -255,6 +258,74 @@ def write_train_report(
         ),
     )
     return written
+
+
+def heldout_points(rows: list[dict[str, Any]], episodes: int | None) -> list[dict[str, float]]:
+    """Held-out (validation) success of every ``val`` row of ``metrics.jsonl``, with its
+    Wilson 95% interval (Wilson 1927, JASA 22:209; :func:`ragen_bench.stats.wilson_interval`).
+
+    Each validation plays ``episodes`` independent episodes (the same seeds every time), so
+    ``val/success`` is a share of ``episodes`` yes/no outcomes.  ``wall_s`` is the wall time
+    since training started: from the validation before training when there is one, else
+    from the start of step 1 (its end minus ``time/step_s``); a pause between a run and its
+    ``--resume`` counts too.
+
+    Returns:
+        ``{"step", "wall_s", "success", "low", "high"}`` per validation, in logged order
+        (``low``/``high`` equal ``success`` when ``episodes`` is unknown).
+    """
+    from ragen_bench.stats import wilson_interval
+
+    timed = [r for r in rows if isinstance(r.get("time"), (int, float))]
+    if not timed:
+        return []
+    first = timed[0]
+    start = first["time"]
+    if first.get("phase") == "train" and isinstance(first.get("time/step_s"), (int, float)):
+        start -= first["time/step_s"]
+    points = []
+    for r in timed:
+        share = r.get("val/success")
+        if r.get("phase") != "val" or not isinstance(share, (int, float)):
+            continue
+        if not 0.0 <= share <= 1.0:
+            continue
+        low, high = wilson_interval(float(share), episodes) if episodes else (share, share)
+        points.append(
+            {
+                "step": r["step"],
+                "wall_s": max(0.0, r["time"] - start),
+                "success": float(share),
+                "low": low,
+                "high": high,
+            }
+        )
+    return points
+
+
+def heldout_charts(rows: list[dict[str, Any]], cfg: dict[str, Any]) -> list[Any]:
+    """Two charts of :func:`heldout_points`: held-out success against the training step and
+    against wall time (minutes), each with its Wilson 95% interval as two dashed lines; none
+    when the run logged no validation."""
+    n = validation_episodes(cfg)
+    points = heldout_points(rows, n)
+    if not points:
+        return []
+    per = f" (n={n})" if n else " (n unknown)"
+    bounds = (f"Wilson 95% low{per}", f"Wilson 95% high{per}")
+    charts = []
+    for x_key, xlabel, scale, title, chart_id in (
+        ("step", "training step", 1.0, "held-out success by step", "heldout-step"),
+        ("wall_s", "wall time (minutes)", 60.0, "held-out success by wall time", "heldout-wall"),
+    ):
+        series = [
+            (name, [(p[x_key] / scale, p[key]) for p in points])
+            for name, key in (("val/success", "success"), (bounds[0], "low"), (bounds[1], "high"))
+        ]
+        charts.append(
+            line_chart(series, title=title, chart_id=chart_id, xlabel=xlabel, dashed=bounds)
+        )
+    return charts
 
 
 def _read_json(path: Path) -> dict[str, Any]:

@@ -25,12 +25,13 @@ The TRL back-end maps the same names onto ``TrainingArguments.lr_scheduler_type`
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
-
-import torch
-from torch.optim import lr_scheduler as S
+from typing import TYPE_CHECKING, Any
 
 from ragen_bench.registry import Registry
+
+if TYPE_CHECKING:  # torch loads where a schedule is built, so that the config imports without it
+    import torch
+    from torch.optim import lr_scheduler as S
 
 #: Learning-rate schedules by the name ``optim.lr_schedule`` takes:
 #: ``decay(optimizer, steps, min_lr_ratio) -> scheduler`` for the ``D`` steps after warm-up
@@ -52,22 +53,38 @@ def _linear_hf(min_lr_ratio: float) -> tuple[str, dict[str, Any]]:
     return "linear", {}
 
 
+def _constant(opt: torch.optim.Optimizer, steps: int, m: float) -> S.LRScheduler:
+    from torch.optim import lr_scheduler as S
+
+    return S.ConstantLR(opt, factor=1.0, total_iters=0)
+
+
+def _linear(opt: torch.optim.Optimizer, steps: int, m: float) -> S.LRScheduler:
+    from torch.optim import lr_scheduler as S
+
+    return S.LinearLR(opt, start_factor=1.0, end_factor=m, total_iters=steps)
+
+
+def _cosine(opt: torch.optim.Optimizer, steps: int, m: float) -> S.LRScheduler:
+    from torch.optim import lr_scheduler as S
+
+    return S.CosineAnnealingLR(opt, T_max=steps, eta_min=m * opt.param_groups[0]["lr"])
+
+
 LR_SCHEDULES.add(
     "constant",
-    lambda opt, steps, m: S.ConstantLR(opt, factor=1.0, total_iters=0),
+    _constant,
     hf=lambda m: ("constant_with_warmup", {}),
     verl="constant",
 )
 LR_SCHEDULES.add(
     "linear",
-    lambda opt, steps, m: S.LinearLR(opt, start_factor=1.0, end_factor=m, total_iters=steps),
+    _linear,
     hf=_linear_hf,
 )
 LR_SCHEDULES.add(
     "cosine",
-    lambda opt, steps, m: S.CosineAnnealingLR(
-        opt, T_max=steps, eta_min=m * opt.param_groups[0]["lr"]
-    ),
+    _cosine,
     hf=lambda m: ("cosine_with_min_lr", {"min_lr_rate": m}) if m > 0 else ("cosine", {}),
     verl="cosine",
 )
@@ -97,6 +114,8 @@ def build_lr_scheduler(
         ValueError: an unknown schedule (:class:`ragen_bench.registry.UnknownNameError`), or
             ``min_lr_ratio`` outside ``[0, 1]``.
     """
+    from torch.optim import lr_scheduler as S
+
     decay = LR_SCHEDULES.get(schedule)
     if not 0.0 <= min_lr_ratio <= 1.0:
         raise ValueError(f"min_lr_ratio must be in [0, 1], got {min_lr_ratio!r}")

@@ -29,6 +29,17 @@ _SPLITS = ("train", "validation", "test")
 #: The values of ``rollout.sampler``: who samples the rollouts (:mod:`ragen_train.rollout_engine`).
 SAMPLERS = ("auto", "hf", "vllm")
 
+#: Upper bounds of the episode counts, far above any recipe (RAGEN's largest: 128 episodes a
+#: step, 400 steps, 512 validation episodes), so that a slip such as ``rollout.env_groups=1e9``
+#: is refused at once, naming the field and the bound, instead of playing for hours.
+MAX_ENV_GROUPS = 4096
+MAX_GROUP_SIZE = 1024
+#: ``rollout.env_groups x rollout.group_size``: the episodes of one step (checked by
+#: :func:`ragen_train.config.validate`).
+MAX_EPISODES_PER_STEP = 65_536
+MAX_STEPS = 1_000_000
+MAX_EPISODES = 1_000_000
+
 
 @dataclass
 class LoraConfig:
@@ -190,12 +201,12 @@ class RolloutSection:
     env_groups: int = setting(
         8,
         "Prompt groups per step: distinct env seeds (RAGEN es_manager.train.env_groups 8).",
-        range=Range(ge=1),
+        range=Range(ge=1, le=MAX_ENV_GROUPS),
     )
     group_size: int = setting(
         8,
         "Episodes per group, all on the group's seed (RAGEN group_size; GRPO needs >= 2).",
-        range=Range(ge=1),
+        range=Range(ge=1, le=MAX_GROUP_SIZE),
     )
     max_turns: int | None = setting(
         None,
@@ -452,7 +463,9 @@ class SFTSection:
     demos_path: str | None = setting(
         None, "jsonl: the demonstrations file (chat messages per episode)."
     )
-    episodes: int = setting(256, "Demonstration episodes played.", range=Range(ge=1))
+    episodes: int = setting(
+        256, "Demonstration episodes played.", range=Range(ge=1, le=MAX_EPISODES)
+    )
     epochs: int = setting(1, "Passes over the demonstrations.", range=Range(ge=1))
     steps: int | None = setting(
         None, "Optimizer steps; null = episodes' samples / batch_size * epochs.", range=Range(ge=1)
@@ -480,13 +493,13 @@ class TrainerSection:
     """Loop, evaluation, checkpoints, logging."""
 
     total_steps: int = setting(
-        200, "Rollout steps (each: rollouts, then the update).", range=Range(ge=1)
+        200, "Rollout steps (each: rollouts, then the update).", range=Range(ge=1, le=MAX_STEPS)
     )
     val_every: int = setting(10, "Validate every this many steps; 0 = never.", range=Range(ge=0))
     val_episodes: int = setting(
         64,
         "Validation episodes per round (fixed seeds 0..N-1 of env.val_split).",
-        range=Range(ge=1),
+        range=Range(ge=1, le=MAX_EPISODES),
     )
     val_temperature: float = setting(
         0.5,

@@ -338,7 +338,7 @@ class StarPOTrainer:
         self.model.eval()
         configs = [rollout_config(e.id, self.cfg.rollout, temperature=r.temperature) for e in envs]
         with (
-            self._phase(f"step {step} rollouts", sum(map(len, specs))) as progress,
+            self._phase(f"step {step + 1} rollouts", sum(map(len, specs))) as progress,
             dist_utils.unsharded(
                 self.model
             ),  # FSDP2: sampling runs a rank-dependent number of forwards
@@ -879,7 +879,7 @@ class StarPOTrainer:
         t_upd = time.perf_counter()
         with UpdateProgress(
             self._progress_log,
-            f"[ragen] step {self.step} update",
+            f"[ragen] step {self.step + 1} update",
             n * opt.ppo_epochs,
             epochs=opt.ppo_epochs,
             every_s=self.progress_every_s,

@@ -74,6 +74,17 @@ def _open_svg(kind: str, title: str, width: int, height: int, left: int) -> list
     ]
 
 
+#: Width of one tick-label character in pixels (11 px system-ui digits, page.css), with room.
+_CHAR_PX = 6.5
+
+
+def _left_margin(ticks: Sequence[float], least: int = 48) -> int:
+    """The left margin (pixels) that holds the widest y tick label and its 6 px gap, at least
+    ``least``: a fixed 48 px cut learning rates such as ``0.00022`` to ``.00022``."""
+    widest = max((len(t) for t in _tick_labels(ticks)), default=0)
+    return max(least, math.ceil(12 + _CHAR_PX * widest))
+
+
 def _y_grid(ticks: list[float], to_y, left: int, plot_width: int) -> list[str]:
     """Horizontal grid lines with labels at the y ``ticks`` (``to_y`` maps a value to pixels)."""
     return [
@@ -210,6 +221,9 @@ def line_chart(
     if y1 == y0:
         pad = abs(y0) * 0.1 or 1.0
         y0, y1 = y0 - pad, y1 + pad
+    yt = _ticks(y0, y1, 4)
+    left = _left_margin(yt, least=left)  # the title stays; the plot moves right for long labels
+    pw = width - left - right
 
     def px(x: float) -> float:
         return left + pw * (x - x0) / (x1 - x0)
@@ -217,7 +231,7 @@ def line_chart(
     def py(y: float) -> float:
         return top + ph - ph * (y - y0) / (y1 - y0)
 
-    parts += _y_grid(_ticks(y0, y1, 4), py, left, pw)
+    parts += _y_grid(yt, py, left, pw)
     xt = _ticks(x0, x1, 5)
     for t, text in zip(xt, _tick_labels(xt)):
         parts.append(

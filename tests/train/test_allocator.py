@@ -243,14 +243,17 @@ def test_ragen_train_says_which_allocator_trains(tmp_path: Path) -> None:
     cmd = ["-m", "ragen_train.cli", "starpo", "--config", "quickstart", f"trainer.out_dir={out}"]
     r = run(cmd, {"LD_LIBRARY_PATH": str(d)})
     assert r.returncode == 2 and "already holds a run" in r.stderr, r.stderr
-    assert "memory allocator: tcmalloc (preloaded by ragen-train)" in r.stdout, r.stdout
+    # a status line on stderr, before the error: stdout (results) stays empty for a failed run
+    status = "memory allocator: tcmalloc (preloaded by ragen-train)"
+    assert status in r.stderr and r.stderr.index(status) < r.stderr.index("already holds")
+    assert r.stdout == "", r.stdout
     r = run([*cmd, "trainer.allocator=system"], {"LD_LIBRARY_PATH": str(d)})
-    assert "memory allocator: system (trainer.allocator=system)" in r.stdout, r.stdout
+    assert "memory allocator: system (trainer.allocator=system)" in r.stderr, r.stderr
     r = run(cmd, {"LD_LIBRARY_PATH": str(d), alloc.ENV_CHOICE: "system"})
-    assert "memory allocator: system (RAGEN_ALLOCATOR=system)" in r.stdout, r.stdout
+    assert "memory allocator: system (RAGEN_ALLOCATOR=system)" in r.stderr, r.stderr
     # what the command says before it would restart is said once, by the restarted process
     r = run([*cmd, "--backend", "native", "rollout.engine=hf"], {"LD_LIBRARY_PATH": str(d)})
-    assert "memory allocator: tcmalloc (preloaded by ragen-train)" in r.stdout, r.stdout
+    assert r.stderr.count("memory allocator: tcmalloc (preloaded by ragen-train)") == 1, r.stderr
     assert r.stderr.count("--backend is deprecated") == 1, r.stderr
     assert r.stderr.count("rollout.engine") == 1, r.stderr
 

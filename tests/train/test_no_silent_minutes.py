@@ -47,7 +47,7 @@ def test_trainer_validation_and_rollouts_print_progress(
     trainer.rollout(0)
     out = capsys.readouterr().out
     assert re.search(r"\[ragen\] val \(validation split\): 16/16 episodes finished", out)
-    assert re.search(r"\[ragen\] step 0 rollouts: 64/64 episodes finished", out)
+    assert re.search(r"\[ragen\] step 1 rollouts: 64/64 episodes finished", out)
 
 
 def test_update_progress_counts_samples_and_epochs() -> None:
@@ -79,7 +79,8 @@ def test_a_trainer_update_prints_its_progress(
     trainer.train_step()
     out = capsys.readouterr().out
     # 64 episodes, each one sample, 2 PPO epochs: the closing line counts all 128 passes.
-    assert re.search(r"\[ragen\] step \d+ update: 128/128 samples trained, epoch 2/2", out), out[
+    # the first step's update line says step 1, as the first step's `train` metrics line does
+    assert re.search(r"\[ragen\] step 1 update: 128/128 samples trained, epoch 2/2", out), out[
         -2000:
     ]
 

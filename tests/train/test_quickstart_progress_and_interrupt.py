@@ -64,27 +64,11 @@ def test_quickstart_sft_reports_its_steps(tmp_path: Path) -> None:
     )
 
 
-def test_ctrl_c_says_how_to_resume(tmp_path: Path) -> None:
-    out = tmp_path / "run"
+def _starpo(*overrides: str) -> subprocess.Popen:
+    """A real ``ragen-train starpo --config quickstart OVERRIDES`` process (pipes for both streams)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "ragen_train",
-            "starpo",
-            "--config",
-            "quickstart",
-            f"trainer.out_dir={out}",
-            "trainer.total_steps=1000",
-            "trainer.save_every=1",
-            "trainer.val_every=0",
-            "rollout.env_groups=1",
-            "rollout.group_size=2",
-            "rollout.max_new_tokens=4",
-            "trainer.loggers=jsonl",
-            "trainer.collapse_every=0",
-        ],
+    return subprocess.Popen(
+        [sys.executable, "-m", "ragen_train", "starpo", "--config", "quickstart", *overrides],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -95,26 +79,67 @@ def test_ctrl_c_says_how_to_resume(tmp_path: Path) -> None:
         # through exec and makes Python ignore Ctrl-C, which is not what this test is about.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
+
+
+def _ctrl_c(proc: subprocess.Popen) -> str:
+    """Send ``proc`` what Ctrl-C sends; its last non-empty stderr line, once it exited with 130
+    and no traceback."""
     try:
-        deadline = time.monotonic() + 240
-        while (
-            not list((out / "checkpoints").glob("step_*/manifest.json"))
-            and time.monotonic() < deadline
-        ):
-            assert proc.poll() is None, proc.communicate()[1][-2000:]
-            time.sleep(0.5)
-        proc.send_signal(signal.SIGINT)  # what Ctrl-C sends
+        proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 130, err[-2000:]
-    last = [ln for ln in err.splitlines() if ln.strip()][-1]
+    assert "Traceback" not in err, err[-2000:]
+    return [ln for ln in err.splitlines() if ln.strip()][-1]
+
+
+def test_ctrl_c_says_how_to_resume(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    proc = _starpo(
+        f"trainer.out_dir={out}",
+        "trainer.total_steps=1000",
+        "trainer.save_every=1",
+        "trainer.val_every=0",
+        "rollout.env_groups=1",
+        "rollout.group_size=2",
+        "rollout.max_new_tokens=4",
+        "trainer.loggers=jsonl",
+        "trainer.collapse_every=0",
+    )
+    deadline = time.monotonic() + 240
+    while not list((out / "checkpoints").glob("step_*/manifest.json")):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(proc.communicate()[1][-2000:])
+        time.sleep(0.5)
+    last = _ctrl_c(proc)
     assert (
         last.startswith("interrupted: continue from checkpoint step ")
         and f"`ragen-train starpo --resume {out}`" in last
-    ), err[-2000:]
-    assert "Traceback" not in err
+    ), last
+
+
+def test_ctrl_c_while_the_model_loads_says_nothing_was_trained(tmp_path: Path) -> None:
+    """The first seconds of ``starpo`` import torch and load the model and the sampler; Ctrl-C
+    there used to exit 130 with no line at all."""
+    out = tmp_path / "run"
+    proc = _starpo(f"trainer.out_dir={out}", "trainer.allocator=system")
+    seen: list[str] = []
+    # The allocator line is the last before torch and the model load (it comes after the
+    # config is read and before the trainer module is imported, which takes seconds).
+    while not any(ln.startswith("memory allocator:") for ln in seen):
+        line = proc.stderr.readline()
+        if not line:  # the process ended first
+            proc.kill()
+            raise AssertionError(("".join(seen), proc.communicate()))
+        seen.append(line)
+    assert _ctrl_c(proc) == (
+        f"interrupted: nothing to resume in {out} — stopped while loading the model and sampler, "
+        "before step 1; run the same command again"
+    )
+    assert not (out / "metrics.jsonl").exists() or (out / "metrics.jsonl").stat().st_size == 0
 
 
 def test_interrupt_before_any_checkpoint_says_there_is_nothing_to_resume(tmp_path: Path) -> None:

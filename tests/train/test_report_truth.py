@@ -16,6 +16,7 @@ from ragen_bench import cli as bench_cli
 from ragen_bench.model_dirs import model_fingerprint
 from ragen_bench.site.charts import _tick_labels, _ticks, ema, line_chart
 from ragen_train import cli as train_cli
+from ragen_train.config import validation_episodes
 from ragen_train.plot import PANELS, Y_LABELS
 from ragen_train.report import scan_eval_runs, write_train_report
 from tests.helpers.cli import in_process_cli
@@ -171,3 +172,65 @@ def test_runs_folder_that_does_not_exist_is_said(
     assert err.strip() == (
         f"warning: --runs {missing}: no such folder, so no entry links a run report from it"
     )
+
+
+def test_long_tick_labels_fit_in_the_left_margin() -> None:
+    """Learning rates such as 0.00022 were cut to ".00022" by a fixed 48 px margin."""
+    pts = [(s, 0.00018 + 0.00004 * s / 30) for s in range(1, 31)]
+    svg = str(line_chart([("actor/lr", pts)], title="learning rate", chart_id="lr"))
+    labels = re.findall(r'<text x="([\d.]+)" y="[\d.]+" text-anchor="end">([^<]+)</text>', svg)
+    assert [text for _, text in labels] == ["0.00019", "0.00020", "0.00021", "0.00022"]
+    for x, text in labels:  # right-aligned at x: each character about 6.1 px at 11 px
+        assert float(x) - 6.5 * len(text) >= 0, (x, text)
+    plot_left = float(
+        re.search(
+            r'<line class="axis" x1="[\d.]+" x2="[\d.]+" y1="[\d.]+" y2="[\d.]+"/><line class="axis" x1="([\d.]+)"',
+            svg,
+        ).group(1)
+    )
+    assert plot_left == float(labels[0][0]) + 6  # the labels' 6 px gap to the axis
+    short = str(line_chart([("s", [(1, 0.2), (2, 0.6)])], title="t", chart_id="s"))
+    assert '<line class="axis" x1="48"' in short  # short labels keep the 48 px margin
+
+
+def test_held_out_success_is_charted_by_step_and_wall_time_with_wilson_intervals(
+    tmp_path: Path,
+) -> None:
+    from ragen_bench.stats import wilson_interval
+    from ragen_train.report import heldout_points
+
+    out = tmp_path / "run"
+    out.mkdir()
+    rows = [
+        {"step": 0, "time": 1000.0, "phase": "val", "val/success": 0.25},
+        {"step": 1, "time": 1060.0, "phase": "train", "train/success": 0.3, "time/step_s": 60.0},
+        {"step": 2, "time": 1180.0, "phase": "train", "train/success": 0.4, "time/step_s": 90.0},
+        {"step": 2, "time": 1300.0, "phase": "val", "val/success": 0.5},
+    ]
+    (out / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cfg = {"name": "r", "env": {"val": []}, "rollout": {}, "trainer": {"val_episodes": 64}}
+    (out / "config.json").write_text(json.dumps(cfg))
+    points = heldout_points(rows, 64)
+    assert [(p["step"], p["wall_s"], p["success"]) for p in points] == [
+        (0, 0.0, 0.25),
+        (2, 300.0, 0.5),
+    ]
+    # Wilson (1927) by hand for 32/64: centre 0.5, half-width 1.96·sqrt(1/256 + 1.96²/16384)/(1 + 1.96²/64)
+    half = 1.96 * (0.25 / 64 + 1.96**2 / (4 * 64**2)) ** 0.5 / (1 + 1.96**2 / 64)
+    assert points[1]["low"] == pytest.approx(0.5 - half) and points[1]["high"] == pytest.approx(
+        0.5 + half
+    )
+    assert (points[0]["low"], points[0]["high"]) == wilson_interval(0.25, 64)
+    html = write_train_report(out, tmp_path / "r.html", runs_roots=[])[0].read_text()
+    for title, xlabel, x in (
+        ("held-out success by step", "training step", "2"),
+        ("held-out success by wall time", "wall time (minutes)", "5"),
+    ):
+        assert f">{title}</text>" in html
+        assert f"<title>val/success at {xlabel} {x}: 0.5</title>" in html
+        assert f"<title>Wilson 95% low (n=64) at {xlabel} {x}: {0.5 - half:.4g}</title>" in html
+    # several validation envs: their episodes add up
+    multi = {"trainer": {"val_episodes": 64}, "env": {"val": [{"episodes": 128}, {}]}}
+    assert validation_episodes(multi) == 192 and validation_episodes({}) is None
+    # no validation logged: no held-out chart
+    assert heldout_points(rows[1:3], 64) == []

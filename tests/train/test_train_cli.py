@@ -280,6 +280,26 @@ def test_config_file_errors_are_one_line(tmp_path: Path) -> None:
     assert "bad.yaml" in line and "line" in line
 
 
+@pytest.mark.parametrize(
+    ("args", "override"),
+    [
+        (["starpo", "--trainer.total_steps", "3"], "trainer.total_steps=3"),
+        (["show-config", "--optim.lr=1e-5"], "optim.lr=1e-5"),
+        (["quickstart", "--rollout.env_groups"], "rollout.env_groups=VALUE"),
+    ],
+)
+def test_a_config_field_written_as_an_option_gives_the_override(
+    args: list[str], override: str
+) -> None:
+    line = one_error_line(runner.invoke(app, args), "error:")
+    name = override.split("=")[0]
+    assert line == (
+        f"error: --{name} is not an option: config fields are set as overrides without the "
+        f"dashes, e.g. {override} (`ragen-train show-config --explain {name}` documents the field)"
+    )
+    assert "--trainer " not in line  # click's own guess for --trainer.total_steps
+
+
 def test_unknown_logger_is_one_line(tmp_path: Path) -> None:
     line = one_error_line(
         runner.invoke(app, ["show-config", "trainer.loggers=jsonl,foo"]), "config error:"

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -84,6 +87,51 @@ def test_switching_env_with_an_empty_env_config_is_accepted() -> None:
 def test_unknown_preset_or_file() -> None:
     with pytest.raises(TrainConfigError, match="neither a preset"):
         load_config("no-such-preset")
+
+
+def test_a_misspelt_preset_gets_a_did_you_mean_not_the_whole_list() -> None:
+    with pytest.raises(TrainConfigError) as exc:
+        load_config("quickstrat")
+    assert exc.value.field == "--config"
+    assert exc.value.reason == (
+        "'quickstrat' is neither a preset nor a file; did you mean quickstart? "
+        f"(`ragen-train presets` lists all {len(PRESETS)})"
+    )
+    with pytest.raises(TrainConfigError) as exc:
+        load_config("zzzz")
+    assert "did you mean" not in exc.value.reason
+    assert "tiny-sokoban-grpo" not in exc.value.reason  # no list of every preset
+    assert f"lists all {len(PRESETS)}" in exc.value.reason
+
+
+def test_episodes_a_step_are_bounded_across_groups_and_group_size() -> None:
+    with pytest.raises(TrainConfigError) as exc:
+        load_config("quickstart", ["rollout.env_groups=4096", "rollout.group_size=32"])
+    assert exc.value.field == "rollout.env_groups"
+    assert exc.value.reason == (
+        "4096 groups x rollout.group_size=32 is 131,072 episodes a step, over the bound of 65,536"
+    )
+    ok = load_config("quickstart", ["rollout.env_groups=4096", "rollout.group_size=16"])
+    assert ok.rollout.env_groups * ok.rollout.group_size == 65_536  # the bound itself is allowed
+
+
+def test_the_config_module_imports_without_torch() -> None:
+    """``show-config --explain`` and config checks start in a fraction of torch's load time."""
+    root = Path(__file__).resolve().parents[2]
+    probe = (
+        "import sys, ragen_train.config, ragen_train.cli; "
+        "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.')))"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]", r.stdout
 
 
 def test_json_config_file_roundtrip(tmp_path: Path) -> None:
@@ -227,6 +275,12 @@ def test_env_config_fields_written_in_a_file_get_no_preset_hint(tmp_path: Path) 
         ("algorithm.dual_clip=1", "algorithm.dual_clip", "must be > 1, got 1.0"),
         ("trainer.val_temperature=-1", "trainer.val_temperature", "must be >= 0"),
         ("env.config.risky_prob=NaN", "env.config.risky_prob", "must be a finite number, got nan"),
+        # huge counts are refused at once (1e9 groups used to be accepted and play for minutes)
+        ("rollout.env_groups=1e9", "rollout.env_groups", "must be in [1, 4096], got 1000000000"),
+        ("rollout.group_size=100000", "rollout.group_size", "must be in [1, 1024], got 100000"),
+        ("trainer.total_steps=1e12", "trainer.total_steps", "must be in [1, 1000000], got"),
+        ("trainer.val_episodes=1e9", "trainer.val_episodes", "must be in [1, 1000000], got"),
+        ("sft.episodes=1e9", "sft.episodes", "must be in [1, 1000000], got"),
     ],
 )
 def test_issue20_item9_nan_and_out_of_range_overrides_name_the_field(
