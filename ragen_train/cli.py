@@ -156,6 +156,7 @@ def starpo(
             help="Deprecated spelling of --trainer (removed in the next release).",
         ),
     ] = None,
+    trust_folder: Annotated[bool, typer.Option("--trust-folder", help=TRUST_HELP)] = False,
 ) -> None:
     """Train with StarPO (rollout -> filter -> advantages -> PPO/GRPO update), with validation and checkpoints."""
     from .config import TrainConfigError
@@ -163,7 +164,9 @@ def starpo(
 
     _restart_for_allocator(lambda: _load_for_resume(config, overrides, resume)[0])
     backend = _trainer_option(trainer_name, backend)
-    cfg, resume = _load_for_resume(config, overrides, resume)
+    cfg, resume_arg = _load_for_resume(config, overrides, resume)
+    _check_config_values(cfg, config, resume, overrides, trust_folder)  # before any env starts
+    resume = resume_arg
     _use_allocator(cfg)
     _warn_gpu_preset_on_cpu(config, cfg)
     _preflight_envs(cfg)
@@ -207,6 +210,30 @@ def starpo(
             f"done: {cfg.trainer.out_dir} (model: {Path(cfg.trainer.out_dir) / 'final_model'}; curves: {png}); "
             "last validation: " + _val_text(last or _logged_val(Path(cfg.trainer.out_dir)))
         )
+
+
+TRUST_HELP = (
+    "Accept the commands (Lean env.config.verifier=repl:...), endpoints and key variables "
+    "(api_key_env) of the config this command reads from a run or model folder, or a command "
+    "in a -c FILE, without giving them again as overrides (docs/security.md)."
+)
+
+
+def _check_config_values(cfg, config, resume, overrides, trust: bool) -> None:
+    """:func:`ragen_train.resume.check_config_values`: print what will run or be called;
+    an unconfirmed value is one ``error:`` line (exit 2)."""
+    from ragen_bench.trust import UntrustedValueError
+
+    from .resume import check_config_values
+
+    try:
+        lines = check_config_values(
+            cfg, config=config, resume=resume, overrides=overrides, trust=trust
+        )
+    except UntrustedValueError as exc:
+        raise _error(exc) from None
+    for line in lines:
+        _info(line)
 
 
 def _trainer_option(trainer_name: str, backend: str | None) -> str:
@@ -522,6 +549,7 @@ def evaluate(
             "else the training config's model.path)."
         ),
     ] = None,
+    trust_folder: Annotated[bool, typer.Option("--trust-folder", help=TRUST_HELP)] = False,
 ) -> None:
     """Evaluate a model folder with the agent-loop protocol, env and env config it was trained with
     (from the run's config.json; options override single settings). Writes a normal ragen-bench run."""
@@ -546,6 +574,7 @@ def evaluate(
             context_mode=context_mode,
             think=think,
             device=device,
+            trust=trust_folder,
         )
     except EvalSetupError as exc:
         raise _error(exc) from None
