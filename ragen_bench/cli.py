@@ -188,10 +188,10 @@ _CLI_OPTIONS = (
         "trust_folder",
         bool,
         False,
-        "With --resume: accept the run folder's commands (Lean verifier=repl:...), endpoints "
-        "(base_url, verifier/retriever URLs), key variables (api_key_env), --vllm-python and "
-        "trust_remote_code as they are. Without it each must be given again with the same "
-        "value on the command line (docs/security.md).",
+        "Accept the commands (Lean verifier=repl:...), endpoints (base_url, verifier/retriever "
+        "URLs), key variables (api_key_env), --vllm-python and trust_remote_code that the "
+        "folder read sets: run.json on --resume, a --model folder's ragen_protocol.json. "
+        "Without it each must be given again on the command line (docs/security.md).",
         flags=("--trust-folder",),
     ),
     CliOption(
@@ -282,7 +282,9 @@ def run(ctx: typer.Context, **opts: Any) -> None:
                 req = request_from_options(opts, given=given_option, parse_kv=_parse_kv)
                 if opts["saved_protocol"]:
                     applied = apply_protocol(
-                        req, {n for n in ctx.params if option_given(ctx, n)}
+                        req,
+                        {n for n in ctx.params if option_given(ctx, n)},
+                        trust=opts["trust_folder"],
                     )  # ragen_protocol.json
                     req = applied.request
                 for line in [*applied.notes, applied.describe()] if applied else []:

@@ -229,3 +229,28 @@ def test_config_values_follow_where_the_config_came_from(tmp_path: Path) -> None
     assert check_config_values(cfg, config="mine.json", resume=None, overrides=[], trust=False) == [
         "will call http://10.1.2.3:9000 (from mine.json)"
     ]
+
+
+def test_bench_run_refuses_a_verifier_command_saved_with_a_model(tmp_path: Path) -> None:
+    # Before: `ragen-bench run --model <folder>` applied the folder's ragen_protocol.json env
+    # config, so its verifier command ran in the env preflight.
+    from ragen_bench.cli import app as bench_app
+    from ragen_bench.protocol import write_protocol
+    from ragen_train.evaluation import saved_protocol
+
+    marker = tmp_path / "marker"
+    command = f"repl:sh -c 'touch {marker}'"
+    model = tmp_path / "final_model"
+    model.mkdir()
+    (model / "config.json").write_text(
+        json.dumps({"model_type": "llama", "architectures": ["LlamaForCausalLM"]})
+    )
+    write_protocol(model, saved_protocol(_lean_config(tmp_path / "run", command)))
+    args = ["run", "--policy", "hf", "--model", str(model), "--episodes", "1"]
+    res = runner.invoke(bench_app, [*args, "--out", str(tmp_path / "o"), "--no-progress"])
+    assert res.exit_code == 2, (res.stdout, res.stderr, res.exception)
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1, res.stderr
+    assert f"{model / 'ragen_protocol.json'} sets env_config.verifier = {command!r}" in lines[0]
+    assert "--trust-folder" in lines[0]
+    assert not marker.exists()
