@@ -254,3 +254,19 @@ def test_bench_run_refuses_a_verifier_command_saved_with_a_model(tmp_path: Path)
     assert f"{model / 'ragen_protocol.json'} sets env_config.verifier = {command!r}" in lines[0]
     assert "--trust-folder" in lines[0]
     assert not marker.exists()
+
+
+def test_a_symlinked_metrics_file_is_refused_and_the_outside_file_is_unchanged(
+    tmp_path: Path,
+) -> None:
+    from ragen_bench.fileio import NotRegularFileError
+    from ragen_train.logger import MetricLogger
+
+    outside = tmp_path / "notes.txt"
+    outside.write_bytes(b"kept\nno newline at the end")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metrics.jsonl").symlink_to(outside)
+    with pytest.raises(NotRegularFileError, match=r"metrics.jsonl: is a symbolic link; refused"):
+        MetricLogger(run, ["jsonl"])
+    assert outside.read_bytes() == b"kept\nno newline at the end"
