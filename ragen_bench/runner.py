@@ -610,6 +610,8 @@ RESUME_CONFIRMING = {
     "policy_options.base_urls": "--base-url URL",
     "policy_options.api_key_env": "--api-key-env NAME",
     "policy_options.python": "--vllm-python PATH",
+    "policy_options.server_args": "--policy-option server_args=...",
+    "policy_options.server_env": "--policy-option server_env=...",
     "policy_options.trust_remote_code": "--policy-option trust_remote_code=true",
     "env_config.verifier": "--env-config verifier=...",
     "env_config.api_key_env": "--env-config api_key_env=NAME",

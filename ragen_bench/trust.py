@@ -9,7 +9,8 @@ run a program or send the user's API key somewhere:
   SearchQA's ``retriever_url``, the ``openai`` policy's ``base_url`` (it gets
   ``$OPENAI_API_KEY`` or the variable ``api_key_env`` names);
 * a **key variable**: ``api_key_env`` (which of the user's secrets is sent);
-* an **executable**: the ``vllm-server`` policy's ``python`` (``--vllm-python``);
+* an **executable**: the ``vllm-server`` policy's ``python`` (``--vllm-python``), and the
+  ``server_args`` and ``server_env`` it starts the server with (``LD_PRELOAD`` runs code);
 * **remote code**: ``trust_remote_code`` true (the model folder's own Python is imported).
 
 :func:`directing_fields` lists those fields of an env config and policy options;
@@ -47,7 +48,15 @@ _ENV_FIELDS: dict[str, Any] = {
     "retriever_url": "http://127.0.0.1:8000/retrieve",  # SearchQA
 }
 #: Policy options that direct ragen (no default passes).
-_POLICY_FIELDS = ("base_url", "base_urls", "api_key_env", "python", "trust_remote_code")
+_POLICY_FIELDS = (
+    "base_url",
+    "base_urls",
+    "api_key_env",
+    "python",
+    "server_args",
+    "server_env",
+    "trust_remote_code",
+)
 
 
 @dataclass(frozen=True)
@@ -89,7 +98,12 @@ def _env_kind(key: str, value: Any) -> str | None:
 def _policy_kind(key: str, value: Any) -> str | None:
     if key == "trust_remote_code":
         return "remote code" if value is True or str(value).lower() == "true" else None
-    return {"python": "executable", "api_key_env": "key variable"}.get(key, "endpoint")
+    return {
+        "python": "executable",
+        "server_args": "executable",
+        "server_env": "executable",
+        "api_key_env": "key variable",
+    }.get(key, "endpoint")
 
 
 def directing_fields(
@@ -107,7 +121,7 @@ def directing_fields(
             out.append(DirectingField("env_config", key, value, kind))
     for key in _POLICY_FIELDS:
         value = (policy_options or {}).get(key)
-        if value is None or value == []:
+        if value is None or value == [] or value == {}:
             continue
         kind = _policy_kind(key, value)
         if kind:
@@ -129,6 +143,10 @@ def _same(a: Any, b: Any) -> bool:
         return v
 
     return norm(a) == norm(b)
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"
 
 
 def check_folder_values(
@@ -159,7 +177,7 @@ def check_folder_values(
     bad = [f for f in fields if not (f.name in confirmed and _same(confirmed[f.name], f.value))]
     if not bad:
         return
-    what = "; ".join(f"{f.name} = {f.value!r} (a {f.kind})" for f in bad)
+    what = "; ".join(f"{f.name} = {f.value!r} ({_article(f.kind)} {f.kind})" for f in bad)
     give = ", ".join(dict.fromkeys(s for f in bad if (s := (how or {}).get(f.name))))
     raise UntrustedValueError(
         f"{source} sets {what}, which this command does not take from a file someone else may "

@@ -226,8 +226,7 @@ def _check_folder_env_config(env_config: dict[str, Any], source: Path, trust: bo
     except UntrustedValueError as exc:
         raise EvalSetupError("CHECKPOINT", str(exc)) from None
     return [
-        f"--trust-folder: will use {f.name} = {f.value!r} (a {f.kind}, from {source})"
-        for f in fields
+        f"--trust-folder: will use {f.name} = {f.value!r} ({f.kind}, from {source})" for f in fields
     ]
 
 

@@ -342,3 +342,18 @@ def test_trust_folder_accepts_the_folder_values(finished_run: Path, tmp_path: Pa
     assert lines == ["resume will call http://10.0.0.9:8000 (from run.json)"]
     confirmed = {"env_config.verifier": "http://10.0.0.9:8000/"}
     assert check_resume_values(meta, source="run.json", confirmed=confirmed, trust=False) == lines
+
+
+def test_a_managed_server_command_from_run_json_needs_confirmation() -> None:
+    from ragen_bench.runner import check_resume_values
+    from ragen_bench.trust import UntrustedValueError
+
+    meta = {
+        "env_config": {},
+        "policy_options": {"python": "/tmp/x/python", "server_env": {"LD_PRELOAD": "/tmp/x.so"}},
+    }
+    with pytest.raises(UntrustedValueError) as err:
+        check_resume_values(meta, source="run.json", confirmed={}, trust=False)
+    assert "policy_options.python = '/tmp/x/python' (an executable)" in str(err.value)
+    assert "policy_options.server_env = {'LD_PRELOAD': '/tmp/x.so'}" in str(err.value)
+    assert "--vllm-python PATH" in str(err.value)
