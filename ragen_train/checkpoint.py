@@ -111,6 +111,12 @@ class NoIntactCheckpoint(FileNotFoundError):
     """``--resume`` found no intact checkpoint; the message is one line naming each damaged one."""
 
 
+class RefusedCheckpoint(NoIntactCheckpoint):
+    """A verified checkpoint holds a file that may not be loaded (a pickled object other than
+    tensors, numbers and containers, or a symbolic link): the resume stops, without falling
+    back and without running anything; the message is one line naming the file."""
+
+
 @dataclass
 class Resumable:
     """The checkpoint :func:`find_resumable` chose.
