@@ -173,7 +173,19 @@ _CLI_OPTIONS = (
         Optional[Path],
         None,
         "Finish an interrupted run directory; with --episodes N (larger), extend it. "
-        "Other options are ignored (the run's run.json is used).",
+        "Other options are ignored (the run's run.json is used), except those that confirm "
+        "its commands, endpoints and key variables (--base-url, --api-key-env, --vllm-python, "
+        "--env-config, --policy-option; see --trust-folder).",
+    ),
+    CliOption(
+        "trust_folder",
+        bool,
+        False,
+        "Accept the commands (Lean verifier=repl:...), endpoints (base_url, verifier/retriever "
+        "URLs), key variables (api_key_env), --vllm-python and trust_remote_code that the "
+        "folder read sets: run.json on --resume, a --model folder's ragen_protocol.json. "
+        "Without it each must be given again on the command line (docs/security.md).",
+        flags=("--trust-folder",),
     ),
     CliOption(
         "saved_protocol",
@@ -228,12 +240,15 @@ def run(ctx: typer.Context, **opts: Any) -> None:
                 from .runner import resume_note
 
                 meta = RunDir(resume).read_run()  # a damaged run.json: one line naming the file
+                for line in _check_resume_values(meta, resume, opts):  # before anything is called
+                    console.print(escape(line), soft_wrap=True)
                 given = {n for n in ctx.params if option_given(ctx, n)} - {
                     "resume",
                     "episodes",
                     "progress",
                     "print_json",
                     "preflight",
+                    *_RESUME_CONFIRMING_OPTIONS,
                 }
                 if given:
                     console.print(
@@ -260,7 +275,9 @@ def run(ctx: typer.Context, **opts: Any) -> None:
                 req = request_from_options(opts, given=given_option, parse_kv=_parse_kv)
                 if opts["saved_protocol"]:
                     applied = apply_protocol(
-                        req, {n for n in ctx.params if option_given(ctx, n)}
+                        req,
+                        {n for n in ctx.params if option_given(ctx, n)},
+                        trust=opts["trust_folder"],
                     )  # ragen_protocol.json
                     req = applied.request
                 for line in [*applied.notes, applied.describe()] if applied else []:
@@ -315,6 +332,41 @@ def run(ctx: typer.Context, **opts: Any) -> None:
         summary = json.loads((path / "summary.json").read_text())
     if print_json:
         out.print_json(data=summary)
+
+
+#: Options that, with --resume, confirm the run folder's directing values instead of being ignored.
+_RESUME_CONFIRMING_OPTIONS = (
+    "trust_folder",
+    "base_url",
+    "api_key_env",
+    "vllm_python",
+    "env_config",
+    "policy_option",
+)
+
+
+def _check_resume_values(meta: dict[str, Any], resume: Path, opts: dict[str, Any]) -> list[str]:
+    """:func:`ragen_bench.runner.check_resume_values` with this command line's confirmations."""
+    from .runner import check_resume_values
+
+    policy = {
+        "base_url": opts.get("base_url") or None,
+        "api_key_env": opts.get("api_key_env"),
+        "python": opts.get("vllm_python"),
+        **_parse_kv(opts.get("policy_option"), "--policy-option"),
+    }
+    confirmed = {
+        **{f"policy_options.{k}": v for k, v in policy.items() if v is not None},
+        **{
+            f"env_config.{k}": v
+            for k, v in _parse_kv(opts.get("env_config"), "--env-config").items()
+        },
+    }
+    if "policy_options.base_url" in confirmed:
+        confirmed["policy_options.base_urls"] = confirmed["policy_options.base_url"]
+    return check_resume_values(
+        meta, source=resume / "run.json", confirmed=confirmed, trust=opts["trust_folder"]
+    )
 
 
 def _interrupted(exc: KeyboardInterrupt) -> typer.Exit:

@@ -9,15 +9,26 @@ can end in one torn line after a kill; :func:`repair_jsonl_tail` cuts it off.
 
 A killed writer leaves at most a temporary sibling (``.<name>.tmp-<pid>``) that
 :func:`remove_stale_temporaries` deletes.
+
+Files in a run or checkpoint folder may come from someone else (a shared run folder, a
+published checkpoint), so they are opened as data that must stay inside the folder:
+:func:`open_regular` opens with ``O_NOFOLLOW`` and accepts only a regular file, and
+:func:`check_regular` does the same check (``lstat``) where a library opens the path itself.
+A symbolic link (``.lock`` -> ``~/.bashrc``), a FIFO or a device in their place is refused
+with :class:`NotRegularFileError`, one line naming the file; nothing outside is read,
+truncated or written.  The atomic writers refuse to replace such a target too, and create
+their temporary sibling with ``O_NOFOLLOW``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
 import shutil
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,6 +41,121 @@ from .redaction import redact
 TMP_MARK = ".tmp-"
 #: Marker of directories renamed aside before they are deleted or replaced.
 OLD_MARK = ".old-"
+
+
+class NotRegularFileError(OSError):
+    """A file in a run or checkpoint folder is a symbolic link, a FIFO, a device or a
+    directory, or lies outside the folder; the message is one line naming it."""
+
+
+#: Flags every open of a run-folder file adds: no symbolic link as the last component, no
+#: blocking on a FIFO planted in its place, not inherited by subprocesses.
+_SAFE_FLAGS = os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_NONBLOCK", 0)
+
+
+def _refusal(path: str | os.PathLike[str], what: str) -> NotRegularFileError:
+    return NotRegularFileError(
+        f"{path}: {what}; refused (files in a run or checkpoint folder must be regular files "
+        "inside it, not links)"
+    )
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        return "is a symbolic link"
+    if stat.S_ISDIR(mode):
+        return "is a directory"
+    return "is not a regular file (a FIFO, socket or device)"
+
+
+def check_regular(
+    path: str | os.PathLike[str],
+    *,
+    root: str | os.PathLike[str] | None = None,
+    missing_ok: bool = False,
+) -> bool:
+    """Check that ``path`` is a regular file (``lstat``: a symbolic link is refused, not
+    followed), and, with ``root``, that its real parent directory lies inside ``root``'s.
+
+    For paths a library opens itself (``safetensors``, ``save_pretrained``); where this
+    module opens the file, :func:`open_regular` checks the opened descriptor instead (no
+    window between check and use).
+
+    Returns:
+        ``True`` when the file exists and passes; ``False`` when it is missing and
+        ``missing_ok``.
+    Raises:
+        NotRegularFileError: a link, FIFO, device or directory, or outside ``root``
+            (one line naming the file).
+        FileNotFoundError: missing and not ``missing_ok``.
+    """
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        if missing_ok:
+            return False
+        raise
+    if not stat.S_ISREG(st.st_mode):
+        raise _refusal(path, _kind(st.st_mode))
+    if root is not None:
+        real_root = os.path.realpath(root)
+        parent = os.path.realpath(os.path.dirname(os.path.abspath(path)))
+        if os.path.commonpath([real_root, parent]) != real_root:
+            raise _refusal(path, f"lies outside {root}")
+    return True
+
+
+def open_regular(path: str | os.PathLike[str], flags: int, mode: int = 0o644) -> int:
+    """``os.open(path, flags)`` for a file in a run or checkpoint folder: with ``O_NOFOLLOW``
+    (a symbolic link as the last component is refused, never followed) and ``O_NONBLOCK``
+    (a FIFO in its place does not hang the open), and the opened descriptor must be a
+    regular file.  ``O_TRUNC`` is applied only after that check, so a refused file is never
+    emptied.  Returns the descriptor (blocking mode restored; close it yourself).
+
+    Raises:
+        NotRegularFileError: ``path`` is a link, FIFO, device or directory (one line naming it).
+        OSError: the open itself failed (missing file without ``O_CREAT``, permissions).
+    """
+    truncate = flags & os.O_TRUNC
+    try:
+        fd = os.open(path, (flags & ~os.O_TRUNC) | _SAFE_FLAGS, mode)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EMLINK):  # O_NOFOLLOW met a link
+            raise _refusal(path, "is a symbolic link") from None
+        if exc.errno in (errno.EISDIR, errno.ENXIO):
+            raise _refusal(path, _kind(os.lstat(path).st_mode)) from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _refusal(path, _kind(st.st_mode))
+        if _SAFE_FLAGS & getattr(os, "O_NONBLOCK", 0):
+            os.set_blocking(fd, True)
+        if truncate:
+            os.ftruncate(fd, 0)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def open_regular_file(path: str | os.PathLike[str], mode: str = "rb", **kwargs: Any) -> Any:
+    """:func:`open_regular` as a Python file object: ``mode`` is one of ``"r"``, ``"rb"``,
+    ``"a"``, ``"ab"``, ``"w"``, ``"wb"``, ``"r+b"``; ``kwargs`` go to :func:`os.fdopen`
+    (``encoding``).
+
+    Raises:
+        NotRegularFileError, OSError: as :func:`open_regular`.  ValueError: another ``mode``.
+    """
+    flags = {
+        "r": os.O_RDONLY,
+        "a": os.O_WRONLY | os.O_CREAT | os.O_APPEND,
+        "w": os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+        "r+": os.O_RDWR,
+    }.get(mode.replace("b", ""))
+    if flags is None:
+        raise ValueError(f"open_regular_file: unsupported mode {mode!r}")
+    return os.fdopen(open_regular(path, flags), mode, **kwargs)
 
 
 def fsync_dir(path: str | os.PathLike[str]) -> None:
@@ -68,9 +194,10 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     any moment leaves either the old file or the new one.
     """
     path = Path(path)
+    check_regular(path, missing_ok=True)  # never replace a planted link / FIFO silently
     tmp = _tmp_sibling(path)
     try:
-        with open(tmp, "wb") as fh:
+        with open_regular_file(tmp, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
@@ -173,7 +300,7 @@ def remove_stale_temporaries(directory: str | os.PathLike[str]) -> list[Path]:
 def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:
     """Hex SHA-256 of a file's bytes (read in 1 MiB chunks)."""
     h = hashlib.sha256()
-    with open(path, "rb") as fh:
+    with open_regular_file(path, "rb") as fh:
         while block := fh.read(chunk):
             h.update(block)
     return h.hexdigest()
@@ -186,11 +313,15 @@ def repair_jsonl_tail(path: str | os.PathLike[str]) -> int:
     A writer killed mid-line leaves a last line without its newline, or (a torn write that
     happened to end in one) a last line that is not valid JSON; either is removed so that
     the next append starts on a fresh line.  Earlier lines are never touched.
+
+    Raises:
+        NotRegularFileError: ``path`` is a symbolic link (or FIFO, device): nothing is cut.
     """
     p = Path(path)
-    if not p.exists():
+    if not check_regular(p, missing_ok=True):
         return 0
-    data = p.read_bytes()
+    with open_regular_file(p, "rb") as fh:
+        data = fh.read()
     keep = len(data)
     if data and not data.endswith(b"\n"):
         keep = data.rfind(b"\n") + 1
@@ -202,7 +333,7 @@ def repair_jsonl_tail(path: str | os.PathLike[str]) -> int:
             except ValueError:
                 keep = start
     if keep < len(data):
-        with open(p, "r+b") as fh:
+        with open_regular_file(p, "r+b") as fh:
             fh.truncate(keep)
             fh.flush()
             os.fsync(fh.fileno())
@@ -210,12 +341,16 @@ def repair_jsonl_tail(path: str | os.PathLike[str]) -> int:
 
 
 __all__ = [
+    "NotRegularFileError",
     "atomic_directory",
     "atomic_write_bytes",
     "atomic_write_json",
     "atomic_write_text",
+    "check_regular",
     "fsync_dir",
     "fsync_tree",
+    "open_regular",
+    "open_regular_file",
     "remove_directory",
     "remove_stale_temporaries",
     "repair_jsonl_tail",

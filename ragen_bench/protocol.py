@@ -188,7 +188,7 @@ def _get(rollout: dict[str, Any], key: str) -> Any:
     return rollout.get(key)
 
 
-def apply_protocol(req: Any, given: set[str]) -> Applied:
+def apply_protocol(req: Any, given: set[str], *, trust: bool = False) -> Applied:
     """Overlay the protocol saved with ``req.model`` on a ``RunRequest``.
 
     Every setting of :data:`OPTION_KEYS` whose option is not in ``given`` (the options
@@ -204,6 +204,9 @@ def apply_protocol(req: Any, given: set[str]) -> Applied:
 
     Raises:
         ValueError: a damaged protocol file (see :func:`read_protocol`).
+        UntrustedValueError: the saved env config sets a command, endpoint or key variable
+            (:mod:`ragen_bench.trust`: a model folder may come from someone else) and neither
+            ``trust`` (``--trust-folder``) nor ``--env-config`` was given.
     """
     if req.backend not in LOCAL_BACKENDS or not req.model or not Path(req.model).is_dir():
         return Applied(req, None)
@@ -231,6 +234,16 @@ def apply_protocol(req: Any, given: set[str]) -> Applied:
     changes: dict[str, Any] = {"rollout": rollout}
     if same_env:
         if "env_config" not in given:
+            from .trust import check_folder_values, directing_fields
+
+            fields = directing_fields(trained_config, None)
+            how = {
+                f.name: "--env-config KEY=VALUE, which replaces the saved env config"
+                for f in fields
+            }
+            check_folder_values(
+                fields, source=str(Path(req.model) / PROTOCOL_FILE), trust=trust, how=how
+            )
             changes["env_config"] = trained_config
         if "split" not in given:
             changes["split"] = protocol.split

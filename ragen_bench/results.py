@@ -34,7 +34,13 @@ from typing import Any
 from ragen_envs import jsonutil
 
 from . import __version__
-from .fileio import atomic_write_json, repair_jsonl_tail
+from .fileio import (
+    atomic_write_json,
+    check_regular,
+    open_regular,
+    open_regular_file,
+    repair_jsonl_tail,
+)
 from .records import EpisodeRecord
 from .redaction import redact
 from .stats import mean_with_uncertainty, pass_at_k_over_groups
@@ -137,11 +143,13 @@ class RunDir:
 
         Raises:
             RunLockedError: another process is writing this run (message names its pid).
+            NotRegularFileError: ``.lock`` is a symbolic link (or FIFO, device): refused,
+                the file it points to is left as it is (:func:`ragen_bench.fileio.open_regular`).
         """
         if fcntl is None:  # pragma: no cover
             yield
             return
-        fd = os.open(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = open_regular(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -169,7 +177,7 @@ class RunDir:
                 or :class:`~ragen_bench.validate.InvalidFileError`; one line naming the file).
         """
         p = self.path / RUN_FILE
-        if not p.is_file():
+        if not check_regular(p, missing_ok=True):
             raise FileNotFoundError(f"{self.path} is not a run directory (no {RUN_FILE})")
         return read_checked(p, "run")
 
@@ -197,6 +205,7 @@ class RunDir:
         p = self.episodes_path
         if not p.exists():
             return out
+        check_regular(p)  # a planted link is refused, not read through
         validator = _episode_core_validator()
         for n, obj in jsonutil.iter_jsonl(p):
             check_object(obj, "episode", f"{p}:{n}", validator)
@@ -206,7 +215,7 @@ class RunDir:
     def open_for_append(self) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
         self.repair()
-        self._fh = open(self.episodes_path, "a", encoding="utf-8")
+        self._fh = open_regular_file(self.episodes_path, "a", encoding="utf-8")
 
     def append(self, record: EpisodeRecord | dict[str, Any]) -> None:
         """Append one episode as one line and flush it."""
@@ -237,7 +246,7 @@ class RunDir:
             ValueError: missing, damaged or not following the schema (one line naming the file).
         """
         p = self.path / SUMMARY_FILE
-        if not p.is_file():
+        if not check_regular(p, missing_ok=True):
             raise FileNotFoundError(
                 f"{self.path} has no {SUMMARY_FILE} (an unfinished run? finish it with "
                 f"`ragen-bench run --resume {self.path}`)"

@@ -603,6 +603,58 @@ def resume_run(
                 close_policy(policy)
 
 
+#: Command-line options of ``ragen-bench run`` that confirm a run folder's directing values on
+#: ``--resume`` (:func:`check_resume_values`), by the :class:`~ragen_bench.trust.DirectingField`
+#: name they confirm.
+RESUME_CONFIRMING = {
+    "policy_options.base_url": "--base-url URL",
+    "policy_options.base_urls": "--base-url URL",
+    "policy_options.api_key_env": "--api-key-env NAME",
+    "policy_options.python": "--vllm-python PATH",
+    "policy_options.server_args": "--policy-option server_args=...",
+    "policy_options.server_env": "--policy-option server_env=...",
+    "policy_options.trust_remote_code": "--policy-option trust_remote_code=true",
+    "env_config.verifier": "--env-config verifier=...",
+    "env_config.api_key_env": "--env-config api_key_env=NAME",
+    "env_config.retriever_url": "--env-config retriever_url=URL",
+}
+
+
+def check_resume_values(
+    meta: dict[str, Any],
+    *,
+    source: str | Path,
+    confirmed: dict[str, Any],
+    trust: bool,
+) -> list[str]:
+    """Check the commands, endpoints and key variables a run folder's ``run.json`` asks a
+    resume to use (:mod:`ragen_bench.trust`); returns the lines to print before anything is
+    called: the origin (``scheme://host:port``) of every endpoint, and each command that will run.
+
+    Args:
+        meta: ``run.json``.  source: its path.  confirmed: the values the user gave on the
+            command line, by field name (``policy_options.base_url``, ``env_config.verifier``).
+        trust: ``--trust-folder`` was given.
+
+    Raises:
+        UntrustedValueError: a value the user did not confirm (one line naming the file, the
+            field and how to confirm it).
+    """
+    from .trust import check_folder_values, directing_fields, origins
+
+    fields = directing_fields(meta.get("env_config"), meta.get("policy_options"))
+    check_folder_values(
+        fields, source=str(source), confirmed=confirmed, trust=trust, how=RESUME_CONFIRMING
+    )
+    lines = [f"resume will call {o} (from {source})" for o in origins(fields)]
+    lines += [
+        f"resume will run {f.name} = {f.value!r} (from {source})"
+        for f in fields
+        if f.kind in ("command", "executable", "remote code")
+    ]
+    return lines
+
+
 def resume_note(before: dict[str, Any], path: str | Path) -> str | None:
     """What a resume did, when it is not the usual "played the missing episodes": a run that
     was already complete (nothing played) or one extended to more episodes.  ``before`` is

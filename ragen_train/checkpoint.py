@@ -14,7 +14,8 @@ leaves a damaged one in place, and verified before they are loaded.
   DDP or one process); ``model/`` is then gathered collectively and written by rank 0.
   The checkpoint directory must be on a file system every rank sees (rank 0 hashes every
   rank's shard into the manifest);
-* ``rng_rank<r>.pt`` — Python, NumPy and torch RNG states of every rank;
+* ``rng_rank<r>.pt`` — Python, NumPy and torch RNG states of every rank (only tensors,
+  numbers, strings, tuples, lists and dicts: the NumPy key as a tensor);
 * ``state.json`` — step, rollout seed counter, consecutive-empty counter, config;
 * ``manifest.json`` — written last: ``{"format": "ragen-checkpoint", "version": 1, "step",
   "config_hash", "saved_at", "files": {<relative path>: {"size", "sha256"}}}``.
@@ -32,6 +33,17 @@ latest`` takes the newest intact checkpoint (by ``saved_at``), reporting each ne
 damaged one with the file at fault; :class:`NoIntactCheckpoint` when there is none.
 Pruning (:func:`prune`) never removes the newest intact checkpoint nor the one ``latest``
 names.
+
+A checkpoint may come from someone else, so nothing in it is unpickled as code: every
+``.pt`` file is read by :func:`load_pt` with ``torch.load(weights_only=True)`` (torch's
+restricted unpickler: tensors, numbers, strings and containers), plus only the three NumPy
+globals that rebuild a plain array (:data:`LEGACY_NUMPY_GLOBALS`: the NumPy RNG key that
+checkpoints written before this format held as an ``ndarray``).  A file that names any other
+global (an object whose ``__reduce__`` would call ``os.system``) is refused with
+:class:`CheckpointError`, one line naming the file, and the payload never runs.  Every file
+a manifest lists must be a regular file inside the checkpoint (no symbolic link, no ``..``):
+:func:`ragen_bench.fileio.check_regular`.  The DCP directory of FSDP2 checkpoints is
+checked the same way (:mod:`ragen_train.dist_state`).
 """
 
 from __future__ import annotations
@@ -39,7 +51,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import pickle
 import random
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -51,10 +65,13 @@ import torch
 
 from ragen_bench.fileio import (
     TMP_MARK,
+    NotRegularFileError,
     atomic_directory,
     atomic_write_json,
     atomic_write_text,
+    check_regular,
     fsync_tree,
+    open_regular_file,
     remove_directory,
     remove_stale_temporaries,
     replace_directory,
@@ -94,6 +111,12 @@ class NoIntactCheckpoint(FileNotFoundError):
     """``--resume`` found no intact checkpoint; the message is one line naming each damaged one."""
 
 
+class RefusedCheckpoint(NoIntactCheckpoint):
+    """A verified checkpoint holds a file that may not be loaded (a pickled object other than
+    tensors, numbers and containers, or a symbolic link): the resume stops, without falling
+    back and without running anything; the message is one line naming the file."""
+
+
 @dataclass
 class Resumable:
     """The checkpoint :func:`find_resumable` chose.
@@ -126,21 +149,100 @@ class Resumable:
         )
 
 
+# ------------------------------------------------------------------------------- safe loading
+#: The globals beyond torch's weights-only set that :func:`load_pt` allows: what pickling a
+#: plain NumPy array names (``numpy._core`` in NumPy 2, ``numpy.core`` before).  Checkpoints
+#: written before the tensor-only RNG format hold the NumPy RNG key as such an array.
+LEGACY_NUMPY_GLOBALS = (
+    "numpy._core.multiarray._reconstruct",
+    "numpy.core.multiarray._reconstruct",
+    "numpy.ndarray",
+    "numpy.dtype",
+    "numpy.dtypes.UInt32DType",
+)
+
+
+def _numpy_globals() -> list[Any]:
+    out = []
+    for dotted in LEGACY_NUMPY_GLOBALS:
+        module, _, name = dotted.rpartition(".")
+        try:
+            mod = __import__(module, fromlist=[name])
+            obj = getattr(mod, name)
+        except (ImportError, AttributeError):
+            continue
+        out.append((obj, dotted))  # under the name the file spells it, whatever NumPy aliases
+    return out
+
+
+def load_pt(d: str | Path, rel: str) -> Any:
+    """Read ``d/rel``, a ``.pt`` file of a checkpoint, without running anything it holds.
+
+    ``torch.load(weights_only=True)`` (tensors, numbers, strings, tuples, lists, dicts,
+    ``OrderedDict``) with :data:`LEGACY_NUMPY_GLOBALS` allowed; the file is opened with
+    ``O_NOFOLLOW`` and must be a regular file (:func:`ragen_bench.fileio.open_regular_file`).
+
+    Raises:
+        CheckpointError: the file names another global (e.g. ``posix.system`` from a
+            planted ``__reduce__``; refused before anything is called), is a symbolic link,
+            or is not a torch file.  One line naming the file.
+    """
+    d = Path(d)
+    try:
+        with (
+            open_regular_file(d / rel, "rb") as fh,
+            torch.serialization.safe_globals(_numpy_globals()),
+        ):
+            return torch.load(fh, map_location="cpu", weights_only=True)
+    except NotRegularFileError as exc:
+        raise CheckpointError(d, rel, str(exc).split(": ", 1)[-1]) from None
+    except pickle.UnpicklingError as exc:
+        found = re.search(r"GLOBAL ([\w.]+)", str(exc))
+        what = f" ({found.group(1)})" if found else ""
+        raise CheckpointError(
+            d,
+            rel,
+            f"holds a pickled object a checkpoint may not hold{what}; refused without running it "
+            "(only tensors, numbers, strings and containers are loaded)",
+        ) from None
+    except (RuntimeError, EOFError, OSError) as exc:
+        reason = " ".join(str(exc).split())[:200]
+        raise CheckpointError(d, rel, f"is not a readable torch file ({reason})") from None
+
+
 # ------------------------------------------------------------------------------- RNG state
 def rng_state() -> dict[str, Any]:
-    """Python, NumPy, torch (and CUDA) global RNG states."""
+    """Python, NumPy, torch (and CUDA) global RNG states, in a form :func:`load_pt` reads
+    (the NumPy key is an int64 tensor of the 624 ``uint32`` words, not an ``ndarray``)."""
+    name, key, pos, has_gauss, cached = np.random.get_state(legacy=True)
     return {
         "python": random.getstate(),
-        "numpy": np.random.get_state(),
+        "numpy": {
+            "bit_generator": str(name),
+            "key": torch.from_numpy(np.asarray(key, dtype=np.int64)),
+            "pos": int(pos),
+            "has_gauss": int(has_gauss),
+            "cached_gaussian": float(cached),
+        },
         "torch": torch.get_rng_state(),
         "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
     }
 
 
 def set_rng_state(state: dict[str, Any]) -> None:
-    """Restore what :func:`rng_state` returned."""
+    """Restore what :func:`rng_state` returned (also the earlier form, whose ``numpy``
+    entry is ``np.random.get_state()``'s tuple)."""
     random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
+    npy = state["numpy"]
+    if isinstance(npy, dict):
+        npy = (
+            npy["bit_generator"],
+            np.asarray(npy["key"].numpy(), dtype=np.uint32),
+            int(npy["pos"]),
+            int(npy["has_gauss"]),
+            float(npy["cached_gaussian"]),
+        )
+    np.random.set_state(npy)
     torch.set_rng_state(state["torch"])
     if state.get("cuda") is not None and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
@@ -197,7 +299,11 @@ def read_manifest(d: Path) -> dict[str, Any]:
     p = Path(d) / MANIFEST
     if not Path(d).is_dir():
         raise CheckpointError(d, "(directory)", "is missing")
-    if not p.is_file():
+    try:
+        present = check_regular(p, missing_ok=True)
+    except NotRegularFileError as exc:
+        raise CheckpointError(d, MANIFEST, str(exc).split(": ", 1)[-1]) from None
+    if not present:
         raise CheckpointError(
             d,
             MANIFEST,
@@ -237,7 +343,13 @@ def verify(d: str | Path, *, kind: str | None = CHECKPOINT_FORMAT) -> dict[str, 
         raise CheckpointError(d, MANIFEST, f"describes a {m['format']!r} directory, not a {kind!r}")
     for rel, entry in sorted(m["files"].items()):
         p = d / rel
-        if not p.is_file():
+        if Path(rel).is_absolute() or ".." in Path(rel).parts:
+            raise CheckpointError(d, rel, "is named outside the directory (refused)")
+        try:
+            present = check_regular(p, root=d, missing_ok=True)
+        except NotRegularFileError as exc:
+            raise CheckpointError(d, rel, str(exc).split(": ", 1)[-1]) from None
+        if not present:
             raise CheckpointError(d, rel, "is missing")
         size, want = p.stat().st_size, int(entry["size"])
         if size != want:

@@ -200,13 +200,14 @@ def starpo(
             help="Deprecated spelling of --trainer (removed in the next release).",
         ),
     ] = None,
+    trust_folder: Annotated[bool, typer.Option("--trust-folder", help=TRUST_HELP)] = False,
 ) -> None:
     """Train with StarPO (rollout -> filter -> advantages -> PPO/GRPO update), with validation and checkpoints."""
     loaded: list[Any] = []  # the config, once read: what an interrupt while loading reports
     try:
         with sigterm_as_interrupt():
             cfg, resume, backend, trainer = _start_starpo(
-                config, overrides, resume, trainer_name, backend, loaded
+                config, overrides, resume, trainer_name, backend, loaded, trust_folder
             )
     except KeyboardInterrupt as exc:  # Ctrl-C while torch, the model or the sampler load
         raise _interrupted_while_loading(loaded[0] if loaded else None, resume, exc) from None
@@ -248,6 +249,7 @@ def _start_starpo(
     trainer_name: str,
     backend: str | None,
     loaded: list[Any],
+    trust_folder: bool = False,
 ) -> tuple[Any, str | None, str, Any]:
     """Everything of ``starpo`` before training: the config (appended to ``loaded`` once
     read), the allocator, the env checks, then the native trainer with its model and sampler
@@ -257,8 +259,10 @@ def _start_starpo(
 
     _restart_for_allocator(lambda: _load_for_resume(config, overrides, resume)[0])
     backend = _trainer_option(trainer_name, backend)
-    cfg, resume = _load_for_resume(config, overrides, resume)
+    cfg, resume_arg = _load_for_resume(config, overrides, resume)
     loaded.append(cfg)
+    _check_config_values(cfg, config, resume, overrides, trust_folder)  # before any env starts
+    resume = resume_arg
     _use_allocator(cfg)
     _warn_gpu_preset_on_cpu(config, cfg)
     _preflight_envs(cfg)
@@ -299,6 +303,30 @@ def _interrupted_while_loading(cfg, resume: str | None, exc: BaseException) -> t
         )
     console.print(escape(line), soft_wrap=True)
     return typer.Exit(exit_status(signum))
+
+
+TRUST_HELP = (
+    "Accept the commands (Lean env.config.verifier=repl:...), endpoints and key variables "
+    "(api_key_env) of the config this command reads from a run or model folder, or a command "
+    "in a -c FILE, without giving them again as overrides (docs/security.md)."
+)
+
+
+def _check_config_values(cfg, config, resume, overrides, trust: bool) -> None:
+    """:func:`ragen_train.resume.check_config_values`: print what will run or be called;
+    an unconfirmed value is one ``error:`` line (exit 2)."""
+    from ragen_bench.trust import UntrustedValueError
+
+    from .resume import check_config_values
+
+    try:
+        lines = check_config_values(
+            cfg, config=config, resume=resume, overrides=overrides, trust=trust
+        )
+    except UntrustedValueError as exc:
+        raise _error(exc) from None
+    for line in lines:
+        _info(line)
 
 
 def _trainer_option(trainer_name: str, backend: str | None) -> str:
@@ -613,6 +641,7 @@ def evaluate(
             "else the training config's model.path)."
         ),
     ] = None,
+    trust_folder: Annotated[bool, typer.Option("--trust-folder", help=TRUST_HELP)] = False,
 ) -> None:
     """Evaluate a model folder with the agent-loop protocol, env and env config it was trained with
     (from the run's config.json; options override single settings). Writes a normal ragen-bench run."""
@@ -637,6 +666,7 @@ def evaluate(
             context_mode=context_mode,
             think=think,
             device=device,
+            trust=trust_folder,
         )
     except EvalSetupError as exc:
         raise _error(exc) from None

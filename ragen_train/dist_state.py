@@ -12,14 +12,113 @@ torch's own (``torch.distributed.checkpoint.state_dict``: ``get_state_dict`` /
 The Hugging Face export (``final_model/``, a checkpoint's ``model/``) needs full tensors:
 :func:`full_state_dict` gathers them collectively (every rank must call it; rank 0 gets
 them on the CPU, the other ranks an empty dict).
+
+A DCP directory may come from someone else, and DCP reads its ``.metadata`` with plain
+``pickle.load`` and its non-tensor entries with ``torch.load(weights_only=False)``.
+:func:`load_sharded` therefore first reads ``.metadata`` with :class:`MetadataUnpickler`
+(only DCP's own metadata classes, ``torch.Size``, torch dtypes and layouts, paths), so a
+planted ``__reduce__`` is refused before DCP sees the file, and loads the entries with
+:class:`SafeLoadPlanner` (``weights_only=True``).
 """
 
 from __future__ import annotations
 
+import io
+import pickle
 from pathlib import Path
 from typing import Any
 
 import torch
+
+#: Modules whose classes (types only) a DCP ``.metadata`` may name.
+_DCP_MODULES = (
+    "torch.distributed.checkpoint.metadata",
+    "torch.distributed.checkpoint.filesystem",
+    "torch.distributed.checkpoint.planner",
+)
+#: Other globals a DCP ``.metadata`` names (torch 2.13, one process to FSDP2).
+_DCP_GLOBALS = {
+    ("torch", "Size"),
+    ("torch.serialization", "_get_layout"),
+    ("pathlib", "Path"),
+    ("pathlib", "PosixPath"),
+    ("pathlib", "PurePosixPath"),
+    ("collections", "OrderedDict"),
+}
+
+
+class UnsafeCheckpointError(pickle.UnpicklingError):
+    """A checkpoint file names a global it may not (one line naming the file and the global)."""
+
+
+class MetadataUnpickler(pickle.Unpickler):
+    """Reads a DCP ``.metadata``: only the classes of DCP's metadata modules (plain names, no
+    dotted attribute paths), torch dtypes, and :data:`_DCP_GLOBALS`; any other global raises
+    :class:`UnsafeCheckpointError` before it is called."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if "." not in name:
+            if (module, name) in _DCP_GLOBALS:
+                return super().find_class(module, name)
+            if module == "torch" and isinstance(getattr(torch, name, None), torch.dtype):
+                return getattr(torch, name)
+            if module in _DCP_MODULES:
+                obj = super().find_class(module, name)
+                if isinstance(obj, type) and obj.__module__ == module:
+                    return obj
+        raise UnsafeCheckpointError(f"global {module}.{name}")
+
+
+def check_metadata(path: str | Path) -> None:
+    """Read ``<path>/.metadata`` with :class:`MetadataUnpickler` (nothing but DCP's plain
+    records is built); the file must be a regular one (``O_NOFOLLOW``).
+
+    Raises:
+        UnsafeCheckpointError: it names another global, or is a symbolic link (message:
+            one line naming the file).
+    """
+    from ragen_bench.fileio import NotRegularFileError, check_regular, open_regular_file
+
+    meta = Path(path) / ".metadata"
+    try:
+        for shard in Path(path).iterdir():  # the shards DCP opens itself
+            check_regular(shard, root=path)
+        with open_regular_file(meta, "rb") as fh:
+            MetadataUnpickler(fh).load()
+    except NotRegularFileError as exc:
+        raise UnsafeCheckpointError(str(exc)) from None
+    except UnsafeCheckpointError as exc:
+        raise UnsafeCheckpointError(
+            f"{meta}: holds a pickled object a checkpoint may not hold ({exc.args[0]}); "
+            "refused without running it"
+        ) from None
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError) as exc:
+        raise UnsafeCheckpointError(f"{meta}: is not DCP metadata ({type(exc).__name__})") from None
+
+
+def _safe_planner() -> Any:
+    from torch.distributed.checkpoint._traverse import set_element
+    from torch.distributed.checkpoint.default_planner import DefaultLoadPlanner
+
+    class SafeLoadPlanner(DefaultLoadPlanner):
+        """DCP's default load planner, with its non-tensor entries read by
+        ``torch.load(weights_only=True)`` instead of ``weights_only=False``."""
+
+        def load_bytes(self, read_item: Any, value: io.BytesIO) -> None:
+            try:
+                obj = torch.load(value, weights_only=True)
+            except pickle.UnpicklingError as exc:
+                raise UnsafeCheckpointError(
+                    f"DCP entry {read_item.dest_index.fqn}: holds a pickled object a checkpoint "
+                    f"may not hold ({' '.join(str(exc).split())[:160]}); refused without running it"
+                ) from None
+            if self.flatten_state_dict:  # as DefaultLoadPlanner.load_bytes does
+                set_element(self.original_state_dict, self.mappings[read_item.dest_index.fqn], obj)
+            else:
+                self.state_dict[read_item.dest_index.fqn] = obj
+
+    return SafeLoadPlanner()
+
 
 #: The DCP directory inside a checkpoint.
 DCP_DIR = "dcp"
@@ -93,14 +192,20 @@ def save_sharded(path: str | Path, entries: dict[str, tuple[Any, Any]]) -> None:
 def load_sharded(path: str | Path, entries: dict[str, tuple[Any, Any]]) -> None:
     """Load what :func:`save_sharded` wrote into ``entries`` (any layout, any world size).
 
+    Nothing in the directory is unpickled as code: :func:`check_metadata` first, then the
+    entries through :class:`SafeLoadPlanner` (module docstring).
+
     Raises:
+        UnsafeCheckpointError: the metadata or an entry names a global it may not, or a
+            file is a symbolic link (one line naming it).
         RuntimeError: a pair of ``entries`` is not in the checkpoint (DCP's missing-key error).
     """
     import torch.distributed.checkpoint as dcp
     from torch.distributed.checkpoint.state_dict import set_state_dict
 
+    check_metadata(path)
     state = _pairs(entries)
-    dcp.load(state, checkpoint_id=str(path))
+    dcp.load(state, checkpoint_id=str(path), planner=_safe_planner())
     for name, (model, optim) in entries.items():
         set_state_dict(
             _module(model),

@@ -211,6 +211,25 @@ def _usable_device(device: str) -> bool:
     return True
 
 
+def _check_folder_env_config(env_config: dict[str, Any], source: Path, trust: bool) -> list[str]:
+    """:func:`ragen_bench.trust.check_folder_values` of the env config a model folder's training
+    config gives; returns the notes naming what will run or be called.
+
+    Raises:
+        EvalSetupError: an unconfirmed command, endpoint or key variable (``CHECKPOINT``).
+    """
+    from ragen_bench.trust import UntrustedValueError, check_folder_values, directing_fields
+
+    fields = directing_fields(env_config, None)
+    try:
+        check_folder_values(fields, source=str(source), trust=trust)
+    except UntrustedValueError as exc:
+        raise EvalSetupError("CHECKPOINT", str(exc)) from None
+    return [
+        f"--trust-folder: will use {f.name} = {f.value!r} ({f.kind}, from {source})" for f in fields
+    ]
+
+
 def plan_eval(
     model_dir: Path,
     *,
@@ -222,8 +241,14 @@ def plan_eval(
     context_mode: str | None = None,
     think: bool | None = None,
     device: str | None = None,
+    trust: bool = False,
 ) -> EvalPlan:
     """The evaluation of ``model_dir``: the training protocol overlaid with the options.
+
+    The training config beside a model folder may have been written by someone else: a
+    command, endpoint or key variable in its env config (the Lean env's ``verifier``,
+    :mod:`ragen_bench.trust`) is refused unless ``trust`` (``--trust-folder``); an accepted
+    command or endpoint is named in :attr:`EvalPlan.notes`, printed before the run starts.
 
     Args:
         model_dir: a model folder (``final_model``, ``sft_model``,
@@ -318,6 +343,7 @@ def plan_eval(
             cfg.env.id: dict(cfg.env.config)
         }
         env_config = configs.get(env_id, {})
+        notes += _check_folder_env_config(env_config, found[0] if found else model_dir, trust)
         rollout = protocol_overrides(
             cfg.rollout, cfg.trainer.val_temperature if temperature is None else temperature
         )

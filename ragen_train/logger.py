@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ragen_bench.console import make_console
-from ragen_bench.fileio import atomic_write_text, repair_jsonl_tail
+from ragen_bench.fileio import atomic_write_text, open_regular_file, repair_jsonl_tail
 from ragen_envs import jsonutil
 
 KNOWN_LOGGERS = ("jsonl", "console", "tensorboard", "wandb")
@@ -95,7 +95,7 @@ class MetricLogger:
         repair_jsonl_tail(path)
         if resume_step is not None:
             truncate_metrics(path, resume_step)
-        self._fh = open(path, "a", encoding="utf-8")
+        self._fh = open_regular_file(path, "a", encoding="utf-8")  # a link is refused
         if "tensorboard" in loggers:
             try:
                 from torch.utils.tensorboard import SummaryWriter

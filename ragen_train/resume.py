@@ -11,6 +11,12 @@ A run directory that was moved is continued where it now is (``trainer.out_dir``
 :func:`missing_checkpoint_message` names the actual reason a resume found nothing: the
 directory does not exist, is neither a run nor a checkpoint, the run was configured never to
 save (``trainer.save_every=0``), or it stopped before its first checkpoint.
+
+:func:`check_config_values` applies :mod:`ragen_bench.trust` to the config a command reads:
+a run folder's ``config.json`` (``--resume DIR`` without ``--config``) may not choose a
+command, endpoint or key variable the user did not confirm; a config file the user named with
+``-c`` may choose endpoints and key variables (printed before the run), but a command only
+when confirmed.
 """
 
 from __future__ import annotations
@@ -198,4 +204,76 @@ def interrupted_message(
     )
 
 
-__all__ = ["ResumeTarget", "interrupted_message", "missing_checkpoint_message", "resume_target"]
+def _override_values(overrides: list[str] | None) -> dict[str, str]:
+    """``{last key: value}`` of ``section.field=value`` overrides (what they confirm)."""
+    out = {}
+    for item in overrides or []:
+        key, sep, value = item.partition("=")
+        if sep:
+            out[key.strip().rsplit(".", 1)[-1]] = value.strip()
+    return out
+
+
+def check_config_values(
+    cfg: Any,
+    *,
+    config: str | None,
+    resume: str | None,
+    overrides: list[str] | None,
+    trust: bool,
+) -> list[str]:
+    """Check the commands, endpoints and key variables of the env configs ``cfg`` holds
+    against where the config came from (:mod:`ragen_bench.trust`; docs/security.md).
+
+    * a preset (``-c NAME``, or none): project code, nothing to check;
+    * a run folder's ``config.json`` or checkpoint ``state.json`` (``--resume DIR``, no
+      ``-c``): every command, endpoint and key variable must be confirmed by an override
+      with the same value (``env.config.verifier=...``) or ``--trust-folder``;
+    * a file the user named (``-c FILE``): a command must be confirmed the same way;
+      endpoints and key variables are accepted.
+
+    Returns:
+        Lines to print before anything runs: each accepted command, and the origin
+        (``scheme://host:port``) of each endpoint.
+    Raises:
+        UntrustedValueError: an unconfirmed value (one line naming the file and the field).
+    """
+    from ragen_bench.trust import check_folder_values, directing_fields, origins
+
+    from .multienv import train_envs, val_envs
+    from .presets import PRESETS
+
+    if config is not None:
+        if config in PRESETS:
+            return []
+        source, folder = config, False
+    else:
+        target = resume_target(resume) if resume else None
+        if target is None or (target.config_path is None and target.state_config is None):
+            return []
+        source = str(target.config_path or Path(target.resume) / "state.json")
+        folder = True
+    fields = []
+    for slot in [*train_envs(cfg), *val_envs(cfg)]:
+        for f in directing_fields(slot.config, None):
+            if f not in fields:
+                fields.append(f)
+    given = _override_values(overrides)
+    confirmed = {f.name: given[f.key] for f in fields if f.key in given}
+    must = [f for f in fields if folder or f.kind == "command"]
+    how = {f.name: f"env.config.{f.key}=..." for f in must}
+    check_folder_values(must, source=source, confirmed=confirmed, trust=trust, how=how)
+    lines = [
+        f"will run {f.name} = {f.value!r} (from {source})" for f in fields if f.kind == "command"
+    ]
+    lines += [f"will call {o} (from {source})" for o in origins(fields)]
+    return lines
+
+
+__all__ = [
+    "ResumeTarget",
+    "check_config_values",
+    "interrupted_message",
+    "missing_checkpoint_message",
+    "resume_target",
+]

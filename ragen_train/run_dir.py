@@ -14,8 +14,6 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from ragen_bench.fileio import atomic_write_json
 
 from . import checkpoint as ckpt
@@ -156,11 +154,25 @@ def note_config_changes(out_dir: Path, resume_dir: Path, new: dict[str, Any]) ->
     )
 
 
+def _load_pt(d: Path, name: str) -> Any:
+    """:func:`ragen_train.checkpoint.load_pt`; a refused file stops the resume in one line
+    (:class:`~ragen_train.checkpoint.RefusedCheckpoint`, which the CLI prints as ``error:``)."""
+    try:
+        return ckpt.load_pt(d, name)
+    except ckpt.CheckpointError as exc:
+        raise ckpt.RefusedCheckpoint(f"cannot resume from checkpoint {exc}") from None
+
+
 def restore_rng(d: Path, rank: int) -> None:
-    """Restore this rank's Python/NumPy/torch RNG state saved in checkpoint ``d`` (if any)."""
-    rng = d / f"rng_rank{rank}.pt"
-    if rng.is_file():
-        ckpt.set_rng_state(torch.load(rng, weights_only=False))
+    """Restore this rank's Python/NumPy/torch RNG state saved in checkpoint ``d`` (if any).
+
+    Raises:
+        RefusedCheckpoint: the file holds anything but tensors, numbers and containers (a
+            planted pickle payload is refused unrun: :func:`ragen_train.checkpoint.load_pt`).
+    """
+    name = f"rng_rank{rank}.pt"
+    if os.path.lexists(d / name):
+        ckpt.set_rng_state(_load_pt(d, name))
 
 
 def load_weights(
@@ -174,9 +186,12 @@ def load_weights(
 ) -> None:
     """Model, optimizer and scheduler state (critic too) of checkpoint ``d``, whatever
     layout wrote it: DCP shards (FSDP2, any world size) or full tensors (DDP / one
-    process), into whatever layout this run uses (:mod:`ragen_train.dist_state`).
+    process), into whatever layout this run uses (:mod:`ragen_train.dist_state`).  The
+    ``.pt`` files are read without unpickling code (:func:`ragen_train.checkpoint.load_pt`).
 
     Raises:
+        RefusedCheckpoint: a ``.pt`` file or the DCP metadata holds a pickled object a
+            checkpoint may not hold, or a file is a symbolic link (one line naming it).
         RuntimeError: the checkpoint holds weights the model does not have, or an FSDP2
             run resumes a LoRA adapter written without FSDP2.
     """
@@ -187,9 +202,12 @@ def load_weights(
     entries = {"policy": (model, optimizer)}
     if critic is not None:
         entries["critic"] = (critic, critic_optimizer)
-    scheduler.load_state_dict(torch.load(d / "scheduler.pt", weights_only=False))
+    scheduler.load_state_dict(_load_pt(d, "scheduler.pt"))
     if (d / dist_state.DCP_DIR).is_dir():
-        dist_state.load_sharded(d / dist_state.DCP_DIR, entries)
+        try:
+            dist_state.load_sharded(d / dist_state.DCP_DIR, entries)
+        except dist_state.UnsafeCheckpointError as exc:
+            raise ckpt.RefusedCheckpoint(f"cannot resume from checkpoint {d}: {exc}") from None
         return
     weights = d / "model" / "model.safetensors"
     if dist_state.is_sharded(model):
@@ -198,14 +216,14 @@ def load_weights(
                 f"{d} holds a LoRA adapter written without FSDP2; resume it with "
                 "trainer.distributed=ddp (FSDP2 resumes LoRA runs from its own checkpoints)"
             )
-        opt = torch.load(d / "optimizer.pt", weights_only=False)
+        opt = _load_pt(d, "optimizer.pt")
         dist_state.load_full(model, optimizer, load_file(str(weights)), opt)
         if critic is not None:
             dist_state.load_full(
                 critic,
                 critic_optimizer,
                 load_file(str(d / "critic" / "model.safetensors")),
-                torch.load(d / "critic_optimizer.pt", weights_only=False),
+                _load_pt(d, "critic_optimizer.pt"),
             )
         return
     target = unwrap(model)
@@ -217,10 +235,10 @@ def load_weights(
         from peft import set_peft_model_state_dict
 
         set_peft_model_state_dict(target, load_file(str(d / "model" / "adapter_model.safetensors")))
-    optimizer.load_state_dict(torch.load(d / "optimizer.pt", weights_only=False))
+    optimizer.load_state_dict(_load_pt(d, "optimizer.pt"))
     if critic is not None:
         unwrap(critic).load_state_dict(load_file(str(d / "critic" / "model.safetensors")))
-        critic_optimizer.load_state_dict(torch.load(d / "critic_optimizer.pt", weights_only=False))
+        critic_optimizer.load_state_dict(_load_pt(d, "critic_optimizer.pt"))
 
 
 def save_final_model(

@@ -515,8 +515,8 @@ def test_unreachable_endpoint_fails_loudly_and_keeps_files_for_resume(tmp_path: 
         "endpoint_error"
     }
     assert json.loads((run / "summary.json").read_text())["episodes"]["scored"] == 0
-    code, _, err = cli(
-        "run", "--resume", str(run), "--no-progress", "--no-preflight"
+    code, _, err = cli(  # the user confirms the folder's endpoint (docs/security.md)
+        "run", "--resume", str(run), "--base-url", url, "--no-progress", "--no-preflight"
     )  # still down: still an error
     assert code == 1 and "first error: connection" in err
     assert len(lines(run / "episodes.jsonl")) == 4

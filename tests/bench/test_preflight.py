@@ -107,7 +107,8 @@ def test_item7_unreachable_endpoint_exits_2_and_leaves_no_run_dir(tmp_path: Path
     )
     assert down.returncode == 1
     before = (tmp_path / "runs" / "down" / "episodes.jsonl").read_bytes()
-    resumed = _run("--resume", "runs/down", "--no-progress", cwd=tmp_path)
+    # the user confirms the folder's endpoint by giving it again (docs/security.md)
+    resumed = _run("--resume", "runs/down", "--base-url", url, "--no-progress", cwd=tmp_path)
     assert resumed.returncode == 2 and f"endpoint {url} is unreachable" in " ".join(
         resumed.stderr.split()
     )

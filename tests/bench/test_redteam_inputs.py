@@ -23,6 +23,7 @@ from ragen_bench.results import RunDir
 from ragen_bench.runner import RunRequest, check_run_id, start_run
 from ragen_envs import jsonutil
 from ragen_train import cli as train_cli
+from tests.bench.test_redteam_endpoint import completion, serve  # noqa: F401 - a fixture
 from tests.helpers.cli import in_process_cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -274,3 +275,134 @@ def test_sft_jsonl_demos_skip_and_name_a_deep_line_and_a_message_without_content
         f"{path}:5: invalid JSON (",
     ):
         assert expected in message, message
+
+
+# ------------------------------------------------------------------ files from others (run folders)
+def _unfinished_copy(finished_run: Path, dest: Path) -> Path:
+    """A copy of ``finished_run`` with no episode recorded, so ``--resume`` plays again."""
+    run = _copy_run(finished_run, dest)
+    (run / "episodes.jsonl").write_bytes(b"")
+    (run / "summary.json").unlink()
+    return run
+
+
+def _edit_run_json(run: Path, **changes) -> None:
+    meta = json.loads((run / "run.json").read_text())
+    meta.update(changes)
+    (run / "run.json").write_text(json.dumps(meta))
+
+
+@pytest.mark.parametrize("name", [".lock", "episodes.jsonl"])
+def test_a_symlinked_run_file_is_refused_and_the_outside_file_is_unchanged(
+    bench, finished_run: Path, tmp_path: Path, name: str
+) -> None:
+    # Before: a .lock link emptied its target; an episodes.jsonl link lost its last line.
+    run = _copy_run(finished_run, tmp_path / "run")
+    (run / "summary.json").unlink()
+    outside = tmp_path / "precious.txt"
+    outside.write_bytes(b"line one\n{not json, a torn-looking last line")
+    before = outside.read_bytes()
+    (run / name).unlink(missing_ok=True)
+    (run / name).symlink_to(outside)
+    code, _, err = bench("run", "--resume", str(run), "--no-progress")
+    assert code == 2
+    assert err.strip() == (
+        f"error: {run / name}: is a symbolic link; refused (files in a run or checkpoint folder "
+        "must be regular files inside it, not links)"
+    ), err[-400:]
+    assert outside.read_bytes() == before
+
+
+def test_a_symlinked_summary_is_neither_read_nor_replaced(
+    finished_run: Path, tmp_path: Path
+) -> None:
+    from ragen_bench.fileio import NotRegularFileError
+
+    run = _copy_run(finished_run, tmp_path / "run")
+    outside = tmp_path / "outside.json"
+    outside.write_text('{"mine": true}\n')
+    (run / "summary.json").unlink()
+    (run / "summary.json").symlink_to(outside)
+    with pytest.raises(NotRegularFileError, match="summary.json: is a symbolic link"):
+        RunDir(run).read_summary()
+    with pytest.raises(NotRegularFileError, match="summary.json: is a symbolic link"):
+        RunDir(run).write_summary({"schema_version": 1})
+    assert outside.read_text() == '{"mine": true}\n'
+    assert (run / "summary.json").is_symlink()
+
+
+def test_resume_refuses_a_verifier_command_from_run_json(
+    bench, finished_run: Path, tmp_path: Path
+) -> None:
+    # Before: the Lean verifier command in a shared run.json ran three times on --resume.
+    run = _unfinished_copy(finished_run, tmp_path / "run")
+    marker = tmp_path / "marker"
+    command = f"repl:sh -c 'touch {marker}'"
+    _edit_run_json(run, env_id="ragen/Lean-v0", env_config={"verifier": command})
+    code, _, err = bench("run", "--resume", str(run), "--no-progress")
+    assert code == 2
+    assert err.count("\n") == 1, err[-400:]
+    assert f"{run / 'run.json'} sets env_config.verifier = {command!r} (a command)" in err
+    assert "--env-config verifier=..." in err and "--trust-folder" in err
+    assert not marker.exists()
+
+
+def test_resume_sends_no_key_to_a_base_url_from_run_json(
+    bench, serve, finished_run: Path, tmp_path: Path, monkeypatch
+) -> None:
+    # Before: run.json's base_url and api_key_env took the user's key to the folder's server.
+    srv = serve(lambda path, headers, body: (200, {}, completion("<answer>1</answer>")))
+    monkeypatch.setenv("RAGEN_REDTEAM_KEY", "sk-redteam-secret-123456")
+    run = _unfinished_copy(finished_run, tmp_path / "run")
+    options = {"base_url": srv.base_url, "api_key_env": "RAGEN_REDTEAM_KEY"}
+    _edit_run_json(run, backend="openai", model="test-model", policy_options=options)
+    code, _, err = bench("run", "--resume", str(run), "--no-progress", "--no-preflight")
+    assert code == 2
+    assert "policy_options.base_url" in err and "policy_options.api_key_env" in err
+    assert srv.requests == []
+    # the user's own values confirm them; the origin is printed before the first call
+    port = srv.base_url.split(":")[2].split("/")[0]
+    code, _, err = bench(
+        "run",
+        "--resume",
+        str(run),
+        "--no-progress",
+        "--no-preflight",
+        "--base-url",
+        srv.base_url,
+        "--api-key-env",
+        "RAGEN_REDTEAM_KEY",
+    )
+    assert f"resume will call http://127.0.0.1:{port} (from {run / 'run.json'})" in err, err
+    assert srv.requests, err[-400:]
+    assert all(
+        h.get("authorization") == "Bearer sk-redteam-secret-123456" for _, h, _ in srv.requests
+    )
+
+
+def test_trust_folder_accepts_the_folder_values(finished_run: Path, tmp_path: Path) -> None:
+    from ragen_bench.runner import check_resume_values
+    from ragen_bench.trust import UntrustedValueError
+
+    meta = {"env_config": {"verifier": "http://10.0.0.9:8000"}, "policy_options": {}}
+    with pytest.raises(UntrustedValueError):
+        check_resume_values(meta, source="run.json", confirmed={}, trust=False)
+    lines = check_resume_values(meta, source="run.json", confirmed={}, trust=True)
+    assert lines == ["resume will call http://10.0.0.9:8000 (from run.json)"]
+    confirmed = {"env_config.verifier": "http://10.0.0.9:8000/"}
+    assert check_resume_values(meta, source="run.json", confirmed=confirmed, trust=False) == lines
+
+
+def test_a_managed_server_command_from_run_json_needs_confirmation() -> None:
+    from ragen_bench.runner import check_resume_values
+    from ragen_bench.trust import UntrustedValueError
+
+    meta = {
+        "env_config": {},
+        "policy_options": {"python": "/tmp/x/python", "server_env": {"LD_PRELOAD": "/tmp/x.so"}},
+    }
+    with pytest.raises(UntrustedValueError) as err:
+        check_resume_values(meta, source="run.json", confirmed={}, trust=False)
+    assert "policy_options.python = '/tmp/x/python' (an executable)" in str(err.value)
+    assert "policy_options.server_env = {'LD_PRELOAD': '/tmp/x.so'}" in str(err.value)
+    assert "--vllm-python PATH" in str(err.value)

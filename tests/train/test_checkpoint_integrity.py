@@ -388,6 +388,78 @@ def test_cli_reports_the_fallback_and_refuses_in_one_line(reference, tmp_path: P
     )
 
 
+def _rewrite(d: Path, rel: str, obj: object) -> None:
+    """Replace ``d/rel`` with ``torch.save(obj)`` and recompute the manifest's hashes (what a
+    publisher of a checkpoint can always do)."""
+    (d / rel).unlink()
+    torch.save(obj, d / rel)
+    step = json.loads((d / "state.json").read_text())["step"]
+    ckpt.write_manifest(d, step=step)
+    ckpt.verify(d)
+
+
+def test_a_checkpoint_in_the_earlier_rng_format_resumes_exactly(reference, tmp_path: Path) -> None:
+    """A checkpoint written before the tensor-only RNG format (``rng_rank0.pt`` holding
+    ``np.random.get_state()``'s tuple with its ``ndarray``) still resumes, exactly."""
+    src, snaps = reference
+    out = copy_run(src, tmp_path / "run")
+    shutil.rmtree(out / "checkpoints" / "step_000002")
+    d = out / "checkpoints" / "step_000001"
+    new = ckpt.load_pt(d, "rng_rank0.pt")
+    npy = new["numpy"]
+    old = {
+        **new,
+        "numpy": (
+            npy["bit_generator"],
+            npy["key"].numpy().astype("uint32"),
+            npy["pos"],
+            npy["has_gauss"],
+            npy["cached_gaussian"],
+        ),
+    }
+    _rewrite(d, "rng_rank0.pt", old)
+    assert torch.serialization.get_unsafe_globals_in_checkpoint(str(d / "rng_rank0.pt"))
+    trainer = resumed(out)
+    assert trainer.step == 1
+    assert_equal_params(params(trainer), snaps[1])
+    trainer.logger.log(trainer.step + 1, trainer.train_step())
+    assert_equal_params(params(trainer), snaps[2])
+    trainer.logger.close()
+
+
+class _Payload:
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_a_planted_pickle_payload_stops_the_cli_resume_unrun(reference, tmp_path: Path) -> None:
+    """The red-team's checkpoint: ``rng_rank0.pt`` re-saved with an ``os.system`` payload,
+    manifest hashes recomputed.  Before, the command ran and the run finished with no word."""
+    out = copy_run(reference[0], tmp_path / "run")
+    marker = tmp_path / "marker"
+    d = out / "checkpoints" / "step_000002"
+    _rewrite(d, "rng_rank0.pt", {"python": _Payload(marker)})
+    args = [
+        *(sys.executable, "-m", "ragen_train.cli", "starpo", "--config", "quickstart"),
+        *BASE,
+        *("trainer.total_steps=3", "trainer.keep_checkpoints=0", "algorithm.adv_estimator=gae"),
+        *(f"trainer.out_dir={out}", "--resume", "latest"),
+    ]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    bad = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr, bad.stderr[-2000:]
+    lines = bad.stderr.strip().splitlines()
+    assert lines[-1] == (
+        f"error: cannot resume from checkpoint {d}: rng_rank0.pt holds a pickled object a "
+        "checkpoint may not hold (posix.system); refused without running it (only tensors, "
+        "numbers, strings and containers are loaded)"
+    ), bad.stderr
+    assert not marker.exists()
+
+
 # ----------------------------------------------------------------------- SIGKILL during saves
 TRIALS = 12  # per algorithm: 24 in all
 DELAY_S = 0.02  # RAGEN_CHECKPOINT_TEST_DELAY_S: each save stage sleeps this long
