@@ -6,7 +6,7 @@ with ``syscall(2)``.  Before the seccomp filter most of them succeeded (a user n
 with full capabilities, then ``mount``; a key added to the user keyring and read back by
 a later run; an io_uring instance; ``PTRACE_TRACEME``; a perf counter); now each gets
 ``EPERM`` (``ENOSYS`` for ``clone3``).  Syscall numbers are written out here
-independently of ``ragen_envs._sandbox_seccomp`` (x86-64: ``syscall_64.tbl``; aarch64:
+independently of ``ragen_envs.sandbox.seccomp`` (x86-64: ``syscall_64.tbl``; aarch64:
 ``asm-generic/unistd.h``), so a wrong number in the filter fails these tests.
 """
 
@@ -19,8 +19,7 @@ import sys
 
 import pytest
 
-from ragen_envs import _sandbox_seccomp as seccomp
-from ragen_envs.sandbox import SandboxStatus, run_command, run_python
+from ragen_envs.sandbox import SandboxStatus, run_command, run_python, seccomp
 from tests.envs.test_sandbox import FALLBACK, FAST, needs_fallback, needs_ns
 
 MACHINE = os.uname().machine
@@ -219,7 +218,7 @@ def test_a_program_cannot_raise_its_cpu_limit() -> None:
 # ------------------------------------------------- silent weak fallback (DeepCoder)
 FALLBACK_CHILD = r"""
 import sys, warnings
-from ragen_envs import _sandbox_seccomp as seccomp
+from ragen_envs.sandbox import seccomp
 import ctypes
 ctypes.CDLL(None, use_errno=True).prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
 seccomp.install(seccomp.filter_program())  # no unshare here: namespaces are unavailable

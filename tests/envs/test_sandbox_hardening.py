@@ -26,12 +26,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ragen_envs
-from ragen_envs import _sandbox_launcher as launcher
 from ragen_envs.data.bundled import bundled_info
 from ragen_envs.data.loaders import load_source
 from ragen_envs.envs.deepcoder.judge import judge
 from ragen_envs.envs.deepcoder.problems import problem_from_record
-from ragen_envs.sandbox import SandboxConfig, SandboxStatus, isolation_report, run_python
+from ragen_envs.sandbox import SandboxConfig, SandboxStatus, isolation_report, launcher, run_python
 from tests.envs.test_sandbox import (
     FALLBACK,
     FAST,

@@ -1,6 +1,6 @@
 """A seccomp filter and a fresh session keyring for the sandboxed program (stdlib only).
 
-Imported by :mod:`ragen_envs._sandbox_launcher` before it enters the private root; the
+Imported by :mod:`ragen_envs.sandbox.launcher` before it enters the private root; the
 program process installs the filter just before the program runs (after
 ``PR_SET_NO_NEW_PRIVS``, which lets an unprivileged process install one).  The filter is a
 small classic-BPF program (``Documentation/userspace-api/seccomp_filter.rst`` in the Linux
