@@ -36,16 +36,20 @@ Private root                   the program sees only an empty read-only root    
 No network                     new network namespace (no interface is up, not   user namespaces (or root)
                                even loopback) + Python ``socket`` disabled
                                (the latter alone is best effort)
-SysV IPC                       IPC namespace, freed with the sandbox            user namespaces (or root)
+SysV IPC                       refused by the seccomp allow-list; behind it     seccomp, or user
+                               the IPC namespace, freed with the sandbox        namespaces (or root)
 Process cleanup                PID namespace: when the program ends every       user namespaces (or root)
                                process it left behind is killed, even one that
                                left the process group; ``/proc`` shows only
                                the sandbox's processes
 Privileges                     ``PR_SET_NO_NEW_PRIVS``; as root the program     always
                                runs as ``run_as_uid`` (65534, ``nobody``)
-System calls                   seccomp filter (``sandbox.seccomp``): no new     seccomp, x86-64/aarch64
-                               namespaces, mounts, keyrings, io_uring, bpf,
-                               ptrace, perf_event_open
+System calls                   seccomp allow-list (``sandbox.seccomp``): only   seccomp, x86-64/aarch64
+                               the calls the Python runner needs; sockets only
+                               AF_UNIX; no namespaces, mounts, keyrings,
+                               io_uring, bpf, ptrace, vsock, userfaultfd, AIO,
+                               inotify/fanotify, page-cache probes (mincore,
+                               cachestat, preadv2); EPERM otherwise
 Kernel keyring                 a fresh session keyring per run                  keyrings in the kernel
 Verdicts (``harness=``)        the harness runs in a separate process and       always
                                reports on a descriptor the program lacks;
