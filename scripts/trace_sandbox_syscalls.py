@@ -27,10 +27,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-_CALL = re.compile(r"^(\d+) (?:<\.\.\. (\w+) resumed>|(\w+)\()")
+_CALL = re.compile(r"^(\d+) +(?:<\.\.\. (\w+) resumed>|(\w+)\()")
 _RET = re.compile(r"= (\d+)(?: /\* (\d+) in strace's PID NS \*/)?\s*$")
 _SPAWN = {"clone", "clone3", "fork", "vfork"}
-_EXIT = re.compile(r"^(\d+) \+\+\+ (?:exited|killed)")
+_EXIT = re.compile(r"^(\d+) +\+\+\+ (?:exited|killed)")
 
 
 def filtered_calls(lines: list[str]) -> collections.Counter[str]:

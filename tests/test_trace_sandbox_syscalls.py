@@ -27,7 +27,8 @@ _spec.loader.exec_module(trace)
 #: strace -f -q --decode-pids=pidns output in strace 6.1's format: the host (100) starts
 #: the launcher (200), which unshares and forks G (300, pid 2 in its namespace); G installs
 #: the filter and forks P (400), whose first line comes before G's clone returns; a host
-#: helper 500 exits and its pid is reused by a second child of G.
+#: helper 500 exits and its pid is reused by a second child of G.  strace pads a pid
+#: shorter than 5 digits (``400   getpid()``).
 WRITTEN = """\
 100 openat(AT_FDCWD, "/etc/passwd", O_RDONLY) = 3
 500 read(0, "", 1) = 0
@@ -42,7 +43,7 @@ WRITTEN = """\
 300 prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, {len=3, filter=0x7f}) = 0
 300 getppid() = 1
 300 clone(child_stack=NULL, flags=CLONE_CHILD_CLEARTID|SIGCHLD <unfinished ...>
-400 getpid() = 3
+400   getpid() = 3
 400 exit_group(0) = ?
 300 <... clone resumed>, child_tidptr=0x7f) = 3 /* 400 in strace's PID NS */
 300 wait4(-1, NULL, 0, NULL) = 3 /* 400 in strace's PID NS */
