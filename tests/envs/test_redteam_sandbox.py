@@ -6,7 +6,7 @@ with ``syscall(2)``.  Before the seccomp filter most of them succeeded (a user n
 with full capabilities, then ``mount``; a key added to the user keyring and read back by
 a later run; an io_uring instance; ``PTRACE_TRACEME``; a perf counter); now each gets
 ``EPERM`` (``ENOSYS`` for ``clone3``).  Syscall numbers are written out here
-independently of ``ragen_envs._sandbox_seccomp`` (x86-64: ``syscall_64.tbl``; aarch64:
+independently of ``ragen_envs.sandbox.seccomp`` (x86-64: ``syscall_64.tbl``; aarch64:
 ``asm-generic/unistd.h``), so a wrong number in the filter fails these tests.
 """
 
@@ -15,12 +15,12 @@ from __future__ import annotations
 import errno
 import json
 import os
+import struct
 import sys
 
 import pytest
 
-from ragen_envs import _sandbox_seccomp as seccomp
-from ragen_envs.sandbox import SandboxStatus, run_command, run_python
+from ragen_envs.sandbox import SandboxStatus, run_command, run_python, seccomp
 from tests.envs.test_sandbox import FALLBACK, FAST, needs_fallback, needs_ns
 
 MACHINE = os.uname().machine
@@ -151,6 +151,104 @@ def test_syscall_is_denied_in_the_fallback(probed_fallback: dict, call: str) -> 
     assert probed_fallback[call] == EXPECTED[call], f"{call}: errno {probed_fallback[call]}"
 
 
+# ------------------------------------------------- calls outside the allow-list
+#: Calls the deny-list filter let through (a red-team pass showed each working inside the
+#: DeepCoder sandbox: vsock reached the hypervisor's transport, inotify saw the host's file
+#: activity, page-cache residency carried bits from one episode to a later one).  Each is
+#: made with valid arguments, so that "before" it succeeded; now each gets EPERM.
+ALLOW_LIST_PROBE = r"""
+import ctypes, json, mmap, os
+NR = {
+    "x86_64": dict(socket=41, userfaultfd=323, memfd_secret=447, io_setup=206, fanotify_init=300,
+                   inotify_init1=294, personality=135, mincore=27, cachestat=451, preadv2=327),
+    "aarch64": dict(socket=198, userfaultfd=282, memfd_secret=447, io_setup=0, fanotify_init=262,
+                    inotify_init1=26, personality=92, mincore=232, cachestat=451, preadv2=286),
+}[os.uname().machine]
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def call(name, *args):
+    ctypes.set_errno(0)
+    r = libc.syscall(ctypes.c_long(NR[name]), *[a if isinstance(a, ctypes.Array) else
+                                                ctypes.c_long(a) for a in args])
+    return 0 if r >= 0 else ctypes.get_errno()
+out = {}
+AF_INET, AF_INET6, AF_VSOCK, SOCK_STREAM = 2, 10, 40, 1
+out["socket_vsock"] = call("socket", AF_VSOCK, SOCK_STREAM, 0)
+out["socket_inet"] = call("socket", AF_INET, SOCK_STREAM, 0)
+out["socket_inet6"] = call("socket", AF_INET6, SOCK_STREAM, 0)
+out["userfaultfd"] = call("userfaultfd", 1)  # UFFD_USER_MODE_ONLY
+out["memfd_secret"] = call("memfd_secret", 0)
+ctx = ctypes.create_string_buffer(8)
+out["io_setup"] = call("io_setup", 1, ctx)
+out["fanotify_init"] = call("fanotify_init", 0x200, 0)  # FAN_REPORT_FID: no privilege needed
+out["inotify_init1"] = call("inotify_init1", 0)
+out["personality"] = call("personality", 0xFFFFFFFF)  # a query only
+page = mmap.mmap(-1, mmap.PAGESIZE)
+addr = ctypes.addressof(ctypes.c_char.from_buffer(page))
+out["mincore"] = call("mincore", addr, mmap.PAGESIZE, ctypes.create_string_buffer(1))
+fd = os.open(os.__file__, os.O_RDONLY)  # a library file: shared with every other run
+with open("own.bin", "wb") as fh:  # cachestat answers only for a file the caller may write
+    fh.write(b"x" * 4096)
+own = os.open("own.bin", os.O_RDWR)
+rng = ctypes.create_string_buffer(16)  # struct cachestat_range {off, len}: the whole file
+out["cachestat"] = call("cachestat", own, rng, ctypes.create_string_buffer(40), 0)
+buf = ctypes.create_string_buffer(64)
+iov = (ctypes.c_void_p * 2)(ctypes.addressof(buf), 64)  # struct iovec
+# RWF_NOWAIT: EAGAIN when the page is not cached (the residency probe itself), else data
+out["preadv2_nowait"] = call("preadv2", fd, iov, 1, 0, 0, 8)
+print(json.dumps(out))
+"""
+ALLOW_LIST_EXPECTED = dict.fromkeys(
+    [
+        "socket_vsock",
+        "socket_inet",
+        "socket_inet6",
+        "userfaultfd",
+        "memfd_secret",
+        "io_setup",
+        "fanotify_init",
+        "inotify_init1",
+        "personality",
+        "mincore",
+        "cachestat",
+        "preadv2_nowait",
+    ],
+    errno.EPERM,
+)
+
+
+@pytest.fixture(scope="module")
+def allow_list_ns() -> dict:
+    res = run_python(ALLOW_LIST_PROBE, config=FAST)
+    assert res.status is SandboxStatus.OK, (res.status, res.stderr)
+    return json.loads(res.stdout)
+
+
+@pytest.fixture(scope="module")
+def allow_list_fallback() -> dict:
+    python = FALLBACK.python or sys.executable
+    res = run_command([python, "-I", "-S", "-c", ALLOW_LIST_PROBE], config=FALLBACK)
+    assert res.status is SandboxStatus.OK, (res.status, res.stderr)
+    return json.loads(res.stdout)
+
+
+@needs_ns
+@pytest.mark.parametrize("call", sorted(ALLOW_LIST_EXPECTED))
+def test_call_outside_the_allow_list_is_denied_with_namespaces(
+    allow_list_ns: dict, call: str
+) -> None:
+    assert allow_list_ns[call] == ALLOW_LIST_EXPECTED[call], f"{call}: errno {allow_list_ns[call]}"
+
+
+@needs_fallback
+@pytest.mark.parametrize("call", sorted(ALLOW_LIST_EXPECTED))
+def test_call_outside_the_allow_list_is_denied_in_the_fallback(
+    allow_list_fallback: dict, call: str
+) -> None:
+    got = allow_list_fallback[call]
+    assert got == ALLOW_LIST_EXPECTED[call], f"{call}: errno {got}"
+
+
 ADD_KEY = (
     PROBE.split("out = {}")[0]
     + r"""
@@ -193,10 +291,120 @@ def test_ordinary_programs_still_fork_and_start_threads() -> None:
     assert res.stdout.strip() == "[0, 1, 2, 3] 7"
 
 
-def test_the_filter_jumps_only_forward_and_fits() -> None:
-    for machine in seccomp.SYSCALLS:
-        prog = seccomp.filter_program(machine)
-        assert prog is not None and len(prog) % 8 == 0 and len(prog) // 8 < 64
+# ------------------------------------------------- the filter as a program
+def _run_filter(prog: bytes, arch: int, nr: int, args: tuple[int, ...] = ()) -> int:
+    """Evaluate a classic-BPF seccomp program on one ``struct seccomp_data`` (x86-64 /
+    aarch64 layout, little-endian), with the semantics of ``Documentation/networking/
+    filter.rst``: the opcodes the filter may use; anything else fails the test."""
+    data = struct.pack("<iIQ6Q", nr, arch, 0, *(tuple(args) + (0,) * (6 - len(args))))
+    insns = [struct.unpack_from("=HBBI", prog, i) for i in range(0, len(prog), 8)]
+    pc, acc = 0, 0
+    for _ in range(len(insns) + 1):  # forward jumps only: at most one pass
+        code, jt, jf, k = insns[pc]
+        if code == 0x20:  # LD W ABS
+            assert k % 4 == 0 and k + 4 <= len(data), k
+            acc, pc = struct.unpack_from("<I", data, k)[0], pc + 1
+        elif code == 0x05:  # JA
+            pc += 1 + k
+        elif code in (0x15, 0x35, 0x45):  # JEQ, JGE, JSET (immediate)
+            hit = {0x15: acc == k, 0x35: acc >= k, 0x45: bool(acc & k)}[code]
+            pc += 1 + (jt if hit else jf)
+        elif code == 0x06:  # RET K
+            return k
+        else:
+            raise AssertionError(f"opcode {code:#x} at {pc}")
+        assert 0 <= pc < len(insns), f"jump out of the program at {pc}"
+    raise AssertionError("no return")
+
+
+ALLOW, DENY, NOSYS = 0x7FFF0000, 0x00050000 | errno.EPERM, 0x00050000 | errno.ENOSYS
+#: Written out independently of the filter's tables (syscall_64.tbl / asm-generic/unistd.h).
+ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
+
+
+def _table(text: str) -> dict[str, int]:
+    """``"name=number ..."`` as a dict."""
+    return {k: int(v) for k, v in (item.split("=") for item in text.split())}
+
+
+DENIED_NR = {
+    "x86_64": _table(
+        "socket=41 mincore=27 personality=135 io_setup=206 fanotify_init=300 "
+        "inotify_init1=294 userfaultfd=323 preadv2=327 memfd_secret=447 cachestat=451 "
+        "unshare=272 mount=165 ptrace=101 fadvise64=221 readahead=187 keyctl=250 "
+        "clone=56 madvise=28 prlimit64=302 ioctl=16 shmget=29"
+    ),
+    "aarch64": _table(
+        "socket=198 mincore=232 personality=92 io_setup=0 fanotify_init=262 "
+        "inotify_init1=26 userfaultfd=282 preadv2=286 memfd_secret=447 cachestat=451 "
+        "unshare=97 mount=40 ptrace=117 fadvise64=223 readahead=213 keyctl=219 "
+        "clone=220 madvise=233 prlimit64=261 ioctl=29 shmget=194"
+    ),
+}
+ALLOWED_NR = {
+    "x86_64": dict(read=0, write=1, openat=257, mmap=9, futex=202, execve=59, exit_group=231),
+    "aarch64": dict(read=63, write=64, openat=56, mmap=222, futex=98, execve=221, exit_group=94),
+}
+
+
+@pytest.mark.parametrize("machine", sorted(ARCH))
+def test_the_filter_is_an_allow_list_with_argument_rules(machine: str) -> None:
+    """The assembled program, evaluated on chosen calls for both architectures (no
+    kernel needed): what the allow-list lets through and what it refuses, with errnos."""
+    prog = seccomp.filter_program(machine)
+    assert prog is not None and len(prog) % 8 == 0
+    assert len(prog) // 8 <= seccomp.MAX_INSTRUCTIONS
+    arch, nr, ok = ARCH[machine], DENIED_NR[machine], ALLOWED_NR[machine]
+    table = seccomp.SYSCALLS[machine][1]
+    for name in seccomp.allowed_calls(machine):
+        if name not in seccomp.ARGUMENT_RULES and name != "clone":
+            assert _run_filter(prog, arch, table[name]) == ALLOW, name
+    for name, number in ok.items():
+        assert _run_filter(prog, arch, number) == ALLOW, name
+    for name in (
+        "mincore",
+        "personality",
+        "io_setup",
+        "fanotify_init",
+        "inotify_init1",
+        "userfaultfd",
+        "preadv2",
+        "memfd_secret",
+        "cachestat",
+        "unshare",
+        "mount",
+        "ptrace",
+        "fadvise64",
+        "readahead",
+        "keyctl",
+        "shmget",
+    ):
+        assert _run_filter(prog, arch, nr[name]) == DENY, name
+    assert _run_filter(prog, arch, 435) == NOSYS  # clone3
+    assert _run_filter(prog, arch, 1000) == DENY  # beyond every table
+    assert _run_filter(prog, 0x40000003, ok["read"]) == DENY  # i386 calling convention
+    if machine == "x86_64":
+        assert _run_filter(prog, arch, 0x40000000 | ok["read"]) == DENY  # x32
+    # socket(domain): AF_UNIX only; AF_INET, AF_INET6, AF_NETLINK, AF_PACKET, AF_VSOCK refused
+    assert _run_filter(prog, arch, nr["socket"], (1, 1, 0)) == ALLOW
+    for domain in (2, 10, 16, 17, 40):
+        assert _run_filter(prog, arch, nr["socket"], (domain, 1, 0)) == DENY, domain
+    # clone: namespace flags refused (CLONE_NEWUSER | SIGCHLD), a thread or fork allowed
+    assert _run_filter(prog, arch, nr["clone"], (0x10000000 | 17,)) == DENY
+    assert _run_filter(prog, arch, nr["clone"], (0x003D0F00,)) == ALLOW  # pthread_create
+    assert _run_filter(prog, arch, nr["clone"], (0x01200011,)) == ALLOW  # fork()
+    # madvise: DONTNEED allowed, PAGEOUT (21, evicts file pages) and MERGEABLE (12) refused
+    assert _run_filter(prog, arch, nr["madvise"], (0, 4096, 4)) == ALLOW
+    assert _run_filter(prog, arch, nr["madvise"], (0, 4096, 21)) == DENY
+    assert _run_filter(prog, arch, nr["madvise"], (0, 4096, 12)) == DENY
+    # prlimit64 on the calling process only; ioctl TCGETS yes, TIOCSTI (0x5412) no
+    assert _run_filter(prog, arch, nr["prlimit64"], (0, 7, 0, 0)) == ALLOW
+    assert _run_filter(prog, arch, nr["prlimit64"], (1, 7, 0, 0)) == DENY
+    assert _run_filter(prog, arch, nr["ioctl"], (0, 0x5401)) == ALLOW
+    assert _run_filter(prog, arch, nr["ioctl"], (0, 0x5412)) == DENY
+
+
+def test_the_filter_exists_only_for_known_architectures() -> None:
     assert seccomp.filter_program("s390x") is None
 
 
@@ -218,11 +426,14 @@ def test_a_program_cannot_raise_its_cpu_limit() -> None:
 
 # ------------------------------------------------- silent weak fallback (DeepCoder)
 FALLBACK_CHILD = r"""
-import sys, warnings
-from ragen_envs import _sandbox_seccomp as seccomp
-import ctypes
+import ctypes, os, struct, sys, warnings
+from ragen_envs.sandbox import seccomp
+# A host where namespaces are unavailable: unshare(2) gets EPERM, every other call runs.
+unshare = {"x86_64": 272, "aarch64": 97}[os.uname().machine]
+program = b"".join(struct.pack("=HBBI", *ins) for ins in [
+    (0x20, 0, 0, 0), (0x15, 0, 1, unshare), (0x06, 0, 0, 0x00050001), (0x06, 0, 0, 0x7FFF0000)])
 ctypes.CDLL(None, use_errno=True).prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
-seccomp.install(seccomp.filter_program())  # no unshare here: namespaces are unavailable
+seccomp.install(program)
 import ragen_envs
 env = ragen_envs.make("ragen/DeepCoder-v0", sandbox_namespaces=sys.argv[1]).unwrapped
 levels = [env.reset(seed=s)[1]["sandbox_level"] for s in range(3)]
@@ -234,7 +445,7 @@ print("levels", levels, flush=True)
 def test_auto_falling_back_warns_once_and_says_so_in_info(
     mode: str, level: str, warned: int
 ) -> None:
-    """A host where namespaces are refused (a child under our own filter) runs DeepCoder
+    """A host where namespaces are refused (a child whose ``unshare`` gets EPERM) runs DeepCoder
     with ``sandbox_namespaces="auto"``: one warning line per process, and every episode's
     info says ``sandbox_level="fallback"`` (before: no warning, no field)."""
     import subprocess

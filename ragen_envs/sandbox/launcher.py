@@ -46,7 +46,7 @@ reports).  The host imports this module only for :func:`encode_value` /
     (``RLIMIT_CPU`` with hard = soft, ``RLIMIT_AS``, ``RLIMIT_FSIZE``, ``RLIMIT_NPROC``,
     ``RLIMIT_CORE = 0``), drops to ``run_as_uid`` when started as root (or drops every
     capability inside a user namespace), installs the seccomp filter of
-    :mod:`ragen_envs._sandbox_seccomp` (L joined a fresh session keyring), installs an audit hook that refuses every
+    :mod:`ragen_envs.sandbox.seccomp` (L joined a fresh session keyring), installs an audit hook that refuses every
     ``socket.*`` event (and, without namespaces, ``ctypes``, ``exec``/``spawn`` and
     opening other processes' ``/proc`` files: best effort), then runs the program
     (``compile`` + ``exec`` as ``__main__`` for Python source, then, as the
@@ -75,10 +75,10 @@ import resource
 import stat
 import sys
 
-if __package__:  # imported by the host as ragen_envs._sandbox_launcher
-    from . import _sandbox_seccomp
+if __package__:  # imported by the host as ragen_envs.sandbox.launcher
+    from . import seccomp as _seccomp
 else:  # imported by the sandbox's interpreter from this folder
-    import _sandbox_seccomp
+    import seccomp as _seccomp
 
 EXIT_MEMORY = 250
 EXIT_FILE_SIZE = 251
@@ -291,7 +291,8 @@ def _library_paths() -> list[str]:
 
 
 def _project_root() -> str:
-    return os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    """The checkout holding ``ragen_envs`` (this file is ``ragen_envs/sandbox/launcher.py``)."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 
 
 def _is_project_path(real: str, project: str) -> bool:
@@ -745,7 +746,7 @@ def _run_program(cfg: dict, iso: dict) -> None:
         _prctl(PR_SET_PDEATHSIG, SIGKILL)  # after the uid change, which clears it
         _set_limits(cfg, iso)
         if cfg.get("seccomp_program"):
-            _sandbox_seccomp.install(cfg["seccomp_program"])  # last privileged step
+            _seccomp.install(cfg["seccomp_program"])  # last privileged step
         os.environ["HOME"] = os.environ["TMPDIR"] = os.getcwd()
         if cfg["mode"] == "exec":
             argv = cfg["argv"]
@@ -762,8 +763,19 @@ def _run_program(cfg: dict, iso: dict) -> None:
         os._exit(EXIT_SETUP)
     if cfg.get("harness_fd") is not None:
         _run_harnessed(cfg, source, main)
-    sys.modules.pop("_sandbox_launcher", None)
+    _forget_sandbox_modules()
     os._exit(_shutdown(*_exec_program(source, main)))
+
+
+def _forget_sandbox_modules() -> None:
+    """Drop the launcher's own modules from ``sys.modules`` before the program runs (the
+    program's ``import launcher`` / ``import seccomp`` finds nothing, as outside)."""
+    for name in ("launcher", "seccomp"):
+        mod = sys.modules.get(name)
+        if mod is not None and getattr(mod, "__file__", "").startswith(
+            os.path.dirname(os.path.abspath(__file__))
+        ):
+            del sys.modules[name]
 
 
 # ------------------------------------------------------------- harnessed runs
@@ -937,7 +949,7 @@ def _run_harnessed(cfg: dict, source: bytes, main) -> None:
             _prctl(PR_SET_PDEATHSIG, SIGKILL)
         except BaseException:  # noqa: BLE001
             os._exit(EXIT_SETUP)
-        sys.modules.pop("_sandbox_launcher", None)
+        _forget_sandbox_modules()
         code, normal = _exec_program(source, main)
         if not normal or code != 0:
             _shutdown(code, False)
@@ -1161,9 +1173,9 @@ def main() -> None:
         )
         sys.exit(EXIT_SETUP)
     # A fresh session keyring per run, and the seccomp filter G installs (issue 28).
-    iso["session_keyring"] = _sandbox_seccomp.join_fresh_session_keyring()
-    iso["seccomp"] = _sandbox_seccomp.available()
-    cfg["seccomp_program"] = _sandbox_seccomp.filter_program() if iso["seccomp"] else None
+    iso["session_keyring"] = _seccomp.join_fresh_session_keyring()
+    iso["seccomp"] = _seccomp.available()
+    cfg["seccomp_program"] = _seccomp.filter_program() if iso["seccomp"] else None
     if not iso["pid_ns"]:
         # Without a PID namespace, orphaned descendants are re-parented to L (a "child
         # subreaper"), which kills and reaps them before it exits.

@@ -3,7 +3,7 @@
 Spec: ``docs/envs/sandbox.md``.  Standard library only, reusable by any environment.
 
 Each call of :func:`run_python` / :func:`run_command` starts a fresh process tree
-(``ragen_envs/_sandbox_launcher.py``) and returns a typed :class:`SandboxResult`.  The
+(``ragen_envs/sandbox/launcher.py``) and returns a typed :class:`SandboxResult`.  The
 containment layers, and what each one depends on (what each cannot stop: the spec page):
 
 =============================  ===============================================  ==========================
@@ -36,16 +36,20 @@ Private root                   the program sees only an empty read-only root    
 No network                     new network namespace (no interface is up, not   user namespaces (or root)
                                even loopback) + Python ``socket`` disabled
                                (the latter alone is best effort)
-SysV IPC                       IPC namespace, freed with the sandbox            user namespaces (or root)
+SysV IPC                       refused by the seccomp allow-list; behind it     seccomp, or user
+                               the IPC namespace, freed with the sandbox        namespaces (or root)
 Process cleanup                PID namespace: when the program ends every       user namespaces (or root)
                                process it left behind is killed, even one that
                                left the process group; ``/proc`` shows only
                                the sandbox's processes
 Privileges                     ``PR_SET_NO_NEW_PRIVS``; as root the program     always
                                runs as ``run_as_uid`` (65534, ``nobody``)
-System calls                   seccomp filter (``_sandbox_seccomp``): no new    seccomp, x86-64/aarch64
-                               namespaces, mounts, keyrings, io_uring, bpf,
-                               ptrace, perf_event_open
+System calls                   seccomp allow-list (``sandbox.seccomp``): only   seccomp, x86-64/aarch64
+                               the calls the Python runner needs; sockets only
+                               AF_UNIX; no namespaces, mounts, keyrings,
+                               io_uring, bpf, ptrace, vsock, userfaultfd, AIO,
+                               inotify/fanotify, page-cache probes (mincore,
+                               cachestat, preadv2); EPERM otherwise
 Kernel keyring                 a fresh session keyring per run                  keyrings in the kernel
 Verdicts (``harness=``)        the harness runs in a separate process and       always
                                reports on a descriptor the program lacks;
@@ -92,7 +96,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from . import _sandbox_cgroup, _sandbox_launcher
+from . import cgroup as _cgroup
+from . import launcher as _launcher
 
 __all__ = [
     "SandboxConfig",
@@ -105,14 +110,13 @@ __all__ = [
     "run_python",
 ]
 
-_LAUNCHER = Path(__file__).with_name("_sandbox_launcher.py")
+_LAUNCHER = Path(__file__).with_name("launcher.py")
 # Import the launcher as a module (its .pyc is reused; a script would be recompiled every time).
 _BOOT = (
-    f"import sys; sys.path.insert(0, {str(_LAUNCHER.parent)!r}); "
-    "import _sandbox_launcher; _sandbox_launcher.main()"
+    f"import sys; sys.path.insert(0, {str(_LAUNCHER.parent)!r}); import launcher; launcher.main()"
 )
 
-# Exit codes reserved by the launcher (see _sandbox_launcher.py).
+# Exit codes reserved by the launcher (see launcher.py).
 _EXIT_MEMORY, _EXIT_FILE_SIZE, _EXIT_PROCESSES, _EXIT_SETUP = 250, 251, 252, 253
 
 #: The only environment variables the program sees (plus HOME and TMPDIR, set to its cwd).
@@ -458,7 +462,7 @@ def _run(
     cgroup = None
     if config.cgroup:
         # L and C are in the group too (+2); a harnessed run has one more process (+1).
-        cgroup = _sandbox_cgroup.create(
+        cgroup = _cgroup.create(
             int(config.memory_mb) << 20, int(config.max_processes) + 2 + (harness is not None)
         )
     try:
@@ -477,7 +481,7 @@ def _run_in(
     files: Mapping[str, str | bytes],
     start: float,
     harness: str | None,
-    cgroup: _sandbox_cgroup.RunCgroup | None,
+    cgroup: _cgroup.RunCgroup | None,
 ) -> SandboxResult:
     work = os.path.join(base, "work")
     os.mkdir(work, 0o755)
@@ -576,7 +580,7 @@ def _decode_verdict(buf: bytearray) -> tuple[Any, ...]:
     for line in bytes(buf).decode("utf-8", errors="replace").split("\n"):
         if line:
             try:
-                values.append(_sandbox_launcher.decode_value(line))
+                values.append(_launcher.decode_value(line))
             except ValueError:
                 continue
     return tuple(values)
@@ -589,7 +593,7 @@ def _supervise(
     verdict_r: int | None,
     config: SandboxConfig,
     start: float,
-    cgroup: _sandbox_cgroup.RunCgroup | None,
+    cgroup: _cgroup.RunCgroup | None,
 ) -> SandboxResult:
     cap = int(config.max_output_bytes)
     out = {"stdout": bytearray(), "stderr": bytearray()}
