@@ -222,7 +222,8 @@ def _sampling_params(value: SamplingParams | dict[str, Any]) -> SamplingParams:
     """``value`` itself, or the :class:`SamplingParams` of its mapping (``stop`` as a tuple)."""
     if isinstance(value, SamplingParams):
         return value
-    return SamplingParams(**{k: (tuple(v) if k == "stop" else v) for k, v in value.items()})
+    fields: dict[str, Any] = {k: (tuple(v) if k == "stop" else v) for k, v in value.items()}
+    return SamplingParams(**fields)
 
 
 @dataclass(frozen=True)
@@ -597,15 +598,14 @@ class RolloutEngine:
         """Exact prompt token ids (incremental in full mode) or ``None`` without a tokenizer."""
         if self.chat is None:
             return None, False
-        can_extend = (
+        if (  # the previous turn's prompt and completion ids can be extended
             self.config.context_mode == "full"
             and dropped == 0
             and prev is not None
             and prev.prompt_token_ids is not None
             and prev.completion_token_ids is not None
             and prev.context_dropped_turns == 0
-        )
-        if can_extend:
+        ):
             history = messages[:-1]
             ended = (
                 bool(prev.completion_token_ids)

@@ -10,7 +10,7 @@ formulas.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -19,7 +19,7 @@ BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 0
 
 
-def _group_values(values: Sequence[float], groups: Sequence[int]) -> np.ndarray:
+def _group_values(values: Iterable[float], groups: Sequence[int]) -> np.ndarray:
     order: dict[int, list[float]] = {}
     for v, g in zip(values, groups):
         order.setdefault(int(g), []).append(float(v))

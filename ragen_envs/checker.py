@@ -17,7 +17,7 @@ import traceback
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -100,7 +100,7 @@ def _load(env_or_id: Any, config: dict[str, Any]) -> Callable[[], TextEnv]:
     if isinstance(env_or_id, gym.Env):
         base = env_or_id.unwrapped
         cls, conf = type(base), {**getattr(base, "config", {}), **config}
-        return lambda: cls(**conf)
+        return lambda: cast(TextEnv, cls(**conf))
     if isinstance(env_or_id, type):
         return lambda: env_or_id(**config)
     if isinstance(env_or_id, str) and ":" in env_or_id and "/" not in env_or_id:
@@ -113,7 +113,7 @@ def _load(env_or_id: Any, config: dict[str, Any]) -> Callable[[], TextEnv]:
     if isinstance(env_or_id, str):
         from . import make
 
-        return lambda: make(env_or_id, **config).unwrapped
+        return lambda: cast(TextEnv, make(env_or_id, **config).unwrapped)
     raise TypeError(
         f"check_env takes an env id, 'module:Class', a class or an env, not {env_or_id!r}"
     )

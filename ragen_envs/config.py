@@ -63,7 +63,7 @@ def _is_finite_number(checker: Any, instance: Any) -> bool:
 
 
 @functools.cache
-def _strict(cls: type) -> type:
+def _strict(cls: type[Any]) -> type[Any]:
     """``cls`` with a ``number`` type that refuses ``NaN`` and infinities."""
     return jsonschema.validators.extend(
         cls, type_checker=cls.TYPE_CHECKER.redefine("number", _is_finite_number)

@@ -212,7 +212,7 @@ class TextEnv(gym.Env[str, str]):
         "_outcome_gen",
     )
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}
     env_key: ClassVar[str] = ""
     #: Longest action parsed, in characters; longer ones are invalid (see :meth:`step`).
     max_action_length: ClassVar[int] = MAX_ACTION_LENGTH
@@ -248,8 +248,8 @@ class TextEnv(gym.Env[str, str]):
             )
         self.render_mode = render_mode
         self.config: dict[str, Any] = validate_config(self.env_key, config)
-        self.observation_space = UnicodeText(MAX_TEXT_LENGTH)
-        self.action_space = UnicodeText(self.max_action_length)
+        self.observation_space: UnicodeText = UnicodeText(MAX_TEXT_LENGTH)
+        self.action_space: UnicodeText = UnicodeText(self.max_action_length)
         self._max_action_length = int(self.max_action_length)
         self._lookup_names: object = ()  # match_action's table is for these names (none yet)
         self._lookup: dict[str, str] = {}
@@ -320,10 +320,10 @@ class TextEnv(gym.Env[str, str]):
             for name in names or ():
                 fold.setdefault(name.casefold(), name)
             self._lookup = {**fold, **{name: fold[name.casefold()] for name in names or ()}}
-        name = self._lookup.get(action)
-        if name is None:
-            name = self._lookup.get(action.strip().casefold())
-        return name
+        found = self._lookup.get(action)
+        if found is None:
+            found = self._lookup.get(action.strip().casefold())
+        return found
 
     def invalid(self, reason: str, **info: Any) -> Transition:
         """The transition for an invalid action: state unchanged, ``invalid_action_reward``."""
@@ -583,6 +583,6 @@ def raw_threshold(p: float) -> int | None:
     return math.ceil(p * 9007199254740992.0) << 11
 
 
-def join_lines(lines: Sequence[str]) -> str:
+def join_lines(lines: Sequence[str | None]) -> str:
     """Join instruction lines with newlines, dropping ``None`` entries."""
     return "\n".join(line for line in lines if line is not None)

@@ -135,10 +135,11 @@ class DatasetEnv(TextEnv):
     def _reset(self, options: Mapping[str, Any]) -> None:
         items = self.split_items()
         n = len(items)
+        seed = getattr(self, "_reset_seed", None)
         if "index" in options:
             index = int(options["index"]) % n
-        elif getattr(self, "_reset_seed", None) is not None:
-            index = int(self._reset_seed) % n
+        elif seed is not None:
+            index = int(seed) % n
         else:
             index = int(self.np_random.integers(n))
         self._item = items[index]

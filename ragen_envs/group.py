@@ -70,7 +70,11 @@ class GroupParallelEnv(ParallelEnv):
         ValueError: ``group_size`` < 1 or ``render_mode`` unsupported.
     """
 
-    metadata = {"render_modes": ["ansi"], "name": "ragen_group_v0", "is_parallelizable": True}
+    metadata: dict[str, Any] = {
+        "render_modes": ["ansi"],
+        "name": "ragen_group_v0",
+        "is_parallelizable": True,
+    }
 
     def __init__(self, env_id: str, group_size: int, render_mode: str | None = None, **config: Any):
         if (

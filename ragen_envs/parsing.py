@@ -41,6 +41,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["ParsedResponse", "parse_response", "format_answer", "ParseError"]
 

@@ -35,7 +35,7 @@ sequential seeds).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -193,7 +193,7 @@ def hash_block(columns: Sequence[np.ndarray]) -> list[list[int]]:
     pool = [hashmix(np.asarray(c, dtype=u), i) for i, c in enumerate(columns)]
     pool += [np.full(n, z, dtype=u) for z in _ZERO[len(columns) - 1 :]]
     for k, (s, d) in enumerate(_ROUNDS, start=_POOL):
-        r = u(_MIX_L) * pool[d] - u(_MIX_R) * hashmix(pool[s], k)
+        r: np.ndarray = u(_MIX_L) * pool[d] - u(_MIX_R) * hashmix(pool[s], k)
         pool[d] = r ^ (r >> u(16))
     out = np.empty((n, 8), dtype=u)
     for i, (x, m) in enumerate(_HB):
@@ -400,7 +400,7 @@ class PCG64Stream:
     def generator(self) -> np.random.Generator:
         """A NumPy ``Generator(PCG64)`` at this stream's current position."""
         bits = np.random.PCG64(0)
-        bits.state = self.bit_state()
+        bits.state = cast(Any, self.bit_state())  # NumPy types the setter as a TypedDict
         return np.random.Generator(bits)
 
 

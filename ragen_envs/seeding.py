@@ -134,7 +134,7 @@ def _first_block(start: int, n: int) -> list[tuple[int, ...]]:
     Python, and the attempt-0 entropies ``[base, 0]`` hashed together by
     :func:`ragen_envs.pcg64.hash_block` (a base below ``2**32``, one word, by
     :func:`attempt_stream`)."""
-    rows = []
+    rows: list[tuple[int, ...]] = []
     for words in pcg64._words_block(start, n):
         stream = PCG64Stream.from_words(words)
         base = stream.integers(BASE_BOUND)
@@ -214,7 +214,7 @@ def sample_instance(
     Returns:
         ``(instance, attempts_used)``.
     """
-    if type(np_random) is PCG64Stream:
+    if isinstance(np_random, PCG64Stream):
         base = np_random.integers(BASE_BOUND)  # = Generator.integers(0, 2**63 - 1)
     else:
         base = int(np_random.integers(0, BASE_BOUND))

@@ -389,7 +389,7 @@ def bilevel_gae(
             spans[t].append(p)
         r_turn = [float(rewards[b, spans[t]].double().sum()) for t in order]
         v_turn = [float(values[b, spans[t][-1]]) for t in order]
-        a_turn, _ = _gae_1d(r_turn, v_turn, turn_gamma, lam)
+        a_turn = _gae_1d(r_turn, v_turn, turn_gamma, lam)[0]
         for k, t in enumerate(order):
             ps = spans[t]
             tok_r = [0.0] * len(ps)

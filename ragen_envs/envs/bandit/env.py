@@ -244,9 +244,8 @@ class BanditEnv(TextEnv):
         split, answer_with = c["split"], c["answer_with"]
         fast_split, fast_answer, starts, n = self._fast
         if split != fast_split or answer_with != fast_answer:  # first reset, or config changed
-            starts = self._STARTS.get((split, answer_with, self._payoffs, self._raw_threshold))
-            if starts is None:
-                starts = self._starts(split)
+            cached = self._STARTS.get((split, answer_with, self._payoffs, self._raw_threshold))
+            starts = self._starts(split) if cached is None else cached
             n = len(starts) >> 1  # arm pairs
             self._fast = (split, answer_with, starts, n)
         self._gen = None  # TextEnv._seed_generator, inlined
@@ -297,7 +296,8 @@ class BanditEnv(TextEnv):
                 risky, outcome, paid = pull
                 # One uniform draw, as RAGEN's env does (np_random.random() < risky_prob),
                 # decided on the same raw PCG64 output (core.raw_threshold).
-                if risky and stream.next64() < self._raw_threshold:
+                # (_pending is set only when _raw_threshold is an int: reset)
+                if risky and stream.next64() < self._raw_threshold:  # type: ignore[operator]
                     outcome = paid
                 obs, reward, info, status, ret, _ = outcome
                 self._pending = None
@@ -361,11 +361,12 @@ class BanditEnv(TextEnv):
         if table is None:
             steady_reward, risky_reward, _ = self._payoffs
             table = {}
+            assert self.action_names is not None  # _set_arms names the arms at every reset
             for name, arm in zip(self.action_names, self._arms):
                 risky = arm == self._risky
                 chose_best = arm == self._best
                 unpaid, paid = (
-                    (obs, tr.reward, *tr.first_step, tr)
+                    (obs, tr.reward, *tr.first_step, tr)  # type: ignore[misc]  # terminal: set
                     for r in ((0.0, risky_reward) if risky else (steady_reward,) * 2)
                     for obs in (f"You pulled {arm} and received {r:g} points.",)
                     for tr in (

@@ -167,6 +167,7 @@ def _evaluate(node: ast.expr) -> Fraction:
         ZeroDivisionError: a divisor evaluates to zero.
     """
     if isinstance(node, ast.Constant):
+        assert type(node.value) is int  # the whitelist admits int literals only
         return Fraction(node.value)
     assert isinstance(node, ast.BinOp)
     left, right = _evaluate(node.left), _evaluate(node.right)
@@ -252,9 +253,9 @@ def _check_fast(text: str, numbers: Sequence[int], target: int) -> CheckResult |
             if tok == "(":
                 ops.append(tok)
             elif tok.isdigit() and (tok[0] != "0" or len(tok) == 1) and len(tok) <= 32:
-                value = int(tok)
-                leaves.append(value)
-                vals.append((value, 1, tok, _ATOM))
+                literal = int(tok)
+                leaves.append(literal)
+                vals.append((literal, 1, tok, _ATOM))
                 want_operand = False
             else:
                 return None  # a sign, an operator where an operand goes, a leading zero

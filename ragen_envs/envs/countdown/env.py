@@ -245,15 +245,14 @@ def _left_fold(numbers: tuple[int, ...]) -> Tree:
 
 def _instance_from_options(options: Mapping[str, Any]) -> Instance:
     nums, target = options.get("nums"), options.get("target")
-    ok_nums = (
+    if not (
         isinstance(nums, (list, tuple))
         and 1 <= len(nums) <= MAX_SOLVER_NUMBERS
         and all(
             isinstance(n, (int, np.integer)) and not isinstance(n, bool) and 0 <= n <= 10**9
             for n in nums
         )
-    )
-    if not ok_nums:
+    ):
         raise ValueError(
             f"options['nums'] must be 1 to {MAX_SOLVER_NUMBERS} integers in [0, 1e9], got {nums!r}"
         )

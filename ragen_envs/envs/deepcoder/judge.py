@@ -77,7 +77,9 @@ def _fenced_blocks(text: str) -> list[tuple[str, str]]:
         eol = text.find("\n", start + 3)
         if eol < 0:
             break  # no line break after this fence, so none after any later one either
-        lang = _LANG.match(text, start + 3, eol).group(1)
+        found = _LANG.match(text, start + 3, eol)
+        assert found is not None  # the pattern matches the empty string
+        lang = found.group(1)
         end = text.find("```", eol + 1)
         if end < 0:
             blocks.append((lang, text[eol + 1 :]))

@@ -369,12 +369,12 @@ def _intervals(g: np.random.Generator) -> str:
 def _merge(s: str) -> str:
     v = _ints(s)
     points = sorted((v[1 + 2 * i], v[2 + 2 * i]) for i in range(v[0]))
-    # Sweep in order of left end; an interval starting at or before the current end joins it.
-    comps, cur_end, total, cur_start = 0, None, 0, None
-    for left, right in points:
-        if cur_end is None or left > cur_end:
-            if cur_end is not None:
-                total += cur_end - cur_start
+    # Sweep in order of left end; an interval starting at or before the current end joins it
+    # (the input has at least one interval).
+    (cur_start, cur_end), comps, total = points[0], 1, 0
+    for left, right in points[1:]:
+        if left > cur_end:
+            total += cur_end - cur_start
             comps, cur_start, cur_end = comps + 1, left, right
         else:
             cur_end = max(cur_end, right)

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import cast
 
 import numpy as np
 
@@ -224,7 +225,7 @@ def _reach_layers(T: np.ndarray, terminal: np.ndarray, goal: int) -> tuple[np.nd
         depth += 1
         # (state, action) pairs with a positive-probability edge into the frontier
         hits = (T[:, :, frontier] > 0).any(axis=2) & ~terminal[:, None] & (layer < 0)[:, None]
-        new = hits.any(axis=1)
+        new = cast(np.ndarray, hits.any(axis=1))  # (n,) bool; NumPy types it as a scalar too
         layer[new] = depth
         first[new] = np.argmax(hits[new], axis=1)
         frontier = new

@@ -6,6 +6,8 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from ...core import TextEnv, Transition, join_lines
 from ...seeding import in_split, sample_instance
 from .board import MOVES, SIZE, legal_moves, merge_reward, move, parse_board, render, rows_of, spawn
@@ -62,7 +64,7 @@ class Game2048Env(TextEnv):
         self._score = 0
         self._attempts = 1
         self._legal: list[str] = []  # legal moves of the current board (for the observation)
-        self._plan: tuple[list[tuple[tuple[int, ...], dict[str, Any]]], list[str]] | None = None
+        self._plan: tuple[list[tuple[tuple[int, ...], Mapping[str, Any]]], list[str]] | None = None
 
     # ------------------------------------------------------------ instance
     def _start_board(self, rng: Any) -> tuple[int, ...]:
@@ -122,6 +124,13 @@ class Game2048Env(TextEnv):
         """
         return super().invalid(reason, **self._board_info(), **info)
 
+    def _tile_rng(self) -> np.random.Generator:
+        """:meth:`_outcome_rng`, which is a NumPy ``Generator`` here: this env does not set
+        :attr:`lazy_seeding`, so no :class:`~ragen_envs.pcg64.PCG64Stream` is ever live."""
+        rng = self._outcome_rng()
+        assert isinstance(rng, np.random.Generator)
+        return rng
+
     def _step(self, action: str) -> Transition:
         name = self.match_action(action)
         if name is None:
@@ -133,7 +142,7 @@ class Game2048Env(TextEnv):
                 action_is_effective=False,
                 info={"action": name, "merge_score": 0, "spawn": None, **self._board_info()},
             )
-        self._board, (cell, value) = spawn(after, self._outcome_rng(), self._p2)
+        self._board, (cell, value) = spawn(after, self._tile_rng(), self._p2)
         self._score += merged
         self._legal = legal_moves(self._board)
         won = max(self._board) >= self._target
@@ -196,14 +205,14 @@ class Game2048Env(TextEnv):
         """
         if self.status.is_terminal:
             return []
-        here = (self._board, self._outcome_rng().bit_generator.state)
+        here = (self._board, self._tile_rng().bit_generator.state)
         budget = self._max_steps - self.num_steps
         if self._plan is not None:
             checkpoints, moves = self._plan
             for k, point in enumerate(checkpoints):
                 if point == here:
                     return moves[k : k + budget]
-        rng = copy.deepcopy(self._outcome_rng())
+        rng = copy.deepcopy(self._tile_rng())
         board = self._board
         checkpoints, moves = [], []
         while len(moves) < budget:

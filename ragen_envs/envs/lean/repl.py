@@ -109,11 +109,12 @@ class ReplProcess:
         threading.Thread(
             target=_drain, args=(self.proc.stdout, self._lines.put), daemon=True
         ).start()
-        threading.Thread(
-            target=_drain,
-            args=(self.proc.stderr, lambda s: s and self._stderr.append(s)),
-            daemon=True,
-        ).start()
+
+        def keep_stderr(line: str | None) -> None:
+            if line:
+                self._stderr.append(line)
+
+        threading.Thread(target=_drain, args=(self.proc.stderr, keep_stderr), daemon=True).start()
         self._finalizer = weakref.finalize(self, _kill, self.proc)
 
     def stderr_tail(self) -> str:
@@ -129,9 +130,11 @@ class ReplProcess:
 
     def ask(self, command: Mapping[str, Any], timeout: float) -> Any:
         """Send one command and return the parsed answer (see the class docstring)."""
+        stdin = self.proc.stdin
+        assert stdin is not None  # the process is started with stdin=PIPE
         try:
-            self.proc.stdin.write(json.dumps(command, ensure_ascii=False) + "\n\n")
-            self.proc.stdin.flush()
+            stdin.write(json.dumps(command, ensure_ascii=False) + "\n\n")
+            stdin.flush()
         except (BrokenPipeError, OSError, ValueError):
             raise _Dead() from None
         deadline = time.monotonic() + timeout

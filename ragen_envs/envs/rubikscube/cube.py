@@ -83,7 +83,7 @@ POSITION, NORMAL = _build_geometry()
 _INDEX = {(tuple(p), tuple(n)): i for i, (p, n) in enumerate(zip(POSITION, NORMAL))}
 
 
-def _rotation(axis: Sequence[int], quarter_turns: int) -> np.ndarray:
+def _rotation(axis: Sequence[int] | np.ndarray, quarter_turns: int) -> np.ndarray:
     """Integer ``3 x 3`` matrix of a rotation by ``quarter_turns * 90`` degrees about a
     unit coordinate axis (right-hand rule: positive = counterclockwise seen from its tip)."""
     a = np.array(axis)
@@ -160,7 +160,7 @@ def is_solved(state: bytes) -> bool:
 
 
 # ------------------------------------------------------------------ corner cubies
-def _corner_slots() -> tuple[tuple[tuple[int, int, int], ...], tuple[tuple[int, ...], ...]]:
+def _corner_slots() -> tuple[tuple[tuple[int, int, int], ...], tuple[tuple[int, int, int], ...]]:
     """Corner positions and, for each, its three sticker indices in a fixed cyclic order.
 
     The order starts at the sticker on the U or D face and goes on clockwise as seen from
@@ -168,9 +168,9 @@ def _corner_slots() -> tuple[tuple[tuple[int, int, int], ...], tuple[tuple[int, 
     U/D-coloured sticker in that list.
     """
     corners = sorted(
-        {tuple(int(v) for v in p) for p in POSITION}, key=lambda c: (-c[1], -c[2], c[0])
+        {(int(p[0]), int(p[1]), int(p[2])) for p in POSITION}, key=lambda c: (-c[1], -c[2], c[0])
     )
-    slots = []
+    slots: list[tuple[int, int, int]] = []
     for c in corners:
         idx = [i for i in range(24) if tuple(POSITION[i]) == c]
         ud = next(i for i in idx if NORMAL[i][1] != 0)
@@ -186,16 +186,16 @@ def _corner_slots() -> tuple[tuple[tuple[int, int, int], ...], tuple[tuple[int, 
 CORNERS, CORNER_STICKERS = _corner_slots()
 #: Colour triple (in slot order) of the cubie that sits in each corner of the solved cube.
 CUBIE_COLOURS: tuple[tuple[int, int, int], ...] = tuple(
-    tuple(SOLVED[i] for i in s) for s in CORNER_STICKERS
+    (SOLVED[a], SOLVED[b], SOLVED[c]) for a, b, c in CORNER_STICKERS
 )
 #: The fixed cubie of the solved-state coordinate: the D-B-L corner (yellow, blue, orange).
 ANCHOR = CORNERS.index((-1, -1, -1))
 _UD = (0, 5)  # colours of the U and D faces (W, Y)
 
 
-def _cubie_lookup() -> dict[tuple[int, int, int], tuple[int, int]]:
+def _cubie_lookup() -> dict[tuple[int, ...], tuple[int, int]]:
     """Every colour triple a corner can show (in slot order) -> ``(cubie, orientation)``."""
-    table = {}
+    table: dict[tuple[int, ...], tuple[int, int]] = {}
     for cubie, cols in enumerate(CUBIE_COLOURS):
         for k in range(3):  # the U/D colour at slot position k
             table[tuple(cols[(j - k) % 3] for j in range(3))] = (cubie, k)

@@ -25,7 +25,8 @@ def scramble(rng: Any, depth: int) -> tuple[bytes, list[str]]:
     Returns:
         ``(state, turns)``.
     """
-    state, turns = SOLVED, []
+    state = SOLVED
+    turns: list[str] = []
     for _ in range(depth):
         options = [a for a in ACTIONS if not turns or a != INVERSE[turns[-1]]]
         name = options[int(rng.integers(len(options)))]

@@ -28,7 +28,7 @@ import sys
 import threading
 from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, cast
 
 from .retrieval import BM25Retriever, local_bm25_retriever
 
@@ -66,7 +66,7 @@ def handle_retrieve(retriever: BM25Retriever, body: Any, default_topk: int) -> d
             raise RequestError("'queries' must be a list of strings")
         k = _topk(body.get("topk"), default_topk)
         with_scores = bool(body.get("return_scores", False))
-        out = []
+        out: list[list[dict[str, Any]]] = []
         for hits in retriever.retrieve(queries, k):
             if with_scores:
                 out.append([{"document": h.document.as_record(), "score": h.score} for h in hits])
@@ -155,6 +155,12 @@ def make_server(
     return ThreadingHTTPServer((host, port), Handler)
 
 
+def _retrieve_url(server: ThreadingHTTPServer) -> str:
+    """``http://HOST:PORT/retrieve`` of a bound server (an AF_INET address is ``(host, port)``)."""
+    host, port = cast(tuple[str, int], server.server_address[:2])
+    return f"http://{host}:{port}/retrieve"
+
+
 def serve_in_thread(
     retriever: BM25Retriever, host: str = "127.0.0.1", port: int = 0, **kwargs: Any
 ) -> tuple[ThreadingHTTPServer, str]:
@@ -164,8 +170,7 @@ def serve_in_thread(
     """
     server = make_server(retriever, host, port, **kwargs)
     threading.Thread(target=server.serve_forever, name="ragen-retrieval", daemon=True).start()
-    bound_host, bound_port = server.server_address[:2]
-    return server, f"http://{bound_host}:{bound_port}/retrieve"
+    return server, _retrieve_url(server)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -190,9 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     server = make_server(
         retriever, args.host, args.port, default_topk=args.topk, verbose=args.verbose
     )
-    host, port = server.server_address[:2]
     print(
-        f"Serving {len(retriever.documents)} documents on http://{host}:{port}/retrieve "
+        f"Serving {len(retriever.documents)} documents on {_retrieve_url(server)} "
         f"(index built in {retriever.build_seconds:.2f} s)",
         flush=True,
     )

@@ -111,7 +111,7 @@ def reverse_search(
     full = len(visited) >= max_states
     while frontier and depth < max_depth and not full:
         depth += 1
-        nxt = []
+        nxt: list[int] = []
         add = nxt.append
         for key in frontier:
             p = key & pmask

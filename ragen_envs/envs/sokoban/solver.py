@@ -47,7 +47,7 @@ def push_distances(layout: Layout) -> tuple[int, ...]:
     """
     walls = layout.walls
     dist = [_INF] * len(walls)
-    queue = deque()
+    queue: deque[int] = deque()
     for t in layout.targets:
         dist[t] = 0
         queue.append(t)

@@ -220,7 +220,7 @@ def _exterior(layout: Layout) -> bytearray:
         return True
 
     out = bytearray(h * w)
-    queue = deque()
+    queue: deque[tuple[int, int]] = deque()
     for r in range(h):
         for c in range(w):
             if (r in (0, h - 1) or c in (0, w - 1)) and solid(r, c):

@@ -129,7 +129,7 @@ def generate_attempt(
         num_empty: target number of empty cells.
         split: required split of the solution grid, or ``None``.
     """
-    if type(rng) is PCG64Stream:
+    if isinstance(rng, PCG64Stream):
         if n == 4:
             found = four.attempt(rng, num_empty, split)
             return None if found is None else Puzzle(*found)

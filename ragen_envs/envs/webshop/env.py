@@ -142,6 +142,15 @@ class WebShopEnv(DatasetEnv):
         per = int(self.config["results_per_page"])
         return max(1, -(-len(self._results) // per))
 
+    def _open_product(self) -> Product:
+        """The product whose page is open (item, description, features or done page).
+
+        Raises:
+            AssertionError: no product page is open (a bug in the page logic).
+        """
+        assert self._product is not None
+        return self._shop.products[self._product]
+
     def _page_products(self) -> list[int]:
         per = int(self.config["results_per_page"])
         return self._results[(self._page_no - 1) * per : self._page_no * per]
@@ -157,7 +166,7 @@ class WebShopEnv(DatasetEnv):
             out += [self._shop.products[i].asin.lower() for i in self._page_products()]
             return out
         if self._page == "item":
-            p = self._shop.products[self._product]
+            p = self._open_product()
             return [BACK, PREV, DESC, FEAT, *(v for vals in p.options.values() for v in vals), BUY]
         if self._page in ("description", "features"):
             return [BACK, PREV]
@@ -230,14 +239,14 @@ class WebShopEnv(DatasetEnv):
             )
             self._page, self._selected = "item", {}
         else:  # an option value on the item page
-            p = self._shop.products[self._product]
+            p = self._open_product()
             name = next(n for n, vals in p.options.items() if target in vals)
             effective = self._selected.get(name) != target
             self._selected[name] = target
         return Transition(0.0, action_is_effective=effective, info={"page": self._page})
 
     def _buy(self) -> Transition:
-        p = self._shop.products[self._product]
+        p = self._open_product()
         br = webshop_reward(p, self.goal, self._selected)
         self._purchase = br
         self._page = "done"
@@ -282,7 +291,7 @@ class WebShopEnv(DatasetEnv):
             else:
                 lines.append(f"Page: results of search[{self._query}]: no product matches.")
         elif page in ("item", "description", "features"):
-            p = self._shop.products[self._product]
+            p = self._open_product()
             if page == "item":
                 lines += [
                     f"Page: item {p.asin.lower()}",
@@ -306,8 +315,9 @@ class WebShopEnv(DatasetEnv):
                     *(f"- {b}" for b in p.bullet_points),
                 ]
         else:
-            p = self._shop.products[self._product]
+            p = self._open_product()
             br = self._purchase
+            assert br is not None  # the "done" page follows a purchase
             opts = ", ".join(f"{k}: {v}" for k, v in self._selected.items()) or "none"
             lines += [
                 "Page: purchase complete",

@@ -133,7 +133,7 @@ def product_from_record(rec: Mapping[str, Any], attributes: list[str]) -> Produc
         attributes=tuple(attributes) or ("DUMMY_ATTR",),
         options=options,
         price=round(price, 2),
-        bullet_points=bullets,
+        bullet_points=bullets,  # type: ignore[arg-type]  # Product normalises a list or one str
         description=str(rec.get("full_description") or ""),
     )
 
