@@ -111,7 +111,7 @@ def _load(env_or_id: Any, config: dict[str, Any]) -> Callable[[], TextEnv]:
             raise ValueError(f"entry point {env_or_id!r} cannot be loaded: {exc}") from exc
         return lambda: cls(**config)
     if isinstance(env_or_id, str):
-        from . import make
+        from .registry import make
 
         return lambda: cast(TextEnv, make(env_or_id, **config).unwrapped)
     raise TypeError(

@@ -562,9 +562,9 @@ def _run_in(
         proc.returncode = -9
         raise
     finally:
-        for fd in (status_r, pid_r, verdict_r):
-            if fd is not None:
-                os.close(fd)
+        for end in (status_r, pid_r, verdict_r):
+            if end is not None:
+                os.close(end)
         for stream in (proc.stdout, proc.stderr):
             if stream is not None:
                 stream.close()

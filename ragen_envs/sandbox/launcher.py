@@ -78,7 +78,7 @@ import sys
 if __package__:  # imported by the host as ragen_envs.sandbox.launcher
     from . import seccomp as _seccomp
 else:  # imported by the sandbox's interpreter from this folder
-    import seccomp as _seccomp
+    import seccomp as _seccomp  # type: ignore[import-not-found, no-redef]  # this folder is sys.path[0] there
 
 EXIT_MEMORY = 250
 EXIT_FILE_SIZE = 251
@@ -223,7 +223,7 @@ def _literal(node, depth: int):
         and type(node.operand) is _ast.Constant
         and type(node.operand.value) in (int, float)
     ):
-        return -node.operand.value
+        return -node.operand.value  # type: ignore[operator]  # an int or a float, checked above
     if t is _ast.List:
         return [_literal(e, d) for e in node.elts]
     if t is _ast.Tuple:
@@ -261,7 +261,7 @@ def decode_value(text: str):
     """
     try:
         tree = compile(text, "<value>", "eval", 1024)  # ast.PyCF_ONLY_AST, without importing ast
-        return _literal(tree.body, 0)
+        return _literal(tree.body, 0)  # type: ignore[attr-defined]  # PyCF_ONLY_AST: an ast.Expression
     except ValueError:
         raise
     except (SyntaxError, TypeError, RecursionError, MemoryError, OverflowError) as exc:
@@ -610,7 +610,7 @@ def _install_audit_guard(strict: bool) -> None:
     executables and reading other processes' ``/proc`` entries.  Best effort: a
     program could still reach the C level through modules that raise no audit event.
     """
-    blocked_prefixes = ("socket.",)
+    blocked_prefixes: tuple[str, ...] = ("socket.",)
     if strict:
         blocked_prefixes += (
             "ctypes.dlopen",
@@ -1060,7 +1060,7 @@ def _supervise(cfg: dict, iso: dict, root: str | None) -> None:
         if cfg.get(key) is not None:
             os.close(cfg[key])
     _release_output()
-    report = {"exit_code": None, "signal": None, "cpu_time_s": 0.0}
+    report: dict[str, object] = {"exit_code": None, "signal": None, "cpu_time_s": 0.0}
     while True:
         try:
             got, status, usage = os.wait4(-1, 0)
