@@ -4,8 +4,9 @@ Two kinds of change, two rules:
 
 * **Added field** (additive, no ``schema_version`` bump): the schema may require the new
   field, and a file written before it was added lacks it.  Every such field is listed in
-  :data:`ADDED_FIELDS` with the default the code uses (the dataclass default for
-  ``train_config``); :func:`upgrade` fills it in before the schema is checked, so the file
+  :data:`ADDED_FIELDS`; its default, the one the code uses, is the ``default`` of the
+  property in the kind's schema (for ``train_config`` the dataclass default, from which
+  that schema is generated); :func:`upgrade` fills it in before the schema is checked, so the file
   validates and readers see the same value the code assumed when it was written.
 * **Breaking change** (a field renamed, removed or re-typed): the kind's version in
   :data:`CURRENT` is bumped and a migration from the previous version is registered in
@@ -35,31 +36,61 @@ CURRENT: dict[str, int | None] = {
     "agent_protocol": 1,
 }
 
-#: Fields added to a kind since its files were first written: ``(dotted path, default)``.
-#: ``train_config`` defaults are those of :class:`ragen_train.config.StarPOConfig`
-#: (a test keeps them equal).
-ADDED_FIELDS: dict[str, tuple[tuple[str, Any], ...]] = {
+#: Fields added to a kind since its files were first written (dotted paths).  Each one's
+#: default is written once, as the ``default`` of its property in the kind's schema
+#: (:func:`added_fields`); ``train_config``'s schema is generated from
+#: :class:`ragen_train.config.StarPOConfig` (``scripts/config_reference.py``), so its
+#: defaults are the dataclass defaults.
+ADDED_FIELDS: dict[str, tuple[str, ...]] = {
     "train_config": (
-        ("env.train", []),  # multi-env StarPO (issue 17 item 10)
-        ("env.val", []),
-        ("algorithm.filter.scope", "global"),
-        ("optim.lr_schedule", "constant"),  # LR schedules (issue 17 item 11)
-        ("optim.min_lr_ratio", 0.0),
-        ("trainer.degenerate_warn_rate", 0.5),
-        ("trainer.degenerate_stop_steps", 10),
-        ("model.mixed_precision", "none"),  # bf16 compute over float32 masters (issue 26 item 4)
-        ("trainer.dist_timeout_s", 600.0),  # collective timeout (issue 26 item 6)
-        ("trainer.update_path", "shared_prefix"),  # the update's log-prob path (issue 27)
-        ("trainer.max_tokens_per_microbatch", 0),
+        "env.train",  # multi-env StarPO
+        "env.val",
+        "algorithm.filter.scope",
+        "optim.lr_schedule",  # LR schedules
+        "optim.min_lr_ratio",
+        "trainer.degenerate_warn_rate",
+        "trainer.degenerate_stop_steps",
+        "model.mixed_precision",  # bf16 compute over float32 masters
+        "trainer.dist_timeout_s",  # collective timeout
+        "trainer.update_path",  # the update's log-prob path
+        "trainer.max_tokens_per_microbatch",
     ),
 }
 
+
+def schema_default(kind: str, path: str) -> Any:
+    """The ``default`` of dotted property ``path`` in the schema of ``kind``
+    (``schema_default("train_config", "optim.lr_schedule") == "constant"``).
+
+    Raises:
+        KeyError: the schema has no such property, or it declares no default (named).
+    """
+    from ragen_envs.resources import load_schema
+
+    node: Any = load_schema(kind)
+    for key in path.split("."):
+        props = node.get("properties", {}) if isinstance(node, dict) else {}
+        if key not in props:
+            raise KeyError(f"{kind} schema has no property {path!r}")
+        node = props[key]
+    if "default" not in node:
+        raise KeyError(f"{kind} schema gives {path!r} no default")
+    return node["default"]
+
+
+def added_fields(kind: str) -> tuple[tuple[str, Any], ...]:
+    """``(dotted path, default)`` of every field added to ``kind`` (:data:`ADDED_FIELDS`),
+    the defaults read from the kind's schema (:func:`schema_default`)."""
+    return tuple((path, schema_default(kind, path)) for path in ADDED_FIELDS.get(kind, ()))
+
+
 #: Fields renamed in a kind without a ``schema_version`` bump: ``(old dotted path, new)``.
-#: An old file's value moves to the new name when the new one is absent (``train_config``:
-#: :data:`ragen_train.config.RENAMED_FIELDS`, which accepts the old name with a warning for
-#: one release; a test keeps the two equal).
+#: An old file's value moves to the new name when the new one is absent.  The
+#: ``train_config`` renames are written only here: :data:`ragen_train.config.RENAMED_FIELDS`
+#: (which accepts the old name in configs and overrides with a warning for one release) is
+#: built from them.
 RENAMED_FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
-    "train_config": (("rollout.engine", "rollout.sampler"),),  # one concept, one name (issue 30)
+    "train_config": (("rollout.engine", "rollout.sampler"),),  # one concept, one name
 }
 
 #: ``(kind, version) -> migration`` to ``version + 1`` (none yet: no version was bumped).
@@ -128,7 +159,7 @@ def upgrade(obj: Any, kind: str) -> Any:
             obj["schema_version"] = version
     for old_path, new_path in RENAMED_FIELDS.get(kind, ()):
         _rename(obj, old_path, new_path)
-    for path, default in ADDED_FIELDS.get(kind, ()):
+    for path, default in added_fields(kind):
         _fill(obj, path, default)
     return obj
 
@@ -139,5 +170,7 @@ __all__ = [
     "MIGRATIONS",
     "RENAMED_FIELDS",
     "SchemaVersionError",
+    "added_fields",
+    "schema_default",
     "upgrade",
 ]

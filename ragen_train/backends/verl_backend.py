@@ -42,6 +42,7 @@ from ..losses import AGG_MODES, KL_ESTIMATORS
 from ..schedules import LR_SCHEDULES
 from .base import BackendResult
 from .common import FieldHandling, MappingNote, handling, require_one_row_per_episode
+from .field_map import UNSET, loss_normaliser, none_or, positive_or, sets, settings_from_table
 from .verl_agent_loop import AGENT_NAME, RagenLoopSettings
 
 #: Overrides that ``launch.sh`` reads from environment variables (the cluster shape).
@@ -52,6 +53,25 @@ LAUNCH_ENV = {
 }
 
 
+#: Prefixes of verl's actor, rollout and critic config keys (``ppo_trainer.yaml``).
+ACTOR = "actor_rollout_ref.actor."
+ROLLOUT = "actor_rollout_ref.rollout."
+CRITIC = "critic."
+#: The verl keys an estimator's ``verl`` overrides (:data:`ragen_train.advantages.ADVANTAGE_ESTIMATORS`)
+#: may set; a test checks every registered estimator stays within them.
+VERL_ESTIMATOR_KEYS = ("algorithm.adv_estimator", "algorithm.norm_adv_by_std_in_grpo")
+
+
+def _micro(p: VerlPlan) -> int:
+    return p.cfg.optim.micro_batch_size
+
+
+def verl_loggers(loggers: list[str]) -> list[str]:
+    """verl's ``trainer.logger``: the console, plus those of ours verl also has
+    (``["jsonl", "wandb"] -> ["console", "wandb"]``)."""
+    return ["console"] + [x for x in loggers if x in ("wandb", "tensorboard")]
+
+
 _LOOP = "played by RagenAgentLoop with our rollout engine, as natively"
 _NATIVE_ONLY = "native trainer only"
 
@@ -59,18 +79,49 @@ _NATIVE_ONLY = "native trainer only"
 #: ``tests/train/test_backend_coverage.py`` checks the table is complete and that every
 #: ``refused`` example is refused by :func:`verl_settings`.
 VERL_FIELDS: dict[str, FieldHandling] = {
-    "name": handling("mapped", "trainer.experiment_name"),
-    "model.path": handling("mapped", "actor_rollout_ref.model.path (and the critic's)"),
+    "name": sets("mapped", "trainer.experiment_name", "trainer.experiment_name"),
+    "model.path": sets(
+        "mapped",
+        "actor_rollout_ref.model.path (and the critic's)",
+        {
+            "actor_rollout_ref.model.path": lambda p: p.model_path,
+            "critic.model.path": lambda p: p.model_path if p.critic else UNSET,
+        },
+    ),
     "model.dtype": handling("unused", "verl's FSDP mixed-precision settings decide"),
     "model.device": handling("unused", "verl places its workers on the cluster's GPUs"),
-    "model.gradient_checkpointing": handling("mapped", "model.enable_gradient_checkpointing"),
+    "model.gradient_checkpointing": sets(
+        "mapped",
+        "model.enable_gradient_checkpointing",
+        {
+            "actor_rollout_ref.model.enable_gradient_checkpointing": lambda p: (
+                p.cfg.model.gradient_checkpointing
+            )
+        },
+    ),
     "model.mixed_precision": handling(
         "approximate", "verl's FSDP always computes in bf16 over float32 master weights"
     ),
-    "model.lora.rank": handling("mapped", "model.lora_rank"),
-    "model.lora.alpha": handling("mapped", "model.lora_alpha"),
+    "model.lora.rank": sets(
+        "mapped",
+        "model.lora_rank",
+        {"actor_rollout_ref.model.lora_rank": lambda p: p.lora(p.cfg.model.lora.rank)},
+    ),
+    "model.lora.alpha": sets(
+        "mapped",
+        "model.lora_alpha",
+        {"actor_rollout_ref.model.lora_alpha": lambda p: p.lora(p.cfg.model.lora.alpha)},
+    ),
     "model.lora.dropout": handling("unused", "verl sets no LoRA dropout"),
-    "model.lora.target_modules": handling("mapped", "model.target_modules"),
+    "model.lora.target_modules": sets(
+        "mapped",
+        "model.target_modules",
+        {
+            "actor_rollout_ref.model.target_modules": lambda p: p.lora(
+                p.cfg.model.lora.target_modules
+            )
+        },
+    ),
     "model.lora.save": handling("unused", "verl writes its own checkpoints"),
     "env.id": handling("ours", _LOOP),
     "env.config": handling("ours", _LOOP),
@@ -79,8 +130,8 @@ VERL_FIELDS: dict[str, FieldHandling] = {
     "env.test_split": handling("unused", "read by ragen-train eval only"),
     "env.train": handling("refused", "one env only", "env.train=ragen/Bandit-PairsAB-v0"),
     "env.val": handling("refused", "one env only", "env.val=ragen/Bandit-PairsAB-v0"),
-    "rollout.env_groups": handling("mapped", "data.train_batch_size"),
-    "rollout.group_size": handling("mapped", "actor_rollout_ref.rollout.n"),
+    "rollout.env_groups": sets("mapped", "data.train_batch_size", "data.train_batch_size"),
+    "rollout.group_size": sets("mapped", "actor_rollout_ref.rollout.n", ROLLOUT + "n"),
     "rollout.max_turns": handling("ours", _LOOP),
     "rollout.max_actions_per_turn": handling("ours", _LOOP),
     "rollout.enable_think": handling("ours", _LOOP),
@@ -94,9 +145,17 @@ VERL_FIELDS: dict[str, FieldHandling] = {
     "rollout.max_context_tokens": handling("ours", _LOOP),
     "rollout.format_penalty": handling("ours", _LOOP),
     "rollout.max_invalid_answers": handling("ours", _LOOP),
-    "rollout.temperature": handling("mapped", "rollout.temperature"),
-    "rollout.top_p": handling("mapped", "rollout.top_p and val_kwargs.top_p"),
-    "rollout.max_new_tokens": handling("ours", _LOOP + "; sizes data.max_response_length"),
+    "rollout.temperature": sets("mapped", "rollout.temperature", ROLLOUT + "temperature"),
+    "rollout.top_p": sets(
+        "mapped",
+        "rollout.top_p and val_kwargs.top_p",
+        {ROLLOUT + "top_p": None, ROLLOUT + "val_kwargs.top_p": None},
+    ),
+    "rollout.max_new_tokens": sets(
+        "ours",
+        _LOOP + "; sizes data.max_response_length",
+        {"data.max_response_length": lambda p: p.max_response_length},
+    ),
     "rollout.reward_placement": handling(
         "ours",
         "reward_score on the last response token (last_token)",
@@ -106,24 +165,60 @@ VERL_FIELDS: dict[str, FieldHandling] = {
     "rollout.format_reminder": handling("ours", _LOOP),
     "rollout.sampler": handling("unused", "verl's rollout server generates (rollout.name)"),
     "rollout.vllm": handling("unused", "verl configures its own rollout server"),
-    "algorithm.adv_estimator": handling(
-        "mapped", "algorithm.adv_estimator", "algorithm.adv_estimator=bilevel_gae"
+    "algorithm.adv_estimator": sets(
+        "mapped",
+        "algorithm.adv_estimator",
+        {key: (lambda p, key=key: p.estimator.get(key, UNSET)) for key in VERL_ESTIMATOR_KEYS},
+        "algorithm.adv_estimator=bilevel_gae",
     ),
-    "algorithm.gamma": handling("mapped", "algorithm.gamma"),
-    "algorithm.lam": handling("mapped", "algorithm.lam"),
+    "algorithm.gamma": sets("mapped", "algorithm.gamma", "algorithm.gamma"),
+    "algorithm.lam": sets("mapped", "algorithm.lam", "algorithm.lam"),
     "algorithm.turn_gamma": handling("unused", "bilevel_gae only, which is refused"),
     "algorithm.whiten_advantages": handling("approximate", "verl's GAE always whitens"),
     "algorithm.grpo_eps": handling("approximate", "verl's GRPO uses 1e-6"),
-    "algorithm.loss_agg_mode": handling("mapped", "actor.loss_agg_mode (same names)"),
-    "algorithm.norm_len": handling("mapped", "actor.loss_scale_factor"),
-    "algorithm.clip_low": handling("mapped", "actor.clip_ratio_low"),
-    "algorithm.clip_high": handling("mapped", "actor.clip_ratio_high"),
-    "algorithm.dual_clip": handling("mapped", "actor.clip_ratio_c (1e9 = off)"),
-    "algorithm.entropy_coef": handling("mapped", "actor.entropy_coeff"),
-    "algorithm.kl_coef": handling("mapped", "actor.kl_loss_coef or algorithm.kl_ctrl.kl_coef"),
-    "algorithm.kl_estimator": handling("mapped", "actor.kl_loss_type or algorithm.kl_penalty"),
-    "algorithm.kl_in_reward": handling("mapped", "algorithm.use_kl_in_reward"),
-    "algorithm.value_clip": handling("mapped", "critic.cliprange_value"),
+    "algorithm.loss_agg_mode": sets(
+        "mapped", "actor.loss_agg_mode (same names)", ACTOR + "loss_agg_mode"
+    ),
+    "algorithm.norm_len": sets(
+        "mapped",
+        "actor.loss_scale_factor",
+        {ACTOR + "loss_scale_factor": lambda p: p.loss_scale_factor},
+    ),
+    "algorithm.clip_low": sets("mapped", "actor.clip_ratio_low", ACTOR + "clip_ratio_low"),
+    "algorithm.clip_high": sets("mapped", "actor.clip_ratio_high", ACTOR + "clip_ratio_high"),
+    "algorithm.dual_clip": sets(
+        "mapped",
+        "actor.clip_ratio_c (1e9 = off)",
+        {ACTOR + "clip_ratio_c": lambda p: none_or(p.cfg.algorithm.dual_clip, 1e9)},
+    ),
+    "algorithm.entropy_coef": sets("mapped", "actor.entropy_coeff", ACTOR + "entropy_coeff"),
+    "algorithm.kl_coef": sets(
+        "mapped",
+        "actor.kl_loss_coef or algorithm.kl_ctrl.kl_coef",
+        {
+            ACTOR + "use_kl_loss": lambda p: p.kl == "loss",
+            ACTOR + "kl_loss_coef": lambda p: p.kl_only("loss", p.cfg.algorithm.kl_coef),
+            "algorithm.kl_ctrl.kl_coef": lambda p: p.kl_only("reward", p.cfg.algorithm.kl_coef),
+        },
+    ),
+    "algorithm.kl_estimator": sets(
+        "mapped",
+        "actor.kl_loss_type or algorithm.kl_penalty",
+        {
+            ACTOR + "kl_loss_type": lambda p: p.kl_only("loss", p.kl_type),
+            "algorithm.kl_penalty": lambda p: p.kl_only("reward", p.kl_type),
+        },
+    ),
+    "algorithm.kl_in_reward": sets(
+        "mapped",
+        "algorithm.use_kl_in_reward",
+        {"algorithm.use_kl_in_reward": lambda p: p.kl == "reward"},
+    ),
+    "algorithm.value_clip": sets(
+        "mapped",
+        "critic.cliprange_value",
+        {CRITIC + "cliprange_value": lambda p: p.critic_only(p.cfg.algorithm.value_clip)},
+    ),
     "algorithm.vf_coef": handling("approximate", "verl's critic has its own optimizer (weight 1)"),
     "algorithm.tis": handling("unused", "verl's own rollout-correction settings are not set"),
     "algorithm.tis_cap": handling("unused", "verl's own rollout-correction settings are not set"),
@@ -133,53 +228,153 @@ VERL_FIELDS: dict[str, FieldHandling] = {
         "algorithm.filter.strategy=top_k",
     ),
     "algorithm.filter.value": handling("approximate", "top_p 1 only", "algorithm.filter.value=0.5"),
-    "algorithm.filter.metric": handling(
-        "approximate", "reward (DAPO filter_groups on the episode return; verl 0.9.1's name)"
+    "algorithm.filter.metric": sets(
+        "approximate",
+        "reward (DAPO filter_groups on the episode return; verl 0.9.1's name)",
+        {"algorithm.filter_groups.metric": lambda p: "reward" if p.dapo_filter else UNSET},
     ),
     "algorithm.filter.top_p_mode": handling("unused", "top_p < 1 is refused"),
     "algorithm.filter.eps": handling("unused", "top_p < 1 is refused"),
-    "algorithm.filter.include_zero": handling(
-        "approximate", "false: algorithm.filter_groups (refills the batch; ours shrinks it)"
+    "algorithm.filter.include_zero": sets(
+        "approximate",
+        "false: algorithm.filter_groups (refills the batch; ours shrinks it)",
+        {"algorithm.filter_groups.enable": lambda p: True if p.dapo_filter else UNSET},
     ),
     "algorithm.filter.loss_scaling": handling(
         "refused", "no loss rescaling in verl", "algorithm.filter.loss_scaling=sqrt"
     ),
     "algorithm.filter.empty_stop_steps": handling("unused", "verl refills filtered batches"),
     "algorithm.filter.scope": handling("unused", "one env only"),
-    "optim.lr": handling("mapped", "actor.optim.lr"),
-    "optim.critic_lr": handling("mapped", "critic.optim.lr"),
-    "optim.weight_decay": handling("mapped", "actor.optim.weight_decay"),
-    "optim.beta1": handling("mapped", "actor.optim.betas[0]"),
+    "optim.lr": sets("mapped", "actor.optim.lr", ACTOR + "optim.lr"),
+    "optim.critic_lr": sets(
+        "mapped",
+        "critic.optim.lr",
+        {CRITIC + "optim.lr": lambda p: p.critic_only(p.cfg.optim.critic_lr)},
+    ),
+    "optim.weight_decay": sets("mapped", "actor.optim.weight_decay", ACTOR + "optim.weight_decay"),
+    "optim.beta1": sets(
+        "mapped",
+        "actor.optim.betas[0]",
+        {ACTOR + "optim.betas": lambda p: [p.cfg.optim.beta1, p.cfg.optim.beta2]},
+    ),
     "optim.beta2": handling("mapped", "actor.optim.betas[1]"),
     "optim.adam_eps": handling("approximate", "torch AdamW's 1e-8"),
-    "optim.grad_clip": handling("mapped", "actor.grad_clip (1e9 = off)"),
-    "optim.warmup_steps": handling("mapped", "actor.optim.lr_warmup_steps"),
-    "optim.lr_schedule": handling(
-        "mapped", "actor.optim.lr_scheduler_type", "optim.lr_schedule=linear"
+    "optim.grad_clip": sets(
+        "mapped",
+        "actor.grad_clip (1e9 = off)",
+        {ACTOR + "grad_clip": lambda p: positive_or(p.cfg.optim.grad_clip, 1e9)},
     ),
-    "optim.min_lr_ratio": handling("mapped", "actor.optim.min_lr_ratio (cosine)"),
-    "optim.ppo_epochs": handling("mapped", "actor.ppo_epochs"),
-    "optim.mini_batches": handling(
-        "mapped", "actor.ppo_mini_batch_size = env_groups / mini_batches", "optim.mini_batches=3"
+    "optim.warmup_steps": sets(
+        "mapped",
+        "actor.optim.lr_warmup_steps",
+        {ACTOR + "optim.lr_warmup_steps": lambda p: positive_or(p.cfg.optim.warmup_steps, -1)},
     ),
-    "optim.micro_batch_size": handling("mapped", "*.ppo_micro_batch_size_per_gpu"),
+    "optim.lr_schedule": sets(
+        "mapped",
+        "actor.optim.lr_scheduler_type",
+        {ACTOR + "optim.lr_scheduler_type": lambda p: p.schedule or "constant"},
+        "optim.lr_schedule=linear",
+    ),
+    "optim.min_lr_ratio": sets(
+        "mapped",
+        "actor.optim.min_lr_ratio (cosine)",
+        {
+            ACTOR + "optim.min_lr_ratio": lambda p: (
+                p.cfg.optim.min_lr_ratio if p.schedule == "cosine" else UNSET
+            )
+        },
+    ),
+    "optim.ppo_epochs": sets("mapped", "actor.ppo_epochs", ACTOR + "ppo_epochs"),
+    "optim.mini_batches": sets(
+        "mapped",
+        "actor.ppo_mini_batch_size = env_groups / mini_batches",
+        {
+            ACTOR + "ppo_mini_batch_size": lambda p: max(
+                1, p.cfg.rollout.env_groups // p.cfg.optim.mini_batches
+            )
+        },
+        "optim.mini_batches=3",
+    ),
+    "optim.micro_batch_size": sets(
+        "mapped",
+        "*.ppo_micro_batch_size_per_gpu",
+        {
+            ACTOR + "ppo_micro_batch_size_per_gpu": _micro,
+            ROLLOUT + "log_prob_micro_batch_size_per_gpu": _micro,
+            "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu": _micro,
+            CRITIC + "ppo_micro_batch_size_per_gpu": lambda p: p.critic_only(
+                p.cfg.optim.micro_batch_size
+            ),
+        },
+    ),
     "sft": handling("unused", "settings of ragen-train sft, which has no back-ends"),
-    "trainer.total_steps": handling("mapped", "trainer.total_training_steps"),
-    "trainer.val_every": handling("mapped", "trainer.test_freq"),
-    "trainer.val_episodes": handling("mapped", "data.val_batch_size, val.parquet rows"),
-    "trainer.val_temperature": handling("mapped", "rollout.val_kwargs.temperature / do_sample"),
-    "trainer.val_before_train": handling("mapped", "trainer.val_before_train"),
-    "trainer.save_every": handling("mapped", "trainer.save_freq"),
-    "trainer.keep_checkpoints": handling("mapped", "trainer.max_actor_ckpt_to_keep"),
-    "trainer.out_dir": handling("mapped", "trainer.default_local_dir = out_dir/verl_checkpoints"),
-    "trainer.seed": handling("mapped", "actor.data_loader_seed, rollout.seed"),
-    "trainer.loggers": handling("mapped", "trainer.logger (console + wandb / tensorboard)"),
-    "trainer.wandb_project": handling("mapped", "trainer.project_name"),
+    "trainer.total_steps": sets(
+        "mapped", "trainer.total_training_steps", "trainer.total_training_steps"
+    ),
+    "trainer.val_every": sets(
+        "mapped",
+        "trainer.test_freq",
+        {"trainer.test_freq": lambda p: positive_or(p.cfg.trainer.val_every, -1)},
+    ),
+    "trainer.val_episodes": sets(
+        "mapped", "data.val_batch_size, val.parquet rows", "data.val_batch_size"
+    ),
+    "trainer.val_temperature": sets(
+        "mapped",
+        "rollout.val_kwargs.temperature / do_sample",
+        {
+            ROLLOUT + "val_kwargs.temperature": None,
+            ROLLOUT + "val_kwargs.do_sample": lambda p: p.cfg.trainer.val_temperature > 0,
+        },
+    ),
+    "trainer.val_before_train": sets(
+        "mapped",
+        "trainer.val_before_train",
+        {
+            "trainer.val_before_train": lambda p: (
+                p.cfg.trainer.val_before_train and p.cfg.trainer.val_every > 0
+            )
+        },
+    ),
+    "trainer.save_every": sets(
+        "mapped",
+        "trainer.save_freq",
+        {"trainer.save_freq": lambda p: positive_or(p.cfg.trainer.save_every, -1)},
+    ),
+    "trainer.keep_checkpoints": sets(
+        "mapped",
+        "trainer.max_actor_ckpt_to_keep",
+        {
+            "trainer.max_actor_ckpt_to_keep": lambda p: positive_or(
+                p.cfg.trainer.keep_checkpoints, None
+            )
+        },
+    ),
+    "trainer.out_dir": sets(
+        "mapped",
+        "trainer.default_local_dir = out_dir/verl_checkpoints",
+        {"trainer.default_local_dir": lambda p: p.checkpoint_dir},
+    ),
+    "trainer.seed": sets(
+        "mapped",
+        "actor.data_loader_seed, rollout.seed",
+        {ACTOR + "data_loader_seed": None, ROLLOUT + "seed": None},
+    ),
+    "trainer.loggers": sets(
+        "mapped",
+        "trainer.logger (console + wandb / tensorboard)",
+        {"trainer.logger": lambda p: verl_loggers(p.cfg.trainer.loggers)},
+    ),
+    "trainer.wandb_project": sets("mapped", "trainer.project_name", "trainer.project_name"),
     "trainer.collapse_every": handling("unused", "collapse diagnostics are not computed"),
     "trainer.collapse_samples": handling("unused", "collapse diagnostics are not computed"),
     "trainer.collapse_samplers": handling("unused", "collapse diagnostics are not computed"),
     "trainer.collapse_warn": handling("unused", "collapse diagnostics are not computed"),
-    "trainer.distributed": handling("mapped", "actor.strategy = fsdp | fsdp2"),
+    "trainer.distributed": sets(
+        "mapped",
+        "actor.strategy = fsdp | fsdp2",
+        {ACTOR + "strategy": lambda p: "fsdp2" if p.cfg.trainer.distributed == "fsdp2" else "fsdp"},
+    ),
     "trainer.max_nonfinite_skips": handling("unused", _NATIVE_ONLY),
     "trainer.degenerate_warn_rate": handling("unused", _NATIVE_ONLY),
     "trainer.degenerate_stop_steps": handling("unused", _NATIVE_ONLY),
@@ -194,12 +389,6 @@ VERL_FIELDS: dict[str, FieldHandling] = {
         "unused", "verl's counterpart is use_dynamic_bsz / ppo_max_token_len_per_gpu, not mapped"
     ),
 }
-
-
-#: Prefixes of verl's actor, rollout and critic config keys (``ppo_trainer.yaml``).
-ACTOR = "actor_rollout_ref.actor."
-ROLLOUT = "actor_rollout_ref.rollout."
-CRITIC = "critic."
 
 
 @dataclass
@@ -223,6 +412,42 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
+@dataclass(frozen=True)
+class VerlPlan:
+    """What the :data:`VERL_FIELDS` producers read: the config and the values derived once."""
+
+    cfg: StarPOConfig
+    critic: bool  # the estimator needs a critic (verl's critic worker is configured)
+    estimator: dict[str, Any]  # the estimator's verl overrides ({} when it has none)
+    model_path: str
+    max_response_length: int
+    loss_scale_factor: Any  # the *-norm length, or UNSET for other aggregations
+    kl: str | None  # where the KL term goes: "loss", "reward", or None (kl_coef == 0)
+    kl_type: str  # verl's name of our KL estimator
+    dapo_filter: bool  # keep every group but the zero-variance ones (DAPO's filter_groups)
+    schedule: str | None  # verl's name of our LR schedule, None without one
+    checkpoint_dir: str
+
+    def lora(self, value: Any) -> Any:
+        """``value`` when LoRA is on (``model.lora.rank > 0``), else :data:`UNSET`."""
+        return value if self.cfg.model.lora.rank > 0 else UNSET
+
+    def kl_only(self, where: str, value: Any) -> Any:
+        """``value`` when the KL term goes ``where`` (``"loss"`` / ``"reward"``), else :data:`UNSET`."""
+        return value if self.kl == where else UNSET
+
+    def critic_only(self, value: Any) -> Any:
+        """``value`` when there is a critic and ``value`` is set, else :data:`UNSET`."""
+        return value if self.critic and value is not None else UNSET
+
+
+def verl_response_length(max_turns: int, max_new_tokens: int) -> int:
+    """Default ``data.max_response_length``: room for every turn's completion and the
+    observation between turns, ``max_turns · (max_new_tokens + 256)`` tokens
+    (5 turns of 100 tokens: 1,780)."""
+    return max_turns * (max_new_tokens + 256)
+
+
 def verl_settings(
     cfg: StarPOConfig,
     *,
@@ -239,27 +464,28 @@ def verl_settings(
 ) -> VerlSettings:
     """Map ``cfg`` onto verl's PPO trainer config (verl's key names as of verl-project/verl main, 2026).
 
-    ``max_response_length`` must hold a whole multi-turn response (every turn's
-    completion plus the observation tokens between turns); default
-    ``max_turns · (max_new_tokens + 256)``.
+    The overrides are :data:`VERL_FIELDS` walked over a :class:`VerlPlan`
+    (:func:`~ragen_train.backends.field_map.settings_from_table`), then :data:`VERL_FIXED`
+    and the launch arguments.  ``max_response_length`` must hold a whole multi-turn
+    response (every turn's completion plus the observation tokens between turns); default
+    :func:`verl_response_length`.
 
     Raises:
         TrainConfigError: a setting verl cannot express has a non-default value (all named).
     """
+    from ragen_bench.policies.hf import resolve_model_path
     from ragen_bench.rollout import rollout_config
 
-    r, alg, opt, t, m = cfg.rollout, cfg.algorithm, cfg.optim, cfg.trainer, cfg.model
+    r, alg, opt, t = cfg.rollout, cfg.algorithm, cfg.optim, cfg.trainer
     rcfg = rollout_config(cfg.env.id, cfg.rollout)
     require_one_row_per_episode(cfg, rcfg, "verl")
     notes: list[MappingNote] = []
     add = lambda f, s, d: notes.append(MappingNote(f, s, d))  # noqa: E731
-    hydra: dict[str, Any] = {}  # verl config key -> value
 
     est = ADVANTAGE_ESTIMATORS.entry(alg.adv_estimator)
     critic = est.meta["needs_critic"]
     verl_est = est.meta["verl"]  # verl's overrides selecting the same estimator, or None
     if verl_est is not None:
-        hydra.update(verl_est)
         add(
             "algorithm.adv_estimator",
             "mapped",
@@ -269,7 +495,6 @@ def verl_settings(
         )
     else:
         add("algorithm.adv_estimator", "unsupported", est.meta["verl_why"])
-    hydra["algorithm.gamma"], hydra["algorithm.lam"] = alg.gamma, alg.lam
     add("algorithm.gamma/lam", "mapped", "algorithm.gamma, algorithm.lam")
     add(
         "algorithm.grpo_eps",
@@ -281,39 +506,20 @@ def verl_settings(
         "mapped" if alg.whiten_advantages or not critic else "approximate",
         "verl's GAE always whitens the advantages",
     )
-    hydra[ACTOR + "loss_agg_mode"] = alg.loss_agg_mode
-    norm = float(alg.norm_len or r.max_new_tokens * max(1, rcfg.max_turns))
+    norm = loss_normaliser(alg.norm_len, r.max_new_tokens, rcfg.max_turns)
     scale_factor = AGG_MODES.meta(alg.loss_agg_mode, "verl_scale_factor")
-    if scale_factor:
-        hydra[ACTOR + "loss_scale_factor"] = norm
     add(
         "algorithm.loss_agg_mode",
         "mapped",
         f"actor.loss_agg_mode={alg.loss_agg_mode} (same names)"
         + (f", loss_scale_factor={norm:g}" if scale_factor else ""),
     )
-    hydra[ACTOR + "clip_ratio_low"], hydra[ACTOR + "clip_ratio_high"] = alg.clip_low, alg.clip_high
-    hydra[ACTOR + "clip_ratio_c"] = alg.dual_clip if alg.dual_clip is not None else 1e9
     add(
         "algorithm.clip_low/clip_high/dual_clip",
         "mapped",
         "actor.clip_ratio_low/high, clip_ratio_c (1e9 = off)",
     )
-    hydra[ACTOR + "entropy_coeff"] = alg.entropy_coef
     add("algorithm.entropy_coef", "mapped", "actor.entropy_coeff")
-    kl_on = alg.kl_coef > 0
-    hydra[ACTOR + "use_kl_loss"] = kl_on and not alg.kl_in_reward
-    hydra["algorithm.use_kl_in_reward"] = kl_on and alg.kl_in_reward
-    if kl_on and not alg.kl_in_reward:
-        hydra[ACTOR + "kl_loss_coef"], hydra[ACTOR + "kl_loss_type"] = (
-            alg.kl_coef,
-            KL_ESTIMATORS.meta(alg.kl_estimator, "verl"),
-        )
-    elif kl_on:
-        hydra["algorithm.kl_ctrl.kl_coef"], hydra["algorithm.kl_penalty"] = (
-            alg.kl_coef,
-            KL_ESTIMATORS.meta(alg.kl_estimator, "verl"),
-        )
     add(
         "algorithm.kl_*",
         "mapped",
@@ -323,9 +529,6 @@ def verl_settings(
         + ")",
     )
     if critic:
-        if alg.value_clip is not None:
-            hydra[CRITIC + "cliprange_value"] = alg.value_clip
-        hydra[CRITIC + "optim.lr"] = opt.critic_lr
         add(
             "algorithm.value_clip / optim.critic_lr",
             "mapped",
@@ -341,10 +544,8 @@ def verl_settings(
     if keep_all and f.include_zero:
         add("algorithm.filter", "mapped", "all groups kept")
     elif keep_all:
-        hydra["algorithm.filter_groups.enable"] = True
         # verl 0.9.1 (trainer/ppo/v1/replay_buffer.py, FILTER_GROUPS_REWARD_METRIC): "reward" is
         # the canonical reward, our reward_score; "seq_final_reward" is not a name it knows
-        hydra["algorithm.filter_groups.metric"] = "reward"
         add(
             "algorithm.filter",
             "approximate",
@@ -365,20 +566,13 @@ def verl_settings(
             "unsupported",
             "no loss rescaling by the kept fraction in verl",
         )
-    hydra[ACTOR + "optim.lr"], hydra[ACTOR + "optim.weight_decay"] = opt.lr, opt.weight_decay
-    hydra[ACTOR + "optim.betas"] = [opt.beta1, opt.beta2]
-    hydra[ACTOR + "optim.lr_warmup_steps"] = opt.warmup_steps if opt.warmup_steps else -1
     verl_schedule = LR_SCHEDULES.meta(opt.lr_schedule, "verl")
-    hydra[ACTOR + "optim.lr_scheduler_type"] = verl_schedule or "constant"
-    if verl_schedule == "cosine":
-        hydra[ACTOR + "optim.min_lr_ratio"] = opt.min_lr_ratio
-    elif verl_schedule is None:
+    if verl_schedule is None:
         add(
             "optim.lr_schedule",
             "unsupported",
             f"{opt.lr_schedule}: verl's actor schedules are constant and cosine",
         )
-    hydra[ACTOR + "grad_clip"] = opt.grad_clip if opt.grad_clip > 0 else 1e9
     add("optim.*", "mapped", "actor.optim.lr/weight_decay/betas/lr_warmup_steps, actor.grad_clip")
     add(
         "optim.adam_eps",
@@ -391,82 +585,23 @@ def verl_settings(
             "unsupported",
             f"env_groups={r.env_groups} must divide by mini_batches",
         )
-    hydra[ACTOR + "ppo_epochs"] = opt.ppo_epochs
-    hydra[ACTOR + "ppo_mini_batch_size"] = max(1, r.env_groups // opt.mini_batches)
-    hydra[ACTOR + "ppo_micro_batch_size_per_gpu"] = opt.micro_batch_size
-    hydra[ROLLOUT + "log_prob_micro_batch_size_per_gpu"] = opt.micro_batch_size
-    hydra["actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu"] = opt.micro_batch_size
-    if critic:
-        hydra[CRITIC + "ppo_micro_batch_size_per_gpu"] = opt.micro_batch_size
     add(
         "optim.ppo_epochs/mini_batches/micro_batch_size",
         "mapped",
         "actor.ppo_epochs, ppo_mini_batch_size (groups per optimizer step), ppo_micro_batch_size_per_gpu",
     )
-    hydra[ACTOR + "strategy"] = "fsdp2" if t.distributed == "fsdp2" else "fsdp"
     add("trainer.distributed", "mapped", "actor.strategy=fsdp|fsdp2")
-
-    # data, rollout, model
-    hydra["data.train_files"], hydra["data.val_files"] = train_files, val_files
-    hydra["data.train_batch_size"] = r.env_groups
-    hydra["data.val_batch_size"] = t.val_episodes
-    hydra["data.shuffle"], hydra["data.validation_shuffle"] = False, False
-    hydra["data.return_raw_chat"] = True
-    hydra["data.max_prompt_length"] = max_prompt_length
-    hydra["data.max_response_length"] = max_response_length or rcfg.max_turns * (
-        r.max_new_tokens + 256
-    )
-    hydra["data.filter_overlong_prompts"] = False
-    hydra[ROLLOUT + "name"], hydra[ROLLOUT + "mode"] = rollout_name, "async"
-    hydra[ROLLOUT + "n"] = r.group_size
-    hydra[ROLLOUT + "temperature"], hydra[ROLLOUT + "top_p"], hydra[ROLLOUT + "top_k"] = (
-        r.temperature,
-        r.top_p,
-        -1,
-    )
-    hydra[ROLLOUT + "calculate_log_probs"] = True
-    hydra[ROLLOUT + "tensor_model_parallel_size"] = tensor_parallel_size
-    hydra[ROLLOUT + "agent.agent_loop_config_path"] = agent_loop_config
-    hydra[ROLLOUT + "agent.default_agent_loop"] = AGENT_NAME
-    hydra[ROLLOUT + "val_kwargs.temperature"] = t.val_temperature
-    hydra[ROLLOUT + "val_kwargs.do_sample"] = t.val_temperature > 0
-    hydra[ROLLOUT + "val_kwargs.top_p"], hydra[ROLLOUT + "val_kwargs.n"] = r.top_p, 1
     add(
         "rollout.*",
         "mapped",
         "played by RagenAgentLoop with our rollout engine; rollout.n=group_size, "
         "data.train_batch_size=env_groups, temperature/top_p, val_kwargs from trainer.val_temperature",
     )
-    from ragen_bench.policies.hf import resolve_model_path
-
-    hydra["actor_rollout_ref.model.path"] = resolve_model_path(m.path)
-    hydra["actor_rollout_ref.model.enable_gradient_checkpointing"] = m.gradient_checkpointing
-    if m.lora.rank > 0:
-        hydra["actor_rollout_ref.model.lora_rank"], hydra["actor_rollout_ref.model.lora_alpha"] = (
-            m.lora.rank,
-            m.lora.alpha,
-        )
-        hydra["actor_rollout_ref.model.target_modules"] = m.lora.target_modules
     add(
         "model.*",
         "mapped",
         "actor_rollout_ref.model.path / lora_rank / lora_alpha / target_modules",
     )
-    if critic:
-        hydra["critic.model.path"] = hydra["actor_rollout_ref.model.path"]
-    hydra[ACTOR + "data_loader_seed"], hydra[ROLLOUT + "seed"] = t.seed, t.seed
-
-    # trainer
-    hydra["trainer.total_training_steps"] = t.total_steps
-    hydra["trainer.test_freq"] = t.val_every if t.val_every > 0 else -1
-    hydra["trainer.save_freq"] = t.save_every if t.save_every > 0 else -1
-    hydra["trainer.val_before_train"] = t.val_before_train and t.val_every > 0
-    hydra["trainer.default_local_dir"] = checkpoint_dir or str(Path(t.out_dir) / "verl_checkpoints")
-    hydra["trainer.max_actor_ckpt_to_keep"] = t.keep_checkpoints if t.keep_checkpoints > 0 else None
-    loggers = ["console"] + [x for x in t.loggers if x in ("wandb", "tensorboard")]
-    hydra["trainer.logger"] = loggers
-    hydra["trainer.project_name"], hydra["trainer.experiment_name"] = t.wandb_project, cfg.name
-    hydra["trainer.n_gpus_per_node"], hydra["trainer.nnodes"] = n_gpus_per_node, nnodes
     add(
         "trainer.*",
         "mapped",
@@ -488,7 +623,48 @@ def verl_settings(
         raise TrainConfigError(
             bad[0].field, "cannot run on verl: " + "; ".join(f"{n.field}: {n.detail}" for n in bad)
         )
+    kl_on = alg.kl_coef > 0
+    plan = VerlPlan(
+        cfg=cfg,
+        critic=critic,
+        estimator=dict(verl_est or {}),
+        model_path=resolve_model_path(cfg.model.path),
+        max_response_length=max_response_length
+        or verl_response_length(rcfg.max_turns, r.max_new_tokens),
+        loss_scale_factor=norm if scale_factor else UNSET,
+        kl=("reward" if alg.kl_in_reward else "loss") if kl_on else None,
+        kl_type=KL_ESTIMATORS.meta(alg.kl_estimator, "verl"),
+        dapo_filter=keep_all and not f.include_zero,
+        schedule=verl_schedule,
+        checkpoint_dir=checkpoint_dir or str(Path(t.out_dir) / "verl_checkpoints"),
+    )
+    launch = (
+        ("data.train_files", train_files),
+        ("data.val_files", val_files),
+        ("data.max_prompt_length", max_prompt_length),
+        (ROLLOUT + "name", rollout_name),
+        (ROLLOUT + "tensor_model_parallel_size", tensor_parallel_size),
+        (ROLLOUT + "agent.agent_loop_config_path", agent_loop_config),
+        ("trainer.n_gpus_per_node", n_gpus_per_node),
+        ("trainer.nnodes", nnodes),
+    )
+    hydra = settings_from_table(VERL_FIELDS, plan, VERL_FIXED + launch)
     return VerlSettings(overrides=[f"{k}={_fmt(v)}" for k, v in hydra.items()], notes=notes)
+
+
+#: verl overrides that no config field or launch argument changes: our dataset rows are in
+#: step order and hold the chat, our agent loop plays them with verl's async rollout server.
+VERL_FIXED: tuple[tuple[str, Any], ...] = (
+    ("data.shuffle", False),
+    ("data.validation_shuffle", False),
+    ("data.return_raw_chat", True),
+    ("data.filter_overlong_prompts", False),
+    (ROLLOUT + "mode", "async"),
+    (ROLLOUT + "top_k", -1),
+    (ROLLOUT + "calculate_log_probs", True),
+    (ROLLOUT + "val_kwargs.n", 1),
+    (ROLLOUT + "agent.default_agent_loop", AGENT_NAME),
+)
 
 
 # ---------------------------------------------------------------- dataset

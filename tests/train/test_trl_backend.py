@@ -292,3 +292,16 @@ def test_trl_eps_effect_is_large_on_near_constant_groups() -> None:
     # The ratio table: TRL / native = (std + 1e-6) / (std + 1e-4).
     for s, ratio in ((0.35, 0.9997), (1e-2, 0.990), (1e-3, 0.91), (1e-4, 0.505)):
         assert (s + 1e-6) / (s + 1e-4) == pytest.approx(ratio, abs=5e-4)
+
+
+def test_batch_shape_takes_the_largest_full_micro_batch() -> None:
+    from ragen_train.backends.trl_backend import TRLBatchShape, trl_batch_shape
+
+    # 64 rows, 1 process, 1 mini-batch of 64, micro-batches of at most 32: 2 of 32.
+    assert trl_batch_shape(64, 1, 1, 32) == TRLBatchShape(32, 2, 2)
+    # 2 mini-batches of 32 rows; at most 3 per micro-batch: 32's largest divisor <= 3 is 2.
+    assert trl_batch_shape(64, 1, 2, 3) == TRLBatchShape(2, 16, 32)
+    # 48 rows over 2 processes: 24 each; at most 5: 4 rows x 6 accumulation steps.
+    assert trl_batch_shape(48, 2, 1, 5) == TRLBatchShape(4, 6, 6)
+    # fewer rows than processes x mini-batches: one row per process, one step.
+    assert trl_batch_shape(2, 4, 1, 8) == TRLBatchShape(1, 1, 1)

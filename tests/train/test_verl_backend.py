@@ -319,3 +319,12 @@ def test_episode_log_becomes_native_metric_rows() -> None:
     assert rows[0][2]["val/success"] == 0.5 and rows[2][2]["val/success"] == 1.0
     assert rows[1][2]["train/success"] == 0.0 and rows[3][2]["train/success"] == 0.5
     assert rows[3][2]["train/pass@2"] == 1.0 and rows[3][2]["train/in_group_reward_std"] == 0.5
+
+
+def test_response_length_and_loggers_transforms() -> None:
+    from ragen_train.backends.verl_backend import verl_loggers, verl_response_length
+
+    assert verl_response_length(5, 100) == 1780  # 5 x (100 + 256)
+    assert verl_response_length(1, 0) == 256
+    assert verl_loggers(["jsonl", "wandb", "tensorboard"]) == ["console", "wandb", "tensorboard"]
+    assert verl_loggers(["jsonl"]) == ["console"]
