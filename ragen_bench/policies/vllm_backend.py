@@ -779,7 +779,10 @@ class VLLMServerPolicy(OpenAIPolicy):
         python = server_python(python)
         cpu = require_server_vllm(python, module)["cpu"]  # before the model folder is read
         openai_options.pop("base_url", None)
-        path = merged_model_dir(model_source(str(model), openai_options.pop("base", None)))
+        source = model_source(str(model), openai_options.pop("base", None))
+        path = merged_model_dir(source)  # an adapter: merged into a folder named by its hash
+        # the name clients (and the results) see: the folder given, not the merged copy's hash
+        served_model_name = served_model_name or Path(source.path.rstrip("/")).name or None
         args = list(server_args or [])
         env = dict(server_env or {})
         self.cpu_memory: dict[str, Any] | None = None
@@ -807,6 +810,7 @@ class VLLMServerPolicy(OpenAIPolicy):
             log_path=log_path,
         )
         self.model_path = path
+        self._source_info = source.describe()  # an adapter's base, as --policy vllm records
         url = self.server.start()
         try:
             super().__init__(self.server.served_model_name, base_url=url, **openai_options)
@@ -824,6 +828,7 @@ class VLLMServerPolicy(OpenAIPolicy):
                 "server_args": self.server.args,
                 "max_model_len": self.server.max_model_len,
                 **({"cpu_memory": self.cpu_memory} if self.cpu_memory else {}),
+                **self._source_info,
             }
         )
         return d
