@@ -32,11 +32,13 @@ import importlib.util
 import os
 import re
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import torch
 
 from ragen_bench.policies.base import Policy
+from ragen_bench.policies.vllm_cpu import NATIVE_BF16_FLAGS, cpu_flags, engine_dtype, weights_bytes
 
 from . import dist_state
 from .dist_state import full_tensor
@@ -48,9 +50,29 @@ def vllm_available() -> bool:
     return importlib.util.find_spec("vllm") is not None
 
 
+#: Below this many bytes of weight files a model folder is "small": ``rollout.sampler=auto``
+#: samples it with transformers (100 MB: 25M float32 parameters; the quickstart's tiny
+#: models are under 1M, the smallest real instruct models 0.5B).
+SMALL_MODEL_BYTES = 100_000_000
+
+
+def is_small_model(model_path: str) -> bool:
+    """Whether ``model_path`` is the tiny preset or a local folder of small weights (a hub
+    id or a folder without weight files is not: its size is unknown here)."""
+    if model_path == "tiny":
+        return True
+    size = weights_bytes(model_path) if Path(model_path).is_dir() else 0
+    return 0 < size < SMALL_MODEL_BYTES
+
+
 def resolve_sampler(sampler: str, model_path: str) -> str:
     """The sampler ``rollout.sampler`` selects: ``auto`` is ``vllm`` when vLLM is installed
-    and the model is not the tiny preset, else ``hf``.
+    and the model is not small (the tiny preset, or a folder whose weight files hold under
+    :data:`SMALL_MODEL_BYTES`, such as ``outputs/quickstart/sft_model``), else ``hf``.
+
+    A vLLM engine costs ~30 s to start and 1 GiB or more of KV cache, which a tiny model
+    never earns back; its tied embeddings also make every weight sync log "Failed to load
+    weights" for the output layer.  :func:`sampler_line` says the choice in one line.
 
     Raises:
         ValueError: an unknown sampler name.
@@ -59,49 +81,25 @@ def resolve_sampler(sampler: str, model_path: str) -> str:
         raise ValueError(f"rollout.sampler must be one of {list(SAMPLERS)}, got {sampler!r}")
     if sampler != "auto":
         return sampler
-    return "vllm" if model_path != "tiny" and vllm_available() else "hf"
+    return "vllm" if vllm_available() and not is_small_model(model_path) else "hf"
+
+
+def sampler_line(sampler: str, chosen: str, model_path: str) -> str:
+    """One line saying who samples the rollouts and, for ``auto``, why."""
+    if sampler != "auto":
+        return f"rollout sampler: {chosen} (rollout.sampler={sampler})"
+    if chosen == "vllm":
+        why = "vLLM is installed and the model is not small"
+    elif is_small_model(model_path):
+        why = "a small model; rollout.sampler=vllm forces vLLM"
+    else:
+        why = "vLLM is not installed"
+    return f"rollout sampler: {chosen} (rollout.sampler=auto: {why})"
 
 
 # -------------------------------------------------------------------- dtype
-#: /proc/cpuinfo flags of a CPU with native bfloat16 matrix arithmetic (AVX-512 BF16, AMX).
-NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
-
-
-def cpu_flags(path: str = "/proc/cpuinfo") -> set[str]:
-    """The CPU feature flags (the first ``flags`` line of ``/proc/cpuinfo``; empty elsewhere)."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if line.startswith("flags"):
-                    return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
-
-
-def engine_dtype(requested: str, device: str, flags: set[str] | None = None) -> str:
-    """The dtype the vLLM engine runs in for ``rollout.vllm.dtype``.
-
-    ``auto``: ``bfloat16`` on a GPU (the log-prob gap is reported as
-    ``rollout/logprob_abs_diff`` and truncated importance sampling corrects for it);
-    ``float32`` on every CPU.  Issue 27 item 4: a bf16 copy of the weights rounds most of a
-    small LoRA update away at every sync (after one sync 91.6% of the targeted weights were
-    unchanged, and the engine/trainer log-prob gap grew from 0.009 to 0.23 nats), so on a CPU
-    the engine holds what the trainer trains.  Without native bf16 (:data:`NATIVE_BF16_FLAGS`)
-    vLLM's CPU bf16 is also about 13x slower than float32; with it, ask for ``bfloat16``
-    explicitly to trade the update's precision for speed.  Any value other than ``auto`` is
-    returned as given.
-
-    Args:
-        requested: ``auto``, ``float32``, ``bfloat16`` or ``float16``.
-        device: the trainer's device (``cpu``, ``cuda``, ``cuda:1``...).
-        flags: CPU flags (default: :func:`cpu_flags`); kept for callers that report them,
-            ``auto`` no longer depends on them.
-    """
-    del flags
-    if requested != "auto":
-        return requested
-    return "bfloat16" if str(device).startswith("cuda") else "float32"
+# The engine dtype rule is the bench's (one rule for ``--policy vllm`` and the trainer):
+# ``auto`` = bfloat16 on GPUs, float32 on every CPU (see ``ragen_bench.policies.vllm_cpu``).
 
 
 # ------------------------------------------------------------------- weights
@@ -465,12 +463,15 @@ class SeededRequests(Policy):
 
 __all__ = [
     "NATIVE_BF16_FLAGS",
+    "SMALL_MODEL_BYTES",
     "SeededRequests",
     "cpu_flags",
     "engine_dtype",
+    "is_small_model",
     "VLLMRolloutEngine",
     "merged_named_weights",
     "SAMPLERS",
     "resolve_sampler",
+    "sampler_line",
     "vllm_available",
 ]

@@ -195,7 +195,8 @@ class RolloutSection:
 
     ``sampler``: who samples the rollouts — ``hf`` (transformers ``generate`` on the training
     model), ``vllm`` (a colocated vLLM engine synced after every optimizer step) or
-    ``auto`` (``vllm`` when vLLM is installed and the model is not ``tiny``).
+    ``auto`` (``vllm`` when vLLM is installed and the model is not small: neither ``tiny`` nor
+    a folder of under 100 MB of weights, :func:`ragen_train.rollout_engine.resolve_sampler`).
     """
 
     env_groups: int = setting(
@@ -282,7 +283,7 @@ class RolloutSection:
     sampler: str = setting(
         "auto",
         "Who samples rollouts: transformers generate (hf), a colocated vLLM engine, or auto "
-        "(vllm when installed and the model is not tiny).",
+        "(vllm when installed, unless the model is tiny or under 100 MB).",
         choices=SAMPLERS,
     )
     vllm: VLLMSection = field(default_factory=VLLMSection)

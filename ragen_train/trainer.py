@@ -264,13 +264,15 @@ class StarPOTrainer:
         new engine (a model passed in, e.g. after SFT, differs from ``model.path``)."""
         from .config import TrainConfigError
         from .modeling import resolve_model_path
-        from .rollout_engine import resolve_sampler
+        from .rollout_engine import resolve_sampler, sampler_line, vllm_available
 
         cfg = self.cfg
         name = resolve_sampler(cfg.rollout.sampler, cfg.model.path)
+        if name == "vllm" or vllm_available():  # a choice to tell (without vLLM: always hf)
+            self._progress_log(f"[ragen] {sampler_line(cfg.rollout.sampler, name, cfg.model.path)}")
         if name == "hf":
             return name, None
-        from .rollout_engine import VLLMRolloutEngine, engine_dtype, vllm_available
+        from .rollout_engine import VLLMRolloutEngine, engine_dtype
 
         v = cfg.rollout.vllm
         if not str(self.device).startswith("cuda") and not float(v.kv_cache_gb).is_integer():

@@ -7,6 +7,9 @@ registered once in :data:`POLICIES` with its metadata:
   (``openai``: the served model name) or ``"ignored"`` (``random``, ``oracle``);
 * ``check_model``: check a local model reference before building (``"config"``: it must
   hold a ``config.json``; ``"path"``: it must exist), or ``None``;
+* ``requires``: ``fn(options)`` run first, before the model is looked at, raising
+  ``ImportError`` when the back-end's package is missing (``vllm``, ``vllm-server``), or
+  ``None``;
 * ``endpoint``: options come through :func:`ragen_bench.endpoints.resolve_endpoint`
   (aliases of an endpoints file, base URLs, timeouts); ``server``: it starts its own
   OpenAI-compatible server (so takes no base URL);
@@ -54,6 +57,7 @@ def register_policy(
     endpoint: bool = False,
     server: bool = False,
     options: tuple[CliOption, ...] = (),
+    requires: Callable[[dict[str, Any]], None] | None = None,
 ) -> Callable[[Callable[..., Policy]], Callable[..., Policy]]:
     """Decorator registering a factory ``fn(model, **options) -> Policy`` in :data:`POLICIES`.
 
@@ -75,6 +79,7 @@ def register_policy(
         endpoint=endpoint,
         server=server,
         options=options,
+        requires=requires,
     )
 
 
@@ -88,11 +93,14 @@ def make_policy(backend: str, model: str | None = None, **options: Any) -> Polic
         **options: back-end specific keyword arguments.
 
     Raises:
+        ImportError: the back-end's package is missing (checked before the model).
         ValueError: unknown back-end, missing model, a local model path that does not
             exist (``hf``, ``vllm``, ``vllm-server``), or an option the back-end does
             not take.
     """
     entry = POLICIES.entry(backend)
+    if entry.meta.get("requires"):
+        entry.meta["requires"](options)
     if entry.meta["check_model"] and model:
         from .hf import check_model_ref
 
@@ -242,7 +250,21 @@ def _openai(model: str | None, **options: Any) -> Policy:
     return OpenAIPolicy(model or "", **options)
 
 
-@register_policy("vllm", model="required", check_model="path", options=(_BATCH, _BASE))
+def _needs_vllm(options: dict[str, Any]) -> None:
+    from .vllm_backend import require_vllm
+
+    require_vllm()
+
+
+def _needs_server_vllm(options: dict[str, Any]) -> None:
+    from .vllm_backend import require_server_vllm
+
+    require_server_vllm(options.get("python"), options.get("module"))
+
+
+@register_policy(
+    "vllm", model="required", check_model="path", options=(_BATCH, _BASE), requires=_needs_vllm
+)
 def _vllm(model: str | None, **options: Any) -> Policy:
     if not model:
         raise ValueError("the vllm back-end needs --model (a directory or a hub id)")
@@ -257,6 +279,7 @@ def _vllm(model: str | None, **options: Any) -> Policy:
     check_model="path",
     endpoint=True,
     server=True,
+    requires=_needs_server_vllm,
     options=(
         _CONCURRENCY,
         CliOption(

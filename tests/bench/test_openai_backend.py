@@ -26,6 +26,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -674,11 +675,14 @@ def test_vllm_backend_without_vllm_names_the_extra(monkeypatch) -> None:
 
 
 def test_vllm_server_backend_without_vllm_names_the_extra(tmp_path: Path) -> None:
+    """vLLM is looked for before the model folder (an empty folder here: the model check
+    must not answer first), and the error names ``--vllm-python``."""
     code = "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('vllm') else 1)"
     if subprocess.run([sys.executable, "-c", code]).returncode == 0:
         pytest.skip("vllm is installed in this interpreter")
-    with pytest.raises(ImportError, match=re.escape("pip install 'ragen[vllm]'")):
+    with pytest.raises(ImportError, match=re.escape("pip install 'ragen[vllm]'")) as err:
         make_policy("vllm-server", str(tmp_path), python=sys.executable, startup_timeout=60)
+    assert "--vllm-python" in str(err.value) and sys.executable in str(err.value)
 
 
 def test_vllm_server_backend_starts_evaluates_and_stops(tmp_path: Path) -> None:
@@ -726,10 +730,14 @@ def test_vllm_server_backend_starts_evaluates_and_stops(tmp_path: Path) -> None:
 
     with socket.socket() as s:  # the server is gone: its port accepts no connection
         assert s.connect_ex(("127.0.0.1", port)) != 0
-    # A server that dies while starting: a clear error with the log, nothing left running.
-    bad = {**opts, "module": "tests.no_such_module"}
-    with pytest.raises(RuntimeError, match="exited with code"):
+    # A server that dies while starting: one line with the root cause and the kept log.
+    bad = {**opts, "module": "tests.no_such_module", "log_path": str(tmp_path / "bad.log")}
+    with pytest.raises(RuntimeError, match="exited with code") as err:
         make_policy("vllm-server", str(model_dir), **bad)
+    msg = str(err.value)
+    assert "\n" not in msg and msg.endswith(f"(full log: {tmp_path / 'bad.log'})")
+    assert "No module named tests.no_such_module" in msg
+    assert (tmp_path / "bad.log").is_file()
 
 
 def test_vllm_server_stops_its_process_group(tmp_path: Path) -> None:
@@ -744,10 +752,13 @@ def test_vllm_server_stops_its_process_group(tmp_path: Path) -> None:
     )
     srv.start()
     pid = srv.proc.pid
+    log = Path(srv.log_path)
+    assert log.is_file() and log.parent == Path(tempfile.gettempdir())
     assert os.getpgid(pid) == pid, "the server leads its own process group"
     srv.stop()
     with pytest.raises(ProcessLookupError):
         os.killpg(pid, signal.SIG_DFL or 0)
+    assert not log.exists(), "a clean stop leaves no log in the temp folder"
     srv.stop()  # idempotent
 
 

@@ -10,7 +10,14 @@ import pytest
 import torch
 
 from ragen_train.losses import tis_weights
-from ragen_train.rollout_engine import merged_named_weights, resolve_sampler, vllm_available
+from ragen_train.rollout_engine import (
+    SMALL_MODEL_BYTES,
+    is_small_model,
+    merged_named_weights,
+    resolve_sampler,
+    sampler_line,
+    vllm_available,
+)
 
 
 def test_lora_merged_for_the_sync_equals_peft_merge_and_unload() -> None:
@@ -60,6 +67,38 @@ def test_sampler_auto_is_hf_for_tiny_and_vllm_for_real_models_when_installed() -
     assert resolve_sampler("hf", "/models/qwen") == "hf"
     with pytest.raises(ValueError, match="rollout.sampler"):
         resolve_sampler("sglang", "tiny")
+
+
+def _weights_folder(path, size: int):
+    path.mkdir()
+    (path / "config.json").write_text("{}")
+    with open(path / "model.safetensors", "wb") as fh:  # sparse: only the size is read
+        fh.truncate(size)
+    return str(path)
+
+
+def test_sampler_auto_is_hf_for_a_small_model_folder_even_with_vllm(tmp_path) -> None:
+    """A tiny model saved to a folder (``outputs/quickstart/sft_model``) is not the name
+    ``tiny``; with vLLM installed ``auto`` used to pick a vLLM engine for it (~70 lines of
+    vLLM output per 12 steps, "Failed to load weights" at every sync)."""
+    small = _weights_folder(tmp_path / "sft_model", 3_000_000)
+    big = _weights_folder(tmp_path / "qwen", SMALL_MODEL_BYTES)
+    assert is_small_model(small) and is_small_model("tiny")
+    assert not is_small_model(big) and not is_small_model("Qwen/Qwen2.5-0.5B-Instruct")
+    assert resolve_sampler("auto", small) == "hf"
+    assert resolve_sampler("auto", big) == ("vllm" if vllm_available() else "hf")
+    assert resolve_sampler("vllm", small) == "vllm"  # asked for: kept
+
+
+def test_sampler_choice_is_said_in_one_line(tmp_path) -> None:
+    small = _weights_folder(tmp_path / "sft_model", 3_000_000)
+    assert sampler_line("auto", "hf", small) == (
+        "rollout sampler: hf (rollout.sampler=auto: a small model; rollout.sampler=vllm forces vLLM)"
+    )
+    assert sampler_line("auto", "vllm", "/m") == (
+        "rollout sampler: vllm (rollout.sampler=auto: vLLM is installed and the model is not small)"
+    )
+    assert sampler_line("vllm", "vllm", small) == "rollout sampler: vllm (rollout.sampler=vllm)"
 
 
 def test_rollout_engine_vllm_without_vllm_is_a_one_line_config_error(tmp_path) -> None:
