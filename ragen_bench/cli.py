@@ -2,6 +2,8 @@
 
 ragen-bench run --policy hf --model tiny --env ragen/Sokoban-v0 --episodes 8
 ragen-bench run --resume runs/<run-id>
+ragen-bench run --policy random --suite procedural --episodes 16   # one run folder per env
+ragen-bench run --resume runs/<suite-id>                            # each env where it stopped
 ragen-bench ls
 ragen-bench show runs/<run-id>
 ragen-bench validate runs/<run-id>          # or single files: runs/<run-id>/episodes.jsonl
@@ -28,6 +30,7 @@ from .console import make_console, print_error
 from .diagnostics.commands import RUN_OPTIONS as DIAGNOSTICS_RUN_OPTIONS
 from .options import CliOption, with_options
 from .runner import run_option_groups
+from .suite import suites_help
 from .summary_table import print_summary
 
 # rich_markup_mode=None: click's plain help, which wraps the help text and never cuts an
@@ -183,6 +186,15 @@ _CLI_OPTIONS = (
         "Other options are ignored (the run's run.json is used).",
     ),
     CliOption(
+        "suite",
+        Optional[str],
+        None,
+        "Run a named suite: every env of it, each at its board's episodes and group size "
+        "(--episodes / --group-size override), one run folder per env under one parent "
+        f"folder (--out/--run-id), one table at the end; --resume on the parent continues "
+        f"each env. With --env: only those envs of the suite. Suites: {suites_help()}.",
+    ),
+    CliOption(
         "saved_protocol",
         bool,
         True,
@@ -220,36 +232,30 @@ def run(ctx: typer.Context, **opts: Any) -> None:
     diag_policy: Any = None  # --diagnostics on hf: the run's own model scores it
     applied: Any = None  # the protocol saved with the model, if any (ragen_bench.protocol)
     bar: Any = None
+    suite_done = False
     from .interrupt import sigterm_as_interrupt
 
     try:
         with sigterm_as_interrupt():  # SIGTERM stops the run as Ctrl-C does (ragen_bench.interrupt)
-            if resume is not None:
+            if resume is not None and _is_suite(resume):
+                path = _resume_suite(ctx, opts, resume)
+                suite_done = True
+            elif resume is None and (opts["suite"] or len(opts["env"] or []) > 1):
+                path = _start_suite(ctx, opts, given_option)
+                suite_done = True
+            elif resume is not None:
                 from .results import RunDir
 
                 if not (resume / "run.json").exists():
                     raise typer.BadParameter(
-                        f"{resume} is not a run directory (no run.json)", param_hint="--resume"
+                        f"{resume} is not a run directory (no run.json) nor a suite folder "
+                        "(no suite.json)",
+                        param_hint="--resume",
                     )
-                from .endpoints import option_given
                 from .runner import resume_note
 
                 meta = RunDir(resume).read_run()  # a damaged run.json: one line naming the file
-                given = {n for n in ctx.params if option_given(ctx, n)} - {
-                    "resume",
-                    "episodes",
-                    "progress",
-                    "print_json",
-                    "preflight",
-                }
-                if given:
-                    console.print(
-                        escape(
-                            f"warning: ignored with --resume (the run's run.json settings are used): "
-                            f"{', '.join(sorted(_flag(n) for n in given))}"
-                        ),
-                        soft_wrap=True,
-                    )
+                _warn_ignored(ctx)
                 extend = opts["episodes"] if option_given(ctx, "episodes") else None
                 bar = _progress_runner(
                     extend or meta["episodes"], progress, meta["rollout"]["max_turns"]
@@ -290,6 +296,9 @@ def run(ctx: typer.Context, **opts: Any) -> None:
         raise _interrupted(exc) from None
     finally:
         _stop(bar)
+    if suite_done:
+        _print_suite(path, print_json)
+        return
     summary = json.loads((path / "summary.json").read_text())
     print_summary(
         summary, path, to=console if print_json else out, warn_to=console
@@ -324,6 +333,155 @@ def run(ctx: typer.Context, **opts: Any) -> None:
         out.print_json(data=summary)
 
 
+#: Options that mean nothing for ``--resume`` (the run's own settings are used).
+_RESUME_KEEPS = {"resume", "episodes", "progress", "print_json", "preflight"}
+
+
+def _warn_ignored(ctx: typer.Context) -> None:
+    """One ``warning:`` line naming the options ``--resume`` ignores, if any were given."""
+    from .endpoints import option_given
+
+    given = {n for n in ctx.params if option_given(ctx, n)} - _RESUME_KEEPS
+    if given:
+        console.print(
+            escape(
+                f"warning: ignored with --resume (the run's run.json settings are used): "
+                f"{', '.join(sorted(_flag(n) for n in given))}"
+            ),
+            soft_wrap=True,
+        )
+
+
+def _is_suite(path: Path) -> bool:
+    from .suite import is_suite_dir
+
+    return is_suite_dir(path)
+
+
+def _suite_callbacks(progress: bool) -> Any:
+    """The suite runner's per-run display: a ``suite i/n:`` line on stderr and a progress bar."""
+
+    def callbacks(index: int, count: int, meta: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+        console.print(
+            escape(f"suite {index + 1}/{count}: {meta['env_id']} ({meta['run_id']})"),
+            soft_wrap=True,
+            highlight=False,
+        )
+        bar = _progress_runner(meta["episodes"], progress, meta["rollout"]["max_turns"])
+        return _callbacks(bar), lambda: _stop(bar)
+
+    return callbacks
+
+
+def _start_suite(ctx: typer.Context, opts: dict[str, Any], given_option: Any) -> Path:
+    """``ragen-bench run --suite NAME`` / ``--env A --env B …``: plan every env, then
+    :func:`ragen_bench.suite.start_suite`.  Returns the suite folder.
+
+    Raises:
+        ValueError: an unknown suite (did-you-mean), an ``--env`` not in the suite,
+            ``--diagnostics`` (one env at a time), a bad request of any env.
+    """
+    from .protocol import apply_protocol
+    from .runner import check_run_id, default_run_id, plan_run, request_from_options
+    from .suite import get_suite, start_suite
+
+    name, envs = opts["suite"], list(opts["env"] or [])
+    if opts["diagnostics"]:
+        raise ValueError(
+            "--diagnostics runs on one env; run the suite, then `ragen-bench diagnose` on a run folder"
+        )
+    if name is not None:
+        suite = get_suite(name)
+        known = {e.env_id: e for e in suite.envs}
+        unknown = [e for e in envs if e not in known]
+        if unknown:
+            raise ValueError(f"--env {unknown[0]} is not in suite {name!r} ({', '.join(known)})")
+        members = [
+            (e.env_id, e.episodes, e.group_size) for e in suite.envs if not envs or e.env_id in envs
+        ]
+    else:
+        members = [(e, None, None) for e in envs]
+    if opts["run_id"] is not None:
+        check_run_id(opts["run_id"])
+    plans = []
+    for env_id, episodes, group_size in members:
+        values = {**opts, "env": env_id, "run_id": None}
+        if episodes is not None and not given_option("episodes"):
+            values["episodes"] = episodes
+        if group_size is not None and not given_option("group_size"):
+            values["group_size"] = group_size
+        req = request_from_options(values, given=given_option, parse_kv=_parse_kv)
+        if opts["saved_protocol"]:
+            from .endpoints import option_given
+
+            applied = apply_protocol(req, {n for n in ctx.params if option_given(ctx, n)})
+            req = applied.request
+            for line in [*applied.notes, applied.describe()]:
+                if line:
+                    console.print(escape(f"{env_id}: {line}"), soft_wrap=True)
+        plans.append(plan_run(req))
+    first = plans[0].request if plans else None
+    label = name or "suite"
+    fresh = lambda: default_run_id(label, first.model, first.backend)  # noqa: E731
+    return start_suite(
+        plans,
+        opts["out_dir"],
+        opts["run_id"] or (fresh() if first else label),
+        suite=name,
+        explicit_id=opts["run_id"] is not None,
+        fresh_id=fresh,
+        callbacks=_suite_callbacks(opts["progress"]),
+    )
+
+
+def _resume_suite(ctx: typer.Context, opts: dict[str, Any], path: Path) -> Path:
+    """``ragen-bench run --resume <suite folder>``: each run continues where it stopped."""
+    from .endpoints import option_given
+    from .suite import resume_suite
+
+    if option_given(ctx, "episodes"):
+        raise ValueError(
+            "--episodes cannot extend a whole suite; extend one run with "
+            f"`ragen-bench run --resume {path}/<run> --episodes N`"
+        )
+    _warn_ignored(ctx)
+    return resume_suite(path, check=opts["preflight"], callbacks=_suite_callbacks(opts["progress"]))
+
+
+def _print_suite(path: Path, print_json: bool) -> None:
+    """The suite's table (stderr with ``--json``, whose stdout holds only the JSON document
+    ``{"suite_id", "suite", "path", "runs": [{env_id, run_id, path, summary, failure}]}``);
+    exit 1 when a run measured nothing."""
+    from .suite import read_suite, suite_results, suite_table
+    from .summary_table import env_error_warning
+
+    meta, rows = read_suite(path), suite_results(path)
+    to = console if print_json else out
+    to.print(suite_table(rows, f"suite {meta['suite'] or meta['suite_id']}"))
+    to.print(f"results: {escape(str(path))}")
+    for row in rows:
+        warning = env_error_warning(row["summary"]) if row["summary"] else None
+        if warning:
+            console.print(
+                f"[bold red]WARNING:[/bold red] {escape(row['env_id'])}: {escape(warning)}",
+                soft_wrap=True,
+            )
+    if print_json:
+        out.print_json(
+            data={
+                "suite_id": meta["suite_id"],
+                "suite": meta["suite"],
+                "path": str(path),
+                "runs": rows,
+            }
+        )
+    failed = [r for r in rows if r["failure"]]
+    for row in failed:
+        _error(f"{row['env_id']}: {row['failure']}; files kept in {row['path']}")
+    if failed:
+        raise typer.Exit(1)
+
+
 def _interrupted(exc: KeyboardInterrupt) -> typer.Exit:
     """Ctrl-C or SIGTERM: one line on stderr (what is saved, the resume command); the exit
     to raise, status 128 + the signal (130, 143)."""
@@ -331,7 +489,18 @@ def _interrupted(exc: KeyboardInterrupt) -> typer.Exit:
     from .results import RunDir
 
     signum = signal_of(exc)
-    if isinstance(exc, RunInterrupted):
+    if isinstance(exc, RunInterrupted) and _is_suite(exc.path):
+        from .suite import saved_line
+
+        try:
+            what = saved_line(exc.path)
+        except (OSError, ValueError, KeyError):
+            what = f"the recorded episodes are in {exc.path}"
+        message = (
+            f"{signal_label(signum)}: {what}; finish the suite with "
+            f"`ragen-bench run --resume {exc.path}`"
+        )
+    elif isinstance(exc, RunInterrupted):
         path = exc.path
         try:
             meta = RunDir(path).read_run()
@@ -483,7 +652,7 @@ def validate(
     schema: Annotated[
         str | None,
         typer.Option(
-            help="Force a schema for the files named (not for a directory's files): episode | summary | run | leaderboard | metrics | train_config | train_summary | agent_protocol."
+            help="Force a schema for the files named (not for a directory's files): episode | summary | run | leaderboard | metrics | train_config | train_summary | agent_protocol | suite."
         ),
     ] = None,
 ) -> None:
