@@ -137,6 +137,18 @@ def slug(text: str) -> str:
     return s or "_"
 
 
+def report_name(run_id: str) -> str:
+    """The file stem of ``run_id``'s report page, unique per run id: :func:`slug` when it
+    keeps the id as it is, else the slug and 8 hex digits of the id's SHA-256 (``col a``
+    and ``col_a`` have one slug but two pages)."""
+    import hashlib
+
+    s = slug(run_id)
+    if s == run_id:
+        return s
+    return f"{s}-{hashlib.sha256(run_id.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+
+
 # ------------------------------------------------------------------- formatting
 def _finite(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)

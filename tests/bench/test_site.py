@@ -239,3 +239,25 @@ def test_page_templates_and_assets_are_tracked_not_ignored():
         ["git", "-C", str(ROOT), "check-ignore", *map(str, assets)], capture_output=True, text=True
     )
     assert res.stdout.strip() == "", f"ignored by .gitignore: {res.stdout}"
+
+
+def test_run_ids_of_one_slug_get_one_report_page_each(tmp_path):
+    """``col a`` and ``col_a`` slug alike: each board row still links its own run's report."""
+    runs = tmp_path / "runs"
+    board = tmp_path / "lake.json"
+    for backend, run_id in (("oracle", "col a"), ("random", "col_a")):
+        res = _cli(
+            "run", "--policy", backend, "--env", "ragen/FrozenLake-v0", "--episodes", "4",
+            "--out", str(runs), "--run-id", run_id, "--no-progress",
+        )  # fmt: skip
+        assert res.returncode == 0, res.stderr
+        add_run(board, runs / run_id, label=backend)
+    build_site([board], tmp_path / "site", runs_roots=[runs])
+    page = (tmp_path / "site" / "lake.html").read_text()
+    links = re.findall(r'href="(runs/[^"]+\.html)"', page)
+    assert len(set(links)) == 2, links
+    by_model = {}
+    for href in set(links):
+        report = (tmp_path / "site" / href).read_text()
+        by_model[href] = "oracle" if "col a" in report and "col_a" not in report else "random"
+    assert sorted(by_model.values()) == ["oracle", "random"]
