@@ -351,9 +351,11 @@ def request_from_options(
         and POLICIES.meta(backend, "check_model")
         and not Path(model).expanduser().exists()
     ):  # a missing local path: one line now, before --env is asked for or the hub is tried
-        from .model_dirs import check_model_ref
+        from .model_dirs import check_hub_model, check_model_ref
 
         check_model_ref(model, need_config=POLICIES.meta(backend, "check_model") == "config")
+        if model != "tiny":  # a hub id: cached, or the hub answers (before torch is imported)
+            check_hub_model(model)
     env = values.get("env")
     if isinstance(env, list | tuple):  # --env given once (several: ragen_bench.suite)
         if len(env) > 1:
