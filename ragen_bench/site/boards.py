@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .page import render_page, report_name, slug, write_page
+from .page import provenance_flags, render_page, report_name, slug, write_page
 
 
 class SiteError(ValueError):
@@ -170,6 +170,7 @@ def build_site(
                     board["envs"].get(e["env_id"], {}).get("protocol") or {}, short=True
                 ),
                 "protocol_full": protocols.get(e["env_id"], "–"),
+                "flags": provenance_flags(e),
             }
             for e in board["entries"]
         ]
