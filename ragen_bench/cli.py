@@ -11,6 +11,7 @@ ragen-bench leaderboard add runs/<run-id> --board leaderboards/procedural.json
 ragen-bench leaderboard render --board leaderboards/procedural.json
 ragen-bench site leaderboards/*.json --out site/   # static leaderboard site
 ragen-bench report runs/<run-id>                   # runs/<run-id>/report.html
+ragen-bench compare runs/<run-a> runs/<run-b>      # paired: McNemar, bootstrap CI of the difference
 """
 
 from __future__ import annotations
@@ -75,6 +76,16 @@ def _main(
 def _error(message: str, *, label: str = "error:") -> None:
     """Print ``label message`` on stderr; ``message`` is shown literally (escaped)."""
     print_error(console, message, label)
+
+
+def _or_exit_2(fn: Any, *args: Any) -> Any:
+    """``fn(*args)``; an ``OSError`` or ``ValueError`` (a missing or damaged file, a refused
+    input) becomes its one ``error:`` line and exit status 2."""
+    try:
+        return fn(*args)
+    except (OSError, ValueError) as exc:
+        _error(str(exc))
+        raise typer.Exit(2) from None
 
 
 def _parse_kv(items: list[str] | None, what: str) -> dict[str, Any]:
@@ -805,6 +816,37 @@ def site(
         ),
         soft_wrap=True,
     )
+
+
+@app.command("compare")
+def compare(
+    run_a: Annotated[Path, typer.Argument(help="Run directory A (the baseline).")],
+    run_b: Annotated[Path, typer.Argument(help="Run directory B, on the same env and seeds.")],
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the comparison as the only thing on stdout.")
+    ] = False,
+) -> None:
+    """Compare two runs on the same seeds, paired: success of A and B over the episodes both
+    played, the difference B - A with a 95% paired-bootstrap interval and the exact McNemar
+    test; again over the episodes well-formed in both runs (every answer parsed).
+
+    Exit 2 with one line when a path is not a run directory, the runs are of different
+    envs, or they share no episode.
+    """
+    from .compare import compare_runs, comparison_table
+
+    result = _or_exit_2(compare_runs, run_a, run_b)
+    if as_json:
+        return out.print_json(data=result)
+    out.print(comparison_table(result))
+    if result["only_a"] or result["only_b"]:
+        out.print(
+            escape(
+                f"{result['only_a']} episodes only in A and {result['only_b']} only in B are "
+                "left out (other seeds or unfinished)"
+            ),
+            soft_wrap=True,
+        )
 
 
 @app.command("report")
