@@ -230,7 +230,11 @@ _CLI_OPTIONS = (
 @app.command()
 @with_options(*run_option_groups(), (None, _CLI_OPTIONS), ("Diagnostics", DIAGNOSTICS_RUN_OPTIONS))
 def run(ctx: typer.Context, **opts: Any) -> None:
-    """Evaluate a policy on an environment; write runs/<run-id>/{episodes.jsonl,summary.json}."""
+    """Evaluate a policy on an environment; write runs/<run-id>/{episodes.jsonl,summary.json}.
+
+    Several envs (--env A --env B, or --suite NAME) make a suite: runs/<run-id>/suite.json
+    and one run directory per env, one table at the end; --resume on it continues each env.
+    """
     from ragen_envs import ConfigError, UnknownEnvError
 
     from .diagnostics.commands import needs_scorer
