@@ -269,9 +269,9 @@ def test_leaderboard_render_drops_links_that_are_not_http_or_relative(target: st
 
 def test_leaderboard_render_keeps_http_and_relative_links() -> None:
     md = render_markdown(
-        _board_with_description("[paper](https://arxiv.org/abs/1) [spec](docs/a.md)")
+        _board_with_description("[paper](https://arxiv.org/abs/1) [spec](docs/results.md)")
     )
-    assert "[paper](https://arxiv.org/abs/1) [spec](docs/a.md)" in md
+    assert "[paper](https://arxiv.org/abs/1) [spec](docs/results.md)" in md
 
 
 def test_leaderboard_render_keeps_a_description_heading_as_text() -> None:
