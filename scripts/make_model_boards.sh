@@ -105,14 +105,15 @@ add_rows() {  # board-or-empty: add every run of the suite JSON on stdin to its 
   local code='
 import json, sys
 from ragen_bench.suite import SUITES
-boards = {e.env_id: e.board for e in SUITES["boards"].envs} | {"ragen/Lean-v0": "data"}
+boards = {e.env_id: e.board for e in SUITES["boards"].envs}
 for r in json.load(sys.stdin)["runs"]:
     print(r["path"], sys.argv[1] or boards[r["env_id"]])
 '
-  python -c "$code" "$1" | while read -r run board; do
-    ragen-bench leaderboard add "$run" --board "$BOARDS/$board.json" --label "$LABEL" \
-      --description "Real-model rows of $board (test split, the env's agent defaults)." --replace
-  done
+  python -c "$code" "$1" | while read -r run board; do add_row "$run" "$board"; done
+}
+add_row() {  # run-directory board
+  ragen-bench leaderboard add "$1" --board "$BOARDS/$2.json" --label "$LABEL" \
+    --description "Real-model rows of $2 (test split, the env's agent defaults)." --replace
 }
 
 if [[ ${SMOKE:-0} == 1 ]]; then
@@ -129,6 +130,7 @@ fi
 
 # every env at its board's protocol (256 episodes x group 4; data 128 x 1), all run before any
 # board changes, so every row records the same clean commit
+rm -f "$RUNS/$SUITE.json"  # an earlier call's suite is not re-added
 SELECT=()
 for env in ${ENVS:-$ALL_ENVS}; do
   [[ $env == ragen/Lean-v0 ]] || SELECT+=(--env "$env")
@@ -138,13 +140,13 @@ if (( ${#SELECT[@]} )); then
 fi
 if [[ -n ${LEAN_VERIFIER:-} && " ${ENVS:-ragen/Lean-v0} " == *" ragen/Lean-v0 "* ]]; then
   # Lean only with a real verifier (a Kimina server or a local REPL)
-  run_suite "$SUITE-lean" --env ragen/Lean-v0 --episodes "${EPISODES:-128}" --group-size 1 \
-    --env-config "verifier=$LEAN_VERIFIER" > "$RUNS/$SUITE-lean.json"
+  LEAN_RUN="$SUITE-Lean-v0"  # one env: a plain run directory
+  run_suite "$LEAN_RUN" --env ragen/Lean-v0 --episodes "${EPISODES:-128}" --group-size 1 \
+    --env-config "verifier=$LEAN_VERIFIER" > /dev/null
 fi
 check_clean  # the runs recorded a clean commit; nothing changed since
-for f in "$RUNS/$SUITE.json" "$RUNS/$SUITE-lean.json"; do
-  [[ -f $f ]] && add_rows "" < "$f"
-done
+if [[ -f $RUNS/$SUITE.json ]]; then add_rows "" < "$RUNS/$SUITE.json"; fi
+if [[ -n ${LEAN_RUN:-} ]]; then add_row "$RUNS/$LEAN_RUN" data; fi
 for board in procedural games data; do
   ragen-bench leaderboard render --board "$BOARDS/$board.json" > "$BOARDS/$board.md"
 done
