@@ -280,10 +280,18 @@ def member_meta(path: Path) -> dict[str, Any]:
 
 
 def resume_suite(
-    path: str | Path, *, check: bool = True, callbacks: Callbacks = _no_callbacks
+    path: str | Path,
+    *,
+    check: bool = True,
+    callbacks: Callbacks = _no_callbacks,
+    confirm: Callable[[Path, dict[str, Any]], None] | None = None,
 ) -> Path:
     """Resume every member of a suite where it stopped (:func:`ragen_bench.runner.resume_run`;
     a finished member plays nothing).  Returns the suite folder.
+
+    ``confirm(run_dir, run_json)`` is called for every member before any member is played
+    (the command line's checks of what a run folder directs: it raises to refuse), so a
+    suite resumes under the same rules as each of its runs.
 
     Raises:
         FileNotFoundError: not a suite folder, or a member's run directory is missing.
@@ -302,6 +310,8 @@ def resume_suite(
                 raise FileNotFoundError(
                     f"suite {path}: its run {member.name} is missing (no {member / 'run.json'})"
                 )
+            if confirm is not None:
+                confirm(member, member_meta(member))
         try:
             for i, member in members:
                 cbs, stop = callbacks(i, len(members), member_meta(member))

@@ -194,3 +194,30 @@ def test_the_suites_are_listed_in_run_help() -> None:
     res = runner.invoke(app, ["run", "--help"], env={"COLUMNS": "300"})
     for name in SUITES:
         assert f"{name}:" in res.output
+
+
+def test_every_run_of_a_suite_is_confirmed_before_any_is_resumed(tmp_path: Path) -> None:
+    """The command line's checks of what a run folder directs run for every run first: a
+    refused second run stops the resume before the first plays anything."""
+    from ragen_bench.suite import resume_suite
+
+    res = runner.invoke(
+        app,
+        ["run", "--policy", "random", "--env", "ragen/Bandit-v0", "--env", "ragen/FrozenLake-v0"]
+        + ["--episodes", "4", "--out", str(tmp_path), "--run-id", "s", "--no-progress"],
+    )
+    assert res.exit_code == 0, res.output
+    for member in ("s-Bandit-v0", "s-FrozenLake-v0"):  # unfinished again: nothing recorded
+        (tmp_path / "s" / member / "episodes.jsonl").write_text("")
+        (tmp_path / "s" / member / "summary.json").unlink()
+    seen = []
+
+    def confirm(run_dir: Path, meta: dict) -> None:
+        seen.append(meta["env_id"])
+        if meta["env_id"] == "ragen/FrozenLake-v0":
+            raise ValueError("refused")
+
+    with pytest.raises(ValueError, match="refused"):
+        resume_suite(tmp_path / "s", confirm=confirm)
+    assert seen == ["ragen/Bandit-v0", "ragen/FrozenLake-v0"]
+    assert _lines(tmp_path / "s" / "s-Bandit-v0" / "episodes.jsonl") == 0  # nothing played
