@@ -30,7 +30,7 @@ from collections import Counter
 from pathlib import Path
 
 from ragen_bench.portable import portable_json
-from ragen_bench.stats import mcnemar_exact, paired_bootstrap_diff, wilson_interval
+from ragen_bench.stats import paired_comparison
 from ragen_envs.jsonutil import dumps, iter_jsonl, read_json
 
 REPO = Path(__file__).resolve().parents[1]
@@ -76,72 +76,6 @@ def action_reading(rows: list[dict]) -> dict:
         "top_sequence": list(top),
         "top_share": n_top / len(rows) if rows else None,
         "first_action": dict(first.most_common()),
-    }
-
-
-def _pairs_summary(pairs: list[tuple[dict, dict]]) -> dict:
-    b = sum(x["success"] and not y["success"] for x, y in pairs)
-    c = sum(y["success"] and not x["success"] for x, y in pairs)
-    out = {
-        "pairs": len(pairs),
-        "both": sum(x["success"] and y["success"] for x, y in pairs),
-        "before_only": b,
-        "after_only": c,
-        "neither": sum(not x["success"] and not y["success"] for x, y in pairs),
-        "mcnemar_p": mcnemar_exact(b, c),
-    }
-    if pairs:
-        diff, low, high = paired_bootstrap_diff(
-            [float(x["success"]) for x, _ in pairs], [float(y["success"]) for _, y in pairs]
-        )
-        out.update(success_before=sum(x["success"] for x, _ in pairs) / len(pairs))
-        out.update(success_after=sum(y["success"] for _, y in pairs) / len(pairs))
-        out.update(diff=diff, diff_ci95=[low, high])
-    return out
-
-
-def _rate(rows: list[dict]) -> dict:
-    n = len(rows)
-    k = sum(r["success"] for r in rows)
-    return {
-        "episodes": n,
-        "successes": k,
-        "success": k / n if n else None,
-        "ci95": list(wilson_interval(k / n, n)) if n else None,
-    }
-
-
-def paired_comparison(before: list[dict], after: list[dict]) -> dict:
-    """The paired before/after comparison of two evaluations on the same seeds.
-
-    Rows are :func:`episode_outcome` dicts, matched on ``(env_id, seed)``.  ``all``: every
-    matched seed; ``well_formed_both``: only seeds whose episode was well-formed before *and*
-    after (success among well-formed answers, still paired).  Each gives the 2×2 counts, the
-    exact McNemar p-value (:func:`ragen_bench.stats.mcnemar_exact`) and the mean success
-    difference with a 95% paired-bootstrap interval.  ``well_formed_rate`` gives the
-    (unpaired) success among each side's well-formed episodes with Wilson intervals.
-
-    Raises:
-        ValueError: a seed evaluated on one side only.
-    """
-    key = lambda r: (r["env_id"], r["seed"])  # noqa: E731
-    b_by, a_by = {key(r): r for r in before}, {key(r): r for r in after}
-    if set(b_by) != set(a_by):
-        raise ValueError(f"before/after seeds differ: {sorted(set(b_by) ^ set(a_by))[:5]}")
-    pairs = [(b_by[k], a_by[k]) for k in sorted(b_by)]
-    return {
-        "all": _pairs_summary(pairs),
-        "well_formed_both": _pairs_summary(
-            [(x, y) for x, y in pairs if x["well_formed"] and y["well_formed"]]
-        ),
-        "well_formed_rate": {
-            "before": _rate([x for x, _ in pairs if x["well_formed"]]),
-            "after": _rate([y for _, y in pairs if y["well_formed"]]),
-        },
-        "well_formed_share": {
-            "before": sum(x["well_formed"] for x, _ in pairs) / len(pairs) if pairs else None,
-            "after": sum(y["well_formed"] for _, y in pairs) / len(pairs) if pairs else None,
-        },
     }
 
 

@@ -2,6 +2,8 @@
 
 ragen-bench run --policy hf --model tiny --env ragen/Sokoban-v0 --episodes 8
 ragen-bench run --resume runs/<run-id>
+ragen-bench run --policy random --suite procedural --episodes 16   # one run folder per env
+ragen-bench run --resume runs/<suite-id>                            # each env where it stopped
 ragen-bench ls
 ragen-bench show runs/<run-id>
 ragen-bench validate runs/<run-id>          # or single files: runs/<run-id>/episodes.jsonl
@@ -9,6 +11,7 @@ ragen-bench leaderboard add runs/<run-id> --board leaderboards/procedural.json
 ragen-bench leaderboard render --board leaderboards/procedural.json
 ragen-bench site leaderboards/*.json --out site/   # static leaderboard site
 ragen-bench report runs/<run-id>                   # runs/<run-id>/report.html
+ragen-bench compare runs/<run-a> runs/<run-b>      # paired: McNemar, bootstrap CI of the difference
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from .console import make_console, print_error
 from .diagnostics.commands import RUN_OPTIONS as DIAGNOSTICS_RUN_OPTIONS
 from .options import CliOption, with_options
 from .runner import run_option_groups
+from .suite import suites_help
 from .summary_table import print_summary
 
 # One look for both CLIs (ragen_bench.cli_app): click's plain help.
@@ -65,6 +69,16 @@ def _main(
 def _error(message: str, *, label: str = "error:") -> None:
     """Print ``label message`` on stderr; ``message`` is shown literally (escaped)."""
     print_error(console, message, label)
+
+
+def _or_exit_2(fn: Any, *args: Any) -> Any:
+    """``fn(*args)``; an ``OSError`` or ``ValueError`` (a missing or damaged file, a refused
+    input) becomes its one ``error:`` line and exit status 2."""
+    try:
+        return fn(*args)
+    except (OSError, ValueError) as exc:
+        _error(str(exc))
+        raise typer.Exit(2) from None
 
 
 def _parse_kv(items: list[str] | None, what: str) -> dict[str, Any]:
@@ -188,6 +202,15 @@ _CLI_OPTIONS = (
         flags=("--trust-folder",),
     ),
     CliOption(
+        "suite",
+        Optional[str],
+        None,
+        "Run a named suite: every env of it, each at its board's episodes and group size "
+        "(--episodes / --group-size override), one run folder per env under one parent "
+        f"folder (--out/--run-id), one table at the end; --resume on the parent continues "
+        f"each env. With --env: only those envs of the suite. Suites: {suites_help()}.",
+    ),
+    CliOption(
         "saved_protocol",
         bool,
         True,
@@ -212,7 +235,11 @@ _CLI_OPTIONS = (
 @app.command()
 @with_options(*run_option_groups(), (None, _CLI_OPTIONS), ("Diagnostics", DIAGNOSTICS_RUN_OPTIONS))
 def run(ctx: typer.Context, **opts: Any) -> None:
-    """Evaluate a policy on an environment; write runs/<run-id>/{episodes.jsonl,summary.json}."""
+    """Evaluate a policy on an environment; write runs/<run-id>/{episodes.jsonl,summary.json}.
+
+    Several envs (--env A --env B, or --suite NAME) make a suite: runs/<run-id>/suite.json
+    and one run directory per env, one table at the end; --resume on it continues each env.
+    """
     from ragen_envs import ConfigError, UnknownEnvError
 
     from .diagnostics.commands import needs_scorer
@@ -225,39 +252,32 @@ def run(ctx: typer.Context, **opts: Any) -> None:
     diag_policy: Any = None  # --diagnostics on hf: the run's own model scores it
     applied: Any = None  # the protocol saved with the model, if any (ragen_bench.protocol)
     bar: Any = None
+    suite_done = False
     from .interrupt import sigterm_as_interrupt
 
     try:
         with sigterm_as_interrupt():  # SIGTERM stops the run as Ctrl-C does (ragen_bench.interrupt)
-            if resume is not None:
+            if resume is not None and _is_suite(resume):
+                path = _resume_suite(ctx, opts, resume)
+                suite_done = True
+            elif resume is None and (opts["suite"] or len(opts["env"] or []) > 1):
+                path = _start_suite(ctx, opts, given_option)
+                suite_done = True
+            elif resume is not None:
                 from .results import RunDir
 
                 if not (resume / "run.json").exists():
                     raise typer.BadParameter(
-                        f"{resume} is not a run directory (no run.json)", param_hint="--resume"
+                        f"{resume} is not a run directory (no run.json) nor a suite folder "
+                        "(no suite.json)",
+                        param_hint="--resume",
                     )
-                from .endpoints import option_given
                 from .runner import resume_note
 
                 meta = RunDir(resume).read_run()  # a damaged run.json: one line naming the file
                 for line in _check_resume_values(meta, resume, opts):  # before anything is called
                     console.print(escape(line), soft_wrap=True)
-                given = {n for n in ctx.params if option_given(ctx, n)} - {
-                    "resume",
-                    "episodes",
-                    "progress",
-                    "print_json",
-                    "preflight",
-                    *_RESUME_CONFIRMING_OPTIONS,
-                }
-                if given:
-                    console.print(
-                        escape(
-                            f"warning: ignored with --resume (the run's run.json settings are used): "
-                            f"{', '.join(sorted(_flag(n) for n in given))}"
-                        ),
-                        soft_wrap=True,
-                    )
+                _warn_ignored(ctx)
                 extend = opts["episodes"] if option_given(ctx, "episodes") else None
                 bar = _progress_runner(
                     extend or meta["episodes"], progress, meta["rollout"]["max_turns"]
@@ -300,6 +320,9 @@ def run(ctx: typer.Context, **opts: Any) -> None:
         raise _interrupted(exc) from None
     finally:
         _stop(bar)
+    if suite_done:
+        _print_suite(path, print_json)
+        return
     summary = json.loads((path / "summary.json").read_text())
     print_summary(
         summary, path, to=console if print_json else out, warn_to=console
@@ -369,6 +392,170 @@ def _check_resume_values(meta: dict[str, Any], resume: Path, opts: dict[str, Any
     )
 
 
+#: Options that mean nothing for ``--resume`` (the run's own settings are used).
+_RESUME_KEEPS = {
+    "resume",
+    "episodes",
+    "progress",
+    "print_json",
+    "preflight",
+    *_RESUME_CONFIRMING_OPTIONS,
+}
+
+
+def _warn_ignored(ctx: typer.Context) -> None:
+    """One ``warning:`` line naming the options ``--resume`` ignores, if any were given."""
+    from .endpoints import option_given
+
+    given = {n for n in ctx.params if option_given(ctx, n)} - _RESUME_KEEPS
+    if given:
+        console.print(
+            escape(
+                f"warning: ignored with --resume (the run's run.json settings are used): "
+                f"{', '.join(sorted(_flag(n) for n in given))}"
+            ),
+            soft_wrap=True,
+        )
+
+
+def _is_suite(path: Path) -> bool:
+    from .suite import is_suite_dir
+
+    return is_suite_dir(path)
+
+
+def _suite_callbacks(progress: bool) -> Any:
+    """The suite runner's per-run display: a ``suite i/n:`` line on stderr and a progress bar."""
+
+    def callbacks(index: int, count: int, meta: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+        console.print(
+            escape(f"suite {index + 1}/{count}: {meta['env_id']} ({meta['run_id']})"),
+            soft_wrap=True,
+            highlight=False,
+        )
+        bar = _progress_runner(meta["episodes"], progress, meta["rollout"]["max_turns"])
+        return _callbacks(bar), lambda: _stop(bar)
+
+    return callbacks
+
+
+def _start_suite(ctx: typer.Context, opts: dict[str, Any], given_option: Any) -> Path:
+    """``ragen-bench run --suite NAME`` / ``--env A --env B …``: plan every env, then
+    :func:`ragen_bench.suite.start_suite`.  Returns the suite folder.
+
+    Raises:
+        ValueError: an unknown suite (did-you-mean), an ``--env`` not in the suite,
+            ``--diagnostics`` (one env at a time), a bad request of any env.
+    """
+    from .protocol import apply_protocol
+    from .runner import check_run_id, default_run_id, plan_run, request_from_options
+    from .suite import get_suite, start_suite
+
+    name, envs = opts["suite"], list(opts["env"] or [])
+    if opts["diagnostics"]:
+        raise ValueError(
+            "--diagnostics runs on one env; run the suite, then `ragen-bench diagnose` on a run folder"
+        )
+    if name is not None:
+        suite = get_suite(name)
+        known = {e.env_id: e for e in suite.envs}
+        unknown = [e for e in envs if e not in known]
+        if unknown:
+            raise ValueError(f"--env {unknown[0]} is not in suite {name!r} ({', '.join(known)})")
+        members = [
+            (e.env_id, e.episodes, e.group_size) for e in suite.envs if not envs or e.env_id in envs
+        ]
+    else:
+        members = [(e, None, None) for e in envs]
+    if opts["run_id"] is not None:
+        check_run_id(opts["run_id"])
+    plans = []
+    for env_id, episodes, group_size in members:
+        values = {**opts, "env": env_id, "run_id": None}
+        if episodes is not None and not given_option("episodes"):
+            values["episodes"] = episodes
+        if group_size is not None and not given_option("group_size"):
+            values["group_size"] = group_size
+        req = request_from_options(values, given=given_option, parse_kv=_parse_kv)
+        if opts["saved_protocol"]:
+            from .endpoints import option_given
+
+            applied = apply_protocol(req, {n for n in ctx.params if option_given(ctx, n)})
+            req = applied.request
+            for line in [*applied.notes, applied.describe()]:
+                if line:
+                    console.print(escape(f"{env_id}: {line}"), soft_wrap=True)
+        plans.append(plan_run(req))
+    first = plans[0].request if plans else None
+    label = name or "suite"
+    fresh = lambda: default_run_id(label, first.model, first.backend)  # noqa: E731
+    return start_suite(
+        plans,
+        opts["out_dir"],
+        opts["run_id"] or (fresh() if first else label),
+        suite=name,
+        explicit_id=opts["run_id"] is not None,
+        fresh_id=fresh,
+        callbacks=_suite_callbacks(opts["progress"]),
+    )
+
+
+def _resume_suite(ctx: typer.Context, opts: dict[str, Any], path: Path) -> Path:
+    """``ragen-bench run --resume <suite folder>``: each run continues where it stopped."""
+    from .endpoints import option_given
+    from .suite import resume_suite
+
+    if option_given(ctx, "episodes"):
+        raise ValueError(
+            "--episodes cannot extend a whole suite; extend one run with "
+            f"`ragen-bench run --resume {path}/<run> --episodes N`"
+        )
+    _warn_ignored(ctx)
+    return resume_suite(
+        path,
+        check=opts["preflight"],
+        callbacks=_suite_callbacks(opts["progress"]),
+        confirm=lambda run_dir, meta: [
+            console.print(escape(line), soft_wrap=True)
+            for line in _check_resume_values(meta, run_dir, opts)
+        ],
+    )
+
+
+def _print_suite(path: Path, print_json: bool) -> None:
+    """The suite's table (stderr with ``--json``, whose stdout holds only the JSON document
+    ``{"suite_id", "suite", "path", "runs": [{env_id, run_id, path, summary, failure}]}``);
+    exit 1 when a run measured nothing."""
+    from .suite import read_suite, suite_results, suite_table
+    from .summary_table import env_error_warning
+
+    meta, rows = read_suite(path), suite_results(path)
+    to = console if print_json else out
+    to.print(suite_table(rows, f"suite {meta['suite'] or meta['suite_id']}"))
+    to.print(f"results: {escape(str(path))}")
+    for row in rows:
+        warning = env_error_warning(row["summary"]) if row["summary"] else None
+        if warning:
+            console.print(
+                f"[bold red]WARNING:[/bold red] {escape(row['env_id'])}: {escape(warning)}",
+                soft_wrap=True,
+            )
+    if print_json:
+        out.print_json(
+            data={
+                "suite_id": meta["suite_id"],
+                "suite": meta["suite"],
+                "path": str(path),
+                "runs": rows,
+            }
+        )
+    failed = [r for r in rows if r["failure"]]
+    for row in failed:
+        _error(f"{row['env_id']}: {row['failure']}; files kept in {row['path']}")
+    if failed:
+        raise typer.Exit(1)
+
+
 def _interrupted(exc: KeyboardInterrupt) -> typer.Exit:
     """Ctrl-C or SIGTERM: one line on stderr (what is saved, the resume command); the exit
     to raise, status 128 + the signal (130, 143)."""
@@ -376,7 +563,18 @@ def _interrupted(exc: KeyboardInterrupt) -> typer.Exit:
     from .results import RunDir
 
     signum = signal_of(exc)
-    if isinstance(exc, RunInterrupted):
+    if isinstance(exc, RunInterrupted) and _is_suite(exc.path):
+        from .suite import saved_line
+
+        try:
+            what = saved_line(exc.path)
+        except (OSError, ValueError, KeyError):
+            what = f"the recorded episodes are in {exc.path}"
+        message = (
+            f"{signal_label(signum)}: {what}; finish the suite with "
+            f"`ragen-bench run --resume {exc.path}`"
+        )
+    elif isinstance(exc, RunInterrupted):
         path = exc.path
         try:
             meta = RunDir(path).read_run()
@@ -528,7 +726,7 @@ def validate(
     schema: Annotated[
         str | None,
         typer.Option(
-            help="Force a schema for the files named (not for a directory's files): episode | summary | run | leaderboard | metrics | train_config | train_summary | agent_protocol."
+            help="Force a schema for the files named (not for a directory's files): episode | summary | run | leaderboard | metrics | train_config | train_summary | agent_protocol | suite."
         ),
     ] = None,
 ) -> None:
@@ -681,6 +879,37 @@ def site(
         ),
         soft_wrap=True,
     )
+
+
+@app.command("compare")
+def compare(
+    run_a: Annotated[Path, typer.Argument(help="Run directory A (the baseline).")],
+    run_b: Annotated[Path, typer.Argument(help="Run directory B, on the same env and seeds.")],
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the comparison as the only thing on stdout.")
+    ] = False,
+) -> None:
+    """Compare two runs on the same seeds, paired: success of A and B over the episodes both
+    played, the difference B - A with a 95% paired-bootstrap interval and the exact McNemar
+    test; again over the episodes well-formed in both runs (every answer parsed).
+
+    Exit 2 with one line when a path is not a run directory, the runs are of different
+    envs, or they share no episode.
+    """
+    from .compare import compare_runs, comparison_table
+
+    result = _or_exit_2(compare_runs, run_a, run_b)
+    if as_json:
+        return out.print_json(data=result)
+    out.print(comparison_table(result))
+    if result["only_a"] or result["only_b"]:
+        out.print(
+            escape(
+                f"{result['only_a']} episodes only in A and {result['only_b']} only in B are "
+                "left out (other seeds or unfinished)"
+            ),
+            soft_wrap=True,
+        )
 
 
 @app.command("report")

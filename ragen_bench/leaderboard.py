@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -252,11 +253,34 @@ def md_text(value: Any, *, one_line: bool = True) -> str:
     ``&``, ``<``, ``>`` become HTML entities (a board field cannot inject ``<script>`` or
     an ``<img>`` into a rendered README); ``|``, ``\\`` and backticks are backslash-escaped
     (a ``|`` would split a table cell); control characters, and with ``one_line`` line
-    breaks, become spaces.
+    breaks, become spaces.  Links keep only http, https and relative targets (a
+    ``[x](javascript:…)`` is shown as text), and a line starting with ``#`` stays text
+    (a description's ``\n\n# H1`` is not a heading).
     """
     text = str(value).translate(_MD_SPECIAL)
     keep = "" if one_line else "\n"
-    return "".join(" " if (ord(c) < 0x20 and c not in keep) or c == "\x7f" else c for c in text)
+    text = "".join(" " if (ord(c) < 0x20 and c not in keep) or c == "\x7f" else c for c in text)
+    text = _LINK.sub(_safe_link, text)
+    return _BLOCK_START.sub(lambda m: m.group(1) + "\\" + m.group(2), text)
+
+
+#: A Markdown link ``[text](target`` or a reference definition ``[label]: target``.
+_LINK = re.compile(r"\[([^\[\]\n]*)\](\(\s*|:\s*)([^\s)]*)")
+#: A URL scheme at the start of a link target (``javascript:``, ``data:``, ``https:``...).
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+#: A line that Markdown would start a heading or a block quote with (``# H1``, ``> quote``
+#: is already ``&gt;``): the marker is backslash-escaped so it stays text.
+_BLOCK_START = re.compile(r"(?m)^([ \t]{0,3})(#)")
+
+
+def _safe_link(m: re.Match[str]) -> str:
+    """A link whose target is http(s) or relative stays a link; any other scheme
+    (``javascript:``, ``data:``, ``vbscript:``, ``file:``) has its brackets escaped, so it is
+    shown as text and never becomes a link."""
+    scheme = _SCHEME.match(m.group(3))
+    if scheme is None or scheme.group(0).lower() in ("http:", "https:"):
+        return m.group(0)
+    return f"\\[{m.group(1)}\\]{m.group(2)}{m.group(3)}"
 
 
 def render_markdown(board: dict[str, Any]) -> str:

@@ -250,10 +250,82 @@ def model_source(model: str, base: str | None = None) -> ModelSource:
     check_model_ref(model, need_config=False)  # the back-ends' own checks are stricter
     path = resolve_model_path(model)
     if is_adapter_dir(Path(path).expanduser()):
-        return ModelSource(
+        source = ModelSource(
             str(Path(path).expanduser()), resolve_model_path(adapter_base(path, base))
         )
-    return ModelSource(path)
+    else:
+        source = ModelSource(path)
+    for ref in (source.base, source.path):
+        if ref is not None and not Path(ref).expanduser().exists():
+            check_hub_model(ref)  # a hub id: cached, or the hub answers (one line, at once)
+    return source
+
+
+#: Seconds the one connection probe to the hub may take (:func:`check_hub_model`).
+HUB_PROBE_TIMEOUT_S = 3.0
+
+
+def hub_unreachable(timeout_s: float = HUB_PROBE_TIMEOUT_S) -> str | None:
+    """Why the Hugging Face hub cannot be reached now, or ``None`` when it can.
+
+    Offline mode (``HF_HUB_OFFLINE=1``, as huggingface_hub reads it) says so at once;
+    otherwise one TCP connection to the hub's host (``HF_ENDPOINT``, default
+    huggingface.co; the ``HTTPS_PROXY`` host when one is set) with a ``timeout_s`` limit.
+    """
+    import os
+    import socket
+    from urllib.parse import urlsplit
+
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        return "HF_HUB_OFFLINE is set"
+    url = urlsplit(constants.ENDPOINT)
+    proxy = next(
+        (
+            os.environ[k]
+            for k in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")
+            if os.environ.get(k)
+        ),
+        None,
+    )
+    if proxy:
+        url = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+    host = url.hostname or "huggingface.co"
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            return None
+    except OSError as exc:
+        return f"{host}:{port} cannot be reached ({exc.strerror or type(exc).__name__})"
+
+
+def check_hub_model(model_id: str) -> None:
+    """Refuse a hub id that is neither in the local cache nor downloadable now, at once.
+
+    Without this, transformers retries the hub for about a minute and prints a dozen
+    lines before its own error.  A model whose ``config.json`` is in the huggingface_hub
+    cache passes without any network access.
+
+    Raises:
+        ValueError: one line: the model is not cached and :func:`hub_unreachable` says why
+            it cannot be downloaded.
+    """
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        cached = try_to_load_from_cache(model_id, "config.json")
+    except ValueError:  # not a valid repo id: the loader says so
+        return
+    if isinstance(cached, str):
+        return
+    why = hub_unreachable()
+    if why is not None:
+        raise ValueError(
+            f"cannot load model {model_id!r}: it is not a local directory, not in the Hugging Face "
+            f"cache, and the hub cannot be reached ({why}); download it where there is a "
+            "network (`hf download ID`) or pass a local model folder"
+        )
 
 
 @contextlib.contextmanager

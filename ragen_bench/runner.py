@@ -71,16 +71,37 @@ def default_run_id(env_id: str, model: str | None, backend: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", f"{stamp}-{secrets.token_hex(3)}_{env}_{who}")
 
 
+#: Bidirectional formatting characters (Unicode's Bidi_Control property): marks, embeddings,
+#: overrides (U+202E) and isolates; they reorder how a name is shown.
+_BIDI_CONTROLS = frozenset(
+    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
+
+
 def check_run_id(run_id: str) -> None:
     """Refuse a run id that is not one plain directory name.
 
     Raises:
-        ValueError: empty, ``.``/``..``, containing a path separator, or containing a
-            control character (a newline in a run id splits log lines and tables; issue 28).
+        ValueError: empty, ``.``/``..``, containing a path separator, containing a
+            control character (a newline in a run id splits log lines and tables) or a
+            bidirectional control (U+202E shows ``exe.txt`` as ``txt.exe``), with leading
+            or trailing white space (a lone space), or starting with ``-`` (read as an
+            option by every command it is passed to).
     """
     bad = next((c for c in run_id if is_control(c)), None)  # C0, DEL, C1, U+2028, U+2029
     if bad is not None:
         raise ValueError(f"--run-id must not contain control characters, got {run_id!r}")
+    bidi = next((c for c in run_id if c in _BIDI_CONTROLS), None)
+    if bidi is not None:
+        raise ValueError(
+            f"--run-id must not contain bidirectional controls (U+{ord(bidi):04X}), got {run_id!r}"
+        )
+    if run_id != run_id.strip():
+        raise ValueError(f"--run-id must not start or end with white space, got {run_id!r}")
+    if run_id.startswith("-"):
+        raise ValueError(
+            f"--run-id must not start with '-' (it would read as an option), got {run_id!r}"
+        )
     if (
         not run_id
         or run_id in (".", "..")
@@ -157,9 +178,10 @@ _PROTOCOL = "Agent-loop protocol (default: the env's agent defaults)"
 REQUEST_OPTIONS: tuple[CliOption, ...] = (
     CliOption(
         "env",
-        Optional[str],
+        Optional[list[str]],
         None,
-        "Environment id, e.g. ragen/Sokoban-v0 (see `ragen-bench ls`).",
+        "Environment id, e.g. ragen/Sokoban-v0 (see `ragen-bench ls`); repeat it to run a "
+        "suite of several envs (one run folder each under one parent folder).",
         key="env_id",
         flags=("--env", "-e"),
     ),
@@ -201,7 +223,11 @@ REQUEST_OPTIONS: tuple[CliOption, ...] = (
         "An existing one is refused: use --resume.",
     ),
     CliOption(
-        "max_parallel", Optional[int], None, "Episodes alive at once (default: from the back-end)."
+        "max_parallel",
+        Optional[int],
+        None,
+        "Episodes alive at once (default: the back-end's batch size x concurrency, e.g. "
+        "32 for hf, 64 for random and oracle); finished episodes are saved as they end.",
     ),
     CliOption(
         "preflight",
@@ -326,14 +352,24 @@ def request_from_options(
         and POLICIES.meta(backend, "check_model")
         and not Path(model).expanduser().exists()
     ):  # a missing local path: one line now, before --env is asked for or the hub is tried
-        from .model_dirs import check_model_ref
+        from .model_dirs import check_hub_model, check_model_ref
 
         check_model_ref(model, need_config=POLICIES.meta(backend, "check_model") == "config")
-    values = {**values, "env": values.get("env") or protocol_env(backend, model)}
+        if model != "tiny":  # a hub id: cached, or the hub answers (before torch is imported)
+            check_hub_model(model)
+    env = values.get("env")
+    if isinstance(env, list | tuple):  # --env given once (several: ragen_bench.suite)
+        if len(env) > 1:
+            raise ValueError(f"one run plays one env, got --env {' --env '.join(env)}")
+        env = env[0] if env else None
+    values = {**values, "env": env or protocol_env(backend, model)}
     if not values["env"]:  # a saved model's ragen_protocol.json names the env it was trained on
         import typer
 
-        raise typer.BadParameter("--env is required (see `ragen-bench ls`)", param_hint="--env")
+        raise typer.BadParameter(
+            "--env is required (see `ragen-bench ls`)" + _training_folder_hint(backend, model),
+            param_hint="--env",
+        )
     options: dict[str, Any] = {}
     sampling_defaults: dict[str, Any] = {}
     if (backend in POLICIES and POLICIES.meta(backend, "endpoint")) or values.get(
@@ -377,7 +413,37 @@ def request_from_options(
     return RunRequest(**direct)
 
 
-def _exists_message(path: Path) -> str:
+def _training_folder_hint(backend: str, model: str | None) -> str:
+    """``; <model> is a training output folder … pass …/final_model`` when ``model`` is a
+    folder holding model folders, with the env they were trained on when they agree
+    (that env is then the default ``--env``); empty otherwise."""
+    from .model_dirs import folder_hint, model_subfolders
+    from .protocol import protocol_env
+
+    if not model or not Path(model).expanduser().is_dir():
+        return ""
+    path = Path(model).expanduser()
+    hint = folder_hint(path)
+    if hint is None:
+        return ""
+    envs = set()
+    for sub in model_subfolders(path):
+        try:
+            envs.add(protocol_env(backend, str(sub)))
+        except ValueError:  # trained on several envs, or a damaged protocol: no default
+            envs.add(None)
+    if len(envs) == 1 and None not in envs:
+        hint += f" (trained on {envs.pop()}: the default --env of each)"
+    return f"; {hint}"
+
+
+def exists_message(path: Path) -> str:
+    """Why a new run (or suite) cannot be created at ``path``, and what to do instead."""
+    if (path / "suite.json").is_file():
+        return (
+            f"suite folder {path} already exists; finish it with `ragen-bench run --resume {path}` "
+            "or choose another --run-id"
+        )
     if (path / "run.json").is_file():
         return (
             f"run directory {path} already exists; finish it with `ragen-bench run --resume {path}` "
@@ -386,7 +452,7 @@ def _exists_message(path: Path) -> str:
     return f"{path} already exists and is not a run directory; choose another --run-id or remove it"
 
 
-def _create_run_dir(out: Path, run_id: str, *, fresh_id: Callable[[], str] | None) -> RunDir:
+def create_run_dir(out: Path, run_id: str, *, fresh_id: Callable[[], str] | None) -> RunDir:
     """Create ``out/run_id`` exclusively (``mkdir(exist_ok=False)``: of two racing runs one wins).
 
     With ``fresh_id`` (a default id) a taken name is replaced by a new id, a few times;
@@ -407,7 +473,7 @@ def _create_run_dir(out: Path, run_id: str, *, fresh_id: Callable[[], str] | Non
             return RunDir(path)
         except FileExistsError:
             if fresh_id is None:
-                raise FileExistsError(_exists_message(path)) from None
+                raise FileExistsError(exists_message(path)) from None
             run_id = fresh_id()
     raise FileExistsError(f"could not find a free run id under {out}; pass --run-id")
 
@@ -456,20 +522,55 @@ def start_run(
     if (
         explicit and (out / run_id).exists()
     ):  # fail before loading a model; mkdir below closes the race
-        raise FileExistsError(_exists_message(out / run_id))
+        raise FileExistsError(exists_message(out / run_id))
     owned = policy is None
     policy = policy or make_policy(req.backend, req.model, **(req.policy_options or {}))
     try:
-        meta = _run_meta(plan, run_id, policy)
         fresh = None if explicit else (lambda: default_run_id(req.env_id, req.model, req.backend))
-        run_dir = _create_run_dir(out, run_id, fresh_id=fresh)
+        run_dir = create_run_dir(out, run_id, fresh_id=fresh)
         with run_dir.writer_lock():  # taken before run.json exists, so no --resume can slip in
-            meta["run_id"] = run_dir.path.name
-            run_dir.write_run(meta)
+            meta = write_new_run(run_dir, plan, policy)
             return _play_or_interrupted(run_dir, meta, policy, progress, on_start, on_turn)
     finally:
         if owned:
             close_policy(policy)
+
+
+def write_new_run(run_dir: RunDir, plan: RunPlan, policy: Policy) -> dict[str, Any]:
+    """Write the ``run.json`` of a new, empty run directory ``run_dir`` for ``plan`` played by
+    ``policy`` (its run id is the directory's name); return it.  Nothing is played: a
+    later :func:`play_run` (or ``--resume``) plays every episode.  The caller holds the
+    directory's writer lock."""
+    meta = _run_meta(plan, run_dir.path.name, policy)
+    run_dir.write_run(meta)
+    return meta
+
+
+def play_run(
+    path: str | Path,
+    policy: Policy,
+    *,
+    progress: Callable[[EpisodeRecord, int, int], None] | None = None,
+    on_start: Callable[[int, int], None] | None = None,
+    on_turn: Callable[[int, Any], None] | None = None,
+) -> Path:
+    """Play the missing episodes of the run directory ``path`` with an already built
+    ``policy`` under the run's writer lock, then write its summary (callbacks as in
+    :func:`start_run`).  A run with nothing missing and a summary is left as it is.
+
+    Raises:
+        FileNotFoundError: ``path`` is not a run directory.  RunLockedError: another
+            process is writing it.  RunInterrupted: a signal stopped it (the recorded
+            episodes stay).
+    """
+    run_dir = RunDir(path)
+    with run_dir.writer_lock():
+        meta = run_dir.read_run()
+        if not missing_episodes(run_dir, meta) and (run_dir.path / "summary.json").is_file():
+            if on_start is not None:
+                on_start(meta["episodes"], meta["episodes"])
+            return run_dir.path
+        return _play_or_interrupted(run_dir, meta, policy, progress, on_start, on_turn)
 
 
 def _play_or_interrupted(run_dir: RunDir, *args: Any) -> Path:

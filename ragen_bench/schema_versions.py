@@ -34,6 +34,7 @@ CURRENT: dict[str, int | None] = {
     "train_config": None,
     "train_summary": None,
     "agent_protocol": 1,
+    "suite": 1,
 }
 
 #: Fields added to a kind since its files were first written (dotted paths).  Each one's

@@ -5,7 +5,7 @@ Directories it recognises (:func:`dir_files`): a ``ragen-bench`` run directory
 (``run.json``), a ``ragen-train`` output directory (a training ``config.json``:
 ``config.json``, ``metrics.jsonl``, ``sft/metrics.jsonl``, ``summary.json`` and the
 ``ragen_protocol.json`` of every model folder in it) and a saved model folder
-(``ragen_protocol.json``).  A file's schema is told by its name and, where names are
+(``ragen_protocol.json``), and a suite folder (``suite.json``, then each run's files).  A file's schema is told by its name and, where names are
 shared (``config.json``, ``summary.json``), by its shape.
 """
 
@@ -28,6 +28,7 @@ BY_NAME = {
     "run.json": "run",
     "metrics.jsonl": "metrics",
     "ragen_protocol.json": "agent_protocol",
+    "suite.json": "suite",
 }
 KINDS = (
     "episode",
@@ -38,6 +39,7 @@ KINDS = (
     "train_config",
     "train_summary",
     "agent_protocol",
+    "suite",
 )
 #: Keys every ``ragen-train`` ``config.json`` has (a Hugging Face model's config.json has none of them).
 TRAIN_CONFIG_KEYS = frozenset({"env", "rollout", "trainer"})
@@ -103,6 +105,13 @@ def dir_files(path: str | Path) -> list[tuple[Path, str | None]]:
         return files
     if (p / "ragen_protocol.json").is_file():
         return [(p / "ragen_protocol.json", "agent_protocol")]
+    if (p / "suite.json").is_file():  # a suite folder: suite.json, then each run's files
+        from .suite import read_suite
+
+        files = [(p / "suite.json", "suite")]
+        for run in read_suite(p)["runs"]:
+            files += [(f, None) for f in run_dir_files(p / run["run_id"])]
+        return files
     if not (p / "run.json").is_file() and (boards := _board_files(p)):
         return [(b, "leaderboard") for b in boards]
     return [(f, None) for f in run_dir_files(p)]  # raises: not a run directory (no run.json)

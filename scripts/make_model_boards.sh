@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Add a real language model's rows to the leaderboards (issue 29 item 1): one env id of
-# every env family, test split, the boards' own protocol (each env's agent defaults, the
-# baselines' seeds and group size), so the rows sit beside random and oracle:
+# Add a real language model's rows to the leaderboards: one env id of every env family
+# (one `ragen-bench run --suite boards`, one run folder per env under $RUNS/<label>),
+# test split, the boards' own protocol (each env's agent defaults, the baselines' seeds and
+# group size), so the rows sit beside random and oracle:
 #   leaderboards/procedural.json  Sokoban, FrozenLake, Bandit, Countdown, Sudoku (64 seeds x 4)
 #   leaderboards/games.json       2048, RubiksCube                                (64 seeds x 4)
 #   leaderboards/data.json        MetaMathQA, DeepCoder, SearchQA, WebShop       (128 instances)
@@ -14,7 +15,9 @@
 #   MODEL=/path/to/hf-dir BACKEND=vllm bash scripts/make_model_boards.sh
 #   SMOKE=1 bash scripts/make_model_boards.sh               # 2 episodes of Bandit, into a temp board
 #   ENVS="ragen/Bandit-v0 ragen/Countdown-v0" EPISODES=64 bash scripts/make_model_boards.sh
-#                                                           # some rows, fewer episodes (commit between)
+#                                                           # some rows, fewer episodes
+# An interrupted suite continues with `ragen-bench run --resume $RUNS/<label>`; every env runs
+# before any board changes, so all rows record the same clean commit.
 #
 # Settings (environment variables):
 #   MODEL     Hugging Face model folder or a trained LoRA adapter folder, played with the boards'
@@ -56,6 +59,8 @@ check_clean() {
     die "the tree has uncommitted changes: the rows would record a -dirty commit; commit first (or ALLOW_DIRTY=1 to mark them -dirty)"
   fi
 }
+# the envs of the "boards" suite (ragen_bench.suite.SUITES, which holds their boards and
+# protocols; tests/test_make_model_boards.py keeps the two lists equal) + Lean (data board)
 ALL_ENVS=" ragen/Sokoban-v0 ragen/FrozenLake-v0 ragen/Bandit-v0 ragen/Countdown-v0 ragen/Sudoku-v0 ragen/2048-v0 ragen/RubiksCube-v0 ragen/MetaMathQA-v0 ragen/DeepCoder-v0 ragen/SearchQA-v0 ragen/WebShop-v0 ragen/Lean-v0 "
 for env in ${ENVS:-}; do
   [[ $ALL_ENVS == *" $env "* ]] || die "ENVS: $env is not one of the boards' env ids:$ALL_ENVS"
@@ -87,24 +92,32 @@ fi
 mkdir -p "$RUNS" "$BOARDS"
 echo "model $MODEL ($LABEL), back-end $BACKEND, dtype $DTYPE on $DEVICE, commit $COMMIT" >&2
 
-row() {  # board env episodes group-size [extra run options...]
-  local board=$1 env=$2 episodes=${EPISODES:-$3} group=$4
-  shift 4
-  [[ " ${ENVS:-$env} " == *" $env "* ]] || return 0
-  check_clean  # every row: an earlier row's board change would make this one -dirty
-  local run
-  run="$(echo "$LABEL" | tr -c 'A-Za-z0-9.\n-' _)-$(basename "$env")"
-  rm -rf "${RUNS:?}/$run"
+SUITE="$(echo "$LABEL" | tr -c 'A-Za-z0-9.\n-' _)"  # runs: $RUNS/$SUITE/$SUITE-<Env-vN>
+run_suite() {  # run-id [run options...]: one `ragen-bench run --suite boards`, its JSON on stdout
+  local id=$1
+  shift
+  rm -rf "${RUNS:?}/$id"
   # seed 0: groups use seeds 0..episodes/group-1, as the baseline rows (recorded in run.json)
-  "${BENCH[@]}" run "${POLICY[@]}" --model "$MODEL" --env "$env" --episodes "$episodes" \
-    --group-size "$group" --split test --seed 0 --out "$RUNS" --run-id "$run" --no-progress \
-    --no-saved-protocol "$@" > /dev/null
-  ragen-bench leaderboard add "$RUNS/$run" --board "$BOARDS/$board.json" --label "$LABEL" \
-    --description "Real-model rows of $board (test split, the env's agent defaults)." --replace
+  "${BENCH[@]}" run "${POLICY[@]}" --model "$MODEL" --split test --seed 0 --out "$RUNS" \
+    --run-id "$id" --no-progress --no-saved-protocol --json "$@"
+}
+add_rows() {  # board-or-empty: add every run of the suite JSON on stdin to its board
+  local code='
+import json, sys
+from ragen_bench.suite import SUITES
+boards = {e.env_id: e.board for e in SUITES["boards"].envs}
+for r in json.load(sys.stdin)["runs"]:
+    print(r["path"], sys.argv[1] or boards[r["env_id"]])
+'
+  python -c "$code" "$1" | while read -r run board; do add_row "$run" "$board"; done
+}
+add_row() {  # run-directory board
+  ragen-bench leaderboard add "$1" --board "$BOARDS/$2.json" --label "$LABEL" \
+    --description "Real-model rows of $2 (test split, the env's agent defaults)." --replace
 }
 
 if [[ ${SMOKE:-0} == 1 ]]; then
-  row smoke ragen/Bandit-v0 2 1
+  run_suite "$SUITE" --suite boards --env ragen/Bandit-v0 --episodes 2 --group-size 1 | add_rows smoke
   ragen-bench validate "$BOARDS/smoke.json" > /dev/null
   echo "smoke board: $BOARDS/smoke.json" >&2
   python - "$BOARDS/smoke.json" <<'PY'
@@ -115,18 +128,25 @@ PY
   exit 0
 fi
 
-for env in ragen/Sokoban-v0 ragen/FrozenLake-v0 ragen/Bandit-v0 ragen/Countdown-v0 ragen/Sudoku-v0; do
-  row procedural "$env" 256 4
+# every env at its board's protocol (256 episodes x group 4; data 128 x 1), all run before any
+# board changes, so every row records the same clean commit
+rm -f "$RUNS/$SUITE.json"  # an earlier call's suite is not re-added
+SELECT=()
+for env in ${ENVS:-$ALL_ENVS}; do
+  [[ $env == ragen/Lean-v0 ]] || SELECT+=(--env "$env")
 done
-for env in ragen/2048-v0 ragen/RubiksCube-v0; do
-  row games "$env" 256 4
-done
-for env in ragen/MetaMathQA-v0 ragen/DeepCoder-v0 ragen/SearchQA-v0 ragen/WebShop-v0; do
-  row data "$env" 128 1
-done
-if [[ -n ${LEAN_VERIFIER:-} ]]; then  # Lean only with a real verifier (a Kimina server or a local REPL)
-  row data ragen/Lean-v0 128 1 --env-config "verifier=$LEAN_VERIFIER"
+if (( ${#SELECT[@]} )); then
+  run_suite "$SUITE" --suite boards "${SELECT[@]}" ${EPISODES:+--episodes "$EPISODES"} > "$RUNS/$SUITE.json"
 fi
+if [[ -n ${LEAN_VERIFIER:-} && " ${ENVS:-ragen/Lean-v0} " == *" ragen/Lean-v0 "* ]]; then
+  # Lean only with a real verifier (a Kimina server or a local REPL)
+  LEAN_RUN="$SUITE-Lean-v0"  # one env: a plain run directory
+  run_suite "$LEAN_RUN" --env ragen/Lean-v0 --episodes "${EPISODES:-128}" --group-size 1 \
+    --env-config "verifier=$LEAN_VERIFIER" > /dev/null
+fi
+check_clean  # the runs recorded a clean commit; nothing changed since
+if [[ -f $RUNS/$SUITE.json ]]; then add_rows "" < "$RUNS/$SUITE.json"; fi
+if [[ -n ${LEAN_RUN:-} ]]; then add_row "$RUNS/$LEAN_RUN" data; fi
 for board in procedural games data; do
   ragen-bench leaderboard render --board "$BOARDS/$board.json" > "$BOARDS/$board.md"
 done
@@ -134,5 +154,5 @@ if [[ -z ${ENVS:-} ]]; then
   ragen-bench site "$BOARDS"/*.json --out site --runs "$RUNS" --runs runs/baselines
   echo "rows added to $BOARDS/{procedural,games,data}.json; site in site/ (matrix: site/matrix.html)" >&2
 else
-  echo "rows of $ENVS added to $BOARDS; commit them before the next rows" >&2
+  echo "rows of $ENVS added to $BOARDS" >&2
 fi

@@ -93,3 +93,15 @@ def test_bad_envs_or_episodes_are_one_line(
     )
     assert res.returncode == 2 and res.stderr.strip().startswith(f"make_model_boards: {message}")
     assert len(res.stderr.strip().splitlines()) == 1
+
+
+def test_the_scripts_env_list_is_the_boards_suite_and_lean() -> None:
+    """The script checks ENVS before anything runs (no Python needed); its list is the
+    "boards" suite of ragen_bench.suite plus Lean."""
+    import re
+
+    from ragen_bench.suite import SUITES
+
+    listed = re.search(r'^ALL_ENVS=" (.*) "$', SCRIPT.read_text(), re.M)
+    assert listed is not None
+    assert listed.group(1).split() == [e.env_id for e in SUITES["boards"].envs] + ["ragen/Lean-v0"]

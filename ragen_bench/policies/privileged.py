@@ -25,7 +25,10 @@ class _EnvPolicy(Policy):
     """
 
     privileged = True
-    max_batch_size = 1 << 16
+    #: Episodes alive at once by default (the rollout engine's ``max_parallel``): enough to
+    #: keep the loop busy, few enough that finished episodes are written from the first
+    #: second (1,024 alive at once wrote nothing for 10 s, and ran 1.7x slower).
+    max_batch_size = 64
     max_concurrency = 1
     think: str | None = None
 

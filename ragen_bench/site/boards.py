@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .page import render_page, slug, write_page
+from .page import provenance_flags, render_page, report_name, slug, write_page
 
 
 class SiteError(ValueError):
@@ -138,12 +138,18 @@ def build_site(
         )
     )
 
+    page_owner: dict[str, str] = {}  # report file stem -> its run id (one page per run id)
+
     def report_for(run_id: str) -> str | None:
         if run_id not in report_of:
             run_dir = find_run(run_id, runs_roots) if reports else None
             href = None
             if run_dir is not None:
-                href = f"runs/{slug(run_id)}.html"
+                name = report_name(run_id)
+                while name in page_owner and page_owner[name] != run_id:  # a crafted id
+                    name += "_"
+                page_owner[name] = run_id
+                href = f"runs/{name}.html"
                 run_nav = [(label, f"../{h}") for label, h in nav]
                 written.append(write_page(out / href, render_run_report(run_dir, nav=run_nav)))
             report_of[run_id] = href
@@ -164,6 +170,7 @@ def build_site(
                     board["envs"].get(e["env_id"], {}).get("protocol") or {}, short=True
                 ),
                 "protocol_full": protocols.get(e["env_id"], "–"),
+                "flags": provenance_flags(e),
             }
             for e in board["entries"]
         ]

@@ -27,6 +27,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .page import provenance_flags
+
 #: Columns of the CSV files, in order (``success_lo`` / ``success_hi``: the 95% interval).
 CSV_COLUMNS = (
     "board",
@@ -183,6 +185,7 @@ def matrix(boards: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
                 "board": name,
                 "episodes": e["episodes"],
                 "run_id": e.get("run_id", ""),
+                "flags": provenance_flags(e),
             }
         means = [c["mean"] for c in shown.values()]
         average = sum(means) / len(means)

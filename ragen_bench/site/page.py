@@ -137,6 +137,29 @@ def slug(text: str) -> str:
     return s or "_"
 
 
+def provenance_flags(entry: dict[str, Any]) -> list[str]:
+    """What a board entry cannot vouch for, as the short marks the pages show beside it:
+    ``"dirty"`` when its run was made from a tree with uncommitted changes (its
+    ``git_commit`` ends in ``-dirty``), ``"no seeds"`` when it records no ``seeds``.
+    Such a row stands until new runs from a clean commit replace it."""
+    flags = []
+    if str(entry.get("git_commit") or "").endswith("-dirty"):
+        flags.append("dirty")
+    if not entry.get("seeds"):
+        flags.append("no seeds")
+    return flags
+
+
+def report_name(run_id: str) -> str:
+    """The file stem of ``run_id``'s report page, unique per run id: :func:`slug` when it
+    keeps the id as it is, else the slug and 8 hex digits of the id's SHA-256 (``col a``
+    and ``col_a`` have one slug but two pages)."""
+    s = slug(run_id)
+    if s == run_id:
+        return s
+    return f"{s}-{hashlib.sha256(run_id.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+
+
 # ------------------------------------------------------------------- formatting
 def _finite(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)

@@ -232,3 +232,84 @@ def test_missing_local_model_is_one_line_at_once(
         "error: model path './x/final_modle' does not exist (did you mean x/final_model?)"
     )
     assert not (tmp_path / "runs").exists()
+
+
+def _bench_subprocess(tmp_path: Path, **env: str):
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("HF_", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"))
+    }
+    args = ["run", "--policy", "hf", "--model", "ragen-test/not-cached-model", "--env"]
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ragen_bench.cli",
+            *args,
+            "ragen/Bandit-v0",
+            "--out",
+            str(tmp_path / "runs"),
+        ],
+        env={
+            **clean,
+            "PYTHONPATH": str(root),
+            "HF_HOME": str(tmp_path / "hf"),
+            "COLUMNS": "400",
+            **env,
+        },
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_an_uncached_hub_id_in_offline_mode_is_one_line(tmp_path: Path) -> None:
+    res = _bench_subprocess(tmp_path, HF_HUB_OFFLINE="1")
+    assert res.returncode == 2
+    assert res.stderr.strip().splitlines() == [
+        "error: cannot load model 'ragen-test/not-cached-model': it is not a local directory, not in "
+        "the Hugging Face cache, and the hub cannot be reached (HF_HUB_OFFLINE is set); download "
+        "it where there is a network (`hf download ID`) or pass a local model folder"
+    ]
+    assert not (tmp_path / "runs").exists()
+
+
+def test_an_uncached_hub_id_without_a_network_is_one_line(tmp_path: Path) -> None:
+    """The hub is a closed port on 127.0.0.1 (no network here to take away): one probe,
+    one line, instead of transformers' minute of retries and a dozen lines."""
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on once closed
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    res = _bench_subprocess(tmp_path, HF_ENDPOINT=f"http://127.0.0.1:{port}")
+    assert res.returncode == 2
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1, res.stderr
+    assert f"the hub cannot be reached (127.0.0.1:{port} cannot be reached (" in lines[0]
+
+
+def test_a_cached_hub_id_passes_the_hub_check_offline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model in the huggingface_hub cache (its real on-disk layout) needs no network."""
+    from huggingface_hub import constants
+
+    from ragen_bench.model_dirs import check_hub_model
+
+    repo = tmp_path / "hub" / "models--owner--cached"
+    (repo / "snapshots" / "abc123").mkdir(parents=True)
+    (repo / "snapshots" / "abc123" / "config.json").write_text("{}")
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("abc123")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    check_hub_model("owner/cached")  # no error
+    with pytest.raises(ValueError, match="HF_HUB_OFFLINE is set"):
+        check_hub_model("owner/not-cached")

@@ -233,6 +233,27 @@ def test_issue14_item4_run_requires_env_with_one_line() -> None:
     assert res.exit_code == 2 and "--env is required" in res.output
 
 
+def test_a_training_output_folder_without_env_names_final_model_and_its_env(
+    tmp_path: Path,
+) -> None:
+    """``--model outputs/X`` (a training output folder) without ``--env``: the error names
+    the model folder to pass and the env it was trained on (its default ``--env``)."""
+    from ragen_bench.protocol import AgentProtocol, write_protocol
+
+    run = tmp_path / "outputs" / "x"
+    final = run / "final_model"
+    final.mkdir(parents=True)
+    (final / "adapter_config.json").write_text("{}")
+    (run / "config.json").write_text(json.dumps({"env": {}, "rollout": {}, "trainer": {}}))
+    rollout = {"enable_think": True, "sampling": {}}
+    write_protocol(final, AgentProtocol("ragen/Bandit-v0", {}, "test", rollout))
+    res = runner.invoke(app, ["run", "--policy", "hf", "--model", str(run)], env={"COLUMNS": "400"})
+    assert res.exit_code == 2
+    text = " ".join(res.output.replace("│", " ").split())
+    assert "--env is required" in text
+    assert f"pass one of: {final} (trained on ragen/Bandit-v0: the default --env of each)" in text
+
+
 def test_issue14_item4_the_env_id_is_resolved_once_per_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -9,6 +9,7 @@ code before the fix cannot take this test process down with it.
 from __future__ import annotations
 
 import json
+import re
 import resource
 import subprocess
 import sys
@@ -406,3 +407,56 @@ def test_a_managed_server_command_from_run_json_needs_confirmation() -> None:
     assert "policy_options.python = '/tmp/x/python' (an executable)" in str(err.value)
     assert "policy_options.server_env = {'LD_PRELOAD': '/tmp/x.so'}" in str(err.value)
     assert "--vllm-python PATH" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("run_id", "message"),
+    [
+        ("report\u202etxt.exe", "bidirectional controls (U+202E)"),
+        ("a\u2066b", "bidirectional controls (U+2066)"),
+        (" ", "must not start or end with white space"),
+        (" run", "must not start or end with white space"),
+        ("-rf", "must not start with '-'"),
+    ],
+)
+def test_run_ids_with_bidi_controls_blank_or_a_leading_dash_are_refused(
+    run_id: str, message: str
+) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        check_run_id(run_id)
+
+
+def test_run_id_with_a_leading_dash_is_refused_by_the_cli(bench, tmp_path: Path) -> None:
+    args = ["run", "--policy", "random", "--env", "ragen/Bandit-v0", "--episodes", "1"]
+    code, _, err = bench(*args, "--run-id=-x", "--out", str(tmp_path))
+    assert code == 2 and "must not start with '-'" in err
+    assert not any(tmp_path.iterdir())
+
+
+def _board_with_description(description: str) -> dict:
+    board = json.loads((ROOT / "leaderboards" / "games.json").read_text())
+    board["description"] = description
+    return board
+
+
+@pytest.mark.parametrize(
+    "target", ["javascript:alert(1)", "JavaScript:alert(1)", "data:text/html,x", "vbscript:x"]
+)
+def test_leaderboard_render_drops_links_that_are_not_http_or_relative(target: str) -> None:
+    md = render_markdown(_board_with_description(f"click [x]({target}) or [y]: {target}"))
+    assert f"\\[x\\]({target})" in md and f"\\[y\\]: {target}" in md
+    assert f"[x]({target})" not in md.replace("\\[x\\]", "")
+
+
+def test_leaderboard_render_keeps_http_and_relative_links() -> None:
+    md = render_markdown(
+        _board_with_description("[paper](https://arxiv.org/abs/1) [spec](docs/results.md)")
+    )
+    assert "[paper](https://arxiv.org/abs/1) [spec](docs/results.md)" in md
+
+
+def test_leaderboard_render_keeps_a_description_heading_as_text() -> None:
+    md = render_markdown(_board_with_description("rows\n\n# Fake H1\n  ## fake h2"))
+    lines = md.splitlines()
+    assert "\\# Fake H1" in lines and "  \\## fake h2" in lines
+    assert sum(line.startswith("# ") for line in lines) == 1  # the board's own title only

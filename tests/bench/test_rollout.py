@@ -267,3 +267,24 @@ def test_oracle_backend_succeeds_on_every_procedural_preset(env_id: str) -> None
         # (tests/envs/test_frozenlake.py checks its success rate against value iteration).
         assert all(r.status in ("success", "failure", "step_limit", "turn_limit") for r in records)
         assert rate > 0
+
+
+def test_random_policy_episodes_finish_while_most_are_still_queued() -> None:
+    """A long random run saves episodes from the start: the default number of episodes
+    alive at once is bounded (64), so the first episode is handed to ``on_episode`` (and
+    written) before most of the run has started; with 1,024 alive a 3,000-episode run
+    saved nothing in its first 10 s."""
+    from ragen_bench.policies import RandomPolicy
+
+    started: set[int] = set()
+    at_first_finish: list[int] = []
+    engine = RolloutEngine(
+        RandomPolicy(seed=0),
+        RolloutConfig(max_turns=3),
+        on_turn=lambda index, turn: started.add(index),
+        on_episode=lambda record: at_first_finish.append(len(started)),
+    )
+    assert engine.max_parallel == 64
+    records = engine.run(make_specs("ragen/Sokoban-v0", episodes=200))
+    assert len(records) == 200
+    assert at_first_finish[0] <= 64  # 200 before: every episode alive at once

@@ -239,3 +239,64 @@ def test_page_templates_and_assets_are_tracked_not_ignored():
         ["git", "-C", str(ROOT), "check-ignore", *map(str, assets)], capture_output=True, text=True
     )
     assert res.stdout.strip() == "", f"ignored by .gitignore: {res.stdout}"
+
+
+def test_run_ids_of_one_slug_get_one_report_page_each(tmp_path):
+    """``col a`` and ``col_a`` slug alike: each board row still links its own run's report."""
+    runs = tmp_path / "runs"
+    board = tmp_path / "lake.json"
+    for backend, run_id in (("oracle", "col a"), ("random", "col_a")):
+        res = _cli(
+            "run", "--policy", backend, "--env", "ragen/FrozenLake-v0", "--episodes", "4",
+            "--out", str(runs), "--run-id", run_id, "--no-progress",
+        )  # fmt: skip
+        assert res.returncode == 0, res.stderr
+        add_run(board, runs / run_id, label=backend)
+    build_site([board], tmp_path / "site", runs_roots=[runs])
+    page = (tmp_path / "site" / "lake.html").read_text()
+    links = re.findall(r'href="(runs/[^"]+\.html)"', page)
+    assert len(set(links)) == 2, links
+    by_model = {}
+    for href in set(links):
+        report = (tmp_path / "site" / href).read_text()
+        by_model[href] = "oracle" if "col a" in report and "col_a" not in report else "random"
+    assert sorted(by_model.values()) == ["oracle", "random"]
+
+
+def test_rows_from_dirty_commits_or_without_seeds_are_marked_with_a_legend(tmp_path):
+    """The published boards: every row whose commit ends in -dirty or that records no seeds
+    carries a visible mark, and the page says what the marks mean."""
+    boards = [json.loads(p.read_text()) for p in BASELINES]
+    build_site(BASELINES, tmp_path / "site", reports=False)
+    total = marked = 0
+    for path, board in zip(BASELINES, boards, strict=True):
+        page = (tmp_path / "site" / f"{path.stem}.html").read_text()
+        rows = re.findall(r'<tr data-env="[^"]*">(.*?)</tr>', page, re.S)
+        assert len(rows) == len(board["entries"])
+        for entry, row in zip(board["entries"], rows, strict=True):
+            dirty = str(entry.get("git_commit") or "").endswith("-dirty")
+            assert (">dirty</span>" in row) == dirty, entry["run_id"]
+            assert (">no seeds</span>" in row) == (not entry.get("seeds")), entry["run_id"]
+            marked += dirty or not entry.get("seeds")
+        total += len(rows)
+        n = sum(
+            1 for e in board["entries"] if e["git_commit"].endswith("-dirty") or not e.get("seeds")
+        )
+        if n:
+            assert f"{n} of {len(rows)} rows are marked" in page
+            assert "uncommitted changes" in page and "does not record its seeds" in page
+    assert marked > 0 and total == sum(len(b["entries"]) for b in boards)
+    assert "cells are marked" in (tmp_path / "site" / "matrix.html").read_text()
+
+
+def test_a_clean_row_with_seeds_has_no_mark(board_with_runs, tmp_path):
+    board, runs = board_with_runs
+    data = json.loads(board.read_text())
+    for e in data["entries"]:
+        e["git_commit"] = "0123456789abcdef0123456789abcdef01234567"
+        assert e["seeds"]  # add_run records them
+    clean = tmp_path / "clean.json"
+    clean.write_text(json.dumps(data))
+    build_site([clean], tmp_path / "site", runs_roots=[runs], reports=False)
+    page = (tmp_path / "site" / "clean.html").read_text()
+    assert 'class="flag"' not in page and "rows are marked" not in page
