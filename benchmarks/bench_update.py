@@ -83,7 +83,7 @@ def linear_params(model: Any) -> tuple[int, int, int]:
 def head_positions(trainer: Any, batch: Any, samples: list, rows: list[int]) -> int:
     """LM-head positions a path computes for these rows (training forward)."""
     total = 0
-    for mb in trainer._plan(samples, rows):
+    for mb in trainer.forwards.plan(samples, rows):
         if trainer.update_path == "plain":
             m = batch.loss_mask[mb.rows]
             cols = torch.nonzero(m.any(0)).flatten()
@@ -103,13 +103,14 @@ def flops(
     batch = collate(samples, trainer.tokenizer.pad_token_id)
     rows = list(range(len(samples)))
     tokens = sum(
-        trainer._tokens_processed(batch, samples, mb) for mb in trainer._plan(samples, rows)
+        trainer.forwards.tokens_processed(batch, samples, mb)
+        for mb in trainer.forwards.plan(samples, rows)
     )
     heads = head_positions(trainer, batch, samples, rows)
     per_pass = 2.0 * n_lin * tokens + 2.0 * d * vocab * heads
     back = 1.0 if frozen else 2.0
     opt = trainer.cfg.optim
-    fwd_only = (0 if trainer._single_pass else 1) + (1 if trainer.ref is not None else 0)
+    fwd_only = (0 if trainer.forwards.single_pass else 1) + (1 if trainer.ref is not None else 0)
     total = opt.ppo_epochs * (1.0 + back) * per_pass + fwd_only * per_pass
     return {
         "tokens_processed": float(tokens * opt.ppo_epochs),
@@ -142,6 +143,7 @@ def collect_steps(trainer: Any, steps: int, path: Path | None) -> list[dict[str,
     """Per step: the kept samples and the filter's loss scale (replayed from ``path`` when
     it exists, else played now and written there)."""
     from ragen_train.batch import Sample, build_samples
+    from ragen_train.step_filter import filter_step
 
     if path is not None and path.exists():
         raw = json.loads(path.read_text())
@@ -154,7 +156,14 @@ def collect_steps(trainer: Any, steps: int, path: Path | None) -> list[dict[str,
         samples, _ = build_samples(
             records, layout=trainer.layout, reward_placement=trainer.cfg.rollout.reward_placement
         )
-        kept, _, scale = trainer._filter(samples, records)
+        kept, _, scale = filter_step(
+            samples,
+            records,
+            trainer.filter_cfg,
+            trainer.env_of_group,
+            trainer.dist,
+            trainer.train_envs if trainer.multi_env else None,
+        )
         out.append({"samples": kept, "scale": scale})
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -253,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     reference: dict[str, Any] | None = None
     for path in paths:
         trainer.cfg.trainer.update_path = path
-        trainer._update_path = None  # re-resolve (and warn if the model cannot run it)
+        trainer.forwards._update_path = None  # re-resolve (and warn if the model cannot run it)
         if args.warmup:  # first calls pay one-time kernel set-up: not part of the figure
             trainer._update(steps[0]["samples"][: args.warmup], steps[0]["scale"])
         restore(trainer, start)

@@ -254,20 +254,27 @@ def make_specs(
     seed: int = 0,
     env_config: dict[str, Any] | None = None,
     start_index: int = 0,
+    first_group: int = 0,
 ) -> list[EpisodeSpec]:
     """Specs for ``episodes`` episodes in groups of ``group_size`` sharing a seed.
 
-    Group ``g`` uses env seed ``seed + g``; episode ``i`` is member ``i % group_size`` of
-    group ``i // group_size``.
+    The ``k``-th group of the specs is group ``first_group + k`` with env seed ``seed + k``;
+    episode ``i`` (index ``start_index + i``) is member ``i % group_size`` of the
+    ``i // group_size``-th group.  ``start_index`` and ``first_group`` place the specs
+    inside a larger run (the trainer builds each group of a step on the rank that plays it).
 
     Raises:
         ValueError: ``episodes`` is not a positive multiple of ``group_size``, ``group_size``
-            is below 1 or ``seed`` is negative.
+            is below 1, or ``seed``, ``start_index`` or ``first_group`` is negative.
     """
     if group_size < 1:
         raise ValueError(f"group_size must be >= 1, got {group_size}")
     if seed < 0:
         raise ValueError(f"seed must be >= 0 (env seeds are non-negative), got {seed}")
+    if start_index < 0 or first_group < 0:
+        raise ValueError(
+            f"start_index and first_group must be >= 0, got {start_index} and {first_group}"
+        )
     if episodes < 1 or episodes % group_size:
         raise ValueError(
             f"episodes ({episodes}) must be a positive multiple of group_size ({group_size})"
@@ -275,7 +282,12 @@ def make_specs(
     cfg = dict(env_config or {})
     return [
         EpisodeSpec(
-            start_index + i, env_id, seed + i // group_size, i // group_size, i % group_size, cfg
+            start_index + i,
+            env_id,
+            seed + i // group_size,
+            first_group + i // group_size,
+            i % group_size,
+            cfg,
         )
         for i in range(episodes)
     ]

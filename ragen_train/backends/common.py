@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ragen_bench.records import EpisodeRecord
-from ragen_bench.rollout import EpisodeSpec, RolloutConfig, rollout_config
+from ragen_bench.rollout import EpisodeSpec, RolloutConfig, make_specs, rollout_config
 
 from ..batch import BuildStats, Sample, build_samples
 from ..config import StarPOConfig, TrainConfigError
@@ -58,16 +58,17 @@ def train_specs(
     groups = range(r.env_groups) if groups is None else groups
     conf = env_config(cfg, cfg.env.train_split)
     return [
-        EpisodeSpec(
-            index=g * r.group_size + m,
-            env_id=cfg.env.id,
-            seed=base + g,
-            group=g,
-            member=m,
-            env_config=dict(conf),
-        )
+        spec
         for g in groups
-        for m in range(r.group_size)
+        for spec in make_specs(
+            cfg.env.id,
+            episodes=r.group_size,
+            group_size=r.group_size,
+            seed=base + g,
+            env_config=conf,
+            start_index=g * r.group_size,
+            first_group=g,
+        )
     ]
 
 
@@ -77,11 +78,7 @@ def val_specs(
     """Validation episodes: fixed seeds ``0..N-1`` of ``split`` (default ``env.val_split``)."""
     split = split or cfg.env.val_split
     n = episodes or cfg.trainer.val_episodes
-    conf = env_config(cfg, split)
-    return [
-        EpisodeSpec(index=i, env_id=cfg.env.id, seed=i, group=i, env_config=dict(conf))
-        for i in range(n)
-    ]
+    return make_specs(cfg.env.id, episodes=n, env_config=env_config(cfg, split))
 
 
 def layout_of(rollout: RolloutConfig) -> str:

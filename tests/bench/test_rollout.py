@@ -27,6 +27,28 @@ def test_make_specs_groups_share_seeds() -> None:
         make_specs("ragen/Bandit-v0", episodes=5, group_size=2)
 
 
+def test_make_specs_places_groups_inside_a_larger_run() -> None:
+    """The trainer's group 3 of a step (group size 2, env seed 40) on the rank that plays it."""
+    specs = make_specs(
+        "ragen/Bandit-v0",
+        episodes=4,
+        group_size=2,
+        seed=40,
+        env_config={"split": "train"},
+        start_index=6,
+        first_group=3,
+    )
+    assert [(s.index, s.seed, s.group, s.member) for s in specs] == [
+        (6, 40, 3, 0),
+        (7, 40, 3, 1),
+        (8, 41, 4, 0),
+        (9, 41, 4, 1),
+    ]
+    assert all(s.env_config == {"split": "train"} for s in specs)
+    with pytest.raises(ValueError, match="first_group must be >= 0"):
+        make_specs("ragen/Bandit-v0", episodes=2, first_group=-1)
+
+
 def test_batches_never_exceed_max_batch_size() -> None:
     policy = ScriptedPolicy(lambda e, t: "<think>x</think><answer>nope</answer>", max_batch_size=4)
     engine = RolloutEngine(policy, RolloutConfig(max_turns=2, max_actions_per_turn=1))

@@ -8,7 +8,7 @@
 The run (``trainer.out_dir=OUT_DIR/run``) validates before training, takes one step (rollout,
 update, weight sync into every rank's engine) and validates again, then saves
 ``final_model``.  Every episode the trainer plays goes through
-``StarPOTrainer._play_seeded`` (training rollouts and validation alike); each rank writes the
+``StarPOTrainer.sampler.play_seeded`` (training rollouts and validation alike); each rank writes the
 ones it played to ``OUT_DIR/episodes-w<world>-r<rank>.json``: a list of
 ``{"phase", "step", "env", "index", "group", "member", "seed", "turns": [{"turn", "ids",
 "actions"}]}`` (``ids``: the sampled completion token ids).  The one-process run also
@@ -86,7 +86,7 @@ def play(out_dir: Path, model: str, overrides: list[str]) -> Any:
     )
     trainer = StarPOTrainer(cfg)
     rows: list[dict[str, Any]] = []
-    play_seeded = trainer._play_seeded
+    play_seeded = trainer.sampler.play_seeded
 
     def recorded(specs, configs, keys, by, progress=None):  # the real method, its result kept
         parts = play_seeded(specs, configs, keys, by, progress)
@@ -94,7 +94,7 @@ def play(out_dir: Path, model: str, overrides: list[str]) -> Any:
         rows.extend(episode_rows(phase, trainer.step if phase != "train" else step, parts))
         return parts
 
-    trainer._play_seeded = recorded
+    trainer.sampler.play_seeded = recorded
     trainer.fit()
     d = trainer.dist
     path = out_dir / f"episodes-w{d.world_size}-r{d.rank}.json"

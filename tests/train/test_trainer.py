@@ -338,9 +338,9 @@ def test_ppo_values_and_old_logprobs_come_from_eval_mode(tmp_path: Path) -> None
     batch = collate(samples, trainer.tokenizer.pad_token_id)
     trainer.critic.train()
     trainer.model.train()
-    first = trainer._forward_stats(batch, samples)
+    first = trainer.forwards.stats(batch, samples)
     trainer.critic.train()
-    second = trainer._forward_stats(batch, samples)
+    second = trainer.forwards.stats(batch, samples)
     assert "old_logp" in first and "values" in first
     assert torch.equal(first["values"], second["values"]) and torch.equal(
         first["old_logp"], second["old_logp"]
