@@ -141,19 +141,12 @@ def read_suite(path: str | Path) -> dict[str, Any]:
         ValueError: a damaged ``suite.json`` (one line naming the file), or a member run id
             that is not a plain directory name.
     """
-    from .runner import check_run_id
-    from .validate import read_checked
+    from .validate import read_suite_file
 
     p = Path(path) / SUITE_FILE
     if not p.is_file():
         raise FileNotFoundError(f"{path} is not a suite folder (no {SUITE_FILE})")
-    meta = read_checked(p, "suite")
-    for run in meta["runs"]:
-        try:
-            check_run_id(run["run_id"])
-        except ValueError as exc:
-            raise ValueError(f"{p}: {exc}") from None
-    return meta
+    return read_suite_file(p)
 
 
 #: ``callbacks(index, count, run_json) -> (runner callbacks, stop)``: what the command line

@@ -106,10 +106,8 @@ def dir_files(path: str | Path) -> list[tuple[Path, str | None]]:
     if (p / "ragen_protocol.json").is_file():
         return [(p / "ragen_protocol.json", "agent_protocol")]
     if (p / "suite.json").is_file():  # a suite folder: suite.json, then each run's files
-        from .suite import read_suite
-
         files = [(p / "suite.json", "suite")]
-        for run in read_suite(p)["runs"]:
+        for run in read_suite_file(p / "suite.json")["runs"]:
             files += [(f, None) for f in run_dir_files(p / run["run_id"])]
         return files
     if not (p / "run.json").is_file() and (boards := _board_files(p)):
@@ -228,3 +226,23 @@ def validate_file(path: str | Path, kind: str | None = None) -> tuple[str, int]:
     kind = kind or detect_kind(p, obj)
     check_object(obj, kind, str(p))
     return kind, 1
+
+
+def read_suite_file(path: str | Path) -> dict[str, Any]:
+    """A suite folder's ``suite.json``, checked against ``schemas/suite.schema.json``, with
+    every member run id a plain directory name inside the folder
+    (:func:`ragen_bench.run_ids.check_run_id`).
+
+    Raises:
+        ValueError: a damaged file or a member run id that is not a plain directory name
+            (one line naming the file).
+    """
+    from .run_ids import check_run_id
+
+    meta = read_checked(Path(path), "suite")
+    for run in meta["runs"]:
+        try:
+            check_run_id(run["run_id"])
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from None
+    return meta
