@@ -25,14 +25,14 @@ def _bench(
     )
 
 
-def test_item9_version() -> None:
+def test_version() -> None:
     from ragen_bench import __version__
 
     proc = _bench("--version")
     assert proc.returncode == 0 and proc.stdout.strip() == f"ragen-bench {__version__}"
 
 
-def test_item9_no_option_name_is_cut_at_80_columns() -> None:
+def test_no_option_name_is_cut_at_80_columns() -> None:
     import typer.main
 
     from ragen_bench.cli import app
@@ -60,7 +60,7 @@ def test_item9_no_option_name_is_cut_at_80_columns() -> None:
                     )
 
 
-def test_item9_hf_run_console_has_no_library_noise(tmp_path: Path) -> None:
+def test_hf_run_console_has_no_library_noise(tmp_path: Path) -> None:
     proc = _bench(
         "run",
         "--backend",

@@ -776,9 +776,7 @@ WRONG_SHAPES = {
 
 
 @pytest.mark.parametrize("shape", sorted(WRONG_SHAPES))
-def test_issue20_item12_wrong_shaped_answer_is_a_typed_retried_counted_error(
-    server, shape: str
-) -> None:
+def test_wrong_shaped_answer_is_a_typed_retried_counted_error(server, shape: str) -> None:
     from tests.helpers.fault_server import answer_body
 
     body = WRONG_SHAPES[shape]
@@ -804,7 +802,7 @@ def test_issue20_item12_wrong_shaped_answer_is_a_typed_retried_counted_error(
     assert policy2.stats()["failed"] == {"invalid_response": 1}
 
 
-def test_issue20_item12_wrong_shaped_stream_event_is_a_typed_error(server) -> None:
+def test_wrong_shaped_stream_event_is_a_typed_error(server) -> None:
     from tests.helpers.fault_server import answer_events
 
     srv = server(
@@ -821,7 +819,7 @@ def test_issue20_item12_wrong_shaped_stream_event_is_a_typed_error(server) -> No
 
 
 @pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
-def test_issue20_item12_oversized_body_is_a_typed_error_and_no_huge_file(
+def test_oversized_body_is_a_typed_error_and_no_huge_file(
     server, tmp_path: Path, chunked: bool
 ) -> None:
     """A 30 MB answer (it made a 126 MB episodes file) is refused at the default 16 MiB cap:
@@ -859,7 +857,7 @@ def test_issue20_item12_oversized_body_is_a_typed_error_and_no_huge_file(
 
 
 @STREAM
-def test_issue20_item12_long_completion_is_cut_to_the_cap_and_flagged(
+def test_long_completion_is_cut_to_the_cap_and_flagged(
     server, tmp_path: Path, stream: bool
 ) -> None:
     long_answer = "<think>" + "y" * 5000 + "</think><answer>Left</answer>"
@@ -893,8 +891,6 @@ def test_issue20_item12_long_completion_is_cut_to_the_cap_and_flagged(
         ("max_completion_chars", -5, "max_completion_chars must be >= 1, got -5"),
     ],
 )
-def test_issue20_item12_caps_and_timeouts_are_checked(
-    option: str, value: float, message: str
-) -> None:
+def test_caps_and_timeouts_are_checked(option: str, value: float, message: str) -> None:
     with pytest.raises(ValueError, match=re.escape(message)):
         OpenAIPolicy("m", base_url="http://127.0.0.1:9/v1", **{**FAST, option: value})

@@ -8,7 +8,7 @@ from ragen_bench.rollout import RolloutConfig, RolloutEngine, make_specs
 from tests.helpers.scripted import ScriptedPolicy
 
 
-def test_item9_sokoban_prompt_states_the_agent_loop_action_limit() -> None:
+def test_sokoban_prompt_states_the_agent_loop_action_limit() -> None:
     policy = ScriptedPolicy(lambda e, t: "<think>x</think><answer>Up</answer>")
     cfg = RolloutConfig(max_turns=10, max_actions_per_turn=2)
     (record,) = RolloutEngine(policy, cfg).run(make_specs("ragen/Sokoban-v0", episodes=1))

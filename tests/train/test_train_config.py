@@ -283,7 +283,7 @@ def test_env_config_fields_written_in_a_file_get_no_preset_hint(tmp_path: Path) 
         ("sft.episodes=1e9", "sft.episodes", "must be in [1, 1000000], got"),
     ],
 )
-def test_issue20_item9_nan_and_out_of_range_overrides_name_the_field(
+def test_nan_and_out_of_range_overrides_name_the_field(
     override: str, field: str, reason: str
 ) -> None:
     with pytest.raises(TrainConfigError) as exc:
@@ -292,7 +292,7 @@ def test_issue20_item9_nan_and_out_of_range_overrides_name_the_field(
     assert reason in exc.value.reason and "\n" not in str(exc.value)
 
 
-def test_issue20_item9_nan_in_a_config_file_names_the_field_and_the_file(tmp_path: Path) -> None:
+def test_nan_in_a_config_file_names_the_field_and_the_file(tmp_path: Path) -> None:
     cfg = load_config("quickstart").to_dict()
     p = tmp_path / "cfg.json"
     p.write_text(
@@ -303,7 +303,7 @@ def test_issue20_item9_nan_in_a_config_file_names_the_field_and_the_file(tmp_pat
     assert exc.value.field == "algorithm.gamma" and str(p) in str(exc.value)
 
 
-def test_issue20_item9_schema_and_runtime_ranges_agree() -> None:
+def test_schema_and_runtime_ranges_agree() -> None:
     """Every range is declared once: for each bounded field a value just outside is refused
     both by ``validate`` (naming that field) and by the checked-in JSON Schema."""
     from ragen_train.config import FIELD_SPECS
@@ -332,7 +332,7 @@ def test_issue20_item9_schema_and_runtime_ranges_agree() -> None:
     assert checked >= 50
 
 
-def test_issue20_item9_train_cli_rejects_nan_with_one_line_exit_2() -> None:
+def test_train_cli_rejects_nan_with_one_line_exit_2() -> None:
     from typer.testing import CliRunner
 
     from ragen_train.cli import app
