@@ -76,7 +76,7 @@ def check_run_id(run_id: str) -> None:
 
     Raises:
         ValueError: empty, ``.``/``..``, containing a path separator, or containing a
-            control character (a newline in a run id splits log lines and tables; issue 28).
+            control character (a newline in a run id splits log lines and tables).
     """
     bad = next((c for c in run_id if is_control(c)), None)  # C0, DEL, C1, U+2028, U+2029
     if bad is not None:

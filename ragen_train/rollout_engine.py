@@ -84,7 +84,7 @@ def engine_dtype(requested: str, device: str, flags: set[str] | None = None) -> 
 
     ``auto``: ``bfloat16`` on a GPU (the log-prob gap is reported as
     ``rollout/logprob_abs_diff`` and truncated importance sampling corrects for it);
-    ``float32`` on every CPU.  Issue 27 item 4: a bf16 copy of the weights rounds most of a
+    ``float32`` on every CPU.  A bf16 copy of the weights rounds most of a
     small LoRA update away at every sync (after one sync 91.6% of the targeted weights were
     unchanged, and the engine/trainer log-prob gap grew from 0.009 to 0.23 nats), so on a CPU
     the engine holds what the trainer trains.  Without native bf16 (:data:`NATIVE_BF16_FLAGS`)

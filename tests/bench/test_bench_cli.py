@@ -737,7 +737,7 @@ def test_json_flag_makes_stdout_one_json_document(tmp_path: Path) -> None:
     assert json.loads(shown.stdout) == summary
 
 
-# ------------------------------------------------ issue 20 item 9: NaN and out-of-range numbers
+# ------------------------------------------------ NaN and out-of-range numbers
 def _one_error_line(err: str) -> str:
     lines = [x for x in err.splitlines() if x.strip()]
     assert len(lines) == 1, err
@@ -823,7 +823,7 @@ def test_no_json_file_gets_nan_and_validate_refuses_it(tmp_path: Path, cli) -> N
     assert code == 1 and f"{run / 'episodes.jsonl'}:5: non-finite number -Infinity" in out
 
 
-# ------------------------------------------------ issue 20 item 11: damaged files
+# ------------------------------------------------ damaged files
 @pytest.mark.parametrize(
     "garbage, reason",
     [

@@ -1,4 +1,4 @@
-"""Issue 14 items 2 and 4: ``ragen-bench run`` is built from declared options (the runner's,
+"""``ragen-bench run`` is built from declared options (the runner's,
 each policy back-end's, the diagnostics step's), policies are a registry of factories, the env
 id is resolved once, and the summary printer is a bench module both command lines use."""
 
@@ -33,7 +33,7 @@ from ragen_bench.runner import (
 
 runner = CliRunner()
 
-#: Every option `ragen-bench run` had before issue 14 (its --help must keep them all).
+#: Every option `ragen-bench run` had before its options were regrouped (its --help must keep them all).
 OLD_OPTIONS = {
     "--env",
     "-e",
@@ -129,7 +129,7 @@ def test_policies_are_a_registry_of_factories_declaring_their_options() -> None:
         "device": "device",
         "dtype": "dtype",
         "batch_size": "max_batch_size",
-        "base": "base",  # a LoRA adapter's base model (issue 29 item 3)
+        "base": "base",  # a LoRA adapter's base model
     }
     assert declared_options("random", {"policy_seed": 7}) == {"seed": 7}
     assert (
@@ -237,7 +237,7 @@ def test_the_env_id_is_resolved_once_per_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The CLI plans the run once (entry, env config, rollout) and the rollout engine looks each
-    env id up once: two lookups for a 4-episode run (before issue 14: nine)."""
+    env id up once: two lookups for a 4-episode run (nine before)."""
     calls: list[str] = []
     real = ragen_envs.get_entry
 
@@ -336,7 +336,7 @@ def test_each_registered_back_end_builds_the_policy_class_of_that_name() -> None
 
 
 def test_run_policy_flag_and_its_deprecated_backend_spelling(tmp_path: Path) -> None:
-    """Issue 30 item 2: ``--policy`` names the policy (``--backend`` names the trainer in
+    """``--policy`` names the policy (``--backend`` names the trainer in
     ragen-train); ``--backend`` still works for one release, hidden, with one warning line."""
     help_words = set(runner.invoke(app, ["run", "--help"], env={"COLUMNS": "240"}).stdout.split())
     assert "--policy" in help_words and "--backend" not in help_words

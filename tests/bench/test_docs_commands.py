@@ -1,4 +1,4 @@
-"""Issue 17 item 2: every README and docs command runs, in order, on a fresh copy of the repository.
+"""Every README and docs command runs, in order, on a fresh copy of the repository.
 
 Before: the README's Train block failed right after its own quickstart ("out_dir already
 holds a run"), and nothing ran the documented commands.

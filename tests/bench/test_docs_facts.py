@@ -1,4 +1,4 @@
-"""Issue 17 item 5 (docs): what the docs state is checkable and true.
+"""What the docs state is checkable and true.
 
 Before: docs/diagnostics.md and the env pages cited "reference §n" sections of a file that is
 not in the repository; examples/README.md published numbers that its committed results file
@@ -57,7 +57,7 @@ def _lines():
 
 
 def test_the_tree_cites_public_sources_not_a_private_reference_file() -> None:
-    """Issue 30 item 5: no file — code, tests, docs, benchmarks — cites the reference-facts
+    """No file — code, tests, docs, benchmarks — cites the reference-facts
     file that is not in the repository (it cites the paper or a RAGEN repository path)."""
     assert len(TREE) > 200 and ROOT / "ragen_train" / "trainer.py" in TREE
     private = re.compile(
@@ -114,7 +114,7 @@ OTHER_REPO = re.compile(r"(RAGEN-AI/RAGEN|RAGEN's|verl-project/verl|huggingface/
 
 
 def test_every_cited_repository_path_exists() -> None:
-    """Issue 30 item 5: docs/training.md cited tests/test_batch.py (never existed), the README
+    """Docs/training.md cited tests/test_batch.py (never existed), the README
     and a golden test cited tests at their pre-move paths.  Every repository-relative path
     written anywhere in the tree exists (placeholders like <env> and the paths commands
     create, :data:`CREATED`, aside)."""

@@ -1,4 +1,4 @@
-"""Issue 15 item 4: the published baseline rows of the 2048 and RubiksCube ids.
+"""The published baseline rows of the 2048 and RubiksCube ids.
 
 ``leaderboards/games.json`` is written by ``scripts/make_baseline_boards.sh`` from real
 ``ragen-bench run``s; this checks it loads under the leaderboard schema and that its rows

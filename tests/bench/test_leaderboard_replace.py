@@ -1,4 +1,4 @@
-"""Issue 17 item 4: ``leaderboard add`` does not silently replace a published row with a weaker one.
+"""``leaderboard add`` does not silently replace a published row with a weaker one.
 
 Before: adding a 64-episode oracle run replaced the board's 256-episode oracle row.
 """

@@ -1,7 +1,7 @@
 """The ``openai`` / ``vllm-server`` / ``vllm`` back-ends against a real HTTP server with faults.
 
 Every test talks to :class:`tests.helpers.fault_server.FaultServer` (a real chat-completions server
-on 127.0.0.1) through the official ``openai`` client.  The fault table of issue 4:
+on 127.0.0.1) through the official ``openai`` client.  The fault table:
 
 =========================================  ==============================================  ===========================================
 fault                                      required behaviour                              test
@@ -751,7 +751,7 @@ def test_vllm_server_stops_its_process_group(tmp_path: Path) -> None:
     srv.stop()  # idempotent
 
 
-# ------------------------------------- issue 20 item 12: wrong-shaped and oversized answers
+# ------------------------------------- wrong-shaped and oversized answers
 def _valid_choice(content: str = "<think>x</think><answer>Left</answer>") -> dict:
     return {
         "index": 0,

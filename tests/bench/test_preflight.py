@@ -1,4 +1,4 @@
-"""Issue 17 item 7: preflight checks before the first episode.
+"""Preflight checks before the first episode.
 
 Before: a missing optional package (bm25s for SearchQA / WebShop) or an endpoint that is not
 listening was discovered only after every episode had failed, and a run directory was left
@@ -139,3 +139,23 @@ def test_an_answering_server_is_reachable_whatever_its_status(tmp_path: Path) ->
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_unreachable_lean_verifier_is_found_by_preflight_with_the_fix() -> None:
+    import socket
+
+    from ragen_bench.preflight import PreflightError, preflight
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(PreflightError) as err:
+        preflight(
+            "ragen/Lean-v0",
+            {"verifier": f"http://127.0.0.1:{port}", "max_retries": 0},
+            0,
+            None,
+            None,
+        )
+    message = str(err.value)
+    assert f"127.0.0.1:{port}" in message and "--env-config verifier=" in message, message

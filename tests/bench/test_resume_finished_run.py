@@ -1,4 +1,4 @@
-"""Issue 17 item 6 (bench side): ``ragen-bench run --resume`` on a finished run.
+"""``ragen-bench run --resume`` on a finished run.
 
 Before: ``--episodes`` was silently ignored, and every resume of a finished run appended an
 empty session to ``run.json``.

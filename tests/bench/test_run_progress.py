@@ -1,4 +1,4 @@
-"""Issue 17 item 3 (bench side): the run's progress moves with turns and tokens.
+"""The run's progress moves with turns and tokens.
 
 Before: the bar counted finished episodes only; with the hf back-end every episode of a
 batch finishes at the same time, so it sat at ``0/8 … -:--:--`` until the very end.

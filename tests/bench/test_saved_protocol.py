@@ -1,4 +1,4 @@
-"""Issue 17 item 1: the agent protocol travels with a saved model and ``ragen-bench run`` uses it.
+"""The agent protocol travels with a saved model and ``ragen-bench run`` uses it.
 
 Before: ``ragen-bench run --policy hf --model outputs/quickstart/final_model`` played with the
 harness defaults (think on, full system prompt, 256 tokens) and scored 0% format-valid on a

@@ -239,3 +239,12 @@ def test_page_templates_and_assets_are_tracked_not_ignored():
         ["git", "-C", str(ROOT), "check-ignore", *map(str, assets)], capture_output=True, text=True
     )
     assert res.stdout.strip() == "", f"ignored by .gitignore: {res.stdout}"
+
+
+def test_board_table_scrolls_instead_of_overflowing(tmp_path: Path) -> None:
+    from ragen_bench.site import build_site
+
+    build_site([ROOT / "leaderboards" / "procedural.json"], tmp_path, runs_roots=[], reports=False)
+    html = (tmp_path / "procedural.html").read_text()
+    assert '<div class="table-scroll">\n<table id="board"' in html
+    assert ".table-scroll { max-width: 100%; overflow-x: auto; }" in html  # the inlined CSS

@@ -1,4 +1,4 @@
-"""Issue 17 item 9: the Sokoban instruction says the game stops after ``max_steps`` (100)
+"""The Sokoban instruction says the game stops after ``max_steps`` (100)
 actions while the agent loop ends the episode after ``max_turns`` turns; the system
 prompt now states the loop's budget, which is the one that binds."""
 

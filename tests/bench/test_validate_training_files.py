@@ -1,4 +1,4 @@
-"""Issue 17 item 8: ``ragen-bench validate`` knows the files ``ragen-train`` writes.
+"""``ragen-bench validate`` knows the files ``ragen-train`` writes.
 
 Before: a training ``config.json`` was refused ("cannot tell which schema"), the quickstart
 ``summary.json`` was checked against the bench run schema (and failed), and a training

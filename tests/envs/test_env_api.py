@@ -174,7 +174,7 @@ def test_config_error_also_raised_by_gymnasium_make() -> None:
         gym.make("ragen/Bandit-v0", max_steps=-3)
 
 
-# ------------------------------------------------ issue 20 item 9: NaN and out-of-range numbers
+# ------------------------------------------------ NaN and out-of-range numbers
 @pytest.mark.parametrize(
     ("env_id", "field", "value"),
     [

@@ -1,5 +1,5 @@
 """2048: slides and merges, the merge reward, illegal moves, spawns from the env RNG,
-termination, splits and the expectimax baseline (issue 15 item 2).
+termination, splits and the expectimax baseline.
 
 Spec: docs/envs/game2048.md.  Expected boards and rewards are worked out by hand in the
 comments; RAGEN's reward is ``0.1 * log2(M + 1)`` for merge score ``M > 0``

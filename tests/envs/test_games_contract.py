@@ -1,4 +1,4 @@
-"""Issue 15 item 4 for the 2048 and RubiksCube ids: registered with presets and agent
+"""The 2048 and RubiksCube ids: registered with presets and agent
 defaults that fit their step limits, config and info schemas in force, golden first
 observations pinned, the baselines behave as documented.
 

@@ -35,7 +35,7 @@ def test_repl_sends_header_and_statement_once_then_one_command_per_tactic(
         {"cmd": "open Nat\n"},
         {"cmd": "theorem two_eq : 2 = 2 := by sorry", "env": 0},
         {"tactic": "rfl", "proofState": 0},
-        # a finished proof is checked with #print axioms (issue 28), in the header's env
+        # a finished proof is checked with #print axioms, in the header's env
         {"cmd": "theorem two_eq : 2 = 2 := by\n  rfl\n\n#print axioms two_eq\n", "env": 0},
         {
             "tactic": "rfl",

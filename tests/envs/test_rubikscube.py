@@ -1,6 +1,5 @@
 """2x2x2 Rubik's Cube: turns, the net, scrambles, the optimal solver against an
-independent breadth-first search, and rejection of unsolvable sticker states
-(issue 15 item 3).
+independent breadth-first search, and rejection of unsolvable sticker states.
 
 Spec: docs/envs/rubikscube.md.
 """

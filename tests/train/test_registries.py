@@ -1,4 +1,4 @@
-"""Issue 14 items 2 and 3: every estimator, loss, aggregation mode, KL estimator and back-end
+"""Every estimator, loss, aggregation mode, KL estimator and back-end
 name lives in one registry, and the trainer config's rollout/filter shapes are the bench's."""
 
 from __future__ import annotations
