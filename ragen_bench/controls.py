@@ -5,7 +5,7 @@ terminal escape sequences (``ESC [ 2 J`` clears the screen, ``ESC ] 0 ;`` sets t
 title) or line breaks that split one log line into two.  :func:`is_control` names such
 characters: Unicode category ``Cc`` (C0, DEL, C1) and the line and paragraph separators
 (``Zl``, ``Zp``: U+2028, U+2029), which :meth:`str.splitlines` also splits on.
-:func:`visible` shows each as a Python escape instead (issue 28, red-team findings).
+:func:`visible` shows each as a Python escape instead (a red-team finding: such characters hid or reordered text).
 """
 
 from __future__ import annotations

@@ -248,7 +248,7 @@ _MD_SPECIAL = str.maketrans(
 
 
 def md_text(value: Any, *, one_line: bool = True) -> str:
-    """``value`` as literal Markdown text: no raw HTML, no table break (issue 28).
+    """``value`` as literal Markdown text: no raw HTML, no table break.
 
     ``&``, ``<``, ``>`` become HTML entities (a board field cannot inject ``<script>`` or
     an ``<img>`` into a rendered README); ``|``, ``\\`` and backticks are backslash-escaped

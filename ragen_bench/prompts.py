@@ -68,7 +68,7 @@ def system_message(
     With ``max_turns`` (``style="full"``) it states the agent loop's budget, "The episode
     ends after N turns (at most N x M actions) ...": an env's own step limit (Sokoban's
     ``max_steps`` = 100) may be larger than what the loop allows, and the agent must know
-    which one binds (issue 17 item 9).
+    which one binds.
 
     ``style="full"``: preamble, the env's instruction, the answer protocol.
     ``style="minimal"``: only the answer protocol — for policies that learn the task from

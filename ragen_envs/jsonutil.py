@@ -102,7 +102,7 @@ def _parse_float(token: str) -> float:
     return value
 
 
-#: Deepest nesting of arrays/objects :func:`loads` accepts (issue 28: a 100,000-deep
+#: Deepest nesting of arrays/objects :func:`loads` accepts (a 100,000-deep
 #: line ended in an uncaught ``RecursionError``; no file of the project nests past ~10).
 MAX_DEPTH = 100
 #: Longest JSONL line :func:`iter_jsonl` reads, bytes (a 300 MB episode line was read

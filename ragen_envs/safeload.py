@@ -1,6 +1,6 @@
 """Config and data files read with bounds: size, nesting depth, YAML aliases and expanded size.
 
-Issue 28: a 460-byte "billion laughs" YAML (nine levels of anchors, each alias repeated
+A 460-byte "billion laughs" YAML (nine levels of anchors, each alias repeated
 nine times) given to ``ragen-train show-config -c`` ran past 60 s and 731 MB, and deeply
 nested JSON/YAML ended in an uncaught ``RecursionError``.  :func:`load_config_file` reads
 a JSON or YAML config and refuses, with a one-line :class:`ConfigFileError`:

@@ -430,7 +430,7 @@ def _apply_overrides(
             raise TrainConfigError(item, "overrides look like section.field=value")
         key, raw = item.split("=", 1)
         key = renamed_field(key.strip())
-        try:  # issue 28: 30,000 brackets were a RecursionError in json.loads
+        try:  # 30,000 brackets were a RecursionError in json.loads
             check_depth(raw)
         except NestingTooDeep as exc:
             raise TrainConfigError(key.strip(), str(exc)) from None
@@ -538,7 +538,7 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     from ragen_envs.safeload import ConfigFileError, load_config_file
 
     p = Path(path)
-    try:  # bounded: size, depth, YAML aliases (issue 28; ragen_envs/safeload.py)
+    try:  # bounded: size, depth, YAML aliases (ragen_envs/safeload.py)
         data = load_config_file(p)
     except ConfigFileError as exc:
         raise TrainConfigError("--config", str(exc)) from None
@@ -558,7 +558,7 @@ def rollout_config_for(
 ) -> RolloutConfig:
     """Deprecated (removed in the next release): call
     ``ragen_bench.rollout.rollout_config(env_id or cfg.env.id, cfg.rollout, temperature=t)``,
-    the one builder of a rollout config (issue 30 item 2).
+    the one builder of a rollout config.
 
     Warns:
         DeprecationWarning: always.

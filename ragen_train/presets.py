@@ -206,7 +206,7 @@ def _cpu_lora(
     vLLM rollouts with ``rollout.vllm.dtype=auto`` (float32 on a CPU: a bf16 engine rounds
     the LoRA update away, and emulated bf16 is ~13x slower) and a float32 LoRA update.
 
-    Memory (issue 27 item 5: peak RSS under 12 GiB with trainer and engine in one process):
+    Memory (peak RSS under 12 GiB with trainer and engine in one process):
     a 1 GiB KV cache (43k tokens of this model; a Bandit step needs 8.6k, bigger batches
     queue in the engine), for multi-turn envs gradient checkpointing (a float32 0.5B
     model keeps ~2.5 MB of activations per token without it, and one FrozenLake trajectory
@@ -275,7 +275,7 @@ def _ragen2(alg: str, env: str, size: str) -> StarPOConfig:
     name = f"ragen2-{alg}-{env}-{size}"
     return StarPOConfig(
         name=name,
-        # float32 master weights and optimizer state, bfloat16 compute (issue 26 item 4: plain
+        # float32 master weights and optimizer state, bfloat16 compute (plain
         # bf16 AdamW at lr 1e-6 rounds most updates away); vLLM samples in bfloat16.
         model=ModelConfig(
             path=_RAGEN2_MODELS[size], dtype="float32", device="cuda", mixed_precision="bf16"

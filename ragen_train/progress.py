@@ -122,7 +122,7 @@ class PhaseProgress(_Heartbeat):
 class UpdateProgress(_Heartbeat):
     """Heartbeat lines for a policy update, which on a CPU can run for many minutes without
     any other output: ``<label>: k/N samples trained, E/P PPO epochs (t s)`` every ``every_s``
-    seconds (issue 29 item 7, "no silent minutes").  ``total``: samples × PPO epochs; the
+    seconds ("no silent minutes").  ``total``: samples × PPO epochs; the
     trainer calls :meth:`on_samples` after each micro-batch's backward pass.
 
     Args:

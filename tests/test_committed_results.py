@@ -1,4 +1,4 @@
-"""Old results stay readable (issue 29 item 6): every committed run directory, training
+"""Old results stay readable: every committed run directory, training
 output folder, board and example validates with today's schemas, and schema changes follow
 the rules of :mod:`ragen_bench.schema_versions`."""
 

@@ -1,4 +1,4 @@
-"""Issue 14, item 5: ``tests/envs/`` passes in a fresh venv holding only the built
+"""``tests/envs/`` passes in a fresh venv holding only the built
 ``ragen-envs`` wheel (``scripts/test_envs_wheel.py``).
 
 The script builds the wheel, installs it (with the extras the env tests use, plus pytest,

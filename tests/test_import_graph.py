@@ -1,4 +1,4 @@
-"""The import graph of ``ragen_envs``, ``ragen_bench`` and ``ragen_train`` (issue 30 item 2).
+"""The import graph of ``ragen_envs``, ``ragen_bench`` and ``ragen_train``.
 
 Every module is parsed with :mod:`ast` (nothing is imported), and each ``import`` /
 ``from ... import`` of one of our own modules becomes an edge. Two graphs are checked:

@@ -1,4 +1,4 @@
-"""scripts/make_model_boards.sh (issue 29 item 1): refuses a dirty tree, records the model,
+"""scripts/make_model_boards.sh: refuses a dirty tree, records the model,
 back-end, dtype, seeds and commit of every row (its SMOKE mode, with the tiny model)."""
 
 from __future__ import annotations

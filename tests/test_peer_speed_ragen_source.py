@@ -1,4 +1,4 @@
-"""benchmarks/peer_speed.py's RAGEN-source sides (issue 31): vendoring and loading.
+"""benchmarks/peer_speed.py's RAGEN-source sides: vendoring and loading.
 
 The sides run RAGEN-AI/RAGEN's own env files, copied at ``peer_speed.RAGEN_COMMIT`` into
 the git-ignored ``.peer-ragen``.  These tests check the two ways that can go wrong (no

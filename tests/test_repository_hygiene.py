@@ -54,3 +54,56 @@ def test_portable_path_keeps_names_and_makes_repository_paths_relative(tmp_path:
         "seeds": [1, "qwen2.5-coder-0.5b-instruct"],
         "url": "http://h:8/v1",
     }
+
+
+#: Where tracker references are refused: the packages, the docs and the tests.
+NAMED_PATHS = ("ragen_envs", "ragen_bench", "ragen_train", "docs", "tests")
+
+
+def _process_words(root: Path) -> list[str]:
+    """Lines and tracked file names under :data:`NAMED_PATHS` of the git checkout ``root`` that
+    name the tracker instead of the behaviour: an "issue N" reference (any case), a test function
+    named ``test_issueN_…`` / ``test_itemN_…``, or a test file whose name holds ``issue``,
+    ``fresh_clone`` or ``small_fixes``.  Returns ``path:line: text`` / ``path`` entries."""
+
+    def grep(*args: str) -> list[str]:
+        proc = subprocess.run(
+            ["git", "grep", "-n", *args, "--", *NAMED_PATHS],
+            cwd=root,
+            capture_output=True,
+            text=True,
+        )
+        assert proc.returncode in (0, 1), proc.stderr  # 1: no match
+        return proc.stdout.splitlines()
+
+    found = grep("-iE", r"\bissue [0-9]+") + grep("-E", r"def test_(issue|item)[0-9]")
+    files = subprocess.run(
+        ["git", "ls-files", "--", "tests"], cwd=root, capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    found += [
+        f for f in files if any(w in Path(f).name for w in ("issue", "fresh_clone", "small_fixes"))
+    ]
+    return found
+
+
+def test_code_docs_and_tests_name_behaviour_not_the_tracker() -> None:
+    assert _process_words(ROOT) == []
+
+
+def test_planted_tracker_references_are_each_found(tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "docs" / "a.md").write_text(
+        "Fixed for Issue " + "12, item 3.\nissues 4 and tissue 5\n"
+    )
+    (tmp_path / "tests" / "test_x.py").write_text("def test_" + "item4_works():\n    pass\n")
+    (tmp_path / "tests" / "test_fresh_clone_x.py").write_text("")
+    (tmp_path / "other.md").write_text("issue " + "7 outside the named paths\n")
+    subprocess.run(["git", "add", "-A"], cwd=tmp_path, check=True)
+    d, t = "docs", "tests"  # the paths as parts: no planted file is cited as the tree's own
+    assert _process_words(tmp_path) == [
+        f"{d}/a.md:1:Fixed for Issue " + "12, item 3.",
+        f"{t}/test_x.py:1:def test_" + "item4_works():",
+        f"{t}/test_fresh_clone_x.py",
+    ]

@@ -79,7 +79,7 @@ class DegenerateWatch:
     :class:`DegenerateOutputWarning`; after ``stop_steps`` consecutive such steps
     :meth:`update` returns ``True`` (the caller stops and keeps its checkpoints;
     ``stop_steps=0`` never stops).  A step below the threshold (or at 0) resets the run.
-    Issue 28: a step exactly at the threshold did not count before (``>``, now ``>=``).
+    A step exactly at the threshold did not count before (``>``, now ``>=``).
 
     Args:
         threshold: share of degenerate responses in ``[0, 1]`` from which a step counts.
@@ -97,7 +97,7 @@ class DegenerateWatch:
         """Record step ``step``'s rate (``None``: no response, the run is unchanged); ``True`` = stop."""
         if rate is None:
             return False
-        if rate < self.threshold or rate == 0:  # issue 28: a step AT the threshold counts
+        if rate < self.threshold or rate == 0:  # a step AT the threshold counts
             self.streak, self.first_step = 0, None
             return False
         self.streak += 1

@@ -232,7 +232,7 @@ def _capped_http_client(openai_mod: Any, limit: int) -> Any:
 
     * refuses a redirect whose ``Location`` has another origin (scheme, host, port) than
       the request: httpx would re-post the prompt there (a 307/308), only dropping the
-      ``Authorization`` header (issue 28);
+      ``Authorization`` header;
     * refuses a ``Content-Length`` over the limit, and otherwise wraps the body stream so
       that it raises :class:`ResponseTooLarge` as soon as the bytes read pass the limit;
     * decodes ``gzip``/``deflate`` bodies itself, in bounded steps, and counts the

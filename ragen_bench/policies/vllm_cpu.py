@@ -50,7 +50,7 @@ def cpu_flags(path: str = "/proc/cpuinfo") -> set[str]:
 def engine_dtype(requested: str, device: str, flags: set[str] | None = None) -> str:
     """The dtype a vLLM engine runs in for a requested ``dtype``.
 
-    ``auto``: ``bfloat16`` on a GPU; ``float32`` on every CPU.  Two reasons (issue 27 item 4):
+    ``auto``: ``bfloat16`` on a GPU; ``float32`` on every CPU.  Two reasons:
     a bf16 copy of the weights rounds most of a small LoRA update away at every trainer sync
     (after one sync 91.6% of the targeted weights were unchanged, and the engine/trainer
     log-prob gap grew from 0.009 to 0.23 nats); and without native bf16

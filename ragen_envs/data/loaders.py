@@ -307,7 +307,7 @@ def _load_path(path: Path) -> list[dict[str, Any]]:
                     rec = {**rec, SOURCE_SPLIT_KEY: split}
                 records.append(rec)
         return records
-    split = _split_from_filename(path.name)  # a single file, too (issue 28): test.jsonl is test
+    split = _split_from_filename(path.name)  # a single file, too: test.jsonl is test
     records = read_records(path)
     return records if split is None else [{**rec, SOURCE_SPLIT_KEY: split} for rec in records]
 

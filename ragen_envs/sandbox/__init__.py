@@ -376,7 +376,7 @@ def sandbox_level(namespaces: str = "auto") -> str:
     module docstring for what that cannot stop).  Cached per process (one trivial run, via
     :func:`isolation_report`).  When ``"auto"`` falls back, one
     :class:`SandboxDowngradeWarning` (a one-line message) is issued per process, so that
-    untrusted code never runs weaker than configured without saying so (issue 28);
+    untrusted code never runs weaker than configured without saying so;
     ``"off"`` is weak by request and does not warn.
     """
     global _warned_downgrade

@@ -561,7 +561,7 @@ def _setup_namespaces(cfg: dict, iso: dict) -> str:
 # ------------------------------------------------------------- the program
 def _set_limits(cfg: dict, iso: dict) -> None:
     cpu = max(1, int(-(-float(cfg["cpu_time_s"]) // 1)))  # ceil, whole seconds
-    # hard == soft: a program may raise its soft limit up to the hard one (issue 28), so
+    # hard == soft: a program may raise its soft limit up to the hard one, so
     # the kernel's SIGKILL at the hard limit is the CPU limit (the host labels it "cpu").
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
     mem = int(cfg["memory_mb"]) * 1024 * 1024
@@ -1172,7 +1172,7 @@ def main() -> None:
             f"({sys.prefix}); use an interpreter readable by that uid (SandboxConfig.python)\n"
         )
         sys.exit(EXIT_SETUP)
-    # A fresh session keyring per run, and the seccomp filter G installs (issue 28).
+    # A fresh session keyring per run, and the seccomp filter G installs.
     iso["session_keyring"] = _seccomp.join_fresh_session_keyring()
     iso["seccomp"] = _seccomp.available()
     cfg["seccomp_program"] = _seccomp.filter_program() if iso["seccomp"] else None

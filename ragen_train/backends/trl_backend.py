@@ -766,7 +766,7 @@ class RagenRolloutFunc:
                 sum(len(r.prompt_ids) + len(r.completion_ids) for r in rows)
             ),
         }
-        # counts of the whole batch, not of this process's share (issue 26 item 6)
+        # counts of the whole batch, not of this process's share
         metrics.update(_sum_over_processes(counts, gather) if gather is not None else counts)
         metrics["time/rollout_s"] = t_roll
         self.last = {

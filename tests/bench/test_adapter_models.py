@@ -1,4 +1,4 @@
-"""LoRA adapter folders evaluate (issue 29 item 3) and bad model paths fail at once (item 8).
+"""LoRA adapter folders evaluate and bad model paths fail at once.
 
 The default LoRA save (``model.lora.save=adapter``) writes a peft adapter folder with no
 ``config.json``; ``ragen-bench run --model`` and ``ragen-train eval`` load it onto its base

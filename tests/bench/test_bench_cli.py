@@ -737,7 +737,7 @@ def test_json_flag_makes_stdout_one_json_document(tmp_path: Path) -> None:
     assert json.loads(shown.stdout) == summary
 
 
-# ------------------------------------------------ issue 20 item 9: NaN and out-of-range numbers
+# ------------------------------------------------ NaN and out-of-range numbers
 def _one_error_line(err: str) -> str:
     lines = [x for x in err.splitlines() if x.strip()]
     assert len(lines) == 1, err
@@ -766,7 +766,7 @@ def _one_error_line(err: str) -> str:
         ),
     ],
 )
-def test_issue20_item9_nan_options_are_one_line_errors_and_create_nothing(
+def test_nan_options_are_one_line_errors_and_create_nothing(
     tmp_path: Path, cli, bad: list[str], message: str
 ) -> None:
     code, out, err = cli(
@@ -786,7 +786,7 @@ def test_issue20_item9_nan_options_are_one_line_errors_and_create_nothing(
     )
 
 
-def test_issue20_item9_no_json_file_gets_nan_and_validate_refuses_it(tmp_path: Path, cli) -> None:
+def test_no_json_file_gets_nan_and_validate_refuses_it(tmp_path: Path, cli) -> None:
     from ragen_envs.jsonutil import NonFiniteNumberError
 
     rd = RunDir(tmp_path / "w")
@@ -823,7 +823,7 @@ def test_issue20_item9_no_json_file_gets_nan_and_validate_refuses_it(tmp_path: P
     assert code == 1 and f"{run / 'episodes.jsonl'}:5: non-finite number -Infinity" in out
 
 
-# ------------------------------------------------ issue 20 item 11: damaged files
+# ------------------------------------------------ damaged files
 @pytest.mark.parametrize(
     "garbage, reason",
     [
@@ -838,7 +838,7 @@ def test_issue20_item9_no_json_file_gets_nan_and_validate_refuses_it(tmp_path: P
         (b"{not json", "episodes.jsonl:2: invalid JSON at column 2"),
     ],
 )
-def test_issue20_item11_garbage_line_in_episodes_is_one_line_naming_file_and_line(
+def test_garbage_line_in_episodes_is_one_line_naming_file_and_line(
     tmp_path: Path, cli, garbage: bytes, reason: str
 ) -> None:
     run = _oracle_run(cli, tmp_path, "g")
@@ -853,7 +853,7 @@ def test_issue20_item11_garbage_line_in_episodes_is_one_line_naming_file_and_lin
     assert code == 1 and reason.split(": ", 1)[0] in out
 
 
-def test_issue20_item11_torn_last_line_is_still_repaired_on_resume(tmp_path: Path, cli) -> None:
+def test_torn_last_line_is_still_repaired_on_resume(tmp_path: Path, cli) -> None:
     run = _oracle_run(cli, tmp_path, "t")
     eps = run / "episodes.jsonl"
     lines = eps.read_bytes().splitlines(keepends=True)
@@ -880,7 +880,7 @@ def test_issue20_item11_torn_last_line_is_still_repaired_on_resume(tmp_path: Pat
         (lambda s: s.update(schema_version=2), "schema_version 2 is not supported"),
     ],
 )
-def test_issue20_item11_wrong_typed_summary_is_one_line_for_show_and_leaderboard(
+def test_wrong_typed_summary_is_one_line_for_show_and_leaderboard(
     tmp_path: Path, cli, edit, where: str
 ) -> None:
     run = _oracle_run(cli, tmp_path, "s")
@@ -917,7 +917,7 @@ def test_issue20_item11_wrong_typed_summary_is_one_line_for_show_and_leaderboard
         ),
     ],
 )
-def test_issue20_item11_damaged_leaderboard_is_refused_by_add_and_render(
+def test_damaged_leaderboard_is_refused_by_add_and_render(
     tmp_path: Path, cli, edit, where: str
 ) -> None:
     run = _oracle_run(cli, tmp_path, "b")
@@ -951,7 +951,7 @@ def test_issue20_item11_damaged_leaderboard_is_refused_by_add_and_render(
     )
 
 
-def test_issue20_item11_any_damaged_middle_line_is_a_value_error_naming_file_and_line(
+def test_any_damaged_middle_line_is_a_value_error_naming_file_and_line(
     tmp_path: Path,
 ) -> None:
     """Fuzzed: whatever bytes replace a middle line, reading the episodes either succeeds (the

@@ -1,4 +1,4 @@
-"""Issue 14 items 2 and 4: ``ragen-bench run`` is built from declared options (the runner's,
+"""``ragen-bench run`` is built from declared options (the runner's,
 each policy back-end's, the diagnostics step's), policies are a registry of factories, the env
 id is resolved once, and the summary printer is a bench module both command lines use."""
 
@@ -33,7 +33,7 @@ from ragen_bench.runner import (
 
 runner = CliRunner()
 
-#: Every option `ragen-bench run` had before issue 14 (its --help must keep them all).
+#: Every option `ragen-bench run` had before its options were regrouped (its --help must keep them all).
 OLD_OPTIONS = {
     "--env",
     "-e",
@@ -106,7 +106,7 @@ def _kv(items: list[str] | None, what: str) -> dict[str, object]:
     return dict(item.split("=", 1) for item in items or [])
 
 
-def test_issue14_item4_run_help_lists_every_declared_option_and_every_old_one() -> None:
+def test_run_help_lists_every_declared_option_and_every_old_one() -> None:
     res = runner.invoke(app, ["run", "--help"], env={"COLUMNS": "240"})
     assert res.exit_code == 0
     words = set(
@@ -121,7 +121,7 @@ def test_issue14_item4_run_help_lists_every_declared_option_and_every_old_one() 
     )
 
 
-def test_issue14_item2_policies_are_a_registry_of_factories_declaring_their_options() -> None:
+def test_policies_are_a_registry_of_factories_declaring_their_options() -> None:
     assert list(POLICIES) == ["hf", "random", "oracle", "openai", "vllm", "vllm-server"]
     assert ENDPOINT_BACKENDS == ("openai", "vllm-server") == POLICIES.names(endpoint=True)
     hf = {o.name: o.keyword for o in POLICIES.meta("hf", "options")}
@@ -129,7 +129,7 @@ def test_issue14_item2_policies_are_a_registry_of_factories_declaring_their_opti
         "device": "device",
         "dtype": "dtype",
         "batch_size": "max_batch_size",
-        "base": "base",  # a LoRA adapter's base model (issue 29 item 3)
+        "base": "base",  # a LoRA adapter's base model
     }
     assert declared_options("random", {"policy_seed": 7}) == {"seed": 7}
     assert (
@@ -147,7 +147,7 @@ def test_issue14_item2_policies_are_a_registry_of_factories_declaring_their_opti
         make_policy("hf")
 
 
-def test_issue14_item4_request_is_built_by_the_runner_from_the_declared_options(
+def test_request_is_built_by_the_runner_from_the_declared_options(
     tmp_path: Path,
 ) -> None:
     values = _defaults(
@@ -203,7 +203,7 @@ def test_issue14_item4_request_is_built_by_the_runner_from_the_declared_options(
     assert random.policy_options == {"seed": 5}
 
 
-def test_issue14_item4_endpoint_alias_options_and_sampling_defaults_come_through_the_runner(
+def test_endpoint_alias_options_and_sampling_defaults_come_through_the_runner(
     tmp_path: Path,
 ) -> None:
     toml = tmp_path / "endpoints.toml"
@@ -228,7 +228,7 @@ def test_issue14_item4_endpoint_alias_options_and_sampling_defaults_come_through
     }  # the flag wins
 
 
-def test_issue14_item4_run_requires_env_with_one_line() -> None:
+def test_run_requires_env_with_one_line() -> None:
     res = runner.invoke(app, ["run", "--backend", "oracle"])
     assert res.exit_code == 2 and "--env is required" in res.output
 
@@ -254,11 +254,11 @@ def test_a_training_output_folder_without_env_names_final_model_and_its_env(
     assert f"pass one of: {final} (trained on ragen/Bandit-v0: the default --env of each)" in text
 
 
-def test_issue14_item4_the_env_id_is_resolved_once_per_run(
+def test_the_env_id_is_resolved_once_per_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The CLI plans the run once (entry, env config, rollout) and the rollout engine looks each
-    env id up once: two lookups for a 4-episode run (before issue 14: nine)."""
+    env id up once: two lookups for a 4-episode run (nine before)."""
     calls: list[str] = []
     real = ragen_envs.get_entry
 
@@ -296,7 +296,7 @@ def test_issue14_item4_the_env_id_is_resolved_once_per_run(
     ]
 
 
-def test_issue14_item4_train_cli_does_not_import_the_bench_cli() -> None:
+def test_train_cli_does_not_import_the_bench_cli() -> None:
     code = (
         "import sys, ragen_train.cli; from ragen_bench.summary_table import print_summary; "
         "print('ragen_bench.cli' in sys.modules)"
@@ -306,7 +306,7 @@ def test_issue14_item4_train_cli_does_not_import_the_bench_cli() -> None:
     assert proc.stdout.strip() == "False"
 
 
-def test_issue14_item4_summary_table_formats_estimates() -> None:
+def test_summary_table_formats_estimates() -> None:
     from rich.console import Console
 
     from ragen_bench.summary_table import format_estimate, print_summary
@@ -335,7 +335,7 @@ def test_issue14_item4_summary_table_formats_estimates() -> None:
     )
 
 
-def test_issue14_item2_each_registered_back_end_builds_the_policy_class_of_that_name() -> None:
+def test_each_registered_back_end_builds_the_policy_class_of_that_name() -> None:
     """The registry key is the one selector; the class a factory builds reports the same name
     in ``describe()`` (run.json), so the two cannot drift apart unnoticed."""
     from ragen_bench.policies.hf import HFPolicy
@@ -357,7 +357,7 @@ def test_issue14_item2_each_registered_back_end_builds_the_policy_class_of_that_
 
 
 def test_run_policy_flag_and_its_deprecated_backend_spelling(tmp_path: Path) -> None:
-    """Issue 30 item 2: ``--policy`` names the policy (``--backend`` names the trainer in
+    """``--policy`` names the policy (``--backend`` names the trainer in
     ragen-train); ``--backend`` still works for one release, hidden, with one warning line."""
     help_words = set(runner.invoke(app, ["run", "--help"], env={"COLUMNS": "240"}).stdout.split())
     assert "--policy" in help_words and "--backend" not in help_words

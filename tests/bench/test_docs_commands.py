@@ -1,4 +1,4 @@
-"""Issue 17 item 2: every README and docs command runs, in order, on a fresh copy of the repository.
+"""Every README and docs command runs, in order, on a fresh copy of the repository.
 
 Before: the README's Train block failed right after its own quickstart ("out_dir already
 holds a run"), and nothing ran the documented commands.
@@ -174,7 +174,7 @@ def cli_call(cmd: str) -> tuple[str, list[str]] | None:
     return words[0], args
 
 
-def test_item2_every_fence_is_marked() -> None:
+def test_every_fence_is_marked() -> None:
     unmarked = [
         b.where for b in blocks() if b.lang in ("bash", "sh", "console") and b.marker is None
     ]
@@ -185,7 +185,7 @@ def test_item2_every_fence_is_marked() -> None:
 @pytest.mark.skipif(
     shutil.which("git") is None or not (ROOT / ".git").exists(), reason="needs a git checkout"
 )
-def test_item2_readme_and_docs_commands_run_in_order(
+def test_readme_and_docs_commands_run_in_order(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import ragen_bench.cli

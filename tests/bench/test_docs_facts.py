@@ -1,4 +1,4 @@
-"""Issue 17 item 5 (docs): what the docs state is checkable and true.
+"""What the docs state is checkable and true.
 
 Before: docs/diagnostics.md and the env pages cited "reference §n" sections of a file that is
 not in the repository; examples/README.md published numbers that its committed results file
@@ -56,8 +56,8 @@ def _lines():
             yield p, n, line
 
 
-def test_item5_the_tree_cites_public_sources_not_a_private_reference_file() -> None:
-    """Issue 30 item 5: no file — code, tests, docs, benchmarks — cites the reference-facts
+def test_the_tree_cites_public_sources_not_a_private_reference_file() -> None:
+    """No file — code, tests, docs, benchmarks — cites the reference-facts
     file that is not in the repository (it cites the paper or a RAGEN repository path)."""
     assert len(TREE) > 200 and ROOT / "ragen_train" / "trainer.py" in TREE
     private = re.compile(
@@ -73,7 +73,7 @@ def test_item5_the_tree_cites_public_sources_not_a_private_reference_file() -> N
 NAMED_SOURCE = re.compile(r"Sutton|Barto|Katoen|Norvig|AIMA|RFC \d|paper|arXiv|ed\.")
 
 
-def test_item5_every_section_sign_names_its_source_or_a_section_of_its_page() -> None:
+def test_every_section_sign_names_its_source_or_a_section_of_its_page() -> None:
     """A bare "§1.3" cited the private reference file; a "§" must follow a named source
     (Sutton & Barto §4.4, RFC 9110 §10.2.3) or, in a markdown page, be one of that page's
     numbered headings ("see §2" on a page with "## 2. ...")."""
@@ -113,8 +113,8 @@ CITED_PATH = re.compile(rf"(?<![\w./-])((?:{TOP_DIRS})/[\w./-]*[\w/])")
 OTHER_REPO = re.compile(r"(RAGEN-AI/RAGEN|RAGEN's|verl-project/verl|huggingface/\w+)[^/]{0,20}$")
 
 
-def test_item5_every_cited_repository_path_exists() -> None:
-    """Issue 30 item 5: docs/training.md cited tests/test_batch.py (never existed), the README
+def test_every_cited_repository_path_exists() -> None:
+    """Docs/training.md cited tests/test_batch.py (never existed), the README
     and a golden test cited tests at their pre-move paths.  Every repository-relative path
     written anywhere in the tree exists (placeholders like <env> and the paths commands
     create, :data:`CREATED`, aside)."""
@@ -134,7 +134,7 @@ def test_item5_every_cited_repository_path_exists() -> None:
     assert not bad, f"cited paths that do not exist: {bad}"
 
 
-def test_item5_metric_keys_named_in_docstrings_are_logged() -> None:
+def test_metric_keys_named_in_docstrings_are_logged() -> None:
     """rollout_engine.py named ``rollout/logprob_abs_diff_mean``, which the trainer never
     logged; every ``section/key`` metric a ragen_train or ragen_bench docstring names appears
     as a string in their code."""
@@ -149,7 +149,7 @@ def test_item5_metric_keys_named_in_docstrings_are_logged() -> None:
     assert not missing, f"metrics named in docstrings but never logged: {missing}"
 
 
-def test_item5_learning_demo_table_is_its_committed_results() -> None:
+def test_learning_demo_table_is_its_committed_results() -> None:
     results = json.loads((ROOT / "examples" / "learning_demo_results.json").read_text())["runs"]
     text = (ROOT / "examples" / "README.md").read_text()
     readme = " ".join((ROOT / "README.md").read_text().split())

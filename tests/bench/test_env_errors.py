@@ -1,4 +1,4 @@
-"""Env errors never pass as results (issue 29 item 4).
+"""Env errors never pass as results.
 
 Without math-verify, MetaMathQA's answer checker raised at the first answer: half the
 episodes became ``env_error``, the run exited 0 without a word, success averaged over

@@ -1,4 +1,4 @@
-"""Issue 15 item 4: the published baseline rows of the 2048 and RubiksCube ids.
+"""The published baseline rows of the 2048 and RubiksCube ids.
 
 ``leaderboards/games.json`` is written by ``scripts/make_baseline_boards.sh`` from real
 ``ragen-bench run``s; this checks it loads under the leaderboard schema and that its rows
@@ -27,7 +27,7 @@ def rows() -> dict[tuple[str, str], dict]:
 @pytest.mark.parametrize(
     "env_id", ["ragen/2048-Target64-v0", "ragen/2048-v0", "ragen/2048-Target256-v0"]
 )
-def test_issue15_item4_2048_rows_random_and_expectimax(rows: dict, env_id: str) -> None:
+def test_2048_rows_random_and_expectimax(rows: dict, env_id: str) -> None:
     best, rand = rows[(env_id, "expectimax")], rows[(env_id, "random")]
     assert best["backend"] == "oracle" and (env_id, "oracle") not in rows
     assert best["episodes"] == rand["episodes"] == 256
@@ -37,7 +37,7 @@ def test_issue15_item4_2048_rows_random_and_expectimax(rows: dict, env_id: str) 
 @pytest.mark.parametrize(
     "env_id", ["ragen/RubiksCube-v0", "ragen/RubiksCube-Depth5-v0", "ragen/RubiksCube-Scrambled-v0"]
 )
-def test_issue15_item4_cube_rows_oracle_solves_everything(rows: dict, env_id: str) -> None:
+def test_cube_rows_oracle_solves_everything(rows: dict, env_id: str) -> None:
     best, rand = rows[(env_id, "oracle")], rows[(env_id, "random")]
     assert best["metrics"]["success"]["mean"] == 1.0 and best["metrics"]["return"]["mean"] == 1.0
     assert rand["metrics"]["success"]["mean"] < 0.5

@@ -1,4 +1,4 @@
-"""Issue 17 item 4: ``leaderboard add`` does not silently replace a published row with a weaker one.
+"""``leaderboard add`` does not silently replace a published row with a weaker one.
 
 Before: adding a 64-episode oracle run replaced the board's 256-episode oracle row.
 """
@@ -51,7 +51,7 @@ def _entry(board: Path) -> dict:
     return entry
 
 
-def test_item4_fewer_episodes_do_not_replace_a_published_row(
+def test_fewer_episodes_do_not_replace_a_published_row(
     runs: dict[str, Path], tmp_path: Path
 ) -> None:
     board = tmp_path / "board.json"
@@ -76,7 +76,7 @@ def test_item4_fewer_episodes_do_not_replace_a_published_row(
     assert validate_file(board) == ("leaderboard", 1)
 
 
-def test_item4_cli_refuses_without_replace(runs: dict[str, Path], tmp_path: Path) -> None:
+def test_cli_refuses_without_replace(runs: dict[str, Path], tmp_path: Path) -> None:
     board = tmp_path / "board.json"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
 
@@ -108,9 +108,7 @@ def test_item4_cli_refuses_without_replace(runs: dict[str, Path], tmp_path: Path
     assert add("small", "--replace").returncode == 0 and _entry(board)["run_id"] == "small"
 
 
-def test_item4_published_rows_without_seeds_need_replace(
-    runs: dict[str, Path], tmp_path: Path
-) -> None:
+def test_published_rows_without_seeds_need_replace(runs: dict[str, Path], tmp_path: Path) -> None:
     board = tmp_path / "board.json"
     add_run(board, runs["big"], label="oracle")
     data = json.loads(board.read_text())

@@ -1,5 +1,5 @@
 """The site's model × environment matrix, board downloads, and controls that need
-JavaScript hidden without it (issue 29 item 2)."""
+JavaScript hidden without it."""
 
 from __future__ import annotations
 
@@ -217,7 +217,7 @@ def test_matrix_sorts_in_a_browser_and_shows_controls_with_javascript(browser, t
 
 
 def test_the_committed_boards_hold_the_model_on_every_family() -> None:
-    """Issue 29 item 1 on the committed boards: Qwen2.5-Coder-0.5B-Instruct on one env id of
+    """The committed boards: Qwen2.5-Coder-0.5B-Instruct on one env id of
     every family but Lean (no real verifier here), >= 64 test episodes each, with its back-end,
     dtype, seeds and a commit that is not -dirty recorded."""
     families = {

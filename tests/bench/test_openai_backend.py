@@ -1,7 +1,7 @@
 """The ``openai`` / ``vllm-server`` / ``vllm`` back-ends against a real HTTP server with faults.
 
 Every test talks to :class:`tests.helpers.fault_server.FaultServer` (a real chat-completions server
-on 127.0.0.1) through the official ``openai`` client.  The fault table of issue 4:
+on 127.0.0.1) through the official ``openai`` client.  The fault table:
 
 =========================================  ==============================================  ===========================================
 fault                                      required behaviour                              test
@@ -762,7 +762,7 @@ def test_vllm_server_stops_its_process_group(tmp_path: Path) -> None:
     srv.stop()  # idempotent
 
 
-# ------------------------------------- issue 20 item 12: wrong-shaped and oversized answers
+# ------------------------------------- wrong-shaped and oversized answers
 def _valid_choice(content: str = "<think>x</think><answer>Left</answer>") -> dict:
     return {
         "index": 0,
@@ -787,9 +787,7 @@ WRONG_SHAPES = {
 
 
 @pytest.mark.parametrize("shape", sorted(WRONG_SHAPES))
-def test_issue20_item12_wrong_shaped_answer_is_a_typed_retried_counted_error(
-    server, shape: str
-) -> None:
+def test_wrong_shaped_answer_is_a_typed_retried_counted_error(server, shape: str) -> None:
     from tests.helpers.fault_server import answer_body
 
     body = WRONG_SHAPES[shape]
@@ -815,7 +813,7 @@ def test_issue20_item12_wrong_shaped_answer_is_a_typed_retried_counted_error(
     assert policy2.stats()["failed"] == {"invalid_response": 1}
 
 
-def test_issue20_item12_wrong_shaped_stream_event_is_a_typed_error(server) -> None:
+def test_wrong_shaped_stream_event_is_a_typed_error(server) -> None:
     from tests.helpers.fault_server import answer_events
 
     srv = server(
@@ -832,7 +830,7 @@ def test_issue20_item12_wrong_shaped_stream_event_is_a_typed_error(server) -> No
 
 
 @pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
-def test_issue20_item12_oversized_body_is_a_typed_error_and_no_huge_file(
+def test_oversized_body_is_a_typed_error_and_no_huge_file(
     server, tmp_path: Path, chunked: bool
 ) -> None:
     """A 30 MB answer (it made a 126 MB episodes file) is refused at the default 16 MiB cap:
@@ -870,7 +868,7 @@ def test_issue20_item12_oversized_body_is_a_typed_error_and_no_huge_file(
 
 
 @STREAM
-def test_issue20_item12_long_completion_is_cut_to_the_cap_and_flagged(
+def test_long_completion_is_cut_to_the_cap_and_flagged(
     server, tmp_path: Path, stream: bool
 ) -> None:
     long_answer = "<think>" + "y" * 5000 + "</think><answer>Left</answer>"
@@ -904,8 +902,6 @@ def test_issue20_item12_long_completion_is_cut_to_the_cap_and_flagged(
         ("max_completion_chars", -5, "max_completion_chars must be >= 1, got -5"),
     ],
 )
-def test_issue20_item12_caps_and_timeouts_are_checked(
-    option: str, value: float, message: str
-) -> None:
+def test_caps_and_timeouts_are_checked(option: str, value: float, message: str) -> None:
     with pytest.raises(ValueError, match=re.escape(message)):
         OpenAIPolicy("m", base_url="http://127.0.0.1:9/v1", **{**FAST, option: value})

@@ -1,4 +1,4 @@
-"""Paired before/after statistics (issue 27 item 7): the exact McNemar test, the paired
+"""Paired before/after statistics: the exact McNemar test, the paired
 bootstrap, and the real-model script's paired comparison on per-episode outcomes."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 17 item 7: preflight checks before the first episode.
+"""Preflight checks before the first episode.
 
 Before: a missing optional package (bm25s for SearchQA / WebShop) or an endpoint that is not
 listening was discovered only after every episode had failed, and a run directory was left
@@ -40,7 +40,7 @@ def _free_port() -> int:
 
 
 @pytest.mark.parametrize("env_id", ["ragen/SearchQA-v0", "ragen/WebShop-v0"])
-def test_item7_missing_bm25s_exits_2_with_the_install_hint_and_no_run_dir(
+def test_missing_bm25s_exits_2_with_the_install_hint_and_no_run_dir(
     env_id: str, tmp_path: Path
 ) -> None:
     proc = _run(
@@ -62,7 +62,7 @@ def test_item7_missing_bm25s_exits_2_with_the_install_hint_and_no_run_dir(
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
 
 
-def test_item7_unreachable_endpoint_exits_2_and_leaves_no_run_dir(tmp_path: Path) -> None:
+def test_unreachable_endpoint_exits_2_and_leaves_no_run_dir(tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{_free_port()}/v1"
     proc = _run(
         "--backend",
@@ -115,7 +115,7 @@ def test_item7_unreachable_endpoint_exits_2_and_leaves_no_run_dir(tmp_path: Path
     assert (tmp_path / "runs" / "down" / "episodes.jsonl").read_bytes() == before
 
 
-def test_item7_an_answering_server_is_reachable_whatever_its_status(tmp_path: Path) -> None:
+def test_an_answering_server_is_reachable_whatever_its_status(tmp_path: Path) -> None:
     import http.server
     import threading
 
@@ -139,3 +139,23 @@ def test_item7_an_answering_server_is_reachable_whatever_its_status(tmp_path: Pa
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_unreachable_lean_verifier_is_found_by_preflight_with_the_fix() -> None:
+    import socket
+
+    from ragen_bench.preflight import PreflightError, preflight
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(PreflightError) as err:
+        preflight(
+            "ragen/Lean-v0",
+            {"verifier": f"http://127.0.0.1:{port}", "max_retries": 0},
+            0,
+            None,
+            None,
+        )
+    message = str(err.value)
+    assert f"127.0.0.1:{port}" in message and "--env-config verifier=" in message, message

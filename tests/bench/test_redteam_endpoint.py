@@ -1,4 +1,4 @@
-"""Issue 28, endpoint client: a hostile OpenAI-compatible server, one payload per case.
+"""Endpoint client: a hostile OpenAI-compatible server, one payload per case.
 
 A real ``openai`` client (through :class:`OpenAIPolicy` and the bench runner) talks to a
 real HTTP server on 127.0.0.1 that answers with whatever bytes and headers a case

@@ -1,4 +1,4 @@
-"""Issue 28, inputs: hostile config files, options and results files, one payload per case.
+"""Inputs: hostile config files, options and results files, one payload per case.
 
 Each case ran long, ate memory or ended in a traceback before (the numbers are the red-team
 pass's); now each is one ``error: ...`` line (or a refused value), quickly and with bounded
@@ -203,7 +203,7 @@ def test_run_id_with_a_newline_is_refused_by_the_cli(bench, tmp_path: Path) -> N
 
 def test_terminal_escapes_in_an_error_message_are_shown_not_sent(capsys) -> None:
     """A hostile endpoint's error text (clear screen, window title, colour, a line
-    separator) reaches the console as visible escapes on one line (fresh-clone red team)."""
+    separator) reaches the console as visible escapes on one line."""
     from ragen_bench.console import make_console, print_error
 
     print_error(

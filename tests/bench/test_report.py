@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ragen_bench.report import render_run_report, write_run_report
+from ragen_bench.report import protocol_text, render_run_report, write_run_report
 from ragen_bench.results import RunDir
 from ragen_bench.runner import RunRequest, start_run
 from ragen_bench.site.charts import histogram_bins
@@ -265,3 +265,10 @@ def test_report_cli_writes_report_and_refuses_non_run(random_run, tmp_path):
     assert res.stderr.strip().splitlines() == [
         f"error: {tmp_path} is not a run directory (no run.json)"
     ]
+
+
+def test_protocol_text_counts_in_the_singular() -> None:
+    p = {"max_turns": 1, "max_actions_per_turn": 1, "enable_think": False, "group_size": 1}
+    assert protocol_text(p).startswith("1 turn × 1 action · no think")
+    p = {**p, "max_turns": 5, "max_actions_per_turn": 2}
+    assert protocol_text(p).startswith("5 turns × 2 actions")

@@ -1,4 +1,4 @@
-"""Issue 17 item 6 (bench side): ``ragen-bench run --resume`` on a finished run.
+"""``ragen-bench run --resume`` on a finished run.
 
 Before: ``--episodes`` was silently ignored, and every resume of a finished run appended an
 empty session to ``run.json``.
@@ -45,7 +45,7 @@ def finished(tmp_path: Path) -> Path:
     )
 
 
-def test_item6_resume_of_a_finished_run_records_no_empty_session(finished: Path) -> None:
+def test_resume_of_a_finished_run_records_no_empty_session(finished: Path) -> None:
     run_before = (finished / "run.json").read_bytes()
     summary_before = (finished / "summary.json").read_bytes()
     proc = _bench("--resume", str(finished), "--no-progress")
@@ -57,7 +57,7 @@ def test_item6_resume_of_a_finished_run_records_no_empty_session(finished: Path)
     assert (finished / "summary.json").read_bytes() == summary_before
 
 
-def test_item6_resume_with_more_episodes_extends_the_run(finished: Path) -> None:
+def test_resume_with_more_episodes_extends_the_run(finished: Path) -> None:
     first = {i: e for i, e in RunDir(finished).read_episodes().items()}
     proc = _bench(
         "--resume", str(finished), "--episodes", "12", "--no-progress", "--temperature", "0.9"
@@ -80,7 +80,7 @@ def test_item6_resume_with_more_episodes_extends_the_run(finished: Path) -> None
     assert summary["episodes"] == {"requested": 12, "recorded": 12, "scored": 12, "missing": 0}
 
 
-def test_item6_resume_refuses_fewer_or_ungrouped_episodes(finished: Path) -> None:
+def test_resume_refuses_fewer_or_ungrouped_episodes(finished: Path) -> None:
     before = (finished / "run.json").read_bytes()
     with pytest.raises(ValueError, match="cannot be shortened"):
         resume_run(finished, episodes=4)

@@ -7,8 +7,8 @@ import asyncio
 import pytest
 
 import ragen_envs
-from ragen_bench.policies import OraclePolicy
-from ragen_bench.rollout import RolloutConfig, RolloutEngine, make_specs
+from ragen_bench.policies import OraclePolicy, make_policy
+from ragen_bench.rollout import EpisodeSpec, RolloutConfig, RolloutEngine, make_specs
 from ragen_bench.types import Generation, PolicyRequest, SamplingParams
 from tests.helpers.scripted import ScriptedPolicy
 
@@ -146,7 +146,7 @@ def test_env_exception_is_recorded_as_env_error(monkeypatch: pytest.MonkeyPatch)
         raise RuntimeError("simulated env bug")
 
     # patched on the public step: Bandit's first exactly spelled action takes a direct path
-    # that never reaches _step (issue 21), and an env bug may sit anywhere in step
+    # that never reaches _step, and an env bug may sit anywhere in step
     monkeypatch.setattr(BanditEnv, "step", boom)
     policy = OraclePolicy()
     rec = RolloutEngine(policy, RolloutConfig(max_turns=2, max_actions_per_turn=1)).run(
@@ -310,3 +310,29 @@ def test_random_policy_episodes_finish_while_most_are_still_queued() -> None:
     records = engine.run(make_specs("ragen/Sokoban-v0", episodes=200))
     assert len(records) == 200
     assert at_first_finish[0] <= 64  # 200 before: every episode alive at once
+
+
+def test_negative_seed_is_refused_before_any_episode() -> None:
+    with pytest.raises(ValueError, match="seed must be >= 0"):
+        make_specs("ragen/FrozenLake-v0", episodes=4, seed=-1)
+    with pytest.raises(ValueError, match="group_size must be >= 1"):
+        make_specs("ragen/FrozenLake-v0", episodes=4, group_size=0)
+
+
+def test_env_whose_reset_raised_is_not_reused_for_later_episodes() -> None:
+    specs = [
+        EpisodeSpec(
+            index=i, env_id="ragen/FrozenLake-v0", env_config={}, seed=seed, group=i, member=0
+        )
+        for i, seed in enumerate((-1, 0, 1, 2))
+    ]
+    engine = RolloutEngine(
+        make_policy("oracle", None),
+        RolloutConfig(max_turns=5, max_actions_per_turn=2),
+        max_parallel=1,
+    )
+    records = engine.run(specs)
+    assert records[0].status == "env_error" and "Seed" in (records[0].error or "")
+    assert [r.status for r in records[1:]] == ["success"] * 3, [
+        (r.status, r.error) for r in records[1:]
+    ]

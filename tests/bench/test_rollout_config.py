@@ -1,4 +1,4 @@
-"""One builder of a run's rollout config (issue 30 item 2): ``ragen_bench.rollout.rollout_config``
+"""One builder of a run's rollout config: ``ragen_bench.rollout.rollout_config``
 takes the bench's override dict and a training config's ``rollout`` section alike (the import
 graph is checked in tests/test_import_graph.py)."""
 
@@ -49,7 +49,7 @@ def test_the_old_train_name_still_works_and_warns() -> None:
 
 
 def test_the_train_side_builds_no_rollout_config_of_its_own() -> None:
-    """Every ``RolloutConfig(...)`` is built in ``ragen_bench/rollout.py`` (issue 30 item 2)."""
+    """Every ``RolloutConfig(...)`` is built in ``ragen_bench/rollout.py``."""
     builders = []
     for path in sorted(ROOT.glob("ragen_*/**/*.py")):
         if path.relative_to(ROOT).as_posix() == "ragen_bench/rollout.py":

@@ -1,4 +1,4 @@
-"""Issue 17 item 3 (bench side): the run's progress moves with turns and tokens.
+"""The run's progress moves with turns and tokens.
 
 Before: the bar counted finished episodes only; with the hf back-end every episode of a
 batch finishes at the same time, so it sat at ``0/8 … -:--:--`` until the very end.
@@ -29,7 +29,7 @@ class Recording(RunProgress):
         self.timeline.append((self._finished, self.completed_fraction, self._tokens))
 
 
-def test_item3_progress_moves_every_turn_before_any_episode_finishes(tmp_path: Path) -> None:
+def test_progress_moves_every_turn_before_any_episode_finishes(tmp_path: Path) -> None:
     buf = io.StringIO()
     console = Console(file=buf, force_terminal=True, width=200)
     bar = Recording(console, episodes=4, max_turns=3)

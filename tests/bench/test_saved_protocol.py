@@ -1,4 +1,4 @@
-"""Issue 17 item 1: the agent protocol travels with a saved model and ``ragen-bench run`` uses it.
+"""The agent protocol travels with a saved model and ``ragen-bench run`` uses it.
 
 Before: ``ragen-bench run --policy hf --model outputs/quickstart/final_model`` played with the
 harness defaults (think on, full system prompt, 256 tokens) and scored 0% format-valid on a
@@ -53,7 +53,7 @@ def _bench(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_item1_every_saved_model_carries_the_eval_protocol(saved_model: Path) -> None:
+def test_every_saved_model_carries_the_eval_protocol(saved_model: Path) -> None:
     from ragen_train.evaluation import plan_eval, saved_protocol
     from ragen_train.presets import PRESETS
 
@@ -83,7 +83,7 @@ def test_item1_every_saved_model_carries_the_eval_protocol(saved_model: Path) ->
     assert plan.split == protocol.split and plan.env_id == protocol.env_id
 
 
-def test_item1_bench_run_uses_the_saved_protocol_and_warns_at_zero_format_valid(
+def test_bench_run_uses_the_saved_protocol_and_warns_at_zero_format_valid(
     saved_model: Path, tmp_path: Path
 ) -> None:
     proc = _bench(
@@ -120,7 +120,7 @@ def test_item1_bench_run_uses_the_saved_protocol_and_warns_at_zero_format_valid(
         assert "WARNING: format-valid rate is 0%" in " ".join(proc.stderr.split())
 
 
-def test_item1_env_defaults_to_the_trained_env_and_other_env_drops_its_limits(
+def test_env_defaults_to_the_trained_env_and_other_env_drops_its_limits(
     saved_model: Path, tmp_path: Path
 ) -> None:
     from ragen_bench.protocol import apply_protocol
@@ -153,7 +153,7 @@ def test_item1_env_defaults_to_the_trained_env_and_other_env_drops_its_limits(
     assert "not the env the model was trained on" in applied.notes[0]
 
 
-def test_item1_zero_format_valid_warning_without_a_protocol() -> None:
+def test_zero_format_valid_warning_without_a_protocol() -> None:
     from ragen_bench.protocol import format_valid_warning
 
     summary = {"metrics": {"format_valid_rate": {"mean": 0.0}}, "episodes": {"scored": 8}}

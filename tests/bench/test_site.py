@@ -300,3 +300,12 @@ def test_a_clean_row_with_seeds_has_no_mark(board_with_runs, tmp_path):
     build_site([clean], tmp_path / "site", runs_roots=[runs], reports=False)
     page = (tmp_path / "site" / "clean.html").read_text()
     assert 'class="flag"' not in page and "rows are marked" not in page
+
+
+def test_board_table_scrolls_instead_of_overflowing(tmp_path: Path) -> None:
+    from ragen_bench.site import build_site
+
+    build_site([ROOT / "leaderboards" / "procedural.json"], tmp_path, runs_roots=[], reports=False)
+    html = (tmp_path / "procedural.html").read_text()
+    assert '<div class="table-scroll">\n<table id="board"' in html
+    assert ".table-scroll { max-width: 100%; overflow-x: auto; }" in html  # the inlined CSS

@@ -1,4 +1,4 @@
-"""Issue 17 item 9: the Sokoban instruction says the game stops after ``max_steps`` (100)
+"""The Sokoban instruction says the game stops after ``max_steps`` (100)
 actions while the agent loop ends the episode after ``max_turns`` turns; the system
 prompt now states the loop's budget, which is the one that binds."""
 
@@ -8,7 +8,7 @@ from ragen_bench.rollout import RolloutConfig, RolloutEngine, make_specs
 from tests.helpers.scripted import ScriptedPolicy
 
 
-def test_item9_sokoban_prompt_states_the_agent_loop_action_limit() -> None:
+def test_sokoban_prompt_states_the_agent_loop_action_limit() -> None:
     policy = ScriptedPolicy(lambda e, t: "<think>x</think><answer>Up</answer>")
     cfg = RolloutConfig(max_turns=10, max_actions_per_turn=2)
     (record,) = RolloutEngine(policy, cfg).run(make_specs("ragen/Sokoban-v0", episodes=1))

@@ -1,4 +1,4 @@
-"""Issue 17 item 8: ``ragen-bench validate`` knows the files ``ragen-train`` writes.
+"""``ragen-bench validate`` knows the files ``ragen-train`` writes.
 
 Before: a training ``config.json`` was refused ("cannot tell which schema"), the quickstart
 ``summary.json`` was checked against the bench run schema (and failed), and a training
@@ -54,7 +54,7 @@ def _validate(*paths: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_item8_validate_recognises_training_outputs(train_dir: Path) -> None:
+def test_validate_recognises_training_outputs(train_dir: Path) -> None:
     proc = _validate(train_dir)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
@@ -77,7 +77,7 @@ def test_item8_validate_recognises_training_outputs(train_dir: Path) -> None:
     ]
 
 
-def test_item8_damaged_training_files_are_invalid(train_dir: Path, tmp_path: Path) -> None:
+def test_damaged_training_files_are_invalid(train_dir: Path, tmp_path: Path) -> None:
     cfg = json.loads((train_dir / "config.json").read_text())
     cfg["optim"]["lr"] = "fast"
     (tmp_path / "config.json").write_text(json.dumps(cfg))

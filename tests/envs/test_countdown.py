@@ -36,8 +36,8 @@ _HYP = dict(
 
 # ------------------------------------------------------------------ checker table
 
-#: (numbers, target, answer, status, value or reason fragment).  Source: foundation
-#: issue 2, "Countdown ... These must hold".
+#: (numbers, target, answer, status, value or reason fragment).  Source: the
+#: project's foundation spec, "Countdown ... These must hold".
 ISSUE_CASES = [
     ([1, 81, 1, 1], 81, "81*1", INVALID, "exactly once"),
     ([1, 81, 1, 1], 81, "81*1*1*1", CORRECT, "81"),

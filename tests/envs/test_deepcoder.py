@@ -68,12 +68,12 @@ def test_extract_code_empty(answer: str) -> None:
     ("got", "expected", "ok"),
     [
         ("3\n6\n", "3 6", True),  # whitespace-insensitive
-        ("3.0000001", "3", False),  # an expected integer takes no tolerance (issue 28)
+        ("3.0000001", "3", False),  # an expected integer takes no tolerance
         ("3.0", "3", True),  # ... but the same integer written as a float is fine
         ("3", "3.0", True),
         ("3", "4", False),
         ("10", "010", False),  # two integer literals: exact
-        ("1000000.5", "1000000", False),  # expected integer: exact (issue 28)
+        ("1000000.5", "1000000", False),  # expected integer: exact
         ("1000000.5", "1000000.0", True),  # relative error 5e-7
         ("1000001", "1000000.0", True),  # relative error exactly 1e-6: accepted (<=)
         ("1000002", "1000000.0", False),  # relative error 2e-6
@@ -461,7 +461,7 @@ def test_check_test_kind_reports_count() -> None:
     )
 
 
-# ------------------------------------------- source splits of every format (issue 16 item 3)
+# ------------------------------------------- source splits of every format
 def _ten(fmt: str) -> list[dict]:
     """Ten distinct records of one format (statements differ by their number)."""
     out = []
@@ -509,7 +509,7 @@ CODE_FORMATS = ("ragen", "humaneval", "mbpp", "apps", "taco", "livecodebench", "
 
 
 def test_every_code_format_keeps_its_source_split_so_test_problems_never_train(tmp_path) -> None:
-    """Issue 16 item 3: with ``split_mode="source"`` a test-only file of any supported format is
+    """With ``split_mode="source"`` a test-only file of any supported format is
     served only as ``test`` (HumanEval records used to lose the split: 8 of 10 went to train)."""
     assert set(CODE_FORMATS) == set(FORMATS) - {"auto"}
     for fmt in CODE_FORMATS:
@@ -527,7 +527,7 @@ def test_every_code_format_keeps_its_source_split_so_test_problems_never_train(t
 
 
 def test_every_math_format_keeps_its_source_split(tmp_path) -> None:
-    """Issue 16 item 3, the other data-backed readers (MetaMathQA's three formats)."""
+    """The other data-backed readers (MetaMathQA's three formats)."""
     recs = (
         [{"query": f"What is {i} + 1?", "response": f"The answer is {i + 1}"} for i in range(4)]
         + [{"question": f"What is {i} + 2?", "answer": f"so #### {i + 2}"} for i in range(3)]
@@ -540,7 +540,7 @@ def test_every_math_format_keeps_its_source_split(tmp_path) -> None:
     assert dict(env.split_table().sizes) == {"train": 0, "validation": 0, "test": 10}
 
 
-# ------------------------------------------------------------------ MBPP (issue 16 item 4)
+# ------------------------------------------------------------------ MBPP
 MBPP_14 = {
     "task_id": 14,
     "text": "Write a python function to find the volume of a triangular prism.",
@@ -572,7 +572,7 @@ MBPP_SANITIZED = {
 
 
 def test_mbpp_format_is_read_and_judged_with_numeric_equality() -> None:
-    """Issue 16 item 4: MBPP records (full and sanitized) are read; task 14's reference solution,
+    """MBPP records (full and sanitized) are read; task 14's reference solution,
     which returns 240.0 where the test expects 240, passes; a wrong one fails per assert."""
     p = problem_from_record(MBPP_14)
     assert detect_format(MBPP_14) == "mbpp" and p.id == "mbpp/14" and p.source == "mbpp"
@@ -601,7 +601,7 @@ def test_mbpp_format_is_read_and_judged_with_numeric_equality() -> None:
 
 
 def test_mbpp_file_trains_and_evaluates_in_the_deepcoder_env(tmp_path) -> None:
-    """Issue 16 item 4 end to end: an MBPP ``test.jsonl`` serves its problems on the test split,
+    """End to end: an MBPP ``test.jsonl`` serves its problems on the test split,
     and the oracle (the reference code) solves task 14 in the env."""
     (tmp_path / "test.jsonl").write_text(
         "".join(json.dumps(r) + "\n" for r in (MBPP_14, MBPP_SETUP))

@@ -174,7 +174,7 @@ def test_config_error_also_raised_by_gymnasium_make() -> None:
         gym.make("ragen/Bandit-v0", max_steps=-3)
 
 
-# ------------------------------------------------ issue 20 item 9: NaN and out-of-range numbers
+# ------------------------------------------------ NaN and out-of-range numbers
 @pytest.mark.parametrize(
     ("env_id", "field", "value"),
     [
@@ -189,9 +189,7 @@ def test_config_error_also_raised_by_gymnasium_make() -> None:
         ("ragen/Sudoku-v0", "max_steps", float("inf")),  # through an anyOf
     ],
 )
-def test_issue20_item9_env_configs_refuse_non_finite_numbers(
-    env_id: str, field: str, value: float
-) -> None:
+def test_env_configs_refuse_non_finite_numbers(env_id: str, field: str, value: float) -> None:
     with pytest.raises(ragen_envs.ConfigError) as exc:
         ragen_envs.make(env_id, **{field: value})
     assert (

@@ -1,4 +1,4 @@
-"""Issue 21 (env speed): the fast paths give exactly what the general paths give.
+"""The fast paths give exactly what the general paths give.
 
 Each shortcut taken to make a step or reset cheap is checked here against the slower
 rule it replaces, so speed never changes behaviour: the raw PCG64 coin (Bandit), the
@@ -315,7 +315,7 @@ def _bandit_twin_results(config: dict, seed: int, actions: list) -> tuple[list, 
     ],
 )
 def test_env_speed_bandit_fast_step_equals_base_step(config: dict, actions: list) -> None:
-    """Issue 21, Bandit step: BanditEnv.step's first-step shortcut returns exactly what
+    """Bandit step: BanditEnv.step's first-step shortcut returns exactly what
     TextEnv.step returns (observation, reward, flags, info with key order), leaves the
     same episode state and consumes the same draws, on every seed and spelling."""
     for seed in range(60):
@@ -361,7 +361,7 @@ def test_env_speed_reusable_transition_first_step_is_base_info() -> None:
 
 # ----------------------------------------------- Sudoku search: same visiting order
 def test_env_speed_sudoku_search_visits_as_before() -> None:
-    """Issue 21, Sudoku 4x4 reset: the table-driven search visits the nodes of the
+    """Sudoku 4x4 reset: the table-driven search visits the nodes of the
     previous search in the same order: the same random grids, the same rng draws, the
     same solutions and the same budget overruns (digest recorded with the code before)."""
     import hashlib
@@ -407,7 +407,7 @@ def test_env_speed_sudoku_search_conflicting_givens_and_allowed_masks() -> None:
 
 
 def test_env_speed_sudoku_4x4_fill_tree_walk_equals_the_search() -> None:
-    """Issue 21, Sudoku 4x4 reset: walking the precomputed 4x4 search tree gives the
+    """Sudoku 4x4 reset: walking the precomputed 4x4 search tree gives the
     search's grid, leaves the generator where the search leaves it, and runs over the
     same node budget."""
     from ragen_envs.envs.sudoku.solver import (
@@ -454,7 +454,7 @@ def test_env_speed_sudoku_4x4_fill_tree_walk_equals_the_search() -> None:
 def test_env_speed_countdown_plain_answer_shortcut_equals_normalisation(
     text: str, numbers: list[int]
 ) -> None:
-    """Issue 21, Countdown step: an answer of digits, + - * / ( ) and spaces skips the
+    """Countdown step: an answer of digits, + - * / ( ) and spaces skips the
     normalisation steps; a leading tab forces them (the tab becomes a space, then the
     text is stripped), and the result is the same, reasons included."""
     from ragen_envs.envs.countdown.checker import check_answer
@@ -529,7 +529,7 @@ def test_env_speed_slotted_episode_state_survives_copy_and_pickle(env_id: str) -
         assert a[1:] == b[1:] and a[0] == b[0]
 
 
-# ------------------------------------------------- issue 31: lazily seeded resets
+# ------------------------------------------------- lazily seeded resets
 def _numpy_draws(rng: np.random.Generator, kinds: list[int]) -> list[float | int]:
     return [
         rng.random()
@@ -626,7 +626,7 @@ def test_env_speed_lazy_seeding_is_gymnasium_seeding(env_id: str) -> None:
     fast = ragen_envs.make(env_id).unwrapped
     slow = ragen_envs.make(env_id).unwrapped
     assert fast.lazy_seeding
-    slow.lazy_seeding = False  # Gymnasium's own np_random(seed), as before issue 31
+    slow.lazy_seeding = False  # Gymnasium's own np_random(seed), as before lazy seeding
     for seed in [*range(40), 977, 2**32 + 1]:
         touch = seed % 3 == 0
         assert _play(fast, seed, touch=touch) == _play(slow, seed, touch=touch), (env_id, seed)

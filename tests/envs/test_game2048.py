@@ -1,5 +1,5 @@
 """2048: slides and merges, the merge reward, illegal moves, spawns from the env RNG,
-termination, splits and the expectimax baseline (issue 15 item 2).
+termination, splits and the expectimax baseline.
 
 Spec: docs/envs/game2048.md.  Expected boards and rewards are worked out by hand in the
 comments; RAGEN's reward is ``0.1 * log2(M + 1)`` for merge score ``M > 0``
@@ -44,7 +44,7 @@ def _flat(rows: list[list[int]]) -> tuple[int, ...]:
 
 
 # ----------------------------------------------------------------- must show
-def test_issue15_item2_2222_left_is_4400_with_ragen_reward() -> None:
+def test_2222_left_is_4400_with_ragen_reward() -> None:
     env = _env()
     env.reset(seed=0, options={"board": [[2, 2, 2, 2]] + EMPTY_ROWS})
     obs, reward, terminated, truncated, info = env.step("Left")
@@ -59,7 +59,7 @@ def test_issue15_item2_2222_left_is_4400_with_ragen_reward() -> None:
     )
 
 
-def test_issue15_item2_4480_left_is_8800_no_double_merge() -> None:
+def test_4480_left_is_8800_no_double_merge() -> None:
     env = _env()
     env.reset(seed=0, options={"board": [[4, 4, 8, 0]] + EMPTY_ROWS})
     *_, reward, _terminated, _truncated, info = env.step("Left")
@@ -69,7 +69,7 @@ def test_issue15_item2_4480_left_is_8800_no_double_merge() -> None:
     assert reward == pytest.approx(REWARD_M8, abs=1e-15)
 
 
-def test_issue15_item2_illegal_move_leaves_board_and_rng_unchanged() -> None:
+def test_illegal_move_leaves_board_and_rng_unchanged() -> None:
     env = _env()
     board = [[2, 4, 8, 16]] + EMPTY_ROWS  # nothing can slide or merge to the left
     obs0, _ = env.reset(seed=3, options={"board": board})
@@ -104,9 +104,7 @@ HAND = [[2, 0, 2, 4], [0, 4, 4, 0], [8, 0, 0, 8], [2, 2, 2, 0]]
         ("Down", [[0, 0, 0, 0], [2, 0, 2, 0], [8, 4, 4, 4], [2, 2, 2, 8]], 0),
     ],
 )
-def test_issue15_item2_hand_checked_moves_in_all_four_directions(
-    name: str, expected: list, merged: int
-) -> None:
+def test_hand_checked_moves_in_all_four_directions(name: str, expected: list, merged: int) -> None:
     after, score = move(_flat(HAND), name)
     assert after == _flat(expected) and score == merged
     env = _env()

@@ -1,4 +1,4 @@
-"""Issue 15 item 4 for the 2048 and RubiksCube ids: registered with presets and agent
+"""The 2048 and RubiksCube ids: registered with presets and agent
 defaults that fit their step limits, config and info schemas in force, golden first
 observations pinned, the baselines behave as documented.
 
@@ -32,7 +32,7 @@ IDS_CUBE = [
 
 
 @pytest.mark.parametrize("env_id", IDS_2048 + IDS_CUBE)
-def test_issue15_item4_ids_registered_with_schemas_and_golden_entries(env_id: str) -> None:
+def test_ids_registered_with_schemas_and_golden_entries(env_id: str) -> None:
     entry = ragen_envs.get_entry(env_id)
     assert entry.procedural and entry.version == 0
     defaults = ragen_envs.config_defaults(entry.env_key)
@@ -50,7 +50,7 @@ def test_issue15_item4_ids_registered_with_schemas_and_golden_entries(env_id: st
         ragen_envs.make(env_id, no_such_field=1)
 
 
-def test_issue15_item4_2048_baseline_is_not_exact_and_beats_random_on_the_base_id() -> None:
+def test_2048_baseline_is_not_exact_and_beats_random_on_the_base_id() -> None:
     env = ragen_envs.make("ragen/2048-v0", split="test")
     assert env.unwrapped.oracle_is_exact is False
     best = [run_episode(env, oracle_policy, seed=s) for s in range(20)]
@@ -59,7 +59,7 @@ def test_issue15_item4_2048_baseline_is_not_exact_and_beats_random_on_the_base_i
     assert sum(r.infos[-1]["max_tile"] for r in best) > sum(r.infos[-1]["max_tile"] for r in rand)
 
 
-def test_issue15_item4_cube_oracle_scores_the_maximum_and_random_rarely_does() -> None:
+def test_cube_oracle_scores_the_maximum_and_random_rarely_does() -> None:
     env = ragen_envs.make("ragen/RubiksCube-Depth5-v0", split="test")
     best = [run_episode(env, oracle_policy, seed=s) for s in range(30)]
     assert all(r.success and r.episode_return == 1.0 for r in best)

@@ -27,7 +27,7 @@ SCHEMA = (
 )
 
 
-def test_issue15_item1_bundled_minif2f_matches_its_provenance() -> None:
+def test_bundled_minif2f_matches_its_provenance() -> None:
     meta = json.loads((DATA_DIR / "minif2f.provenance.json").read_text(encoding="utf-8"))
     if SCHEMA.is_file():
         jsonschema.validate(meta, json.loads(SCHEMA.read_text(encoding="utf-8")))
@@ -39,7 +39,7 @@ def test_issue15_item1_bundled_minif2f_matches_its_provenance() -> None:
         assert (DATA_DIR / licence).read_text(encoding="utf-8").strip()
 
 
-def test_issue15_item1_splits_valid_half_to_train_and_validation_test_to_test() -> None:
+def test_splits_valid_half_to_train_and_validation_test_to_test() -> None:
     theorems = load_theorems("builtin:minif2f")
     by_source = {t.name: t.split for t in theorems}
     env = ragen_envs.make("ragen/Lean-v0").unwrapped
@@ -77,7 +77,7 @@ def _write(tmp_path: Path, rows: list[object | str]) -> Path:
 GOOD = {"name": "t1", "formal_statement": "theorem t1 : 1 = 1 := by"}
 
 
-def test_issue15_item1_loader_takes_minimal_records(tmp_path: Path) -> None:
+def test_loader_takes_minimal_records(tmp_path: Path) -> None:
     p = _write(
         tmp_path,
         [
@@ -116,23 +116,21 @@ def test_issue15_item1_loader_takes_minimal_records(tmp_path: Path) -> None:
         ([GOOD, "[1, 2]"], r":2: expected a JSON object, got list"),
     ],
 )
-def test_issue15_item1_loader_bad_lines_are_one_line_errors(
-    tmp_path: Path, rows: list, message: str
-) -> None:
+def test_loader_bad_lines_are_one_line_errors(tmp_path: Path, rows: list, message: str) -> None:
     p = _write(tmp_path, rows)
     with pytest.raises(DataSourceError, match=message) as exc:
         load_theorems(str(p))
     assert "\n" not in str(exc.value) and str(p) in str(exc.value)
 
 
-def test_issue15_item1_bad_data_source_fails_at_make(tmp_path: Path) -> None:
+def test_bad_data_source_fails_at_make(tmp_path: Path) -> None:
     with pytest.raises(DataSourceError, match="no built-in Lean data set 'nope'"):
         ragen_envs.make("ragen/Lean-v0", data_source="builtin:nope").reset(seed=0)
     with pytest.raises(DataSourceError, match="no such data file"):
         ragen_envs.make("ragen/Lean-v0", data_source=str(tmp_path / "missing.jsonl")).reset(seed=0)
 
 
-def test_issue15_item1_reset_by_theorem_name() -> None:
+def test_reset_by_theorem_name() -> None:
     env = ragen_envs.make("ragen/Lean-v0", split="test").unwrapped
     _, info = env.reset(options={"theorem": "mathd_algebra_478"})
     assert info["item_id"] == "mathd_algebra_478"

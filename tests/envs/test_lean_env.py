@@ -48,7 +48,7 @@ def _env(spec: str, env_id: str = "ragen/Lean-v0", **config: Any) -> Any:
     return env
 
 
-def test_issue15_item1_have_clear_cycle_pays_once(tmp_path: Path) -> None:
+def test_have_clear_cycle_pays_once(tmp_path: Path) -> None:
     """A cycle back to a seen state is effective but earns no second +1."""
     have, clear = "have h : True := trivial", "clear h"
     spec = _replay(
@@ -70,7 +70,7 @@ def test_issue15_item1_have_clear_cycle_pays_once(tmp_path: Path) -> None:
     assert "(accepted, back to a state seen before)" in env.render()
 
 
-def test_issue15_item1_progress_reward_is_capped(tmp_path: Path) -> None:
+def test_progress_reward_is_capped(tmp_path: Path) -> None:
     facts = [f"have h{i} : {i} = {i} := rfl" for i in range(4)]
     rows = [
         (
@@ -87,7 +87,7 @@ def test_issue15_item1_progress_reward_is_capped(tmp_path: Path) -> None:
     assert "(accepted, progress reward cap reached)" in env.render()
 
 
-def test_issue15_item1_sparse_preset(tmp_path: Path) -> None:
+def test_sparse_preset(tmp_path: Path) -> None:
     spec = _replay(
         tmp_path,
         [
@@ -103,7 +103,7 @@ def test_issue15_item1_sparse_preset(tmp_path: Path) -> None:
     assert env.status.value == "success"
 
 
-def test_issue15_item1_unrecorded_request_is_an_env_error(tmp_path: Path) -> None:
+def test_unrecorded_request_is_an_env_error(tmp_path: Path) -> None:
     env = _env(_replay(tmp_path, []))
     obs, reward, term, trunc, info = env.step("simp")
     assert (reward, term, trunc, info["status"]) == (0.0, False, True, "env_error")
@@ -114,7 +114,7 @@ def test_issue15_item1_unrecorded_request_is_an_env_error(tmp_path: Path) -> Non
     ragen_envs.validate_info("lean", info)
 
 
-def test_issue15_item1_oracle_plays_a_known_proof(tmp_path: Path) -> None:
+def test_oracle_plays_a_known_proof(tmp_path: Path) -> None:
     spec = _replay(
         tmp_path,
         [(["apply And.intro"], _step(["⊢ p", "⊢ r"])), (["apply And.intro", "done_it"], _step([]))],
@@ -125,7 +125,7 @@ def test_issue15_item1_oracle_plays_a_known_proof(tmp_path: Path) -> None:
     assert result.success and result.rewards == pytest.approx([0.9, 10.9])
 
 
-def test_issue15_item1_observation_grammar(tmp_path: Path) -> None:
+def test_observation_grammar(tmp_path: Path) -> None:
     tactics = [f"have h{i} : {i} = {i} := rfl" for i in range(7)]
     rows = [(tactics[: i + 1], _step([f"h{i} : {i} = {i}\n⊢ p ∧ r"])) for i in range(7)]
     env = _env(
@@ -149,7 +149,7 @@ def test_issue15_item1_observation_grammar(tmp_path: Path) -> None:
     assert "Open goals (1):\n  [1] h6 : 6 = 6\n      ⊢ p ∧ r" in obs
 
 
-def test_issue15_item1_verifier_choice(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_verifier_choice(monkeypatch: pytest.MonkeyPatch) -> None:
     assert parse_spec("http://lean:8000/").describe() == "http://lean:8000"
     assert parse_spec("repl:").command == ("lake", "exe", "repl")
     assert parse_spec("repl:'/opt/my repl' --x").command == ("/opt/my repl", "--x")
@@ -174,13 +174,13 @@ def test_issue15_item1_verifier_choice(monkeypatch: pytest.MonkeyPatch) -> None:
         ragen_envs.make("ragen/Lean-v0")
 
 
-def test_issue15_item1_instruction_states_rewards_and_format() -> None:
+def test_instruction_states_rewards_and_format() -> None:
     text = ragen_envs.make("ragen/Lean-v0").unwrapped.instruction
     assert "<answer>norm_num at h₀ || nlinarith [sq_nonneg (x - 1)]</answer>" in text
     assert "+10 when it completes the proof" in text and "at most 5 times" in text
 
 
-def test_issue15_item1_bad_replay_file_is_a_one_line_env_error(tmp_path: Path) -> None:
+def test_bad_replay_file_is_a_one_line_env_error(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text(
         '{"format": "ragen-lean-replay", "version": 0}\n\n{"theorem": "t", "tactics": "simp"}\n',

@@ -59,7 +59,7 @@ def _play(env: Any, theorem: str, tactics: list[str]) -> list[tuple[float, bool,
     return out
 
 
-def test_issue15_item1_accepted_tactic_earns_progress(backend: Backend) -> None:
+def test_accepted_tactic_earns_progress(backend: Backend) -> None:
     env = backend.make()
     [(reward, term, trunc, info)] = _play(env, "complex_and", ["apply And.intro"])
     assert reward == pytest.approx(-0.1 + 1.0)
@@ -75,7 +75,7 @@ def test_issue15_item1_accepted_tactic_earns_progress(backend: Backend) -> None:
     assert "Open goals (2):" in obs and "case left" in obs and "✓ apply And.intro (progress)" in obs
 
 
-def test_issue15_item1_rejected_tactic(backend: Backend) -> None:
+def test_rejected_tactic(backend: Backend) -> None:
     env = backend.make()
     for theorem, tactic in (("my_theorem", "exact my_fake_premise"), ("f", "exat 42")):
         [(reward, term, _, info)] = _play(env, theorem, [tactic])
@@ -86,7 +86,7 @@ def test_issue15_item1_rejected_tactic(backend: Backend) -> None:
 
 
 @pytest.mark.parametrize("tactic", ["skip", "have h3 : p ∧ q := h1"])
-def test_issue15_item1_no_op_tactic_earns_no_plus_one(backend: Backend, tactic: str) -> None:
+def test_no_op_tactic_earns_no_plus_one(backend: Backend, tactic: str) -> None:
     """RAGEN pays +0.9 for these; here: accepted, -0.1, not effective, not kept."""
     env = backend.make()
     steps = _play(env, "complex_and", [tactic, tactic])
@@ -101,7 +101,7 @@ def test_issue15_item1_no_op_tactic_earns_no_plus_one(backend: Backend, tactic: 
     assert env.proof == () and steps[-1][3]["tactics_accepted"] == 2
 
 
-def test_issue15_item1_comment_is_a_no_op_on_kimina(backend: Backend) -> None:
+def test_comment_is_a_no_op_on_kimina(backend: Backend) -> None:
     if backend.kind != "kimina":
         pytest.skip(
             "no recorded or written tactic-mode answer for a lone comment (the REPL's transcripts have "
@@ -112,7 +112,7 @@ def test_issue15_item1_comment_is_a_no_op_on_kimina(backend: Backend) -> None:
     assert reward == pytest.approx(-0.1) and info["tactic_outcome"] == "no_progress"
 
 
-def test_issue15_item1_completed_proof_scores_ten_and_succeeds(backend: Backend) -> None:
+def test_completed_proof_scores_ten_and_succeeds(backend: Backend) -> None:
     env = backend.make()
     steps = _play(env, "complex_and", PROOF)
     rewards = [s[0] for s in steps]
@@ -129,7 +129,7 @@ def test_issue15_item1_completed_proof_scores_ten_and_succeeds(backend: Backend)
     assert "Goals: none, the proof is complete." in env.render()
 
 
-def test_issue15_item1_one_step_proof(backend: Backend) -> None:
+def test_one_step_proof(backend: Backend) -> None:
     env = backend.make()
     [(reward, term, _, info)] = _play(env, "complex_and", ["exact ⟨h1.left, h2 h1.right⟩"])
     assert reward == pytest.approx(10.9) and term and info["success"]
@@ -139,7 +139,7 @@ def test_issue15_item1_one_step_proof(backend: Backend) -> None:
     ("theorem", "tactic"),
     [("f", "sorry"), ("complex_and", "sorry"), ("foo", "have h : x = 1 := sorry")],
 )
-def test_issue15_item1_proof_closed_with_sorry_is_not_success(
+def test_proof_closed_with_sorry_is_not_success(
     backend: Backend, theorem: str, tactic: str
 ) -> None:
     env = backend.make()
@@ -152,7 +152,7 @@ def test_issue15_item1_proof_closed_with_sorry_is_not_success(
     assert env.proof == ()
 
 
-def test_issue15_item1_admit_is_rejected_even_without_a_sorries_entry(backend: Backend) -> None:
+def test_admit_is_rejected_even_without_a_sorries_entry(backend: Backend) -> None:
     if backend.kind != "kimina":
         pytest.skip(
             "the written Lean-without-a-sorries-entry case is a whole-proof answer (kimina-written.jsonl)"
@@ -162,7 +162,7 @@ def test_issue15_item1_admit_is_rejected_even_without_a_sorries_entry(backend: B
     assert reward == pytest.approx(-1.1) and not term and info["uses_sorry"]
 
 
-def test_issue15_item1_invalid_actions_never_reach_lean(backend: Backend) -> None:
+def test_invalid_actions_never_reach_lean(backend: Backend) -> None:
     env = backend.make(max_tactic_chars=50)
     obs0, _ = env.reset(options={"theorem": "complex_and"})
     for action in ("", "   \n  ", "x" * 51, "exact\x00h1", "apply\x1bAnd.intro"):
@@ -179,7 +179,7 @@ def test_issue15_item1_invalid_actions_never_reach_lean(backend: Backend) -> Non
     assert info["tactics_checked"] == 1 and info["step"] == 6
 
 
-def test_issue15_item1_lean_timeout_costs_one_and_the_episode_goes_on(backend: Backend) -> None:
+def test_lean_timeout_costs_one_and_the_episode_goes_on(backend: Backend) -> None:
     env = backend.make("--hang-on", "nlinarith", lean_timeout_s=1, start_timeout_s=5)
     if backend.server is not None:
         backend.server.timeout_tactics = {"nlinarith"}
@@ -190,7 +190,7 @@ def test_issue15_item1_lean_timeout_costs_one_and_the_episode_goes_on(backend: B
     assert "✗ nlinarith (timed out)" in env.render()
 
 
-def test_issue15_item1_step_limit_penalty_on_a_checked_tactic(backend: Backend) -> None:
+def test_step_limit_penalty_on_a_checked_tactic(backend: Backend) -> None:
     env = backend.make(max_steps=2)
     steps = _play(env, "complex_and", ["apply And.intro", "exact h1.left"])
     assert steps[-1][0] == pytest.approx(-0.1 + 1.0 - 2.0)

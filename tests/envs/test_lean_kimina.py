@@ -29,7 +29,7 @@ def _checks(server: KiminaServer) -> list[dict]:
     return [body for path, body in server.requests if path == "/api/check"]
 
 
-def test_issue15_item1_kimina_request_shape(server: KiminaServer) -> None:
+def test_kimina_request_shape(server: KiminaServer) -> None:
     env = lean_env(server.url, lean_timeout_s=7)
     env.reset(options={"theorem": "complex_and"})
     env.step(PROOF[0])
@@ -53,7 +53,7 @@ def test_issue15_item1_kimina_request_shape(server: KiminaServer) -> None:
     env.close()
 
 
-def test_issue15_item1_kimina_429_and_500_are_retried_then_recorded(server: KiminaServer) -> None:
+def test_kimina_429_and_500_are_retried_then_recorded(server: KiminaServer) -> None:
     env = lean_env(server.url, max_retries=2)
     env.reset(options={"theorem": "complex_and"})
     server.fail_first = [429, 500]  # the health probe gets both and answers on its third try
@@ -67,7 +67,7 @@ def test_issue15_item1_kimina_429_and_500_are_retried_then_recorded(server: Kimi
     env.close()
 
 
-def test_issue15_item1_kimina_persistent_500_is_an_env_error(server: KiminaServer) -> None:
+def test_kimina_persistent_500_is_an_env_error(server: KiminaServer) -> None:
     env = lean_env(server.url, max_retries=1)
     env.reset(options={"theorem": "complex_and"})
     server.fail_first = [500] * 10
@@ -89,7 +89,7 @@ def test_issue15_item1_kimina_persistent_500_is_an_env_error(server: KiminaServe
     env.close()
 
 
-def test_issue15_item1_kimina_lean_timeout_result(server: KiminaServer) -> None:
+def test_kimina_lean_timeout_result(server: KiminaServer) -> None:
     env = lean_env(server.url, lean_timeout_s=5)
     env.reset(options={"theorem": "complex_and"})
     server.timeout_tactics = {"nlinarith"}
@@ -104,7 +104,7 @@ def test_issue15_item1_kimina_lean_timeout_result(server: KiminaServer) -> None:
 
 
 @pytest.mark.timeout(60)
-def test_issue15_item1_kimina_server_that_does_not_answer_in_time(server: KiminaServer) -> None:
+def test_kimina_server_that_does_not_answer_in_time(server: KiminaServer) -> None:
     env = lean_env(server.url, request_timeout_s=0.3, max_retries=1)
     env.reset(options={"theorem": "complex_and"})
     env.step(PROOF[0])
@@ -118,7 +118,7 @@ def test_issue15_item1_kimina_server_that_does_not_answer_in_time(server: Kimina
     env.close()
 
 
-def test_issue15_item1_kimina_unreachable_server_is_a_clear_env_error() -> None:
+def test_kimina_unreachable_server_is_a_clear_env_error() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed again: nothing listens there
@@ -141,9 +141,7 @@ def test_issue15_item1_kimina_unreachable_server_is_a_clear_env_error() -> None:
     env.close()
 
 
-def test_issue15_item1_kimina_bearer_key(
-    server: KiminaServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_kimina_bearer_key(server: KiminaServer, monkeypatch: pytest.MonkeyPatch) -> None:
     server.api_key = "s3cret"
     env = lean_env(server.url)
     env.reset(options={"theorem": "complex_and"})
@@ -160,7 +158,7 @@ def test_issue15_item1_kimina_bearer_key(
     env.close()
 
 
-def test_issue15_item1_kimina_without_httpx_is_a_clear_env_error(
+def test_kimina_without_httpx_is_a_clear_env_error(
     server: KiminaServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, "httpx", None)  # as in an install without the 'lean' extra

@@ -36,14 +36,14 @@ def _scramble_text(answer: Any) -> Any:
     return out
 
 
-def test_issue15_item1_every_recorded_tactic_answer_is_classified() -> None:
+def test_every_recorded_tactic_answer_is_classified() -> None:
     assert len(TACTIC_ANSWERS) >= 12
     outcomes = {tactic_check(a).outcome for a in TACTIC_ANSWERS}
     assert outcomes == {"accepted", "rejected"}
 
 
 @pytest.mark.parametrize("answer", TACTIC_ANSWERS, ids=range(len(TACTIC_ANSWERS)))
-def test_issue15_item1_verdict_does_not_read_message_text(answer: dict) -> None:
+def test_verdict_does_not_read_message_text(answer: dict) -> None:
     a, b = tactic_check(answer), tactic_check(_scramble_text(answer))
     assert (a.outcome, a.goals, a.complete, a.uses_sorry) == (
         b.outcome,
@@ -75,21 +75,21 @@ def _answer(transcript: str, index: int) -> dict:
         ("have_by_sorry", 2, "rejected", False, True),
     ],
 )
-def test_issue15_item1_recorded_answers(
+def test_recorded_answers(
     transcript: str, index: int, outcome: str, complete: bool, uses_sorry: bool
 ) -> None:
     check = tactic_check(_answer(transcript, index))
     assert (check.outcome, check.complete, check.uses_sorry) == (outcome, complete, uses_sorry)
 
 
-def test_issue15_item1_goals_empty_but_not_completed_is_rejected() -> None:
+def test_goals_empty_but_not_completed_is_rejected() -> None:
     for status in ("Error: kernel type check failed: ...", "Incomplete: contains metavariable(s)"):
         check = tactic_check({"proofState": 3, "goals": [], "proofStatus": status})
         assert check.outcome == "rejected" and not check.complete
     assert tactic_check({"proofState": 3, "goals": []}).complete  # REPL versions before proofStatus
 
 
-def test_issue15_item1_command_check_probe_line() -> None:
+def test_command_check_probe_line() -> None:
     goal = {"pos": {"line": 3, "column": 12}, "goal": "⊢ p"}
     assert command_check({"env": 0, "sorries": [goal]}, probe_line=3).goals == ("⊢ p",)
     assert command_check({"env": 0}, probe_line=3).complete
@@ -113,7 +113,7 @@ def test_issue15_item1_command_check_probe_line() -> None:
         command_check({"message": "Unknown environment."}, probe_line=3)
 
 
-def test_issue15_item1_goal_signature_ignores_names_order_and_repeats() -> None:
+def test_goal_signature_ignores_names_order_and_repeats() -> None:
     g = "case left\nx y : ℤ\nh₀ : 0 < y\n⊢ x = 26"
     assert goal_signature(g) == goal_signature(
         "x y : ℤ\nh₀ : 0 < y\nh₀' : 0 < y\n⊢ x = 26"
@@ -140,5 +140,5 @@ def test_issue15_item1_goal_signature_ignores_names_order_and_repeats() -> None:
         ("norm_num", False),
     ],
 )
-def test_issue15_item1_mentions_sorry(text: str, found: bool) -> None:
+def test_mentions_sorry(text: str, found: bool) -> None:
     assert mentions_sorry(text) is found

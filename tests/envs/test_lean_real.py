@@ -56,7 +56,7 @@ def _cfg() -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("spec", _TARGETS)
-def test_issue15_item1_real_lean_recorded_proof_noop_and_sorry(spec: str) -> None:
+def test_real_lean_recorded_proof_noop_and_sorry(spec: str) -> None:
     env = lean_env(spec, **_cfg())
     env.reset(options={"theorem": "complex_and"})
     outcomes = [env.step(t)[4]["tactic_outcome"] for t in ("skip", "sorry", *PROOF)]
@@ -73,7 +73,7 @@ def test_issue15_item1_real_lean_recorded_proof_noop_and_sorry(spec: str) -> Non
 
 
 @pytest.mark.parametrize("spec", _TARGETS)
-def test_issue15_item1_real_lean_minif2f_step(spec: str) -> None:
+def test_real_lean_minif2f_step(spec: str) -> None:
     env = ragen_envs.make("ragen/Lean-v0", verifier=spec, split="test", **_cfg()).unwrapped
     env.reset(seed=0)
     info = env.step("norm_num")[4]

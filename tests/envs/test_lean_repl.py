@@ -18,7 +18,7 @@ import ragen_envs
 from .lean_support import FAKE_REPL, PROOF, lean_env, repl_spec
 
 
-def test_issue15_item1_repl_sends_header_and_statement_once_then_one_command_per_tactic(
+def test_repl_sends_header_and_statement_once_then_one_command_per_tactic(
     tmp_path: Path,
 ) -> None:
     log = tmp_path / "requests.jsonl"
@@ -35,7 +35,7 @@ def test_issue15_item1_repl_sends_header_and_statement_once_then_one_command_per
         {"cmd": "open Nat\n"},
         {"cmd": "theorem two_eq : 2 = 2 := by sorry", "env": 0},
         {"tactic": "rfl", "proofState": 0},
-        # a finished proof is checked with #print axioms (issue 28), in the header's env
+        # a finished proof is checked with #print axioms, in the header's env
         {"cmd": "theorem two_eq : 2 = 2 := by\n  rfl\n\n#print axioms two_eq\n", "env": 0},
         {
             "tactic": "rfl",
@@ -47,7 +47,7 @@ def test_issue15_item1_repl_sends_header_and_statement_once_then_one_command_per
     ]
 
 
-def test_issue15_item1_repl_crash_is_detected_and_reported() -> None:
+def test_repl_crash_is_detected_and_reported() -> None:
     env = lean_env(repl_spec("--crash-on", "nlinarith"), max_retries=1)
     env.reset(options={"theorem": "complex_and"})
     assert env.step(PROOF[0])[4]["tactic_outcome"] == "accepted"
@@ -65,7 +65,7 @@ def test_issue15_item1_repl_crash_is_detected_and_reported() -> None:
 
 
 @pytest.mark.timeout(60)
-def test_issue15_item1_repl_silent_is_detected_and_reported() -> None:
+def test_repl_silent_is_detected_and_reported() -> None:
     env = lean_env(repl_spec("--silent"), start_timeout_s=0.5, max_retries=1)
     env.reset(options={"theorem": "complex_and"})
     info = env.step(PROOF[0])[4]
@@ -76,7 +76,7 @@ def test_issue15_item1_repl_silent_is_detected_and_reported() -> None:
     env.close()
 
 
-def test_issue15_item1_repl_missing_executable_names_it() -> None:
+def test_repl_missing_executable_names_it() -> None:
     env = lean_env("repl:no-such-lean-repl-xyz exe repl")
     env.reset(options={"theorem": "complex_and"})
     info = env.step(PROOF[0])[4]
@@ -87,7 +87,7 @@ def test_issue15_item1_repl_missing_executable_names_it() -> None:
     )
 
 
-def test_issue15_item1_repl_unanswerable_request_ends_the_episode_not_the_process() -> None:
+def test_repl_unanswerable_request_ends_the_episode_not_the_process() -> None:
     """The fake REPL exits (status 4) on a request nobody recorded: reported with its stderr."""
     env = lean_env(repl_spec(), max_retries=0)
     env.reset(options={"theorem": "complex_and"})
@@ -101,7 +101,7 @@ def test_issue15_item1_repl_unanswerable_request_ends_the_episode_not_the_proces
 
 
 @pytest.mark.timeout(60)
-def test_issue15_item1_repl_timeout_kills_the_repl_under_its_launcher(tmp_path: Path) -> None:
+def test_repl_timeout_kills_the_repl_under_its_launcher(tmp_path: Path) -> None:
     """``lake exe repl`` runs ``repl`` as a child: after a timeout neither may be left running."""
     pid_file = tmp_path / "pid"
     inner = shlex.join(
@@ -123,7 +123,7 @@ def test_issue15_item1_repl_timeout_kills_the_repl_under_its_launcher(tmp_path: 
     env.close()
 
 
-def test_issue15_item1_repl_memory_limit_applies_to_the_process() -> None:
+def test_repl_memory_limit_applies_to_the_process() -> None:
     """An address-space cap too small for the interpreter: the REPL dies at start, reported."""
     env = lean_env(repl_spec(), repl_memory_mb=8, max_retries=0)
     env.reset(options={"theorem": "complex_and"})

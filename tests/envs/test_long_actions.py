@@ -1,4 +1,4 @@
-"""Issue 20, item 8 (quadratic code extraction): linear-time parsing and the action length cap.
+"""Linear-time parsing and the action length cap.
 
 ``"```" * 200000`` as a DeepCoder action took 296 s in ``extract_code`` (a regular
 expression with a per-position scan for a line break).  Now every parser is linear and

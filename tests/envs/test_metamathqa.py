@@ -19,7 +19,7 @@ from ragen_envs.envs.metamathqa.equivalence import answers_equal, parse_number
 from ragen_envs.envs.metamathqa.extract import extract_answer, last_boxed
 from ragen_envs.envs.metamathqa.generator import TEMPLATES, format_answer, generate
 
-# (text, expected answer, rule).  The first block is the issue's table (issue 7).
+# (text, expected answer, rule).  The first block is the issue's table.
 EXTRACTION_TABLE = [
     ("The total is 72 clips, altogether.", "72", "last_number"),
     ("\\boxed{8,000}", "8000", "boxed"),

@@ -2,7 +2,7 @@
 
 Every row of :data:`CASES` is one response with the exact outcome the documented rules
 give: actions, error code, ``format_valid``, stray-text count and dropped actions.  The
-cases the foundation issue lists (issue 2, "Response parser") are marked ``issue``.
+cases the project's foundation spec lists ("Response parser") are marked ``issue``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Red-team cases for reward integrity and env input handling (issue 28, reward side).
+"""Red-team cases for reward integrity and env input handling (the reward side of the second red-team pass).
 
-Each case is a payload from the second red-team pass (issue 28) that scored, crashed or
+Each case is a payload from the second red-team pass that scored, crashed or
 broke a promise on the starting commit; every test here failed there.  Programs run in
 the real sandbox; the Lean cases use recorded/written verifier answers.
 """

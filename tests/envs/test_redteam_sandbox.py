@@ -1,4 +1,4 @@
-"""Issue 28, sandbox syscalls: the second red-team pass's payloads, one case each.
+"""Sandbox syscalls: the second red-team pass's payloads, one case each.
 
 Each probe runs inside the real sandbox (with namespaces, and in the fallback through
 ``run_command`` so that ``ctypes`` is usable there too) and calls the kernel directly

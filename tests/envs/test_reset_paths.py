@@ -1,4 +1,4 @@
-"""Issue 31 (env resets): the reset fast paths give exactly what the general paths give.
+"""The reset fast paths give exactly what the general paths give.
 
 The 4x4 Sudoku attempt on tables and pure-Python draws (``ragen_envs/envs/sudoku/four.py``)
 is the general attempt, puzzle for puzzle: the general path draws from
@@ -110,7 +110,7 @@ def test_integers2_is_two_integers_calls(buffered: bool) -> None:
         assert a.bit_state() == b.bit_state()
 
 
-# --------------------------------------------- issue 31, round 4: reset shortcuts
+# --------------------------------------------- reset shortcuts
 def _digest_of_resets(env_id: str, split: str, seeds: list[int]) -> str:
     """SHA-256 over everything a reset makes observable: observation, info, the Sudoku
     solution, and the generator state after the reset (read on every other seed, so

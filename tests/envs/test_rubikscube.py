@@ -1,6 +1,5 @@
 """2x2x2 Rubik's Cube: turns, the net, scrambles, the optimal solver against an
-independent breadth-first search, and rejection of unsolvable sticker states
-(issue 15 item 3).
+independent breadth-first search, and rejection of unsolvable sticker states.
 
 Spec: docs/envs/rubikscube.md.
 """
@@ -92,7 +91,7 @@ def bfs_distances() -> dict[bytes, int]:
 
 # ----------------------------------------------------------------- must show
 @pytest.mark.parametrize("name", ACTIONS)
-def test_issue15_item3_every_action_inverse_restores_the_state(name: str) -> None:
+def test_every_action_inverse_restores_the_state(name: str) -> None:
     inverse = name[0] if name.endswith("'") else name + "'"
     rng = np.random.default_rng(0)
     for state in [SOLVED] + [_random_state(rng, 20) for _ in range(20)]:
@@ -105,7 +104,7 @@ def test_issue15_item3_every_action_inverse_restores_the_state(name: str) -> Non
         assert apply(state, base + "'") == apply(apply(apply(state, base), base), base)
 
 
-def test_issue15_item3_oracle_length_equals_bfs_distance_on_200_seeds(
+def test_oracle_length_equals_bfs_distance_on_200_seeds(
     bfs_distances: dict[bytes, int],
 ) -> None:
     checked = 0
@@ -128,7 +127,7 @@ def test_issue15_item3_oracle_length_equals_bfs_distance_on_200_seeds(
     assert checked == 200
 
 
-def test_issue15_item3_deep_scrambles_are_solved_and_beyond_the_bfs_ball(
+def test_deep_scrambles_are_solved_and_beyond_the_bfs_ball(
     bfs_distances: dict[bytes, int],
 ) -> None:
     """Scrambles deeper than the search radius: the oracle's plan solves, its length is
@@ -166,7 +165,7 @@ def test_each_action_is_a_fixed_turn_up_to_a_whole_cube_rotation() -> None:
         assert len(partners) == 1, (name, partners)
 
 
-def test_issue15_item3_solver_table_level_sizes_match_published_counts() -> None:
+def test_solver_table_level_sizes_match_published_counts() -> None:
     assert level_sizes() == PUBLISHED_LEVELS
     assert sum(PUBLISHED_LEVELS) == 3_674_160
 
@@ -195,7 +194,7 @@ def _twist_one_corner(state: bytes) -> bytes:
         (_text(SOLVED), "already solved"),
     ],
 )
-def test_issue15_item3_unsolvable_sticker_state_is_rejected(stickers: str, match: str) -> None:
+def test_unsolvable_sticker_state_is_rejected(stickers: str, match: str) -> None:
     with pytest.raises(ragen_envs.ConfigError, match=match) as err:
         ragen_envs.make("ragen/RubiksCube-v0", initial_state=stickers)
     assert err.value.field == "initial_state"

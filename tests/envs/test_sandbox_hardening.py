@@ -1,4 +1,4 @@
-"""Issue 20, items 1-7: attacks a red-team pass got through the sandbox, one test each.
+"""Attacks a red-team pass got through the sandbox, one test each.
 
 Every test runs the attack as model-written code — through the real DeepCoder env where
 the attack is about reward — and then checks the host: files, sockets, SysV IPC
@@ -147,7 +147,7 @@ def test_site_packages_are_hidden_unless_configured() -> None:
 
 @needs_ns
 def test_site_packages_of_a_venv_under_tmp_are_seen_when_configured() -> None:
-    """Fresh-clone finding (2026-12-02): a clone and venv under /tmp could not import their
+    """A clone and venv under /tmp could not import their
     packages with ``site_packages=True``: the site directory was bound into the private
     root and then covered by the private ``/tmp``.  It is now bound on top of the private
     ``/tmp``, and nothing else of the host's ``/tmp`` (a file beside the venv) is seen."""

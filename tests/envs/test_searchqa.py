@@ -49,8 +49,8 @@ ENV_ID = "ragen/SearchQA-v0"
 # ------------------------------------------------------------------ scoring
 # (prediction, gold, EM, F1); F1 values hand-computed from token overlaps.
 SCORING_TABLE = [
-    ("The Eiffel Tower.", "Eiffel Tower", True, 1.0),  # issue 8: articles and punctuation
-    ("yes", "no", False, 0.0),  # issue 8: HotpotQA yes/no rule
+    ("The Eiffel Tower.", "Eiffel Tower", True, 1.0),  # Articles and punctuation
+    ("yes", "no", False, 0.0),  # HotpotQA yes/no rule
     ("no", "No.", True, 1.0),
     ("yes", "yes indeed", False, 0.0),  # prediction is "yes", gold is not: F1 0
     ("noanswer", "no answer", False, 0.0),  # "noanswer" is special too

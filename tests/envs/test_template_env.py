@@ -1,4 +1,4 @@
-"""Issue 14, item 1 (one package per environment) and item 5 (``optimal_return`` on the base
+"""One package per environment, and ``optimal_return`` on the base
 class; the generic sweep picks a new env up with no other edit).
 
 Runs the checks of ``template_test_env.py`` (the template a new env's tests start from)
@@ -157,7 +157,7 @@ def test_lazy_package_exports_behave_like_imports() -> None:
 
 
 def test_optimal_return_declared_on_base_class() -> None:
-    """Issue 14 item 5: every env answers ``optimal_return()`` (``None`` = not stated)."""
+    """Every env answers ``optimal_return()`` (``None`` = not stated)."""
     assert "optimal_return" in vars(TextEnv)
     assert inspect.signature(TextEnv.optimal_return).return_annotation in (
         "float | None",

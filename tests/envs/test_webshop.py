@@ -44,7 +44,15 @@ CALIBRATED_ID = "ragen/WebShop-Calibrated-v0"
 @pytest.mark.parametrize(
     ("r_type", "n_att", "g_att", "n_opt", "g_opt", "price_ok", "expected"),
     [
-        (0.5, 1, 3, 2, 3, True, 2 / 7),  # issue 8's must-show case: 0.5 * (1 + 2 + 1) / (3 + 3 + 1)
+        (
+            0.5,
+            1,
+            3,
+            2,
+            3,
+            True,
+            2 / 7,
+        ),  # the documented worked case: 0.5 * (1 + 2 + 1) / (3 + 3 + 1)
         (1.0, 3, 3, 3, 3, True, 1.0),
         (1.0, 3, 3, 3, 3, False, 6 / 7),
         (1.0, 0, 1, 0, 0, True, 1 / 2),
@@ -99,7 +107,7 @@ def _goal(**kw: object) -> Goal:
 
 
 def test_two_sevenths_through_the_full_scorer() -> None:
-    """1 of 3 attributes, 2 of 3 options, within price, type score 0.5 -> 2/7 (issue 8)."""
+    """1 of 3 attributes, 2 of 3 options, within price, type score 0.5 -> 2/7."""
     goal = _goal(
         attributes=("waterproof", "leather strap", "gift box"),
         options=(("color", "red"), ("size", "large"), ("pattern", "striped")),
@@ -503,7 +511,7 @@ def test_missing_bm25s_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_product_built_directly_with_a_string_bullet_points_is_not_split_into_characters() -> None:
-    """Issue 16 item 10: the constructor normalises like the loader does — a string is one
+    """The constructor normalises like the loader does — a string is one
     entry, a list becomes a tuple, and the reward's text fallback sees the words."""
     p = _product(
         bullet_points="Machine washable cotton",

@@ -136,7 +136,7 @@ def test_registry() -> None:
 
 
 def test_zero_variance_tolerance_is_the_population_std_for_grpo_and_rloo() -> None:
-    """Issue 16 item 2 (advantage side): [0.6667, 0.66670001, 0.6667] is constant; a group whose
+    """[0.6667, 0.66670001, 0.6667] is constant; a group whose
     unbiased std is just above 1e-6 but population std below it is constant for GRPO and RLOO
     alike; one above the tolerance is not."""
     from ragen_train.advantages import group_advantages, rloo

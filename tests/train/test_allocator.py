@@ -1,6 +1,6 @@
 """``trainer.allocator``: a CPU run restarts once with tcmalloc (else jemalloc) preloaded when
 one is installed, else fixes glibc's mmap threshold; it never loops, honours ``system`` and
-``RAGEN_ALLOCATOR``, and fails in one line when a named allocator is missing (issue 27 item 5)."""
+``RAGEN_ALLOCATOR``, and fails in one line when a named allocator is missing."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 27 item 6: ``benchmarks/bench_update.py`` replays the same samples through two update
+"""``benchmarks/bench_update.py`` replays the same samples through two update
 paths and writes their tokens, FLOPs, times and the difference of the updated parameters."""
 
 from __future__ import annotations

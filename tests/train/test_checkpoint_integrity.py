@@ -1,5 +1,4 @@
-"""Checkpoints that survive a crash (issue 19), and the run files around them (issue 16 items
-8-9, issue 20 item 10).
+"""Checkpoints that survive a crash, and the run files around them.
 
 * Every way a disk or a kill damages a checkpoint file (truncated, emptied, bit-flipped,
   missing; a missing manifest) is detected on load: ``--resume latest`` names the file, falls
@@ -50,7 +49,7 @@ BASE = [
     "optim.warmup_steps=3",
 ]
 
-FILES = {  # file kind named in issue 19 -> path inside a checkpoint
+FILES = {  # file kind -> path inside a checkpoint
     "model": "model/model.safetensors",
     "optimizer": "optimizer.pt",
     "rng": "rng_rank0.pt",
@@ -155,7 +154,7 @@ CASES = [(f, d) for f in FILES for d in DAMAGE] + [("manifest", "missing")]
 def test_damaged_latest_checkpoint_falls_back_to_the_previous_one_exactly(
     reference, tmp_path: Path, file_kind: str, damage_kind: str
 ) -> None:
-    """Issue 19: the damaged file is named, the run resumes from step 1 (1 step lost) with the
+    """The damaged file is named, the run resumes from step 1 (1 step lost) with the
     parameters of the uninterrupted run at step 1, and its next step reproduces step 2."""
     src, snaps = reference
     out = copy_run(src, tmp_path / "run")
@@ -181,7 +180,7 @@ def test_damaged_latest_checkpoint_falls_back_to_the_previous_one_exactly(
 def test_nothing_intact_refuses_in_one_line(
     reference, tmp_path: Path, file_kind: str, damage_kind: str
 ) -> None:
-    """Issue 19: every checkpoint damaged -> one line naming each damaged file, nothing loaded."""
+    """Every checkpoint damaged -> one line naming each damaged file, nothing loaded."""
     src, _ = reference
     out = copy_run(src, tmp_path / "run")
     rel = ckpt.MANIFEST if file_kind == "manifest" else FILES[file_kind]
@@ -226,7 +225,7 @@ def test_explicit_damaged_checkpoint_is_refused_without_fallback(reference, tmp_
 
 
 def test_pruning_never_removes_the_newest_intact_checkpoint(reference, tmp_path: Path) -> None:
-    """Issue 19: with the newest checkpoint damaged, keep=1 keeps it (the newest) *and* the
+    """With the newest checkpoint damaged, keep=1 keeps it (the newest) *and* the
     newest intact one."""
     out = copy_run(reference[0], tmp_path / "run")
     root = out / "checkpoints"
@@ -253,7 +252,7 @@ def test_a_save_killed_before_its_rename_leaves_only_a_temporary(reference, tmp_
 
 # ----------------------------------------------------------------------- run files
 def test_metrics_jsonl_repeats_no_step_after_a_resume(reference, tmp_path: Path) -> None:
-    """Issue 16 item 8: resuming from step 1 drops the rows the dead run logged after it, so
+    """Resuming from step 1 drops the rows the dead run logged after it, so
     every step appears once."""
     out = copy_run(reference[0], tmp_path / "run")
     ckpt.remove_directory(out / "checkpoints" / "step_000002")  # the run died before saving step 2
@@ -265,7 +264,7 @@ def test_metrics_jsonl_repeats_no_step_after_a_resume(reference, tmp_path: Path)
 
 
 def test_torn_last_line_of_metrics_jsonl_is_repaired_on_resume(reference, tmp_path: Path) -> None:
-    """Issue 20 item 10: a kill mid-row leaves a torn last line; the resumed run cuts it off
+    """A kill mid-row leaves a torn last line; the resumed run cuts it off
     instead of appending onto it, so every line parses and the curves plot."""
     out = copy_run(reference[0], tmp_path / "run")
     ckpt.remove_directory(out / "checkpoints" / "step_000002")
@@ -319,7 +318,7 @@ def test_rewritten_files_are_replaced_atomically(tmp_path: Path) -> None:
 
 
 def test_native_starpo_writes_final_model(tmp_path: Path) -> None:
-    """Issue 16 item 9: `ragen-train starpo` (native) saves final_model/ (atomic, with a
+    """`ragen-train starpo` (native) saves final_model/ (atomic, with a
     manifest), equal to the last checkpoint's policy, and eval finds it as a model folder."""
     from typer.testing import CliRunner
 
@@ -470,7 +469,7 @@ DELAY_S = 0.02  # RAGEN_CHECKPOINT_TEST_DELAY_S: each save stage sleeps this lon
 def test_sigkill_during_checkpoint_writes_always_resumes_exactly(
     tmp_path: Path, estimator: str
 ) -> None:
-    """Issue 19: 12 trials per algorithm (24 in all) of `ragen-train starpo` (2 steps, a
+    """12 trials per algorithm (24 in all) of `ragen-train starpo` (2 steps, a
     checkpoint every step, keep 1, so pruning runs inside the save too) SIGKILLed at a seeded
     random moment inside the save of step 2, then `--resume latest`: every resume succeeds
     from an intact checkpoint (step 1, or step 2 when the kill came after its rename), and

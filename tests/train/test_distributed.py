@@ -1,7 +1,7 @@
 """torchrun with 2 CPU processes (gloo) gives the same parameters after one update as one
 process with the same global batch, with DDP and with FSDP2 (``fully_shard`` on CPU); and
 the rollout engine's weight stream under FSDP2 gives every rank full tensors, LoRA merged,
-equal to those of the unsharded model (issue 26 item 3: ``sync/max_abs_err`` 0 in float32;
+equal to those of the unsharded model (``sync/max_abs_err`` 0 in float32;
 the engine itself is not started here, the stream it receives is what is checked, and
 ``tests/train/test_fsdp2_vllm.py`` runs the engines).
 

@@ -1,6 +1,6 @@
-"""No hangs under torchrun (issue 26, item 6), 2 CPU processes (gloo): a SIGSTOPped rank makes
+"""No hangs under torchrun, 2 CPU processes (gloo): a SIGSTOPped rank makes
 the job exit non-zero within ``trainer.dist_timeout_s`` with one ``error:`` line naming the
-rank that saw it.  (The FSDP2 weight stream of item 3 is checked in
+rank that saw it.  (The FSDP2 weight stream is checked in
 ``tests/train/test_distributed.py``, in that file's launch.)
 """
 

@@ -1,4 +1,4 @@
-"""benchmarks/gpu/gpu_check.py (issue 26 item 8): an overall time budget with the JSON written
+"""benchmarks/gpu/gpu_check.py: an overall time budget with the JSON written
 after every stage, and the vLLM StarPO stage's offline model."""
 
 from __future__ import annotations

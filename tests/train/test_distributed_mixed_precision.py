@@ -1,4 +1,4 @@
-"""Mixed precision that trains (issue 26 item 4): float32 master weights with bfloat16 compute
+"""Mixed precision that trains: float32 master weights with bfloat16 compute
 change the weights as float32 training does, while plain bfloat16 weights with AdamW at a small
 learning rate round most updates away (the RAGEN-2 recipes' lr is 1e-6)."""
 

@@ -1,4 +1,4 @@
-"""Issue 27 item 4: ``rollout.vllm.dtype=auto`` picks the engine dtype from the hardware."""
+"""``rollout.vllm.dtype=auto`` picks the engine dtype from the hardware."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ SAPPHIRE_RAPIDS = ZEN3 | {"avx512f", "avx512_bf16", "amx_bf16", "amx_tile"}
     [
         ("cpu", ZEN3, "float32"),
         ("cpu", ZEN3 | {"avx512f", "avx512_vnni"}, "float32"),  # AVX-512 without BF16
-        # Native bf16 too: a bf16 engine would round the LoRA update away (issue 27 item 4).
+        # Native bf16 too: a bf16 engine would round the LoRA update away.
         ("cpu", ZEN3 | {"avx512_bf16"}, "float32"),
         ("cpu", ZEN3 | {"amx_bf16"}, "float32"),
         ("cpu", SAPPHIRE_RAPIDS, "float32"),

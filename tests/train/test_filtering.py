@@ -85,7 +85,7 @@ def test_config_section_and_runtime_filter_agree() -> None:
 
 
 def test_one_nonfinite_reward_does_not_empty_a_filtered_batch() -> None:
-    """Issue 16 item 1: a NaN reward (a sample the trainer drops) no longer poisons its group's
+    """A NaN reward (a sample the trainer drops) no longer poisons its group's
     score, so ``top_p < 1`` keeps the informative groups and every metric stays finite."""
     nan = float("nan")
     values = {0: [1, nan, 0, 0], 1: [1, 0, 0, 0], 2: [1, 1, 0, 0], 3: [0, 0, 0, 0]}
@@ -113,7 +113,7 @@ def test_one_nonfinite_reward_does_not_empty_a_filtered_batch() -> None:
 
 
 def test_one_nonfinite_reward_counts_only_surviving_episodes_in_the_trainer_and_backends() -> None:
-    """Issue 16 item 1, the callers: the native trainer scores a group from the episodes that
+    """The callers: the native trainer scores a group from the episodes that
     survived ``build_samples`` (``alive``), the external back-ends from those with a finite return."""
     from types import SimpleNamespace
 
@@ -141,7 +141,7 @@ def test_one_nonfinite_reward_counts_only_surviving_episodes_in_the_trainer_and_
 
 
 def test_zero_variance_means_one_thing_for_advantages_and_filter() -> None:
-    """Issue 16 item 2: one tolerance (CONSTANT_GROUP_TOL on the population std) decides both
+    """One tolerance (CONSTANT_GROUP_TOL on the population std) decides both
     "all advantages 0" and "zero score" (counted in filter/zero_score_groups, removed by
     include_zero=False) — tested on both sides of the tolerance."""
     import torch

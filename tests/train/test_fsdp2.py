@@ -1,4 +1,4 @@
-"""FSDP2 runs that finish (issue 26), with 2 CPU processes (torchrun + gloo).
+"""FSDP2 runs that finish, with 2 CPU processes (torchrun + gloo).
 
 One set of runs in three launches, shared by every assertion (module fixture ``runs``), all
 with a KL reference, ``ppo_epochs=2`` and 3 groups on 2 ranks (uneven work):

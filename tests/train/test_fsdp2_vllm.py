@@ -1,15 +1,15 @@
-"""The vLLM rollout engine with 2 CPU processes (torchrun + gloo): issue 26 items 3 and 5.
+"""The vLLM rollout engine with 2 CPU processes (torchrun + gloo).
 
 Each rank owns a colocated vLLM engine.  One run of ``tests/helpers/dist_vllm.py`` with one
 process and one with 2 FSDP2 processes (validation, one step, validation again), shared by
 every test of this module (the two launches run at the same time):
 
-* **weight sync under FSDP2** (item 3): after the optimizer step every rank gathers the
+* **weight sync under FSDP2**: after the optimizer step every rank gathers the
   sharded parameters to full tensors (``merged_named_weights``) and loads them into its
   engine.  The engine's copy of the last layer's MLP down projection (sharded by rows under
   FSDP2) is read back and compared with the trainer's: ``sync/max_abs_err`` must be exactly 0
   in float32, and a shape mismatch (a shard sent instead of the full tensor) raises;
-* **process-count independence** (item 5): every request samples with its own seed
+* **process-count independence**: every request samples with its own seed
   ``rollout_seed(trainer.seed, <unit key>, env, episode, turn)``, so the training rollouts and
   the validation episodes of 1 and 2 processes are the same token for token, and so are the
   step's metrics and weights.

@@ -1,4 +1,4 @@
-"""Item 5, training side (issue 17): ``trainer.loggers=[jsonl,console,tensorboard]`` (the list syntax
+"""``trainer.loggers=[jsonl,console,tensorboard]`` (the list syntax
 docs/training.md and RAGEN's Hydra configs write) is accepted, and the loggers it names run."""
 
 from __future__ import annotations

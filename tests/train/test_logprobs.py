@@ -1,4 +1,4 @@
-"""Issue 27 items 1-3: the shared-prefix / padded update paths and the chunked LM head give the
+"""The shared-prefix / padded update paths and the chunked LM head give the
 plain path's log-probs, entropies and gradients (fp32 tolerance), on the tiny model and on a
 randomly initialised 2-layer Qwen2; micro-batch planning by count and by token budget."""
 

@@ -1,4 +1,4 @@
-"""Item 11 (issue 17), first half: learning-rate schedules beyond warm-up + constant (cosine,
+"""Learning-rate schedules beyond warm-up + constant (cosine,
 linear decay), logged as ``actor/lr`` and resumed with the checkpoint."""
 
 from __future__ import annotations
@@ -142,7 +142,7 @@ def test_a_cosine_run_logs_the_scheduled_lr_and_resumes_it(tmp_path: Path) -> No
 
 
 def test_lr_schedules_are_a_registry_read_by_config_schema_and_mappings(tmp_path) -> None:
-    """``optim.lr_schedule`` takes the names of ``LR_SCHEDULES`` (issue 14 item 2 pattern): a
+    """``optim.lr_schedule`` takes the names of ``LR_SCHEDULES`` (the registry pattern of the estimators): a
     schedule registered at run time is accepted by the config and maps through its metadata."""
     from torch.optim import lr_scheduler as S
 

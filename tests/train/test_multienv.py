@@ -1,4 +1,4 @@
-"""Item 10 (issue 17): one StarPO run trains on several envs with weights, validates on
+"""One StarPO run trains on several envs with weights, validates on
 several envs, logs every episode metric per env, and filters per env or globally."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""No silent minutes (issue 29 item 7): long validation and rollout phases print progress,
+"""No silent minutes: long validation and rollout phases print progress,
 Ctrl-C stops a generation in flight at once, and ``ragen-train presets`` marks GPU-scale
 presets with what a full run plays."""
 
@@ -66,7 +66,7 @@ def test_update_progress_counts_samples_and_epochs() -> None:
 def test_a_trainer_update_prints_its_progress(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
-    """A CPU update of a real model runs for minutes with no other output (issue 27's
+    """A CPU update of a real model runs for minutes with no other output (a
     FrozenLake run: 15+ minutes); the trainer's update now beats like a rollout."""
     from ragen_train.trainer import StarPOTrainer
 

@@ -1,4 +1,4 @@
-"""Item 3, training side (issue 17): the SFT warm start inside ``quickstart`` shows progress, and
+"""The SFT warm start inside ``quickstart`` shows progress, and
 Ctrl-C says how to ``--resume`` (a real ``ragen-train starpo`` process interrupted with SIGINT)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""examples/real_model_run.py: the training time budget of the real-model run (issue 13)."""
+"""examples/real_model_run.py: the training time budget of the real-model run."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def test_train_budget_stops_fit_before_the_step_that_would_overrun(tmp_path: Pat
 
 
 def test_evaluate_hands_back_the_episodes_behind_its_metrics(tmp_path: Path) -> None:
-    """``evaluate(records_out=...)`` returns the episodes it scored (issue 27 item 7: the
+    """``evaluate(records_out=...)`` returns the episodes it scored (the
     per-episode outcomes of a paired before/after test): one per seed, and the success share
     of the rows equals the ``val/success`` metric."""
     cfg = apply_overrides(

@@ -1,4 +1,4 @@
-"""Issue 14 items 2 and 3: every estimator, loss, aggregation mode, KL estimator and back-end
+"""Every estimator, loss, aggregation mode, KL estimator and back-end
 name lives in one registry, and the trainer config's rollout/filter shapes are the bench's."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from ragen_train.losses import AGG_MODES, KL_ESTIMATORS, aggregate, kl_penalty
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_issue14_item2_registry_lookups_fail_naming_the_known_names() -> None:
+def test_registry_lookups_fail_naming_the_known_names() -> None:
     reg: Registry[int] = Registry("widget")
     reg.register("alpha", colour="red")(1)
     reg.add("beta", 2, colour="blue")
@@ -49,7 +49,7 @@ def test_issue14_item2_registry_lookups_fail_naming_the_known_names() -> None:
     assert reg.remove("beta").obj == 2 and reg.names() == ("alpha",)
 
 
-def test_issue14_item2_config_choices_and_schema_enums_are_the_registry_names() -> None:
+def test_config_choices_and_schema_enums_are_the_registry_names() -> None:
     schema = config_json_schema()["properties"]["algorithm"]["properties"]
     assert schema["adv_estimator"]["enum"] == ["grpo", "dr_grpo", "rloo", "gae", "bilevel_gae"]
     assert schema["adv_estimator"]["enum"] == list(ADVANTAGE_ESTIMATORS)
@@ -62,7 +62,7 @@ def test_issue14_item2_config_choices_and_schema_enums_are_the_registry_names() 
     assert exc.value.field == "algorithm.kl_estimator"
 
 
-def test_issue14_item2_estimator_metadata_not_names_drive_the_trainer_config_and_mappings(
+def test_estimator_metadata_not_names_drive_the_trainer_config_and_mappings(
     tmp_path: Path,
 ) -> None:
     """A plug-in estimator registered at run time is accepted by the config, gets the group
@@ -100,7 +100,7 @@ def test_issue14_item2_estimator_metadata_not_names_drive_the_trainer_config_and
 
 
 @pytest.mark.parametrize("name", list(ADVANTAGE_ESTIMATORS))
-def test_issue14_item2_estimator_metadata_is_complete(name: str) -> None:
+def test_estimator_metadata_is_complete(name: str) -> None:
     meta = ADVANTAGE_ESTIMATORS.entry(name).meta
     assert meta["level"] in ("outcome", "token")
     assert meta["needs_critic"] == (
@@ -110,7 +110,7 @@ def test_issue14_item2_estimator_metadata_is_complete(name: str) -> None:
     assert (meta["verl"] is None) == bool(meta["verl_why"])
 
 
-def test_issue14_item2_aggregation_and_kl_dispatch_through_the_registries() -> None:
+def test_aggregation_and_kl_dispatch_through_the_registries() -> None:
     loss = torch.tensor([[1.0, 2.0, 3.0], [4.0, 0.0, 0.0]])
     mask = torch.tensor([[1.0, 1.0, 1.0], [1.0, 0.0, 0.0]])
     expected = {
@@ -131,7 +131,7 @@ def test_issue14_item2_aggregation_and_kl_dispatch_through_the_registries() -> N
     }
 
 
-def test_issue14_item2_presets_command_lists_the_registered_names() -> None:
+def test_presets_command_lists_the_registered_names() -> None:
     from typer.testing import CliRunner
 
     from ragen_train.cli import app
@@ -152,7 +152,7 @@ def test_issue14_item2_presets_command_lists_the_registered_names() -> None:
     assert "native | trl | verl" in help_text
 
 
-def test_issue14_item3_filter_section_is_the_filter_config() -> None:
+def test_filter_section_is_the_filter_config() -> None:
     assert FilterSection is FilterConfig
     assert StarPOConfig().algorithm.filter == FilterConfig()
     with pytest.raises(TrainConfigError) as exc:
@@ -160,7 +160,7 @@ def test_issue14_item3_filter_section_is_the_filter_config() -> None:
     assert exc.value.field == "algorithm.filter.metric" and "must be one of" in exc.value.reason
 
 
-def test_issue14_item3_rollout_protocol_fields_are_the_rollout_configs() -> None:
+def test_rollout_protocol_fields_are_the_rollout_configs() -> None:
     section = {f.name: f.default for f in dataclasses.fields(RolloutSection)}
     bench = {f.name: f.default for f in dataclasses.fields(RolloutConfig)}
     for name in PROTOCOL_FIELDS:
@@ -191,7 +191,7 @@ def test_issue14_item3_rollout_protocol_fields_are_the_rollout_configs() -> None
     )  # the same shape
 
 
-def test_issue14_item5_look_alike_names_are_renamed() -> None:
+def test_look_alike_names_are_renamed() -> None:
     import ragen_bench.policies as policies
     import ragen_envs
     import ragen_train.backends as backends

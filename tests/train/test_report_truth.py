@@ -1,4 +1,4 @@
-"""Reports tell the truth (issue 29 item 5): tick labels equal tick values, evaluation runs
+"""Reports tell the truth: tick labels equal tick values, evaluation runs
 are matched by the model's manifest, the KL panels say what they plot, curves can be
 smoothed and overlaid, and the before/after table has intervals."""
 

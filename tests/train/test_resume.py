@@ -113,7 +113,7 @@ def test_kill_and_resume_matches_uninterrupted(kill_runs) -> None:
 def test_kill_and_resume_matches_uninterrupted_for_ppo_and_every_preset_family(
     kill_runs, preset: str
 ) -> None:
-    """Issue 16 item 7: PPO (GAE + critic; its values come from eval mode, so a resumed critic
+    """PPO (GAE + critic; its values come from eval mode, so a resumed critic
     gives the same values as the uninterrupted one) and every CPU preset family (Bandit and
     Sokoban, GRPO and PPO; ``quickstart`` is tiny-bandit-grpo) resume exactly.  The GPU task
     presets (``bandit``, ``sokoban``, ...) share these code paths with a hub model."""

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
+import time
 import warnings
 from dataclasses import replace
 from pathlib import Path
@@ -14,10 +17,15 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from ragen_train.cli import app
+import ragen_envs
+from ragen_train.cli import _logged_val, _val_text, app
 from ragen_train.config import TrainConfigError, load_config
 from ragen_train.evaluation import EvalSetupError, find_training_config, model_folders, plan_eval
 from ragen_train.logger import MetricLogger
+from tests.helpers.cli import one_line as _one_line
+from tests.helpers.cli import stop_when as _stop_when
+from tests.helpers.cli import subprocess_env as _env
+from tests.helpers.cli import train  # noqa: F401  (a fixture)
 
 runner = CliRunner()
 
@@ -459,3 +467,271 @@ def test_pipeline_summary_names_start_point_and_saved_sft_model(tmp_path: Path) 
     summary = json.loads((again / "summary.json").read_text())
     assert summary["started_from"] == str(out / "sft_model") and summary["sft_model_dir"] is None
     assert not (again / "sft_model").exists()
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_resume_of_a_finished_run_reports_its_last_validation(tmp_path: Path) -> None:
+    rows = [
+        {"step": 0, "phase": "val", "val/success": 0.25, "val/return": 0.1},
+        {"step": 1, "phase": "train", "train/success": 0.5},
+        {"step": 1, "phase": "val", "val/success": 0.75, "val/return": 0.5},
+    ]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert _val_text(_logged_val(tmp_path)) == "val/success=0.750, val/return=0.500"
+    assert _logged_val(tmp_path / "nope") == {}
+
+
+def test_version_flag() -> None:
+    result = runner.invoke(app, ["--version"])
+    assert (
+        result.exit_code == 0 and result.stdout.strip() == f"ragen-train {ragen_envs.__version__}"
+    )
+
+
+def test_quickstart_summary_keys_test_results_test(tmp_path: Path) -> None:
+    from ragen_train.pipeline import run_sft_then_starpo
+
+    cfg = load_config(
+        "quickstart",
+        [
+            f"trainer.out_dir={tmp_path}",
+            "trainer.total_steps=1",
+            "trainer.val_every=1",
+            "trainer.val_episodes=2",
+            "trainer.save_every=0",
+            "trainer.val_before_train=false",
+            "rollout.env_groups=1",
+            "rollout.group_size=2",
+            "rollout.max_new_tokens=4",
+            "trainer.loggers=jsonl",
+            "trainer.collapse_every=0",
+            "sft.episodes=4",
+            "sft.steps=1",
+            "sft.batch_size=4",
+            "sft.micro_batch_size=4",
+        ],
+    )
+    res = run_sft_then_starpo(cfg, eval_episodes=2, log=lambda _: None)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    for key in ("untrained", "before_rl", "after_rl"):
+        assert summary[key] and all(k.startswith("test/") for k in summary[key]), summary[key]
+        assert "test/success" in summary[key]
+    assert res.after == summary["after_rl"]
+    val_rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert any("val/success" in r for r in val_rows if r["phase"] == "val")  # validation keeps val/
+
+
+def test_overwrite_clears_the_earlier_runs_files(tmp_path: Path) -> None:
+    from ragen_train.trainer import StarPOTrainer
+
+    out = tmp_path / "run"
+    for d in (
+        "checkpoints/step_000005",
+        "final_model",
+        "eval_reports",
+        "tensorboard",
+        "trl/checkpoint-5",
+        "sft_model",
+    ):
+        (out / d).mkdir(parents=True)
+    for f in (
+        "metrics.jsonl",
+        "summary.json",
+        "report.html",
+        "training_curves.png",
+        "config.resumed_from.json",
+        "config.resumed_from.2.json",
+        "final_model/model.safetensors",
+        "sft_model/config.json",
+    ):
+        (out / f).write_text("{}\n")
+    cfg = load_config(
+        "quickstart", [f"trainer.out_dir={out}", "trainer.total_steps=1", "trainer.loggers=jsonl"]
+    )
+    with pytest.raises(FileExistsError, match="trainer.overwrite=true"):
+        StarPOTrainer(cfg)
+    overwrite = load_config(
+        "quickstart",
+        [
+            f"trainer.out_dir={out}",
+            "trainer.total_steps=1",
+            "trainer.loggers=jsonl",
+            "trainer.overwrite=true",
+        ],
+    )
+    trainer = StarPOTrainer(overwrite)
+    trainer.logger.close()
+    left = sorted(p.name for p in out.iterdir())
+    assert left == ["config.json", "metrics.jsonl", "sft_model"], (
+        left
+    )  # a fresh (empty) metrics.jsonl
+    assert (out / "metrics.jsonl").read_text() == ""
+
+
+def test_overwrite_keeps_what_the_new_run_reads(tmp_path: Path) -> None:
+    from ragen_train.outputs import clear_run_outputs
+
+    (tmp_path / "final_model").mkdir()
+    (tmp_path / "final_model" / "config.json").write_text("{}")
+    (tmp_path / "summary.json").write_text("{}")
+    removed = clear_run_outputs(
+        tmp_path, keep=[tmp_path / "final_model"]
+    )  # model.path=<out_dir>/final_model
+    assert (
+        removed == [tmp_path / "summary.json"]
+        and (tmp_path / "final_model" / "config.json").is_file()
+    )
+
+
+# 2. `ragen-train starpo` on Lean without a verifier sat for minutes before failing.
+def test_starpo_on_lean_without_a_verifier_exits_2_before_loading_a_model(
+    tmp_path: Path, train
+) -> None:
+    port = _free_port()
+    out = tmp_path / "run"
+    t0 = time.monotonic()
+    code, _, err = train(
+        "starpo",
+        "--config",
+        "quickstart",
+        "env.id=ragen/Lean-v0",
+        f'env.config={{"verifier": "http://127.0.0.1:{port}", "max_retries": 0}}',
+        f"trainer.out_dir={out}",
+    )
+    line = _one_line(err)
+    assert code == 2, err
+    assert line.startswith("error: ragen/Lean-v0: ") and f"http://127.0.0.1:{port}" in line, line
+    assert "env.config.verifier=" in line and "--env-config verifier=" in line, line
+    assert not out.exists()  # nothing written, no model loaded
+    assert time.monotonic() - t0 < 60
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# 6. `ragen-train presets` broke its columns for names over 22 characters.
+def test_presets_columns_fit_the_longest_name(train) -> None:
+    code, out, _ = train("presets")
+    assert code == 0
+    rows = [ln for ln in out.splitlines() if " env=" in ln]
+    assert max(len(r.split()[0]) for r in rows) > 22  # the case that broke
+    for col in ("env=", "model=", "estimator="):
+        assert len({r.index(" " + col) for r in rows}) == 1, (
+            col
+        )  # every column starts at one offset
+    assert all(r == r.rstrip() for r in rows)
+
+
+# 7. The "no learning signal" warning printed Python's source line.
+def test_no_learning_signal_warning_is_one_clean_line(tmp_path: Path) -> None:
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ragen_train",
+            "starpo",
+            "--config",
+            "quickstart",
+            f"trainer.out_dir={tmp_path}",
+            "trainer.total_steps=1",
+            "trainer.val_every=0",
+            "trainer.save_every=0",
+            "trainer.val_before_train=false",
+            "rollout.env_groups=1",
+            "rollout.group_size=2",
+            "rollout.max_new_tokens=4",
+            "trainer.loggers=jsonl",
+            "trainer.collapse_every=0",
+        ],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        cwd=ROOT,
+        timeout=600,
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    warned = [ln for ln in res.stderr.splitlines() if "no learning signal" in ln]
+    assert len(warned) == 1 and warned[0].startswith(
+        "warning: step 1: no rollout produced a valid answer"
+    ), res.stderr[-2000:]
+    assert (
+        "RuntimeWarning" not in res.stderr
+        and "trainer.fit()" not in res.stderr
+        and ".py:" not in res.stderr
+    )
+
+
+def test_sigterm_during_starpo_says_how_to_resume(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ragen_train",
+            "starpo",
+            "--config",
+            "quickstart",
+            f"trainer.out_dir={out}",
+            "trainer.total_steps=1000",
+            "trainer.save_every=1",
+            "trainer.val_every=0",
+            "rollout.env_groups=1",
+            "rollout.group_size=2",
+            "rollout.max_new_tokens=4",
+            "trainer.loggers=jsonl",
+            "trainer.collapse_every=0",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+        cwd=ROOT,
+    )
+    err = _stop_when(
+        proc, lambda: bool(list((out / "checkpoints").glob("step_*/manifest.json"))), "a checkpoint"
+    )
+    assert proc.returncode == 143, err[-2000:]
+    last = [ln for ln in err.splitlines() if ln.strip()][-1]
+    assert (
+        last.startswith("stopped by SIGTERM: continue from checkpoint step ")
+        and f"`ragen-train starpo --resume {out}`" in last
+    ), err[-2000:]
+    assert "Traceback" not in err
+
+
+def test_ragen_train_eval_of_a_multi_env_model_needs_an_env_too(tmp_path: Path, train) -> None:
+    from ragen_train.config import load_config
+    from ragen_train.evaluation import plan_eval
+
+    cfg = load_config(
+        "quickstart",
+        [
+            "env.config={}",
+            'env.train=[{"id": "ragen/Sokoban-Easy-v0"}, '
+            '{"id": "ragen/FrozenLake-v0", "config": {"size": 5}}]',
+        ],
+    )
+    model = tmp_path / "final_model"
+    model.mkdir()
+    (model / "config.json").write_text(
+        json.dumps({"model_type": "llama", "architectures": ["LlamaForCausalLM"]})
+    )
+    (tmp_path / "config.json").write_text(json.dumps(cfg.to_dict()))
+    code, out, err = train("eval", str(model), "--episodes", "2")
+    line = _one_line(err)
+    assert code == 2 and out == "", (out, err)
+    assert (
+        "was trained on 2 envs (ragen/Sokoban-Easy-v0, ragen/FrozenLake-v0)" in line
+        and "--env ID" in line
+    ), line
+    plan = plan_eval(model, env="ragen/FrozenLake-v0", episodes=2)
+    assert (
+        plan.env_id == "ragen/FrozenLake-v0" and plan.env_config == {"size": 5} and not plan.notes
+    )

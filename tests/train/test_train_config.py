@@ -10,7 +10,9 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from typer.testing import CliRunner
 
+from ragen_train.cli import app
 from ragen_train.config import (
     StarPOConfig,
     TrainConfigError,
@@ -19,6 +21,8 @@ from ragen_train.config import (
     load_config,
 )
 from ragen_train.presets import PRESETS
+from tests.helpers.cli import one_line as _one_line
+from tests.helpers.cli import train  # noqa: F401  (a fixture)
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "schemas" / "train_config.schema.json"
 
@@ -203,6 +207,7 @@ def test_unknown_logger_names_the_field() -> None:
     assert cfg.trainer.loggers == ["jsonl", "console", "tensorboard", "wandb"]
 
 
+runner = CliRunner()
 HINT = "override env.config={}"
 
 
@@ -250,7 +255,7 @@ def test_env_config_fields_written_in_a_file_get_no_preset_hint(tmp_path: Path) 
     assert exc.value.field == "env.config.risky_prob" and HINT not in str(exc.value)
 
 
-# ------------------------------------------------ issue 20 item 9: NaN and out-of-range numbers
+# ------------------------------------------------ NaN and out-of-range numbers
 @pytest.mark.parametrize(
     ("override", "field", "reason"),
     [
@@ -283,7 +288,7 @@ def test_env_config_fields_written_in_a_file_get_no_preset_hint(tmp_path: Path) 
         ("sft.episodes=1e9", "sft.episodes", "must be in [1, 1000000], got"),
     ],
 )
-def test_issue20_item9_nan_and_out_of_range_overrides_name_the_field(
+def test_nan_and_out_of_range_overrides_name_the_field(
     override: str, field: str, reason: str
 ) -> None:
     with pytest.raises(TrainConfigError) as exc:
@@ -292,7 +297,7 @@ def test_issue20_item9_nan_and_out_of_range_overrides_name_the_field(
     assert reason in exc.value.reason and "\n" not in str(exc.value)
 
 
-def test_issue20_item9_nan_in_a_config_file_names_the_field_and_the_file(tmp_path: Path) -> None:
+def test_nan_in_a_config_file_names_the_field_and_the_file(tmp_path: Path) -> None:
     cfg = load_config("quickstart").to_dict()
     p = tmp_path / "cfg.json"
     p.write_text(
@@ -303,7 +308,7 @@ def test_issue20_item9_nan_in_a_config_file_names_the_field_and_the_file(tmp_pat
     assert exc.value.field == "algorithm.gamma" and str(p) in str(exc.value)
 
 
-def test_issue20_item9_schema_and_runtime_ranges_agree() -> None:
+def test_schema_and_runtime_ranges_agree() -> None:
     """Every range is declared once: for each bounded field a value just outside is refused
     both by ``validate`` (naming that field) and by the checked-in JSON Schema."""
     from ragen_train.config import FIELD_SPECS
@@ -332,7 +337,7 @@ def test_issue20_item9_schema_and_runtime_ranges_agree() -> None:
     assert checked >= 50
 
 
-def test_issue20_item9_train_cli_rejects_nan_with_one_line_exit_2() -> None:
+def test_train_cli_rejects_nan_with_one_line_exit_2() -> None:
     from typer.testing import CliRunner
 
     from ragen_train.cli import app
@@ -344,7 +349,7 @@ def test_issue20_item9_train_cli_rejects_nan_with_one_line_exit_2() -> None:
 
 
 def test_rollout_engine_is_a_deprecated_spelling_of_rollout_sampler(tmp_path: Path) -> None:
-    """Issue 30 item 2: ``rollout.engine`` (the token sampler) is now ``rollout.sampler``; the
+    """``rollout.engine`` (the token sampler) is now ``rollout.sampler``; the
     old key still works for one release, in overrides, config files and saved configs."""
     from ragen_train.config import explain_fields
     from ragen_train.run_dir import config_changes
@@ -383,3 +388,61 @@ def test_cli_shows_the_rollout_engine_deprecation_as_one_line() -> None:
         "use rollout.sampler"
     ]
     assert json.loads(res.stdout)["rollout"]["sampler"] == "hf"
+
+
+@pytest.mark.parametrize(
+    "override, field, hint",
+    [
+        ("optim.lrr=1e-5", "optim.lrr", "did you mean optim.lr?"),
+        ("rollout.temprature=0.7", "rollout.temprature", "did you mean rollout.temperature?"),
+        (
+            "algorithm.filter.stratgy=top_k",
+            "algorithm.filter.stratgy",
+            "did you mean algorithm.filter.strategy?",
+        ),
+        ("optimm.lr=1e-5", "optimm", "did you mean optim.lr?"),
+        # Other trainers' names (Hugging Face TrainingArguments) for ours.
+        ("optim.learning_rate=1e-5", "optim.learning_rate", "did you mean optim.lr?"),
+        ("optim.max_grad_norm=1.0", "optim.max_grad_norm", "did you mean optim.grad_clip?"),
+    ],
+)
+def test_mistyped_config_fields_get_a_suggestion(override: str, field: str, hint: str) -> None:
+    with pytest.raises(TrainConfigError) as err:
+        load_config("quickstart", [override])
+    assert err.value.field == field and err.value.reason.endswith(hint), err.value
+    line = runner.invoke(app, ["show-config", override])
+    assert line.exit_code == 2 and hint in line.stderr
+
+
+def test_mistyped_field_in_a_config_file_gets_a_suggestion(tmp_path: Path) -> None:
+    f = tmp_path / "c.json"
+    f.write_text(json.dumps({"optim": {"lrr": 1e-5}}))
+    with pytest.raises(TrainConfigError, match=r"did you mean optim\.lr\?") as err:
+        load_config(str(f))
+    assert err.value.field == "optim.lrr"
+    with pytest.raises(TrainConfigError) as err:
+        load_config("quickstart", ["optim.zzz=1"])
+    assert "did you mean" not in str(err.value)  # nothing close: no guess
+
+
+# 5. A misplaced key (`lr=1`) got no suggestion.
+@pytest.mark.parametrize(
+    "override, suggestion",
+    [
+        ("lr=1", "did you mean optim.lr, sft.lr?"),
+        ("kl_coef=0.1", "did you mean algorithm.kl_coef?"),
+        ("optim.kl_coef=0.1", "did you mean algorithm.kl_coef?"),
+        ("total_step=3", "did you mean trainer.total_steps?"),
+        ("optim.lrr=1", "did you mean optim.lr?"),  # the same-section match still comes first
+    ],
+)
+def test_misplaced_override_suggests_the_nested_field(
+    train, override: str, suggestion: str
+) -> None:
+    code, out, err = train("show-config", override)
+    line = _one_line(err)
+    assert code == 2 and out == "", err
+    assert (
+        line
+        == f"config error: config field '{override.split('=')[0]}': unknown field; {suggestion}"
+    ), line

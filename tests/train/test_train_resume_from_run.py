@@ -1,4 +1,4 @@
-"""Item 6, training side (issue 17): ``ragen-train starpo --resume DIR`` reads its config from the
+"""``ragen-train starpo --resume DIR`` reads its config from the
 run (as ``ragen-bench run --resume`` does), and the "no checkpoint" error names the actual cause."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from ragen_train.cli import app
 from ragen_train.config import load_config
 from ragen_train.logger import read_metrics
-from ragen_train.resume import missing_checkpoint_message
+from ragen_train.resume import interrupted_message, missing_checkpoint_message
 
 runner = CliRunner()
 
@@ -127,3 +127,13 @@ def test_resume_is_refused_by_a_backend_registered_without_resume(tmp_path: Path
     assert result.exit_code != 0
     assert "--resume is supported by the native and trl back-ends, not 'verl'" in error_line(result)
     assert not (tmp_path / "metrics.jsonl").exists()
+
+
+def test_interrupted_before_step_1_says_how_to_start_again(tmp_path: Path) -> None:
+    (tmp_path / "metrics.jsonl").write_text(json.dumps({"step": 0, "phase": "val"}) + "\n")
+    (tmp_path / "config.json").write_text(json.dumps({"trainer": {"save_every": 10}}))
+    line = interrupted_message(tmp_path, 10)
+    assert line.endswith(
+        "start it again with trainer.overwrite=true (its first files are in the way)"
+    )
+    assert "trainer.overwrite=true" in missing_checkpoint_message("latest", tmp_path, 10)

@@ -280,7 +280,7 @@ def test_pruning_keeps_the_newest_checkpoint_not_the_highest_step(tmp_path: Path
 def test_kl_beta_positive_zero_variance_groups_are_not_masked(
     tmp_path: Path, kl_in_reward: bool
 ) -> None:
-    """Issue 16 item 10 (docs/training.md, "KL and zero-variance groups"): with KL β > 0 a kept
+    """With KL β > 0 a kept
     zero-variance group is *not* masked.  Its policy-gradient term is 0 (advantages 0), but its
     tokens stay in the KL term, so the update still moves the policy towards the reference;
     with ``kl_in_reward`` the KL shaping even gives it non-zero advantages.  Only the filter
@@ -322,9 +322,9 @@ def test_kl_beta_positive_zero_variance_groups_are_not_masked(
 
 
 def test_ppo_values_and_old_logprobs_come_from_eval_mode(tmp_path: Path) -> None:
-    """Issue 16 item 7: with dropout in a model, GAE values and old log-probs are computed in
+    """With dropout in a model, GAE values and old log-probs are computed in
     eval mode even when the models were left in train mode by the last update, and the update
-    itself runs in train mode again.  ``load_critic``'s value head has no dropout (issue 26:
+    itself runs in train mode again.  ``load_critic``'s value head has no dropout (for
     process-count independence), so the test gives the critic a 0.1 dropout of its own, as a
     user's own model could have."""
     from ragen_train.batch import collate
@@ -360,7 +360,7 @@ def test_ppo_values_and_old_logprobs_come_from_eval_mode(tmp_path: Path) -> None
 def test_degenerate_outputs_are_logged_warned_once_and_stop_training_with_checkpoint_kept(
     tmp_path: Path,
 ) -> None:
-    """Issue 16 item 5 (RAGEN #52: responses turned into ``!!!!!!``): ``train/degenerate_rate``
+    """``train/degenerate_rate``
     is logged every step also without think blocks (quickstart); the first step above
     ``trainer.degenerate_warn_rate`` warns once; after ``degenerate_stop_steps`` such steps in a
     row training stops and a checkpoint of the last step is written."""
@@ -402,7 +402,7 @@ def test_degenerate_outputs_are_logged_warned_once_and_stop_training_with_checkp
 
 
 def test_degenerate_watch_thresholds_and_config_fields() -> None:
-    """Issue 16 item 5, the pieces: the watch resets below the threshold, 0 steps never stops,
+    """The pieces: the watch resets below the threshold, 0 steps never stops,
     and the config fields are range-checked."""
     import warnings
 
@@ -424,7 +424,7 @@ def test_degenerate_watch_thresholds_and_config_fields() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert not any(never.update(1.0, s) for s in range(50))
-    at = DegenerateWatch(0.5, 2)  # issue 28: exactly at the threshold counts (was `>`)
+    at = DegenerateWatch(0.5, 2)  # Exactly at the threshold counts (was `>`)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         assert [at.update(0.5, s) for s in (1, 2)] == [False, True]

@@ -1,4 +1,4 @@
-"""Item 11 (issue 17), second half: the TRL back-end under ``accelerate launch`` (one CPU
+"""The TRL back-end under ``accelerate launch`` (one CPU
 process), checkpointed and resumed with ``--resume latest``; the resumed run ends with the
 weights of the uninterrupted one."""
 

@@ -263,7 +263,7 @@ def test_sft_then_trl_run_writes_metrics_and_an_evaluable_checkpoint(tmp_path: P
 
 
 def test_trl_eps_effect_is_large_on_near_constant_groups() -> None:
-    """Issue 16 item 6: the figure docs/backends.md gives for TRL's ``std + 1e-4`` is right.
+    """The figure docs/backends.md gives for TRL's ``std + 1e-4`` is right.
 
     TRL's formula is taken from ``GRPOTrainer._generate_and_score_completions`` (TRL 1.16,
     ``scale_rewards="group"``): ``(r - nanmean_g) / (nanstd_g + 1e-4)`` with TRL's own

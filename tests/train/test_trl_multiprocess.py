@@ -1,4 +1,4 @@
-"""Issue 26 item 7: the TRL back-end with 2 CPU processes under ``accelerate launch``.
+"""The TRL back-end with 2 CPU processes under ``accelerate launch``.
 
 ``accelerate launch --cpu --num_processes 2`` starts one process (its ``--cpu`` launcher
 runs the script once unless given an mpirun host file); ``--multi_gpu`` launches through

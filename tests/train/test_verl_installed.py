@@ -1,4 +1,4 @@
-"""Issue 26 item 7: the verl back-end against the *installed* verl (the ``verl`` extra,
+"""The verl back-end against the *installed* verl (the ``verl`` extra,
 ``scripts/install_verl.sh``).
 
 * verl's own ``ppo_trainer.yaml`` composed with our overrides (Hydra) passes verl's

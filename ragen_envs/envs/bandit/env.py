@@ -230,7 +230,7 @@ class BanditEnv(TextEnv):
         ``arms`` list.  Both paths give the same results, ``np_random`` included
         (``tests/envs/test_env_speed_paths.py``, ``tests/envs/test_reset_paths.py``).
 
-        Seeds out of sequence (issue 31, fourth round; thread time of 20,000 resets:
+        Seeds out of sequence (thread time of 20,000 resets:
         8.1 µs a reset, the pure-Python ``SeedSequence`` hash 5.1 µs of it): the seed
         is mixed by NumPy's ``SeedSequence`` in C (its ``pool``, ~2.2 µs with this
         env's one-element scratch array), one straight-line function finishes the

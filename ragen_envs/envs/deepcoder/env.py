@@ -186,7 +186,7 @@ class DeepCoderEnv(DatasetEnv):
         )
 
     def _reset_info(self) -> dict[str, Any]:
-        # issue 28: which sandbox the programs get ("namespaces" | "fallback"); "auto"
+        # Which sandbox the programs get ("namespaces" | "fallback"); "auto"
         # falling back also warns once per process (ragen_envs.sandbox.sandbox_level)
         return {**super()._reset_info(), "sandbox_level": sandbox_level(self._sandbox.namespaces)}
 

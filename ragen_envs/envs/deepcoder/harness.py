@@ -28,7 +28,7 @@ are turned into that value in the candidate's process first (:data:`PLAIN_RESULT
   the names the test code uses besides ``candidate`` — prompt helpers such as ``poly``
   or ``encode_cyclic``, the entry point in self-referential asserts — are the
   problem's: a candidate's own ``poly`` returning 0 or identity ``encode_*`` /
-  ``decode_*`` cannot pass (issue 28, item 1); ``candidate`` is the program's entry
+  ``decode_*`` cannot pass; ``candidate`` is the program's entry
   point.  Without reference code (MBPP, whose asserts call the function by name),
   names the test code does not define are the candidate's.
 """

@@ -14,7 +14,7 @@ final fence (a truncated answer) runs to the end of the text.
 into whitespace-separated tokens (so line breaks and repeated spaces do not matter);
 tokens must be equal, except for numbers: an expected **integer** literal matches only
 a token of exactly that value (``240`` or ``240.0``, never ``240.0000001`` — a float
-tolerance on integers let a wrong 13-digit answer pass, issue 28 item 2); an expected
+tolerance on integers let a wrong 13-digit answer pass); an expected
 non-integer may differ by ``tol * max(1, |expected|)`` (absolute or relative error
 ``tol``, default ``1e-6`` — the usual judge rule).  Call results (:func:`values_match`)
 are compared structurally: equal types up to list/tuple, numbers by the same rule
@@ -66,7 +66,7 @@ def _fenced_blocks(text: str) -> list[tuple[str, str]]:
     looked at a bounded number of times (``str.find`` from a position that only moves
     forward), so the cost is linear in ``len(text)`` — a regular expression with a lazy
     body and a per-position scan for the line break took quadratic time on inputs like
-    ``"```" * 200000`` (issue 20, item 8).
+    ``"```" * 200000``.
     """
     blocks: list[tuple[str, str]] = []
     pos, n = 0, len(text)
@@ -303,7 +303,7 @@ def _run_call(
             )
         text = got if kind == "repr" else _show(got)
         # A result that is not plain data never equals the (plain) expected value, even
-        # when its repr text does (issue 28: an object whose repr is the expected string).
+        # when its repr text does (an object whose repr is the expected string).
         ok = kind == "value" and values_match(got, test.expected, tol)
         if (
             kind == "value"
@@ -420,7 +420,7 @@ def judge(
             beyond each run's own limit).  Each run's wall limit is cut to the time
             left, and a test that would start after the budget is spent fails as
             ``not_run``; so a correct program followed by ``sleep`` costs at most the
-            budget, not tests x wall limit (issue 28).
+            budget, not tests x wall limit.
 
     Returns:
         A :class:`JudgeReport`.  A candidate that does not parse fails every test

@@ -127,7 +127,7 @@ class CheckTest:
     body) that the checker defines before the test code, so that the names the test
     code uses besides ``candidate`` — prompt helpers such as ``poly`` or
     ``encode_cyclic``, and the entry point itself in self-referential asserts
-    (HumanEval/33) — are the problem's, never the candidate's (issue 28, item 1).
+    (HumanEval/33) — are the problem's, never the candidate's.
     Empty when the test code calls the function by name (MBPP): then those names are
     the candidate's.
     """
@@ -192,7 +192,7 @@ def without_examples(problem: CodeProblem) -> CodeProblem:
     """``problem`` without the tests the statement shows (:func:`is_example`).
 
     A problem whose every test is shown keeps them all (else it would have no test).
-    Used by DeepCoder's ``example_tests="excluded"`` (issue 28: printing the shown example
+    Used by DeepCoder's ``example_tests="excluded"`` (printing the shown example
     output scored 0.212 on average over our 22 stdin/stdout problems).
     """
     kept = tuple(t for t in problem.tests if not is_example(t, problem.prompt))
@@ -447,7 +447,7 @@ def _read_taco(r: Mapping[str, Any]) -> CodeProblem:
 
 #: Largest decoded size of one record's LiveCodeBench test cases (bytes).  The zlib
 #: layer is decompressed with this bound, so a 1.4 MB "zlib bomb" that expands to 1 GiB
-#: is refused after 256 MiB instead of taking 2 GB of memory (issue 28).
+#: is refused after 256 MiB instead of taking 2 GB of memory.
 MAX_LCB_TESTS_BYTES = 256 << 20
 
 

@@ -120,7 +120,7 @@ class Game2048Env(TextEnv):
         """An invalid action's transition, with ``board``, ``score`` and ``max_tile`` in ``info``.
 
         Every invalid step carries them — also an over-long or non-string action, which
-        the base class refuses before :meth:`_step` (issue 28).
+        the base class refuses before :meth:`_step`.
         """
         return super().invalid(reason, **self._board_info(), **info)
 

@@ -17,7 +17,7 @@ not read — with one exception, a second line of defence: a proof that would be
 quoting), wherever it is (:func:`declares_sorry`).  A tactic can close a goal with
 ``sorryAx`` without a ``sorry`` in its text or in ``sorries`` — ``run_tac do
 Lean.Elab.admitGoal (← Lean.Elab.Tactic.getMainGoal)`` — and then the declaration's
-warning is the only trace (issue 28).  A finished proof is also checked with
+warning is the only trace.  A finished proof is also checked with
 ``#print axioms`` by the live back-ends (:func:`axioms_verdict`): only
 :data:`ALLOWED_AXIOMS` may appear, read from the one answer to the env's own command
 about the theorem's own name (never from any message shaped like one).
@@ -237,7 +237,7 @@ def command_check(
 #: The axioms a finished proof may depend on: Lean's three standard axioms (what
 #: ``#print axioms`` lists for proofs that use classical logic, quotients and
 #: propositional extensionality).  ``sorryAx`` or an axiom the proof declared itself is
-#: rejected (issue 28).
+#: rejected.
 ALLOWED_AXIOMS = frozenset({"propext", "Classical.choice", "Quot.sound"})
 
 

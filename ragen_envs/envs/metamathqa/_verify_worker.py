@@ -2,7 +2,7 @@
 
 math-verify bounds its work with ``signal.alarm``, which only works in a process's main
 thread; the bench runs envs in worker threads, where a pathological answer such as
-``\\binom{10^{9}}{5\\cdot 10^{8}}`` ran for minutes (issue 28).  Off the main thread,
+``\\binom{10^{9}}{5\\cdot 10^{8}}`` ran for minutes.  Off the main thread,
 :mod:`.equivalence` therefore sends each comparison to this process, where it runs in the
 main thread with math-verify's own timeouts, and kills the process if no answer comes
 in time.

@@ -17,7 +17,7 @@
        Those work only in a process's main thread, so from any other thread (the bench
        runs envs in threads) the comparison runs in a worker process
        (:mod:`._verify_worker`, one per process, shared under a lock) that is killed
-       when it does not answer within :data:`WORKER_TIMEOUT_S` (issue 28: a
+       when it does not answer within :data:`WORKER_TIMEOUT_S` (a
        ``\\binom{10^{9}}{5\\cdot 10^{8}}`` answer took > 60 s in a thread).
    ``"sympy"`` (extra ``math``; needs only ``sympy``)
        our small LaTeX subset parser (numbers, one-letter variables, ``+ - * / ^``,

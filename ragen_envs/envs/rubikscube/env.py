@@ -126,7 +126,7 @@ class RubiksCubeEnv(TextEnv):
         """An invalid action's transition, with ``state`` and ``distance`` in ``info``.
 
         Every invalid step carries them — also an over-long or non-string action, which
-        the base class refuses before :meth:`_step` (issue 28).
+        the base class refuses before :meth:`_step`.
         """
         return super().invalid(
             reason, state=self.sticker_text, distance=solver.distance(self._state), **info

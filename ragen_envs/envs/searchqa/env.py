@@ -74,7 +74,7 @@ def format_deviation(text: str) -> str | None:
     """How a parsable action strays from the exact grammar, or ``None`` if it does not.
 
     Today: punctuation after the closing bracket (``finish[Paris].``), which is parsed
-    as ``finish[Paris]`` and recorded in ``info["format_deviation"]`` (issue 28).
+    as ``finish[Paris]`` and recorded in ``info["format_deviation"]``.
     """
     m = _ACTION.fullmatch(text)
     if m is None or not m.group(3):

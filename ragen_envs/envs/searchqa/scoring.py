@@ -17,7 +17,7 @@ The rules are the standard ones:
   match after SQuAD normalisation; else the F1 score if F1 >= 0.3; else 0"):
   :func:`qa_reward` with ``mode="em_or_f1"`` and ``f1_threshold=0.3``; ``"em"`` and
   ``"f1"`` modes are also available.
-* **Strict variant** (issue 28): with ``numbers_must_match``, partial credit needs
+* **Strict variant**: with ``numbers_must_match``, partial credit needs
   every number token of the gold in the prediction (:func:`score_answer`), so a constant
   unit word (``million``) earns nothing on "N million" golds.
 """
@@ -101,7 +101,7 @@ def score_answer(
 ) -> QAScore:
     """EM and F1 of ``prediction`` against every gold answer; the best counts.
 
-    With ``numbers_must_match`` (the strict variant, issue 28), a gold's F1 counts as 0
+    With ``numbers_must_match`` (the strict variant), a gold's F1 counts as 0
     when the prediction lacks one of the gold's number tokens: ``million`` then earns
     nothing against ``83 million`` (F1 0.67 otherwise, above RAGEN's 0.3 threshold).
     """
