@@ -73,7 +73,7 @@ def engine_dtype(requested: str, device: str, flags: set[str] | None = None) -> 
 # ------------------------------------------------------------------- memory
 #: Memory a CPU engine takes besides its weights and KV cache: the Python processes, torch
 #: and vLLM themselves, activations (measured: 1.1 GB API server + 0.8 GB EngineCore + ~1 GB
-#: in the worker for the 0.5B model; ``/work/shared/tools/README.md``).
+#: in the worker for the 0.5B model; ``../shared/tools/README.md``).
 RUNTIME_BYTES = 3 * GIB
 #: Share of the memory left after weights and runtime that the KV cache takes by default
 #: (the rest stays free for the envs, the results writer and other jobs on the machine).

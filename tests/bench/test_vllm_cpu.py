@@ -158,7 +158,7 @@ def _one_line(line: str, log: str) -> None:
 
 
 def test_error_line_for_a_fraction_larger_than_free_memory() -> None:
-    log = (DATA / "utilization.log").read_text()
+    log = (DATA / "utilization.txt").read_text()
     line = startup_error_line(log, "/tmp/x.log", what="vLLM could not start")
     _one_line(line, "/tmp/x.log")
     # the log of `ragen-bench run --policy vllm --policy-option gpu_memory_utilization=0.99`
@@ -172,7 +172,7 @@ def test_error_line_for_a_fraction_larger_than_free_memory() -> None:
 
 
 def test_error_line_for_a_kv_cache_larger_than_free_memory() -> None:
-    log = (DATA / "kv_cache.log").read_text()
+    log = (DATA / "kv_cache.txt").read_text()
     line = startup_error_line(log, "/tmp/y.log")
     _one_line(line, "/tmp/y.log")
     # the log of `VLLM_CPU_KVCACHE_SPACE=200 ragen-bench run --policy vllm-server ...`
