@@ -60,6 +60,11 @@ def _refusal(path: str | os.PathLike[str], what: str) -> NotRegularFileError:
     )
 
 
+#: Why a regular file with more than one name is refused: one of its other names may lie
+#: outside the folder (a hard link passes O_NOFOLLOW and the regular-file check).
+_HARD_LINKED = "has other hard links (it may also be a file outside the folder)"
+
+
 def _kind(mode: int) -> str:
     if stat.S_ISLNK(mode):
         return "is a symbolic link"
@@ -85,8 +90,8 @@ def check_regular(
         ``True`` when the file exists and passes; ``False`` when it is missing and
         ``missing_ok``.
     Raises:
-        NotRegularFileError: a link, FIFO, device or directory, or outside ``root``
-            (one line naming the file).
+        NotRegularFileError: a link (symbolic, or a file with other hard links), FIFO,
+            device or directory, or outside ``root`` (one line naming the file).
         FileNotFoundError: missing and not ``missing_ok``.
     """
     try:
@@ -97,6 +102,8 @@ def check_regular(
         raise
     if not stat.S_ISREG(st.st_mode):
         raise _refusal(path, _kind(st.st_mode))
+    if st.st_nlink > 1:
+        raise _refusal(path, _HARD_LINKED)
     if root is not None:
         real_root = os.path.realpath(root)
         parent = os.path.realpath(os.path.dirname(os.path.abspath(path)))
@@ -113,7 +120,8 @@ def open_regular(path: str | os.PathLike[str], flags: int, mode: int = 0o644) ->
     emptied.  Returns the descriptor (blocking mode restored; close it yourself).
 
     Raises:
-        NotRegularFileError: ``path`` is a link, FIFO, device or directory (one line naming it).
+        NotRegularFileError: ``path`` is a link (symbolic, or a regular file with other hard
+            links), FIFO, device or directory (one line naming it).
         OSError: the open itself failed (missing file without ``O_CREAT``, permissions).
     """
     truncate = flags & os.O_TRUNC
@@ -129,6 +137,8 @@ def open_regular(path: str | os.PathLike[str], flags: int, mode: int = 0o644) ->
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise _refusal(path, _kind(st.st_mode))
+        if st.st_nlink > 1:  # a hard link: the same file may also lie outside the folder
+            raise _refusal(path, _HARD_LINKED)
         if _SAFE_FLAGS & getattr(os, "O_NONBLOCK", 0):
             os.set_blocking(fd, True)
         if truncate:

@@ -9,6 +9,7 @@ code before the fix cannot take this test process down with it.
 from __future__ import annotations
 
 import json
+import os
 import re
 import resource
 import subprocess
@@ -310,6 +311,29 @@ def test_a_symlinked_run_file_is_refused_and_the_outside_file_is_unchanged(
     assert err.strip() == (
         f"error: {run / name}: is a symbolic link; refused (files in a run or checkpoint folder "
         "must be regular files inside it, not links)"
+    ), err[-400:]
+    assert outside.read_bytes() == before
+
+
+@pytest.mark.parametrize("name", [".lock", "episodes.jsonl"])
+def test_a_hard_linked_run_file_is_refused_and_the_outside_file_is_unchanged(
+    bench, finished_run: Path, tmp_path: Path, name: str
+) -> None:
+    # A hard link passes O_NOFOLLOW and the regular-file check: the .lock's outside file was
+    # emptied and an episodes.jsonl's appended to (found by a red-team check of this fix).
+    run = _copy_run(finished_run, tmp_path / "run")
+    (run / "summary.json").unlink()
+    outside = tmp_path / "precious.txt"
+    outside.write_bytes(b"line one\n{not json, a torn-looking last line")
+    before = outside.read_bytes()
+    (run / name).unlink(missing_ok=True)
+    os.link(outside, run / name)
+    code, _, err = bench("run", "--resume", str(run), "--no-progress")
+    assert code == 2
+    assert err.strip() == (
+        f"error: {run / name}: has other hard links (it may also be a file outside the "
+        "folder); refused (files in a run or checkpoint folder must be regular files inside "
+        "it, not links)"
     ), err[-400:]
     assert outside.read_bytes() == before
 
