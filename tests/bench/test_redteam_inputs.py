@@ -294,46 +294,36 @@ def _edit_run_json(run: Path, **changes) -> None:
     (run / "run.json").write_text(json.dumps(meta))
 
 
+#: How a planted link is made, and the refusal it gets.  Before: a symlinked .lock emptied its
+#: target and a symlinked episodes.jsonl lost its last line; a hard link passes O_NOFOLLOW and
+#: the regular-file check, so it emptied or appended to the outside file until it was refused.
+_LINKS = {
+    "symlink": (lambda outside, path: path.symlink_to(outside), "is a symbolic link"),
+    "hard link": (
+        lambda outside, path: os.link(outside, path),
+        "has other hard links (it may also be a file outside the folder)",
+    ),
+}
+
+
+@pytest.mark.parametrize("link", list(_LINKS))
 @pytest.mark.parametrize("name", [".lock", "episodes.jsonl"])
-def test_a_symlinked_run_file_is_refused_and_the_outside_file_is_unchanged(
-    bench, finished_run: Path, tmp_path: Path, name: str
+def test_a_linked_run_file_is_refused_and_the_outside_file_is_unchanged(
+    bench, finished_run: Path, tmp_path: Path, name: str, link: str
 ) -> None:
-    # Before: a .lock link emptied its target; an episodes.jsonl link lost its last line.
+    make, reason = _LINKS[link]
     run = _copy_run(finished_run, tmp_path / "run")
     (run / "summary.json").unlink()
     outside = tmp_path / "precious.txt"
     outside.write_bytes(b"line one\n{not json, a torn-looking last line")
     before = outside.read_bytes()
     (run / name).unlink(missing_ok=True)
-    (run / name).symlink_to(outside)
+    make(outside, run / name)
     code, _, err = bench("run", "--resume", str(run), "--no-progress")
     assert code == 2
     assert err.strip() == (
-        f"error: {run / name}: is a symbolic link; refused (files in a run or checkpoint folder "
+        f"error: {run / name}: {reason}; refused (files in a run or checkpoint folder "
         "must be regular files inside it, not links)"
-    ), err[-400:]
-    assert outside.read_bytes() == before
-
-
-@pytest.mark.parametrize("name", [".lock", "episodes.jsonl"])
-def test_a_hard_linked_run_file_is_refused_and_the_outside_file_is_unchanged(
-    bench, finished_run: Path, tmp_path: Path, name: str
-) -> None:
-    # A hard link passes O_NOFOLLOW and the regular-file check: the .lock's outside file was
-    # emptied and an episodes.jsonl's appended to (found by a red-team check of this fix).
-    run = _copy_run(finished_run, tmp_path / "run")
-    (run / "summary.json").unlink()
-    outside = tmp_path / "precious.txt"
-    outside.write_bytes(b"line one\n{not json, a torn-looking last line")
-    before = outside.read_bytes()
-    (run / name).unlink(missing_ok=True)
-    os.link(outside, run / name)
-    code, _, err = bench("run", "--resume", str(run), "--no-progress")
-    assert code == 2
-    assert err.strip() == (
-        f"error: {run / name}: has other hard links (it may also be a file outside the "
-        "folder); refused (files in a run or checkpoint folder must be regular files inside "
-        "it, not links)"
     ), err[-400:]
     assert outside.read_bytes() == before
 
